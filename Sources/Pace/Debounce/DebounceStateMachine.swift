@@ -1,0 +1,118 @@
+/// The logic of ``Debouncer``: lodash's `debounce`, with merged values, as a value type.
+///
+/// A burst of calls is active while a timer is armed. The first call after a quiet period
+/// (`interval` since the last call) is the burst's leading edge. The burst's trailing edge comes
+/// once `interval` has passed with no call; with `maxWait`, an invocation also comes once
+/// `maxWait` has passed since the previous invocation (or the start of the burst).
+///
+/// Deadlines are processed when their timer fires. ``TestScheduler/advance(to:)`` fires due
+/// timers before the test's next call, so in virtual time a call made exactly at a deadline
+/// belongs to what follows the deadline.
+struct DebounceStateMachine<Value: Sendable>: PacerStateMachine {
+  private let interval: Duration
+  /// `nil` when calls may wait forever; otherwise at least `interval`.
+  private let maxWait: Duration?
+  private let leading: Bool
+  private let trailing: Bool
+  private let merge: Merge<Value>
+
+  /// The time of the latest call; `nil` before the first call and after ``cancel()``.
+  private var lastCall: PaceInstant?
+  /// The time of the latest invocation, or of the start of the burst (lodash's `lastInvokeTime`).
+  private var lastInvoke = PaceInstant.zero
+  /// The merge of the calls since the latest invocation; kept only for the trailing edge.
+  private var pending: Value?
+  /// The deadline of the armed timer; `nil` when no burst is active.
+  private(set) var armedDeadline: PaceInstant?
+
+  init(interval: Duration, edges: Edges, maxWait: Duration?, merge: Merge<Value>) {
+    self.interval = interval
+    self.maxWait = maxWait.map { Swift.max($0, interval) }
+    self.leading = edges.contains(.leading)
+    self.trailing = edges.contains(.trailing)
+    self.merge = merge
+  }
+
+  var isPending: Bool { pending != nil }
+
+  mutating func call(_ value: Value, now readNow: @autoclosure () -> PaceInstant) -> PacerAction<Value> {
+    // Clocks read outside the driver's lock may arrive slightly out of order: never go back.
+    let now = Swift.max(readNow(), lastCall ?? .zero)
+    let isQuietOrOverdue = shouldInvoke(at: now)
+    lastCall = now
+
+    if armedDeadline != nil {
+      if trailing { pending.merge(value, using: merge) }
+      // The timer is late and maxWait has already passed: invoke now, as lodash does in a
+      // tight loop, rather than let the call wait longer than maxWait.
+      if isQuietOrOverdue, maxWait != nil {
+        lastInvoke = now
+        if let merged = pending.take() { return .invoke(merged) }
+        return .invoke(value)
+      }
+      return .none
+    }
+
+    if isQuietOrOverdue {
+      // Leading edge of a new burst.
+      lastInvoke = now
+      let deadline = now.advanced(by: interval)
+      armedDeadline = deadline
+      if leading { return .invokeAndSchedule(value, at: deadline) }
+      pending = value
+      return .schedule(at: deadline)
+    }
+
+    // The burst goes on after a flush or a maxWait invocation ended its timer.
+    if trailing { pending.merge(value, using: merge) }
+    let deadline = nextDeadline(lastCall: now)
+    armedDeadline = deadline
+    return .schedule(at: deadline)
+  }
+
+  mutating func timerFired(now: PaceInstant) -> PacerAction<Value> {
+    guard armedDeadline != nil, let lastCall else { return .none }
+    armedDeadline = nil
+    let now = Swift.max(now, lastCall)
+    if shouldInvoke(at: now) {
+      // Trailing edge: quiet for `interval`, or `maxWait` reached.
+      guard let merged = pending.take() else { return .none }
+      lastInvoke = now
+      return .invoke(merged)
+    }
+    let deadline = nextDeadline(lastCall: lastCall)
+    armedDeadline = deadline
+    return .schedule(at: deadline)
+  }
+
+  mutating func flush(now: PaceInstant) -> Value? {
+    guard let merged = pending.take() else { return nil }
+    lastInvoke = Swift.max(now, lastCall ?? now)
+    return merged
+  }
+
+  mutating func cancel() -> Bool {
+    let hadTimer = armedDeadline != nil
+    lastCall = nil
+    lastInvoke = .zero
+    pending = nil
+    armedDeadline = nil
+    return hadTimer
+  }
+
+  /// lodash's `shouldInvoke`: the first call, a call after a quiet `interval`, or `maxWait`
+  /// since the latest invocation.
+  private func shouldInvoke(at now: PaceInstant) -> Bool {
+    guard let lastCall else { return true }
+    if lastCall.duration(to: now) >= interval { return true }
+    if let maxWait, lastInvoke.duration(to: now) >= maxWait { return true }
+    return false
+  }
+
+  /// When the burst next needs attention: its trailing edge, or `maxWait` if that comes first.
+  private func nextDeadline(lastCall: PaceInstant) -> PaceInstant {
+    let quiet = lastCall.advanced(by: interval)
+    guard let maxWait else { return quiet }
+    return Swift.min(quiet, lastInvoke.advanced(by: maxWait))
+  }
+}

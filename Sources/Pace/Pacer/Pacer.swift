@@ -1,0 +1,161 @@
+/// The thin, locked driver shared by ``Debouncer``, ``Throttler`` and ``Coalescer``.
+///
+/// It takes the lock, asks the state machine what to do, releases the lock, then does it:
+/// arms the scheduler's timer, or hands values to `perform`. Values go through an outbox that
+/// one deliverer at a time drains on the scheduler, so invocations of one instance never
+/// overlap and arrive in the order the machine produced them, even when `perform` calls the
+/// instance again or several threads call at once.
+final class Pacer<Machine: PacerStateMachine>: Sendable where Machine.Value: Sendable {
+  typealias Value = Machine.Value
+
+  private struct State {
+    var machine: Machine
+    /// The armed timer, to cancel on `cancel()` and `deinit`.
+    var timer: (any PaceCancellable)?
+    /// Identifies the armed timer; a timer that fires with an older generation is stale.
+    var timerGeneration: UInt64 = 0
+    /// Values waiting for `perform`, oldest first. Its capacity is kept, so steady state does
+    /// not allocate.
+    var outbox: [Value] = []
+    /// Whether a deliverer is draining the outbox or has been dispatched to.
+    var isDelivering = false
+  }
+
+  /// What to do once the lock is released.
+  private struct Effects {
+    var arm: (deadline: PaceInstant, generation: UInt64)?
+    var startDelivery = false
+    var cancel: (any PaceCancellable)?
+  }
+
+  private let scheduler: any PaceScheduler
+  private let perform: @Sendable (Value) -> Void
+  private let state: LockedState<State>
+
+  init(machine: Machine, scheduler: any PaceScheduler, perform: @escaping @Sendable (Value) -> Void) {
+    self.scheduler = scheduler
+    self.perform = perform
+    var initial = State(machine: machine)
+    initial.outbox.reserveCapacity(2)
+    self.state = LockedState(initial)
+  }
+
+  deinit {
+    // Pending work is dropped with the instance; the timer holds it only weakly.
+    state.withLock { $0.timer.take() }?.cancel()
+  }
+
+  func call(_ value: Value) {
+    let scheduler = self.scheduler
+    let effects = state.withLock { state in
+      Self.apply(state.machine.call(value, now: scheduler.now), to: &state)
+    }
+    carryOut(effects)
+  }
+
+  func flush() {
+    let now = scheduler.now
+    let effects = state.withLock { state in
+      Self.apply(state.machine.flush(now: now).map(PacerAction.invoke) ?? .none, to: &state)
+    }
+    carryOut(effects)
+  }
+
+  func cancel() {
+    let timer = state.withLock { state -> (any PaceCancellable)? in
+      guard state.machine.cancel() else { return nil }
+      state.timerGeneration &+= 1
+      return state.timer.take()
+    }
+    timer?.cancel()
+  }
+
+  var isPending: Bool {
+    state.withLock { $0.machine.isPending }
+  }
+
+  /// Reads the machine under the lock; for tests and diagnostics.
+  func withMachine<Result>(_ body: (Machine) -> Result) -> Result {
+    state.withLock { body($0.machine) }
+  }
+
+  private func timerFired(generation: UInt64) {
+    let now = scheduler.now
+    let effects = state.withLock { state -> Effects in
+      guard state.timerGeneration == generation else { return Effects() }
+      state.timer = nil
+      return Self.apply(state.machine.timerFired(now: now), to: &state)
+    }
+    carryOut(effects)
+  }
+
+  /// Turns the machine's action into bookkeeping under the lock and effects for after it.
+  private static func apply(_ action: PacerAction<Value>, to state: inout State) -> Effects {
+    var effects = Effects()
+    switch action {
+    case .none:
+      return effects
+    case .schedule(let deadline):
+      effects.arm = armTimer(at: deadline, in: &state)
+    case .invoke(let value):
+      effects.startDelivery = enqueue(value, in: &state)
+    case .invokeAndSchedule(let value, let deadline):
+      effects.startDelivery = enqueue(value, in: &state)
+      effects.arm = armTimer(at: deadline, in: &state)
+    }
+    return effects
+  }
+
+  private static func armTimer(at deadline: PaceInstant, in state: inout State) -> (PaceInstant, UInt64) {
+    state.timerGeneration &+= 1
+    return (deadline, state.timerGeneration)
+  }
+
+  /// Returns `true` if the caller must start a deliverer.
+  private static func enqueue(_ value: Value, in state: inout State) -> Bool {
+    state.outbox.append(value)
+    guard !state.isDelivering else { return false }
+    state.isDelivering = true
+    return true
+  }
+
+  private func carryOut(_ effects: Effects) {
+    if let (deadline, generation) = effects.arm {
+      arm(at: deadline, generation: generation)
+    }
+    if effects.startDelivery {
+      if scheduler.isCurrent {
+        deliver()
+      } else {
+        scheduler.enqueue { [weak self] in self?.deliver() }
+      }
+    }
+  }
+
+  private func arm(at deadline: PaceInstant, generation: UInt64) {
+    // Armed outside the lock: a scheduler may take locks of its own.
+    let timer = scheduler.schedule(at: deadline) { [weak self] in
+      self?.timerFired(generation: generation)
+    }
+    let superseded = state.withLock { state -> Bool in
+      guard state.timerGeneration == generation else { return true }
+      state.timer = timer
+      return false
+    }
+    // A `cancel()` or a newer timer got in between: this one must never fire.
+    if superseded { timer.cancel() }
+  }
+
+  /// Drains the outbox, one value at a time, never holding the lock while `perform` runs.
+  private func deliver() {
+    while let value = state.withLock({ state -> Value? in
+      guard !state.outbox.isEmpty else {
+        state.isDelivering = false
+        return nil
+      }
+      return state.outbox.removeFirst()
+    }) {
+      perform(value)
+    }
+  }
+}

@@ -1,0 +1,61 @@
+/// What a pacing state machine asks its driver to do after an event.
+///
+/// The machines behind ``Debouncer``, ``Throttler`` and ``Coalescer`` hold no lock, clock,
+/// task or callback: time comes in as a parameter and one of these comes out, so tests can
+/// drive a machine directly and compare actions with `==`.
+enum PacerAction<Value> {
+  /// Nothing to do.
+  case none
+  /// Arm the timer for `deadline`; the machine expects ``PacerStateMachine/timerFired(now:)``
+  /// then. The machine asks only when no timer is armed, so a burst arms it once, not per call.
+  case schedule(at: PaceInstant)
+  /// Invoke `perform` with the value now.
+  case invoke(Value)
+  /// Invoke `perform` with the value now and arm the timer for `deadline`.
+  case invokeAndSchedule(Value, at: PaceInstant)
+}
+
+extension PacerAction: Equatable where Value: Equatable {}
+
+extension PacerAction: CustomStringConvertible {
+  var description: String {
+    switch self {
+    case .none: "none"
+    case .schedule(let deadline): "schedule(at: \(deadline))"
+    case .invoke(let value): "invoke(\(value))"
+    case .invokeAndSchedule(let value, let deadline): "invokeAndSchedule(\(value), at: \(deadline))"
+    }
+  }
+}
+
+/// The pure logic of a pacing primitive, driven by ``Pacer``.
+///
+/// The driver calls ``timerFired(now:)`` once per ``PacerAction/schedule(at:)`` it was asked
+/// for, unless ``cancel()`` said to cancel that timer.
+protocol PacerStateMachine: Sendable {
+  associatedtype Value: Sendable
+
+  /// A call with `value`. `now` is evaluated only if the machine needs the time, so a
+  /// throttle in an open window never reads the clock.
+  mutating func call(_ value: Value, now: @autoclosure () -> PaceInstant) -> PacerAction<Value>
+
+  /// The armed timer fired at `now`.
+  mutating func timerFired(now: PaceInstant) -> PacerAction<Value>
+
+  /// Takes the pending value for an invocation now, if there is one.
+  mutating func flush(now: PaceInstant) -> Value?
+
+  /// Drops what is pending and resets. Returns `true` if the armed timer should be cancelled.
+  mutating func cancel() -> Bool
+
+  /// Whether an invocation is waiting.
+  var isPending: Bool { get }
+}
+
+extension Optional {
+  /// Returns the wrapped value and leaves `nil` behind.
+  mutating func take() -> Wrapped? {
+    defer { self = nil }
+    return self
+  }
+}

@@ -1,0 +1,92 @@
+import Dispatch
+
+/// A ``PaceScheduler`` that runs work on a serial `DispatchQueue`.
+///
+/// Spell it `.main` or `.queue(someQueue)` where a scheduler is expected:
+///
+/// ```swift
+/// let save = Debouncer<Document>(for: .seconds(1), scheduler: .queue(ioQueue)) { write($0) }
+/// ```
+///
+/// Time is `DispatchTime` uptime (it does not advance while the device sleeps), and
+/// ``isCurrent`` is `true` in code that the queue is running, so a leading invocation made
+/// from the queue itself runs synchronously inside `call`.
+///
+/// The queue should be serial: Pace never overlaps invocations of one instance either way,
+/// but a concurrent queue gives no order between different instances.
+public struct DispatchScheduler: PaceScheduler {
+  /// The queue that runs the work.
+  public let queue: DispatchQueue
+  private let identity: QueueIdentity
+
+  /// A scheduler for `queue`. Creating it tags the queue (with `setSpecific`) so that
+  /// ``isCurrent`` can tell when code runs on it.
+  public init(_ queue: DispatchQueue) {
+    self.queue = queue
+    self.identity = QueueIdentity.tag(queue)
+  }
+
+  public var now: PaceInstant {
+    PaceInstant(nanoseconds: Int64(truncatingIfNeeded: DispatchTime.now().uptimeNanoseconds))
+  }
+
+  public var isCurrent: Bool {
+    DispatchQueue.getSpecific(key: QueueIdentity.key) === identity
+  }
+
+  @discardableResult
+  public func schedule(at deadline: PaceInstant, _ work: @escaping @Sendable () -> Void) -> any PaceCancellable {
+    let item = DispatchWorkItem(block: work)
+    let nanos = UInt64(clamping: max(deadline.nanoseconds, 0))
+    queue.asyncAfter(deadline: DispatchTime(uptimeNanoseconds: nanos), execute: item)
+    return DispatchTimer(item: item)
+  }
+
+  public func enqueue(_ work: @escaping @Sendable () -> Void) {
+    queue.async(execute: work)
+  }
+}
+
+/// Cancels a `DispatchWorkItem` scheduled by ``DispatchScheduler``.
+private struct DispatchTimer: PaceCancellable, @unchecked Sendable {
+  // @unchecked Sendable: the item is only cancelled, and libdispatch makes
+  // `DispatchWorkItem.cancel()` thread-safe with its own atomic state.
+  let item: DispatchWorkItem
+
+  func cancel() {
+    item.cancel()
+  }
+}
+
+extension PaceScheduler where Self == DispatchScheduler {
+  /// The main queue.
+  public static var main: DispatchScheduler { DispatchScheduler.mainQueue }
+
+  /// A serial dispatch queue.
+  public static func queue(_ queue: DispatchQueue) -> DispatchScheduler {
+    DispatchScheduler(queue)
+  }
+}
+
+extension DispatchScheduler {
+  // Made once so that `.main`, the default of every initialiser, costs no tagging.
+  fileprivate static let mainQueue = DispatchScheduler(.main)
+}
+
+/// The tag a ``DispatchScheduler`` sets on its queue; compared by identity.
+private final class QueueIdentity: Sendable {
+  static let key = DispatchSpecificKey<QueueIdentity>()
+
+  /// The queue's existing tag, or a new one. Two schedulers over one queue share the tag, so
+  /// each sees the other's work as current.
+  static func tag(_ queue: DispatchQueue) -> QueueIdentity {
+    tagLock.withLock { _ in
+      if let existing = queue.getSpecific(key: key) { return existing }
+      let identity = QueueIdentity()
+      queue.setSpecific(key: key, value: identity)
+      return identity
+    }
+  }
+
+  private static let tagLock = LockedState(())
+}

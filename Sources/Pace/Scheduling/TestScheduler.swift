@@ -1,0 +1,199 @@
+/// A synchronous scheduler whose time moves only when a test says so.
+///
+/// Time starts at ``PaceInstant/zero``. ``advance(by:)``, ``advance(to:)`` and ``run()`` run the
+/// work that falls due, in deadline order and, at the same deadline, in the order it was
+/// scheduled. ``now`` is set to each work item's deadline before it runs, and work may schedule
+/// more work. Nothing sleeps and nothing yields, so timing tests are exact and instant:
+///
+/// ```swift
+/// @Test func searchIsDebounced() {
+///   let scheduler = TestScheduler()
+///   let searched = LockedBox<[String]>([])          // any thread-safe box of yours
+///   let search = Debouncer<String>(for: .milliseconds(300), scheduler: scheduler) { query in
+///     searched.append(query)
+///   }
+///
+///   search("s")
+///   scheduler.advance(by: .milliseconds(100))
+///   search("sw")
+///   scheduler.advance(by: .milliseconds(299))
+///   #expect(searched.value == [])
+///   scheduler.advance(by: .milliseconds(1))           // 300 ms after "sw"
+///   #expect(searched.value == ["sw"])
+///   #expect(scheduler.pendingDeadlines.isEmpty)       // nothing left scheduled
+/// }
+/// ```
+///
+/// ``isCurrent`` is always `true`: a leading invocation happens synchronously inside `call`.
+/// Work runs on the thread that advances the scheduler, never under the scheduler's lock.
+public final class TestScheduler: PaceScheduler {
+  fileprivate struct Job {
+    var deadline: PaceInstant
+    var sequence: UInt64
+    var work: @Sendable () -> Void
+
+    func runsBefore(_ other: Job) -> Bool {
+      (deadline, sequence) < (other.deadline, other.sequence)
+    }
+  }
+
+  fileprivate struct State {
+    var now: PaceInstant
+    var nextSequence: UInt64 = 0
+    var heap: [Job] = []
+    /// Sequences of jobs cancelled but still in the heap; they are skipped when they surface.
+    var cancelled: Set<UInt64> = []
+  }
+
+  private let state: LockedState<State>
+
+  /// A scheduler whose clock reads `now`; ``PaceInstant/zero`` by default.
+  public init(now: PaceInstant = .zero) {
+    state = LockedState(State(now: now))
+  }
+
+  public var now: PaceInstant {
+    state.withLock { $0.now }
+  }
+
+  /// Always `true`: the test's own thread is the scheduler's context.
+  public var isCurrent: Bool { true }
+
+  @discardableResult
+  public func schedule(at deadline: PaceInstant, _ work: @escaping @Sendable () -> Void) -> any PaceCancellable {
+    let sequence = state.withLock { state in
+      let sequence = state.nextSequence
+      state.nextSequence += 1
+      state.heap.push(Job(deadline: deadline, sequence: sequence, work: work), by: { $0.runsBefore($1) })
+      return sequence
+    }
+    return ScheduledJob(scheduler: self, sequence: sequence)
+  }
+
+  /// Schedules `work` for ``now``: it runs at the next ``advance(by:)``, even by `.zero`.
+  public func enqueue(_ work: @escaping @Sendable () -> Void) {
+    schedule(at: now, work)
+  }
+
+  /// Moves time forward by `duration`, running the work that falls due on the way.
+  /// `advance(by: .zero)` runs what is due now.
+  public func advance(by duration: Duration = .zero) {
+    precondition(duration >= .zero, "TestScheduler.advance(by:): duration must not be negative (got \(duration))")
+    advance(to: now.advanced(by: duration))
+  }
+
+  /// Moves time forward to `instant`, running the work that falls due on the way.
+  public func advance(to instant: PaceInstant) {
+    precondition(instant >= now, "TestScheduler.advance(to:): \(instant) is before now (\(now))")
+    while let work = takeNextJob(dueBy: instant) {
+      work()
+    }
+  }
+
+  /// Runs work until none is left, moving time to each deadline in turn.
+  ///
+  /// Work that keeps scheduling more work (a repeating timer) makes this run forever; advance
+  /// by a bounded duration instead.
+  public func run() {
+    while let work = takeNextJob(dueBy: nil) {
+      work()
+    }
+  }
+
+  /// The deadlines of the work still scheduled, earliest first. Empty when nothing is left:
+  /// `#expect(scheduler.pendingDeadlines.isEmpty)`.
+  public var pendingDeadlines: [PaceInstant] {
+    state.withLock { state in
+      state.heap.filter { !state.cancelled.contains($0.sequence) }
+        .sorted { $0.runsBefore($1) }
+        .map(\.deadline)
+    }
+  }
+
+  /// The number of work items still scheduled.
+  public var pendingCount: Int {
+    state.withLock { $0.heap.count - $0.cancelled.count }
+  }
+
+  /// The deadline of the next work item, or `nil` when nothing is scheduled.
+  public var nextDeadline: PaceInstant? {
+    state.withLock { state in
+      state.dropCancelledTop()
+      return state.heap.first?.deadline
+    }
+  }
+
+  /// Takes the next job due by `limit` (any job if `nil`) and moves `now` to its deadline; or,
+  /// when none is due, moves `now` to `limit` and returns `nil`.
+  private func takeNextJob(dueBy limit: PaceInstant?) -> (@Sendable () -> Void)? {
+    state.withLock { state in
+      state.dropCancelledTop()
+      guard let next = state.heap.first, limit.map({ next.deadline <= $0 }) ?? true else {
+        if let limit { state.now = max(state.now, limit) }
+        return nil
+      }
+      state.heap.popFirst(by: { $0.runsBefore($1) })
+      state.now = max(state.now, next.deadline)
+      return next.work
+    }
+  }
+
+  fileprivate func cancel(sequence: UInt64) {
+    state.withLock { state in
+      guard state.heap.contains(where: { $0.sequence == sequence }) else { return }
+      state.cancelled.insert(sequence)
+      state.dropCancelledTop()
+    }
+  }
+
+  private struct ScheduledJob: PaceCancellable {
+    weak var scheduler: TestScheduler?
+    let sequence: UInt64
+
+    func cancel() {
+      scheduler?.cancel(sequence: sequence)
+    }
+  }
+}
+
+extension TestScheduler.State {
+  fileprivate mutating func dropCancelledTop() {
+    while let top = heap.first, cancelled.remove(top.sequence) != nil {
+      heap.popFirst(by: { $0.runsBefore($1) })
+    }
+  }
+}
+
+extension Array {
+  /// Adds `element` to a binary min-heap ordered by `isBefore`.
+  mutating func push(_ element: Element, by isBefore: (Element, Element) -> Bool) {
+    append(element)
+    var child = count - 1
+    while child > 0 {
+      let parent = (child - 1) / 2
+      guard isBefore(self[child], self[parent]) else { break }
+      swapAt(child, parent)
+      child = parent
+    }
+  }
+
+  /// Removes the first element of a binary min-heap ordered by `isBefore`.
+  @discardableResult
+  mutating func popFirst(by isBefore: (Element, Element) -> Bool) -> Element? {
+    guard !isEmpty else { return nil }
+    swapAt(0, count - 1)
+    let first = removeLast()
+    var parent = 0
+    while true {
+      let left = 2 * parent + 1
+      let right = left + 1
+      var smallest = parent
+      if left < count, isBefore(self[left], self[smallest]) { smallest = left }
+      if right < count, isBefore(self[right], self[smallest]) { smallest = right }
+      if smallest == parent { break }
+      swapAt(parent, smallest)
+      parent = smallest
+    }
+    return first
+  }
+}

@@ -1,0 +1,60 @@
+#if canImport(Darwin)
+import os
+#else
+import Synchronization
+#endif
+
+/// A value guarded by the fastest uncontended lock the platform has, in the spirit of
+/// swift-nio's `NIOLockedValueBox`.
+///
+/// On Linux this is `Synchronization.Mutex`; on Apple platforms `os_unfair_lock`, because
+/// `Mutex` needs macOS 15 and Pace supports macOS 13. Never call user code inside `withLock`.
+final class LockedState<State>: @unchecked Sendable {
+  // @unchecked Sendable: `state` is only read or written inside `withLock`, under `lock`.
+  #if canImport(Darwin)
+  private let lock: UnsafeMutablePointer<os_unfair_lock>
+  private var state: State
+
+  init(_ initial: sending State) {
+    lock = .allocate(capacity: 1)
+    lock.initialize(to: os_unfair_lock())
+    state = initial
+  }
+
+  deinit {
+    lock.deinitialize(count: 1)
+    lock.deallocate()
+  }
+
+  @inline(__always)
+  func withLock<Result>(_ body: (inout State) -> Result) -> Result {
+    os_unfair_lock_lock(lock)
+    defer { os_unfair_lock_unlock(lock) }
+    return body(&state)
+  }
+  #else
+  private let mutex: Mutex<State>
+
+  init(_ initial: sending State) {
+    mutex = Mutex(initial)
+  }
+
+  @inline(__always)
+  func withLock<Result>(_ body: (inout State) -> Result) -> Result {
+    // Pace's states and results hold only `Sendable` values, so handing them across the
+    // `sending` boundary of `Mutex.withLock` is safe; the compiler cannot see that generically.
+    mutex.withLock { state in
+      let result = body(&state)
+      return UncheckedSendable(result)
+    }.value
+  }
+  #endif
+}
+
+/// Carries a value across a `sending` boundary that the compiler cannot prove safe.
+struct UncheckedSendable<Value>: @unchecked Sendable {
+  // @unchecked Sendable: only used by `LockedState.withLock` to return a result computed under
+  // the lock; the value is never shared, it is moved out once.
+  var value: Value
+  init(_ value: Value) { self.value = value }
+}

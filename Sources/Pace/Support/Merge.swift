@@ -1,0 +1,59 @@
+/// How the calls covered by one invocation combine into the value it receives.
+///
+/// An invocation receives the merge of every call made since the previous invocation, in call
+/// order. A leading invocation receives just its own call's value.
+///
+/// ```swift
+/// Debouncer<String>(for: .milliseconds(300)) { search($0) }                   // .latest
+/// Coalescer<Int>(merge: .sum) { print("\($0) updates") }                      // counts
+/// Debouncer<Changes>(for: .zero, merge: .union) { reload($0) }                // OptionSet mask
+/// Throttler<[Event]>(for: .seconds(5), merge: .append) { upload($0) }         // batches
+/// ```
+public struct Merge<Value: Sendable>: Sendable {
+  /// Folds `next` into `accumulated`.
+  let combine: @Sendable (_ accumulated: inout Value, _ next: Value) -> Void
+
+  /// A merge that folds each new value into the accumulated one in place.
+  public init(_ combine: @escaping @Sendable (_ accumulated: inout Value, _ next: Value) -> Void) {
+    self.combine = combine
+  }
+
+  /// The most recent call's value wins (lodash, Combine's `debounce`). The default.
+  public static var latest: Merge<Value> { Merge { accumulated, next in accumulated = next } }
+
+  /// The first call's value wins (Combine's `throttle(latest: false)`).
+  public static var first: Merge<Value> { Merge { _, _ in } }
+
+  /// Any function of the accumulated and the next value.
+  public static func custom(_ merge: @escaping @Sendable (_ accumulated: Value, _ next: Value) -> Value) -> Merge<Value> {
+    Merge { accumulated, next in accumulated = merge(accumulated, next) }
+  }
+}
+
+extension Merge where Value: AdditiveArithmetic {
+  /// The values add up, like `DispatchSourceUserDataAdd`.
+  public static var sum: Merge<Value> { Merge { accumulated, next in accumulated += next } }
+}
+
+extension Merge where Value: SetAlgebra {
+  /// The values are unioned, like `DispatchSourceUserDataOr`: an `OptionSet` of what changed.
+  public static var union: Merge<Value> { Merge { accumulated, next in accumulated.formUnion(next) } }
+}
+
+extension Merge where Value: RangeReplaceableCollection {
+  /// The values are concatenated in call order: every element reaches exactly one invocation.
+  public static var append: Merge<Value> {
+    Merge { accumulated, next in accumulated.append(contentsOf: next) }
+  }
+}
+
+extension Optional where Wrapped: Sendable {
+  /// Folds `value` into the optional accumulator: the first value is stored as is.
+  mutating func merge(_ value: Wrapped, using merge: Merge<Wrapped>) {
+    if self == nil {
+      self = value
+    } else {
+      merge.combine(&self!, value)
+    }
+  }
+}
