@@ -1,0 +1,46 @@
+/// The logic of ``Coalescer``: many signals, one run, as a value type.
+///
+/// The first signal arms the timer for `window` later (`.zero`: the scheduler's next turn).
+/// Signals until then merge. When the timer fires, the merged value is invoked and the
+/// coalescer is idle again, so a signal that arrives while the handler runs arms exactly one
+/// more run.
+struct CoalesceStateMachine<Value: Sendable>: PacerStateMachine {
+  private let window: Duration
+  private let merge: Merge<Value>
+
+  /// The merge of the signals since the last run.
+  private var pending: Value?
+  /// The deadline of the armed timer; `nil` when idle.
+  private(set) var armedDeadline: PaceInstant?
+
+  init(window: Duration, merge: Merge<Value>) {
+    self.window = window
+    self.merge = merge
+  }
+
+  var isPending: Bool { pending != nil }
+
+  mutating func call(_ value: Value, now: @autoclosure () -> PaceInstant) -> PacerAction<Value> {
+    pending.merge(value, using: merge)
+    guard armedDeadline == nil else { return .none }
+    let deadline = now().advanced(by: window)
+    armedDeadline = deadline
+    return .schedule(at: deadline)
+  }
+
+  mutating func timerFired(now: PaceInstant) -> PacerAction<Value> {
+    armedDeadline = nil
+    guard let merged = pending.take() else { return .none }
+    return .invoke(merged)
+  }
+
+  mutating func flush(now: PaceInstant) -> Value? {
+    pending.take()
+  }
+
+  mutating func cancel() -> Bool {
+    pending = nil
+    defer { armedDeadline = nil }
+    return armedDeadline != nil
+  }
+}

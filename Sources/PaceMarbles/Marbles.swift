@@ -1,0 +1,2 @@
+// Placeholder until the marble engine lands (issue 5).
+import Pace

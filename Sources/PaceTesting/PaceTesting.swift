@@ -1,0 +1,3 @@
+// Placeholder until the testing helpers land (issue 5).
+import Pace
+import PaceMarbles

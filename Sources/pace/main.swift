@@ -1,0 +1,1 @@
+print("pace: not yet implemented")

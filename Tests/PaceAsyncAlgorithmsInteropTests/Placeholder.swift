@@ -1,0 +1,5 @@
+import AsyncAlgorithms
+import Pace
+import Testing
+
+@Test func placeholder() {}
