@@ -1,0 +1,48 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// Pace's benchmarks, a package of their own so that the library never depends on the benchmark
+// harness. Run from this folder: `swift package benchmark` (see README.md).
+
+/// SwiftPM names a path dependency after its folder, and a clone of Pace may live in a folder of
+/// any name, so the package is referred to by its folder's name.
+let pacePackage = String(Context.packageDirectory.split(separator: "/").dropLast().last ?? "Pace")
+
+let package = Package(
+  name: "PaceBenchmarks",
+  platforms: [.macOS(.v13), .iOS(.v16)],
+  dependencies: [
+    .package(path: "../"),
+    // Only the malloc interposer trait: it gives the malloc counts, and the toolchain's
+    // runtime-interposer trait pulls in a package that is not needed here.
+    .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+    .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.0.0"),
+  ],
+  targets: [
+    // Debouncer.call, Throttler.call, the naive DispatchWorkItem pattern and the floors.
+    benchmark("CoreBenchmarks"),
+    // How late a trailing invocation fires on a real DispatchQueue.
+    benchmark("LatencyBenchmarks"),
+    // Coalescer.signal beside DispatchSourceUserDataAdd.
+    benchmark("CoalescerBenchmarks"),
+    // Pace's async operators beside swift-async-algorithms'.
+    benchmark(
+      "AsyncBenchmarks",
+      dependencies: [.product(name: "AsyncAlgorithms", package: "swift-async-algorithms")]
+    ),
+  ],
+  swiftLanguageModes: [.v6]
+)
+
+/// A benchmark executable under `Benchmarks/<name>/`, run by the Benchmark plugin.
+func benchmark(_ name: String, dependencies: [Target.Dependency] = []) -> Target {
+  .executableTarget(
+    name: name,
+    dependencies: [
+      .product(name: "Benchmark", package: "benchmark"),
+      .product(name: "Pace", package: pacePackage),
+    ] + dependencies,
+    path: "Benchmarks/\(name)",
+    plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+  )
+}
