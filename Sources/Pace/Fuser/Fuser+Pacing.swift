@@ -1,0 +1,101 @@
+extension Fuser where Event: Sendable {
+  /// A fuser whose events are this fuser's events debounced, with ``Debouncer``'s exact
+  /// semantics and options.
+  ///
+  /// ```swift
+  /// let queries = searchField.debounce(for: .milliseconds(300))   // the text once typing pauses
+  /// ```
+  ///
+  /// Each connection has its own debouncer; disposing the connection drops its pending event.
+  ///
+  /// - Parameters:
+  ///   - interval: How long events must stop before the trailing event. Not negative.
+  ///   - edges: Which edges emit: `.trailing` (the default), `.leading`, or both. Not empty.
+  ///   - maxWait: The longest an event waits; `nil` (the default) for no bound.
+  ///   - merge: How the covered events combine; `.latest` by default.
+  ///   - scheduler: Where time is read and events are dispatched; the main queue by default.
+  public func debounce(
+    for interval: Duration,
+    edges: Edges = .trailing,
+    maxWait: Duration? = nil,
+    merge: Merge<Event> = .latest,
+    scheduler: some PaceScheduler = .main
+  ) -> Fuser<Event> {
+    checkTiming("Fuser.debounce", interval: interval, maxWait: maxWait, edges: edges)
+    return paced { dispatch in
+      let debouncer = Debouncer(
+        for: interval, edges: edges, maxWait: maxWait, merge: merge, scheduler: scheduler, perform: dispatch
+      )
+      return (debouncer.call, debouncer.cancel)
+    }
+  }
+
+  /// A fuser whose events are this fuser's events throttled, with ``Throttler``'s exact
+  /// semantics and options: at most one event per `interval`, at a steady cadence.
+  ///
+  /// ```swift
+  /// let offsets = scrollOffsets.throttle(for: .milliseconds(100))
+  /// ```
+  ///
+  /// Each connection has its own throttler; disposing the connection drops its pending event.
+  ///
+  /// - Parameters:
+  ///   - interval: The window length: the least time between events. Not negative.
+  ///   - edges: Which edges emit; both by default. Not empty.
+  ///   - merge: How the events of a window combine; `.latest` by default.
+  ///   - scheduler: Where time is read and events are dispatched; the main queue by default.
+  public func throttle(
+    for interval: Duration,
+    edges: Edges = [.leading, .trailing],
+    merge: Merge<Event> = .latest,
+    scheduler: some PaceScheduler = .main
+  ) -> Fuser<Event> {
+    checkTiming("Fuser.throttle", interval: interval, edges: edges)
+    return paced { dispatch in
+      let throttler = Throttler(for: interval, edges: edges, merge: merge, scheduler: scheduler, perform: dispatch)
+      return (throttler.call, throttler.cancel)
+    }
+  }
+
+  /// A fuser whose events are this fuser's events coalesced, with ``Coalescer``'s exact
+  /// semantics and options: one event per turn (or `window`), merging everything since the last.
+  ///
+  /// ```swift
+  /// let changes = itemChanged.map { _ in 1 }.coalesce(merge: .sum)   // "5 items changed", once
+  /// ```
+  ///
+  /// Each connection has its own coalescer; disposing the connection drops its pending event.
+  ///
+  /// - Parameters:
+  ///   - window: How long after the first event the merged event comes; `.zero` (the default)
+  ///     for the scheduler's next turn. Not negative.
+  ///   - merge: How the events combine; `.latest` by default.
+  ///   - scheduler: Where the merged events are dispatched; the main queue by default.
+  public func coalesce(
+    window: Duration = .zero,
+    merge: Merge<Event> = .latest,
+    scheduler: some PaceScheduler = .main
+  ) -> Fuser<Event> {
+    checkTiming("Fuser.coalesce", interval: window, parameter: "window")
+    return paced { dispatch in
+      let coalescer = Coalescer(window: window, merge: merge, scheduler: scheduler, perform: dispatch)
+      return (coalescer.signal, coalescer.cancel)
+    }
+  }
+
+  /// Connects this fuser through a pacing primitive made per connection by `makePacer`, which
+  /// returns the primitive's call and cancel functions.
+  private func paced(
+    _ makePacer: @escaping @Sendable (_ dispatch: @escaping @Sendable (Event) -> Void)
+      -> (call: @Sendable (Event) -> Void, cancel: @Sendable () -> Void)
+  ) -> Fuser<Event> {
+    Fuser { dispatch in
+      let pacer = makePacer(dispatch)
+      let upstream = connect(pacer.call)
+      return AnyDisposable {
+        upstream.dispose()
+        pacer.cancel()
+      }
+    }
+  }
+}
