@@ -39,8 +39,9 @@ extension Fuser where Event: Sendable {
   /// ```
   ///
   /// Each call makes a new connection at once, so events produced before iteration starts are
-  /// buffered by `bufferingPolicy`. The connection is disposed when the stream terminates: the
-  /// consuming task is cancelled, the loop stops early, or the stream is released.
+  /// buffered by `bufferingPolicy`. The connection is disposed when the stream terminates: when
+  /// the consuming task is cancelled, or when the stream and its iterators are released (leaving
+  /// a `for await` loop early releases its iterator, but not the stream).
   ///
   /// - Parameter bufferingPolicy: What to keep while the consumer is behind; unbounded by default.
   /// - Returns: A stream of the events, in order.
