@@ -1,0 +1,140 @@
+import Testing
+
+@testable import Pace
+
+/// A control without UIKit.
+@MainActor final class FakeControl: Enablable {
+  var isEnabled: Bool
+  init(isEnabled: Bool = true) { self.isEnabled = isEnabled }
+}
+
+/// The button-bashing guard on virtual time.
+@Suite @MainActor struct InteractionGateTests {
+  @Test func closeDisablesTheTargetsForExactlyTheDuration() {
+    let scheduler = TestScheduler()
+    let gate = InteractionGate(scheduler: scheduler)
+    let button = FakeControl()
+    let sibling = FakeControl()
+    gate.close([button, sibling], for: .milliseconds(500))
+    #expect(!button.isEnabled)
+    #expect(!sibling.isEnabled)
+    #expect(gate.isClosing(button))
+    #expect(gate.pendingClosures == 1)
+    scheduler.advance(to: ms(499))
+    #expect(!button.isEnabled)
+    scheduler.advance(to: ms(500))
+    #expect(button.isEnabled)
+    #expect(sibling.isEnabled)
+    #expect(!gate.isClosing(button))
+    #expect(gate.pendingClosures == 0)
+    #expect(scheduler.pendingCount == 0)
+  }
+
+  @Test func aTargetThatWasAlreadyDisabledStaysDisabled() {
+    let scheduler = TestScheduler()
+    let gate = InteractionGate(scheduler: scheduler)
+    let button = FakeControl()
+    let disabledElsewhere = FakeControl(isEnabled: false)
+    gate.close([button, disabledElsewhere], for: .milliseconds(100))
+    scheduler.advance(by: .milliseconds(100))
+    #expect(button.isEnabled)
+    #expect(!disabledElsewhere.isEnabled)
+  }
+
+  @Test func overlappingClosuresKeepASharedTargetDisabledUntilTheLastEnds() {
+    let scheduler = TestScheduler()
+    let gate = InteractionGate(scheduler: scheduler)
+    let a = FakeControl()
+    let b = FakeControl()
+    let c = FakeControl()
+    gate.close([a, b], for: .milliseconds(500))
+    scheduler.advance(to: ms(300))
+    gate.close([b, c], for: .milliseconds(500))
+
+    scheduler.advance(to: ms(500))
+    #expect(a.isEnabled)
+    #expect(!b.isEnabled, "the second closure still covers b")
+    #expect(!c.isEnabled)
+
+    scheduler.advance(to: ms(800))
+    #expect(b.isEnabled)
+    #expect(c.isEnabled)
+  }
+
+  @Test func duplicatesInOneClosureCountOnce() {
+    let scheduler = TestScheduler()
+    let gate = InteractionGate(scheduler: scheduler)
+    let button = FakeControl()
+    gate.close([button, button], for: .milliseconds(100))
+    scheduler.advance(by: .milliseconds(100))
+    #expect(button.isEnabled)
+  }
+
+  @Test func openAllRestoresEverythingNowAndCancelsTheTimers() {
+    let scheduler = TestScheduler()
+    let gate = InteractionGate(scheduler: scheduler)
+    let a = FakeControl()
+    let b = FakeControl()
+    gate.close([a], for: .milliseconds(500))
+    gate.close([a, b], for: .milliseconds(900))
+    gate.openAll()
+    #expect(a.isEnabled)
+    #expect(b.isEnabled)
+    #expect(gate.pendingClosures == 0)
+    #expect(scheduler.pendingCount == 0)
+  }
+
+  @Test func aReleasedTargetIsForgotten() {
+    let scheduler = TestScheduler()
+    let gate = InteractionGate(scheduler: scheduler)
+    let kept = FakeControl()
+    weak var weakReleased: FakeControl?
+    do {
+      let released = FakeControl()
+      weakReleased = released
+      gate.close([kept, released], for: .milliseconds(100))
+    }
+    #expect(weakReleased == nil, "the gate holds targets weakly")
+    scheduler.advance(by: .milliseconds(100))
+    #expect(kept.isEnabled)
+  }
+
+  @Test func aNewObjectAtAReleasedTargetsAddressIsNotConfusedWithIt() {
+    let scheduler = TestScheduler()
+    let gate = InteractionGate(scheduler: scheduler)
+    // Release targets while closed and make new ones, which may reuse the addresses.
+    for _ in 0..<50 {
+      do { gate.close([FakeControl()], for: .milliseconds(500)) }
+    }
+    let fresh = (0..<50).map { _ in FakeControl() }
+    gate.close(fresh, for: .milliseconds(100))
+    scheduler.advance(to: ms(100))
+    #expect(fresh.allSatisfy { $0.isEnabled }, "old closures must not hold the new objects")
+    scheduler.advance(to: ms(500))
+    #expect(fresh.allSatisfy { $0.isEnabled })
+  }
+
+  @Test func theGateLivesUntilItsClosuresEnd() {
+    let scheduler = TestScheduler()
+    let button = FakeControl()
+    do {
+      let gate = InteractionGate(scheduler: scheduler)
+      gate.close([button], for: .milliseconds(200))
+    }
+    scheduler.advance(by: .milliseconds(200))
+    #expect(button.isEnabled)
+  }
+
+  @Test func intoEnabledDiffusesABooleanIntoATarget() {
+    let button = FakeControl(isEnabled: false)
+    let render = Diffuser<Bool>.intoEnabled(button)
+    render.run(true)
+    #expect(button.isEnabled)
+    button.isEnabled = false
+    render.run(true)
+    #expect(!button.isEnabled, "unchanged state: no write")
+    render.run(false)
+    render.run(true)
+    #expect(button.isEnabled)
+  }
+}
