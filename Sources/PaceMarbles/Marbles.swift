@@ -1,2 +1,0 @@
-// Placeholder until the marble engine lands (issue 5).
-import Pace
