@@ -217,7 +217,8 @@ public enum MarbleRunner {
   ///
   /// For each step `k` with events, the runner moves the scheduler to `origin + k * stepLength`
   /// with `advance(to:)` (so timers due then fire first) and hands the step's events to the
-  /// input in order. Then it keeps running scheduled work, at most `settlingSteps` steps past
+  /// input in order, without advancing in between: a group is one turn, so work its events
+  /// schedule for that instant runs after all of them. Then it keeps running scheduled work, at most `settlingSteps` steps past
   /// the input, so the last trailing invocations land. A `|` or `^` on the input ends the
   /// output at that instant, after the input has handled it (Pace's primitives flush on `|`),
   /// and nothing runs after it.
@@ -265,9 +266,15 @@ public enum MarbleRunner {
     let target = try build(harness)
 
     var end: MarbleTimeline<String>.End?
+    var currentStep = -1
     for entry in input.events {
       let instant = origin.advanced(by: length * entry.step)
-      scheduler.advance(to: instant)
+      // One advance per step: the events of a group happen in one turn, so work they schedule
+      // for this instant (a coalescer's next turn) runs after all of them.
+      if entry.step != currentStep {
+        scheduler.advance(to: instant)
+        currentStep = entry.step
+      }
       do {
         try target.receive(entry.event)
       } catch {
