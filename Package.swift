@@ -33,6 +33,15 @@ let package = Package(
 
     // MARK: UIKit/AppKit glue, thin; its logic lives in `Pace`.
     .target(name: "PaceUI", dependencies: ["Pace"], swiftSettings: swiftSettings),
+    // Test fixtures, in no product: UIKit and AppKit stand-ins, and PaceUI's glue compiled against
+    // them (`Sources/PaceUIOnStandIns` is a symlink to `Sources/PaceUI`; see Shared/PaceUI.swift).
+    .target(name: "UIKitStandIn", swiftSettings: swiftSettings),
+    .target(name: "AppKitStandIn", swiftSettings: swiftSettings),
+    .target(
+      name: "PaceUIOnStandIns",
+      dependencies: ["Pace", "UIKitStandIn", "AppKitStandIn"],
+      swiftSettings: swiftSettings + [.define("PACE_UI_STAND_IN")]
+    ),
 
     // MARK: The `pace` tool: a thin executable over a testable library.
     .target(
@@ -49,6 +58,11 @@ let package = Package(
     // MARK: Tests
     .testTarget(name: "PaceTests", dependencies: ["Pace"], swiftSettings: swiftSettings),
     .testTarget(name: "PaceCompositionTests", dependencies: ["Pace"], swiftSettings: swiftSettings),
+    .testTarget(
+      name: "PaceUITests",
+      dependencies: ["Pace", "PaceUI", "PaceUIOnStandIns", "UIKitStandIn", "AppKitStandIn"],
+      swiftSettings: swiftSettings
+    ),
     .testTarget(name: "PaceAsyncTests", dependencies: ["Pace"], swiftSettings: swiftSettings),
     .testTarget(
       name: "PaceAsyncAlgorithmsInteropTests",

@@ -41,9 +41,11 @@ final class LawRecorder: Sendable {
   var all: [Int] { values.withLock { $0 } }
 }
 
+/// The laws. Each runs in its caller's isolation, so the UI tests run them on the main actor,
+/// where UI sources must be connected.
 enum FuserLaws {
   /// Events arrive in the order their sources produced them.
-  static func eventsArriveInOrder(_ subject: FuserLawSubject) async {
+  static func eventsArriveInOrder(_ subject: FuserLawSubject, isolation: isolated (any Actor)? = #isolation) async {
     let harness = subject.makeHarness()
     let output = LawRecorder()
     let connection = harness.connect(output.record)
@@ -56,7 +58,7 @@ enum FuserLaws {
   }
 
   /// A fuser is a description: no source is connected and nothing is dispatched before `connect`.
-  static func nothingBeforeConnect(_ subject: FuserLawSubject) async {
+  static func nothingBeforeConnect(_ subject: FuserLawSubject, isolation: isolated (any Actor)? = #isolation) async {
     let harness = subject.makeHarness()
     await harness.emit(1)
     await harness.emit(2)
@@ -75,7 +77,7 @@ enum FuserLaws {
 
   /// Nothing is dispatched once `dispose()` has returned, not even an event that was pending,
   /// and not even from a source that keeps emitting after its teardown.
-  static func nothingAfterDispose(_ subject: FuserLawSubject) async {
+  static func nothingAfterDispose(_ subject: FuserLawSubject, isolation: isolated (any Actor)? = #isolation) async {
     let harness = subject.makeHarness()
     let output = LawRecorder()
     let connection = harness.connect(output.record)
@@ -92,7 +94,7 @@ enum FuserLaws {
 
   /// `dispose()` reaches every source exactly once, however often it is called, and so does
   /// releasing the connection (Pace's rule).
-  static func disposeReachesEverySourceExactlyOnce(_ subject: FuserLawSubject) async {
+  static func disposeReachesEverySourceExactlyOnce(_ subject: FuserLawSubject, isolation: isolated (any Actor)? = #isolation) async {
     let harness = subject.makeHarness()
     do {
       let connection = harness.connect { _ in }
@@ -114,7 +116,7 @@ enum FuserLaws {
   }
 
   /// Each connection has its own listeners; disposing one leaves the other working.
-  static func connectionsAreIndependent(_ subject: FuserLawSubject) async {
+  static func connectionsAreIndependent(_ subject: FuserLawSubject, isolation: isolated (any Actor)? = #isolation) async {
     let harness = subject.makeHarness()
     let first = LawRecorder()
     let second = LawRecorder()

@@ -1,0 +1,59 @@
+#if canImport(Foundation) && !PACE_UI_STAND_IN
+import Foundation
+import Pace
+
+extension Fuser where Event == Notification {
+  /// A fuser over `NotificationCenter` notifications: each connection adds an observer and
+  /// disposing it removes the observer.
+  ///
+  /// ```swift
+  /// let events: Fuser<ScreenEvent> = .fromAll(
+  ///   .extract({ _ in .keyboardShown }, .fromNotifications(named: UIResponder.keyboardDidShowNotification)),
+  ///   .extract({ _ in .becameActive }, .fromNotifications(named: UIApplication.didBecomeActiveNotification))
+  /// )
+  /// ```
+  ///
+  /// Notifications are dispatched synchronously on the posting thread. `Notification` is not
+  /// `Sendable`, so extract what you need (`map`, `extract`) before a rate-limiting operator.
+  ///
+  /// - Parameters:
+  ///   - name: The notification name.
+  ///   - object: Only notifications posted by this object; `nil` (the default) for any.
+  ///   - center: The notification center; `.default` by default.
+  public static func fromNotifications(
+    named name: Notification.Name,
+    object: (any AnyObject & Sendable)? = nil,
+    center: NotificationCenter = .default
+  ) -> Fuser<Notification> {
+    Fuser { dispatch in
+      let token = center.addObserver(forName: name, object: object, queue: nil) { notification in
+        dispatch(notification)
+      }
+      let observation = Observation(token: token, center: center)
+      return AnyDisposable { observation.remove() }
+    }
+  }
+}
+
+/// An observer token that is removed from its center once.
+private final class Observation: @unchecked Sendable {
+  // @unchecked Sendable: `token` is read and cleared only while holding `lock`; `center` is
+  // immutable and NotificationCenter is thread-safe.
+  private let lock = NSLock()
+  private var token: (any NSObjectProtocol)?
+  private let center: NotificationCenter
+
+  init(token: any NSObjectProtocol, center: NotificationCenter) {
+    self.token = token
+    self.center = center
+  }
+
+  func remove() {
+    lock.lock()
+    let token = self.token
+    self.token = nil
+    lock.unlock()
+    if let token { center.removeObserver(token) }
+  }
+}
+#endif

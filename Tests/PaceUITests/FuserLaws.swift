@@ -1,0 +1,1 @@
+../PaceCompositionTests/FuserLaws.swift
