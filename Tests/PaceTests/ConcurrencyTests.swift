@@ -6,7 +6,9 @@ import Testing
 /// (`swift test --sanitize=thread --filter ConcurrencyTests`).
 @Suite struct ConcurrencyTests {
   /// Waits (real time) until `condition` holds or `seconds` pass; returns whether it held.
-  func eventually(within seconds: Double = 10, _ condition: () -> Bool) async -> Bool {
+  func eventually(
+    within seconds: Double = 10, isolation: isolated (any Actor)? = #isolation, _ condition: () -> Bool
+  ) async -> Bool {
     let deadline = ContinuousClock.now + .seconds(seconds)
     while ContinuousClock.now < deadline {
       if condition() { return true }
