@@ -1,0 +1,77 @@
+extension AsyncSequence where Self: Sendable, Element: Sendable {
+  /// Emits at most one element per `interval`, at a steady cadence, with the semantics of
+  /// ``Throttler``.
+  ///
+  /// ```swift
+  /// for await offset in scrollOffsets.throttled(for: .milliseconds(100)) {
+  ///   await render(offset)   // at 0, 100, 200 ms ... while offsets keep coming
+  /// }
+  /// ```
+  ///
+  /// - The first element after a quiet period opens a window of `interval` and, with
+  ///   ``Edges/leading`` (in the default), is emitted at once. When the window ends, if elements
+  ///   came in during it and ``Edges/trailing`` is set (also in the default), their merge is
+  ///   emitted and the next window opens at once; otherwise the sequence goes quiet. While
+  ///   elements keep coming, emissions are exactly `interval` apart.
+  /// - When the base sequence finishes, the pending trailing element is delivered at once, then
+  ///   the sequence finishes: the last element is never dropped. When it fails, the pending
+  ///   element is delivered at once, then the error is thrown.
+  /// - Cancelling the consuming task ends the sequence (`next()` returns `nil`) and cancels the
+  ///   task that reads the base sequence and the timer.
+  ///
+  /// The name ends in -ed so that it never clashes with swift-async-algorithms' `_throttle` in a
+  /// file that imports both.
+  ///
+  /// - Parameters:
+  ///   - interval: The window length: the least time between emissions. Not negative.
+  ///   - edges: Which edges emit; both by default. Not empty.
+  ///   - merge: How the elements of a window combine into the emitted one; `.latest` by default.
+  ///   - clock: The clock that measures time: `ContinuousClock` by default, any clock whose
+  ///     duration is `Duration`, or a ``TestScheduler`` for virtual time.
+  /// - Returns: The throttled sequence.
+  public func throttled<C: Clock>(
+    for interval: Duration,
+    edges: Edges = .both,
+    merge: Merge<Element> = .latest,
+    clock: C = ContinuousClock()
+  ) -> AsyncThrottledSequence<Self> where C.Duration == Duration {
+    checkTiming("throttled", interval: interval, edges: edges)
+    return AsyncThrottledSequence(
+      base: self, interval: interval, edges: edges, merge: merge, scheduler: clock.pacingScheduler
+    )
+  }
+}
+
+/// An asynchronous sequence that emits at most one element per interval, at a steady cadence;
+/// made by ``_Concurrency/AsyncSequence/throttled(for:edges:merge:clock:)``.
+public struct AsyncThrottledSequence<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable
+where Base.Element: Sendable {
+  /// The base sequence's element.
+  public typealias Element = Base.Element
+
+  let base: Base
+  let interval: Duration
+  let edges: Edges
+  let merge: Merge<Element>
+  let scheduler: any PaceScheduler
+
+  public func makeAsyncIterator() -> Iterator {
+    let machine = ThrottleStateMachine(interval: interval, edges: edges, merge: merge)
+    return Iterator(handle: AsyncPacingIteratorHandle(AsyncPacingStorage(base: base, machine: machine, scheduler: scheduler)))
+  }
+
+  /// The iterator of a throttled sequence. The base sequence is read from its first `next()`
+  /// until it ends, the consuming task is cancelled, or the iterator is released.
+  public struct Iterator: AsyncIteratorProtocol {
+    let handle: AsyncPacingIteratorHandle<Base, ThrottleStateMachine<Element>>
+
+    /// The next emission; `nil` once the base sequence has finished or the task is cancelled.
+    /// Throws the base sequence's error, after any pending emission.
+    public mutating func next() async rethrows -> Element? {
+      try await handle.storage.next().rethrowingGet()
+    }
+  }
+}
+
+@available(*, unavailable)
+extension AsyncThrottledSequence.Iterator: Sendable {}

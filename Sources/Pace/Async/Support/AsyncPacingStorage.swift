@@ -1,0 +1,256 @@
+/// The engine behind ``AsyncDebouncedSequence`` and ``AsyncThrottledSequence``.
+///
+/// One task reads the base sequence and feeds each element to the same pacing state machine that
+/// drives ``Debouncer`` or ``Throttler``, with the time read from the scheduler. The machine's
+/// invocations become outputs: handed to the consumer if it waits in `next()`, queued otherwise.
+/// Timers are armed on the scheduler and fire into the same machine.
+///
+/// Upstream is read as fast as it produces, whatever the consumer's pace, so the machine sees the
+/// base sequence's own timing. The output queue cannot grow faster than two elements per
+/// `interval` (a leading and a trailing invocation); with a zero interval it can hold as many
+/// elements as a slow consumer leaves behind.
+///
+/// Everything happens under one lock: machine, queue, consumer, timer. Continuations are resumed
+/// and tasks cancelled only after the lock is released.
+final class AsyncPacingStorage<Base: AsyncSequence & Sendable, Machine: PacerStateMachine>: Sendable
+where Base.Element == Machine.Value {
+  typealias Element = Base.Element
+  typealias Consumer = UnsafeContinuation<Result<Element?, any Error>, Never>
+
+  private enum Phase {
+    /// No `next()` yet: upstream is not read.
+    case idle
+    /// The upstream task reads the base sequence.
+    case running
+    /// The base sequence ended, finished (`nil`) or failed; queued outputs come first.
+    case upstreamEnded((any Error)?)
+    /// Nothing more: the end was delivered, or the consumer was cancelled or went away.
+    case done
+  }
+
+  private struct State {
+    var phase = Phase.idle
+    var machine: Machine
+    var outputs = FIFO<Element>()
+    /// The consumer suspended in `next()`; only while `outputs` is empty.
+    var consumer: Consumer?
+    var upstreamTask: Task<Void, Never>?
+    var timer: (any PaceCancellable)?
+    /// Identifies the armed timer; a timer that fires with another generation is stale.
+    var timerGeneration: UInt64 = 0
+  }
+
+  /// What a poll of the queue found.
+  enum Poll {
+    case element(Element)
+    /// The sequence ended: `nil` when it finished, or the base sequence's error.
+    case end((any Error)?)
+    /// Nothing yet.
+    case empty
+  }
+
+  private let base: Base
+  private let scheduler: any PaceScheduler
+  private let state: LockedState<State>
+
+  init(base: Base, machine: Machine, scheduler: any PaceScheduler) {
+    self.base = base
+    self.scheduler = scheduler
+    self.state = LockedState(State(machine: machine))
+  }
+
+  // MARK: Consumer
+
+  func next() async -> Result<Element?, any Error> {
+    if !Task.isCancelled {
+      switch poll() {
+      case .element(let element): return .success(element)
+      case .end(let error): return error.map { .failure($0) } ?? .success(nil)
+      case .empty: break
+      }
+    }
+    return await withTaskCancellationHandler {
+      await withUnsafeContinuation { (consumer: Consumer) in
+        let immediate = state.withLock { state -> Result<Element?, any Error>? in
+          switch take(from: &state) {
+          case .element(let element): return .success(element)
+          case .end(let error): return error.map { .failure($0) } ?? .success(nil)
+          case .empty:
+            state.consumer = consumer
+            return nil
+          }
+        }
+        if let immediate { consumer.resume(returning: immediate) }
+      }
+    } onCancel: {
+      cancel()
+    }
+  }
+
+  /// Takes the next output if there is one, without suspending; starts reading upstream on the
+  /// first call. `next()` is this, then a suspension when the queue is empty.
+  func poll() -> Poll {
+    state.withLock { take(from: &$0) }
+  }
+
+  private func take(from state: inout State) -> Poll {
+    if let element = state.outputs.popFirst() { return .element(element) }
+    switch state.phase {
+    case .idle:
+      state.phase = .running
+      // Creating a task runs none of its code here, so it is safe under the lock.
+      state.upstreamTask = Task { await self.readUpstream() }
+      return .empty
+    case .running:
+      return .empty
+    case .upstreamEnded(let error):
+      state.phase = .done
+      return .end(error)
+    case .done:
+      return .end(nil)
+    }
+  }
+
+  /// Ends everything: the consumer gets `nil`, queued outputs are dropped, the upstream task and
+  /// the timer are cancelled. Called when the consumer's task is cancelled or the iterator is
+  /// released.
+  func cancel() {
+    let (consumer, timer, upstream) = state.withLock { state in
+      state.phase = .done
+      state.outputs.removeAll()
+      _ = state.machine.cancel()
+      state.timerGeneration &+= 1
+      return (state.consumer.take(), state.timer.take(), state.upstreamTask.take())
+    }
+    timer?.cancel()
+    upstream?.cancel()
+    consumer?.resume(returning: .success(nil))
+  }
+
+  // MARK: Upstream
+
+  private func readUpstream() async {
+    var iterator = base.makeAsyncIterator()
+    do {
+      while let element = try await iterator.next() {
+        guard receive(element) else { return }
+      }
+      upstreamEnded(nil)
+    } catch {
+      upstreamEnded(error)
+    }
+  }
+
+  /// Feeds `element` to the machine; returns `false` once nothing more is wanted.
+  private func receive(_ element: Element) -> Bool {
+    var wanted = true
+    let handOff = state.withLock { state -> (Consumer, Element)? in
+      guard case .running = state.phase else {
+        wanted = false
+        return nil
+      }
+      let scheduler = self.scheduler
+      return perform(state.machine.call(element, now: scheduler.now), in: &state)
+    }
+    if let (consumer, output) = handOff { consumer.resume(returning: .success(output)) }
+    return wanted
+  }
+
+  /// A pending value is delivered, then the end: finished or failed alike, no value that the
+  /// base sequence produced is lost.
+  private func upstreamEnded(_ error: (any Error)?) {
+    let (handOff, end, timer) = state.withLock { state -> ((Consumer, Element)?, Consumer?, (any PaceCancellable)?) in
+      guard case .running = state.phase else { return (nil, nil, nil) }
+      state.upstreamTask = nil
+      var handOff: (Consumer, Element)?
+      if let pending = state.machine.flush(now: scheduler.now) {
+        handOff = deliver(pending, in: &state)
+      }
+      _ = state.machine.cancel()
+      state.timerGeneration &+= 1
+      let timer = state.timer.take()
+      if let consumer = state.consumer.take() {
+        state.phase = .done
+        return (handOff, consumer, timer)
+      }
+      state.phase = .upstreamEnded(error)
+      return (handOff, nil, timer)
+    }
+    timer?.cancel()
+    if let (consumer, output) = handOff { consumer.resume(returning: .success(output)) }
+    end?.resume(returning: error.map { .failure($0) } ?? .success(nil))
+  }
+
+  // MARK: Timer
+
+  private func timerFired(generation: UInt64) {
+    let handOff = state.withLock { state -> (Consumer, Element)? in
+      guard state.timerGeneration == generation, case .running = state.phase else { return nil }
+      state.timer = nil
+      return perform(state.machine.timerFired(now: scheduler.now), in: &state)
+    }
+    if let (consumer, output) = handOff { consumer.resume(returning: .success(output)) }
+  }
+
+  // MARK: Actions
+
+  /// Carries out the machine's action under the lock; returns the consumer to resume, if any.
+  private func perform(_ action: PacerAction<Element>, in state: inout State) -> (Consumer, Element)? {
+    switch action {
+    case .none:
+      return nil
+    case .schedule(let deadline):
+      arm(at: deadline, in: &state)
+      return nil
+    case .invoke(let value):
+      return deliver(value, in: &state)
+    case .invokeAndSchedule(let value, let deadline):
+      arm(at: deadline, in: &state)
+      return deliver(value, in: &state)
+    }
+  }
+
+  private func deliver(_ value: Element, in state: inout State) -> (Consumer, Element)? {
+    if let consumer = state.consumer.take() { return (consumer, value) }
+    state.outputs.append(value)
+    return nil
+  }
+
+  /// Arms the timer. Under the lock: `TestScheduler` only records the job and `ClockScheduler`
+  /// only creates a task, so neither runs other code here. The machine asks for a timer only
+  /// when none is armed.
+  private func arm(at deadline: PaceInstant, in state: inout State) {
+    state.timerGeneration &+= 1
+    let generation = state.timerGeneration
+    state.timer = scheduler.schedule(at: deadline) { [weak self] in
+      self?.timerFired(generation: generation)
+    }
+  }
+
+  // MARK: Testing
+
+  /// The tasks this storage has running now (reading upstream, timers that are tasks), so a test
+  /// can await their end.
+  var tasksForTesting: [Task<Void, Never>] {
+    state.withLock { state in
+      [state.upstreamTask, state.timer as? Task<Void, Never>].compactMap { $0 }
+    }
+  }
+}
+
+/// Ends the storage's work when the iterator that owns it is released.
+///
+/// The upstream task holds the storage, so the storage's own `deinit` cannot tell when the
+/// consumer is gone; this object is owned by the iterator alone.
+final class AsyncPacingIteratorHandle<Base: AsyncSequence & Sendable, Machine: PacerStateMachine>: Sendable
+where Base.Element == Machine.Value {
+  let storage: AsyncPacingStorage<Base, Machine>
+
+  init(_ storage: AsyncPacingStorage<Base, Machine>) {
+    self.storage = storage
+  }
+
+  deinit {
+    storage.cancel()
+  }
+}

@@ -1,0 +1,163 @@
+@testable import Pace
+
+/// A base sequence driven by the test, one event at a time.
+///
+/// `send(_:)` returns once the consumer has *processed* the element: when it asks for the next
+/// one (or goes away). An operator's reading task handles an element between two `next()`
+/// calls, so after `await upstream.send(x)` the operator has seen `x` at the current virtual
+/// time, and the test may advance the clock. No yielding, no polling.
+final class TestUpstream<Element: Sendable>: AsyncSequence, Sendable {
+  enum Event {
+    case element(Element)
+    case finish
+    case failure(any Error)
+  }
+
+  private struct State {
+    var queue: [(event: Event, sender: UnsafeContinuation<Void, Never>?)] = []
+    var consumer: UnsafeContinuation<Result<Element?, any Error>, Never>?
+    /// The sender of the element the consumer took last, resumed at the consumer's next demand.
+    var processing: UnsafeContinuation<Void, Never>?
+    var ended = false
+    var iteratorsMade = 0
+    var released = false
+    var releaseWaiters: [UnsafeContinuation<Void, Never>] = []
+  }
+
+  private let state = LockedState(State())
+
+  private enum Step {
+    case none
+    case handOff(UnsafeContinuation<Result<Element?, any Error>, Never>, Result<Element?, any Error>)
+    case refuse(UnsafeContinuation<Void, Never>)
+  }
+
+  /// Delivers `element` and returns once the consumer has processed it.
+  func send(_ element: Element) async {
+    await withUnsafeContinuation { (sender: UnsafeContinuation<Void, Never>) in
+      enqueue(.element(element), sender: sender)
+    }
+  }
+
+  /// Finishes the sequence; returns at once.
+  func finish() {
+    enqueue(.finish, sender: nil)
+  }
+
+  /// Fails the sequence with `error`; returns at once.
+  func fail(_ error: any Error) {
+    enqueue(.failure(error), sender: nil)
+  }
+
+  /// How many iterators were made.
+  var iteratorsMade: Int { state.withLock { $0.iteratorsMade } }
+
+  /// Returns once the iterator has been released (the reading task has let go of it).
+  func released() async {
+    await withUnsafeContinuation { (waiter: UnsafeContinuation<Void, Never>) in
+      let done = state.withLock { state -> Bool in
+        if state.released { return true }
+        state.releaseWaiters.append(waiter)
+        return false
+      }
+      if done { waiter.resume() }
+    }
+  }
+
+  private func enqueue(_ event: Event, sender: UnsafeContinuation<Void, Never>?) {
+    let step = state.withLock { state -> Step in
+      if state.ended { return sender.map(Step.refuse) ?? .none }
+      guard let consumer = state.consumer.take() else {
+        state.queue.append((event, sender))
+        return .none
+      }
+      return .handOff(consumer, take(event, sender: sender, in: &state))
+    }
+    switch step {
+    case .none: break
+    case .handOff(let consumer, let result): consumer.resume(returning: result)
+    case .refuse(let sender): sender.resume()
+    }
+  }
+
+  private func take(
+    _ event: Event, sender: UnsafeContinuation<Void, Never>?, in state: inout State
+  ) -> Result<Element?, any Error> {
+    switch event {
+    case .element(let element):
+      state.processing = sender
+      return .success(element)
+    case .finish:
+      state.ended = true
+      return .success(nil)
+    case .failure(let error):
+      state.ended = true
+      return .failure(error)
+    }
+  }
+
+  fileprivate func next() async -> Result<Element?, any Error> {
+    await withTaskCancellationHandler {
+      await withUnsafeContinuation { (consumer: UnsafeContinuation<Result<Element?, any Error>, Never>) in
+        let (processed, immediate) = state.withLock { state -> (UnsafeContinuation<Void, Never>?, Result<Element?, any Error>?) in
+          let processed = state.processing.take()
+          if state.ended || Task.isCancelled {
+            state.ended = true
+            return (processed, .success(nil))
+          }
+          if !state.queue.isEmpty {
+            let (event, sender) = state.queue.removeFirst()
+            return (processed, take(event, sender: sender, in: &state))
+          }
+          state.consumer = consumer
+          return (processed, nil)
+        }
+        processed?.resume()
+        if let immediate { consumer.resume(returning: immediate) }
+      }
+    } onCancel: {
+      end()
+    }
+  }
+
+  /// The consumer was cancelled or released its iterator: no more elements, no sender waits.
+  fileprivate func end(released: Bool = false) {
+    let (consumer, senders, waiters) = state.withLock { state in
+      state.ended = true
+      if released { state.released = true }
+      let senders = [state.processing.take()].compactMap { $0 } + state.queue.compactMap(\.sender)
+      state.queue.removeAll()
+      let waiters = released ? state.releaseWaiters : []
+      if released { state.releaseWaiters = [] }
+      return (state.consumer.take(), senders, waiters)
+    }
+    consumer?.resume(returning: .success(nil))
+    senders.forEach { $0.resume() }
+    waiters.forEach { $0.resume() }
+  }
+
+  func makeAsyncIterator() -> Iterator {
+    state.withLock { $0.iteratorsMade += 1 }
+    return Iterator(lifetime: Lifetime(upstream: self))
+  }
+
+  struct Iterator: AsyncIteratorProtocol {
+    fileprivate let lifetime: Lifetime
+
+    mutating func next() async throws -> Element? {
+      try await lifetime.upstream.next().get()
+    }
+  }
+
+  fileprivate final class Lifetime: Sendable {
+    let upstream: TestUpstream
+
+    init(upstream: TestUpstream) {
+      self.upstream = upstream
+    }
+
+    deinit {
+      upstream.end(released: true)
+    }
+  }
+}
