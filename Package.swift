@@ -57,7 +57,7 @@ let package = Package(
 
     // MARK: Tests
     .testTarget(name: "PaceTests", dependencies: ["Pace"], swiftSettings: swiftSettings),
-    .testTarget(name: "PaceCompositionTests", dependencies: ["Pace"], swiftSettings: swiftSettings),
+    .testTarget(name: "PaceCompositionTests", dependencies: ["Pace", "PaceTesting"], swiftSettings: swiftSettings),
     .testTarget(
       name: "PaceUITests",
       dependencies: ["Pace", "PaceUI", "PaceUIOnStandIns", "UIKitStandIn", "AppKitStandIn"],
