@@ -56,7 +56,7 @@ let package = Package(
     .executableTarget(name: "pace", dependencies: ["PaceTool"], swiftSettings: swiftSettings),
 
     // MARK: Tests
-    .testTarget(name: "PaceTests", dependencies: ["Pace"], swiftSettings: swiftSettings),
+    .testTarget(name: "PaceTests", dependencies: ["Pace", "PaceTesting"], swiftSettings: swiftSettings),
     .testTarget(name: "PaceCompositionTests", dependencies: ["Pace", "PaceTesting"], swiftSettings: swiftSettings),
     .testTarget(
       name: "PaceUITests",
