@@ -19,8 +19,9 @@
 ///
 /// Any other code may sleep on it like on any clock: `sleep(until:)` returns once the scheduler
 /// has been advanced to the deadline (at once if the deadline has passed), and throws
-/// `CancellationError` when its task is cancelled first. The sleeper is resumed from `advance`,
-/// so the sleeping task runs again some time after `advance` returns.
+/// `CancellationError` when its task is cancelled first. A sleep is scheduled work like any
+/// other, so ``pendingCount`` counts it from the moment `sleep` starts. The sleeper is resumed
+/// from `advance`, so the sleeping task runs again some time after `advance` returns.
 extension TestScheduler: Clock {
   /// One nanosecond: virtual time is exact.
   public var minimumResolution: Duration { .nanoseconds(1) }
@@ -32,6 +33,8 @@ extension TestScheduler: Clock {
   ///   - tolerance: Ignored: virtual time is exact.
   /// - Throws: `CancellationError` if the task is cancelled before the deadline.
   public func sleep(until deadline: PaceInstant, tolerance: Duration? = nil) async throws {
+    try Task.checkCancellation()
+    if deadline <= now { return }
     let sleeper = VirtualSleeper()
     try await withTaskCancellationHandler {
       try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in

@@ -32,7 +32,7 @@ struct TestFailure: Error, Equatable {}
 
 /// The iterators of Pace's paced sequences, seen by the tests: their queue can be polled without
 /// suspending, and their tasks awaited.
-protocol PacedIterator: AsyncIteratorProtocol where Element: Sendable {
+protocol PacedIterator<Element>: AsyncIteratorProtocol where Element: Sendable {
   func pollForTesting() -> PacedPoll<Element>
   var tasksForTesting: [Task<Void, Never>] { get }
 }
