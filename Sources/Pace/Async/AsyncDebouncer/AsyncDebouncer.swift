@@ -1,0 +1,103 @@
+/// Debounces an async function and gives each caller the result of the invocation that covers
+/// its call: search-as-you-type, with stale work cancelled.
+///
+/// ```swift
+/// let search = AsyncDebouncer(for: .milliseconds(300)) { (query: String) async throws -> [Item] in
+///   try await api.search(query)
+/// }
+/// let items = try await search("swi")   // CancellationError if a newer call superseded it
+/// ```
+///
+/// Timing is ``Debouncer``'s, on the same state machine: calls in a burst wait until `interval`
+/// has passed with no call (the trailing edge), then one invocation runs `operation` with their
+/// merged value; with ``Edges/leading`` the first call of a burst invokes at once.
+///
+/// - **Results.** Every call covered by an invocation gets its result (or its error): calls in
+///   one burst share it, as lodash returns the last result to every call. A call never receives
+///   the result of an invocation that did not cover it.
+/// - **Stale work.** A call that arrives while work is in flight, and that a newer invocation
+///   will cover, supersedes it: the work's callers throw `CancellationError` at once, and the
+///   work is cancelled (``StaleWork/cancel``, the default) or left to finish with its result
+///   dropped (``StaleWork/discardResult``).
+/// - **Dropped calls.** With ``Edges/leading`` alone, the calls after the first one of a burst
+///   are covered by no invocation: they throw `CancellationError` at once and supersede nothing.
+/// - **Cancellation.** A caller whose task is cancelled stops waiting with `CancellationError`.
+///   Work that nobody waits for any more is cancelled (with ``StaleWork/cancel``), and an
+///   invocation whose callers have all given up is skipped.
+///
+/// Works on any clock whose duration is `Duration`; pass a ``TestScheduler`` for virtual time.
+/// Call it from any task. Releasing the debouncer cancels its timer and any work still running.
+public final class AsyncDebouncer<Input: Sendable, Output: Sendable>: Sendable {
+  let pacer: AsyncWorkPacer<DebounceStateMachine<Input>, Output>
+
+  /// A debouncer of `operation`.
+  ///
+  /// - Parameters:
+  ///   - interval: How long calls must stop before the trailing invocation. Not negative.
+  ///   - edges: Which edges invoke: `.trailing` (the default), `.leading`, or both. Not empty.
+  ///   - maxWait: The longest a call waits for its invocation to start; `nil` (the default) for
+  ///     no bound.
+  ///   - merge: How the inputs of the covered calls combine; `.latest` by default.
+  ///   - staleWork: What happens to superseded work in flight; `.cancel` by default.
+  ///   - clock: The clock that measures time: `ContinuousClock` by default, or a ``TestScheduler``.
+  ///   - operation: The function being debounced. It runs in a task of its own.
+  public init<C: Clock>(
+    for interval: Duration,
+    edges: Edges = .trailing,
+    maxWait: Duration? = nil,
+    merge: Merge<Input> = .latest,
+    staleWork: StaleWork = .cancel,
+    clock: C = ContinuousClock(),
+    operation: @escaping @Sendable (Input) async throws -> Output
+  ) where C.Duration == Duration {
+    checkTiming("AsyncDebouncer", interval: interval, maxWait: maxWait, edges: edges)
+    pacer = AsyncWorkPacer(
+      machine: DebounceStateMachine(interval: interval, edges: edges, maxWait: maxWait, merge: merge),
+      staleWork: staleWork,
+      scheduler: clock.pacingScheduler,
+      operation: operation
+    )
+  }
+
+  /// Calls the debounced function with `input` and waits for the result of the invocation that
+  /// covers the call.
+  ///
+  /// - Throws: `CancellationError` if the call is superseded, dropped, or cancelled, or if
+  ///   ``cancel()`` is called; otherwise whatever `operation` throws.
+  public func call(_ input: Input) async throws -> Output {
+    try await pacer.call(input)
+  }
+
+  /// Calls the debounced function with `input`; the same as ``call(_:)``.
+  public func callAsFunction(_ input: Input) async throws -> Output {
+    try await pacer.call(input)
+  }
+
+  /// Starts the pending invocation now; does nothing if nothing is pending.
+  public func flush() {
+    pacer.flush()
+  }
+
+  /// Drops the pending invocation and resets, so the next call may lead again; every waiting
+  /// caller throws `CancellationError`, and work in flight is cancelled.
+  public func cancel() {
+    pacer.cancel()
+  }
+
+  /// Whether an invocation is waiting to start.
+  public var isPending: Bool {
+    pacer.isPending
+  }
+}
+
+extension AsyncDebouncer where Input == Void {
+  /// Calls the debounced function and waits for the result of the invocation that covers it.
+  public func call() async throws -> Output {
+    try await pacer.call(())
+  }
+
+  /// Calls the debounced function; the same as ``call()``.
+  public func callAsFunction() async throws -> Output {
+    try await pacer.call(())
+  }
+}
