@@ -17,15 +17,19 @@ public enum BundledTraces {
 
   /// The bundled trace called `name`.
   public static func trace(named name: String) throws(ToolError) -> Trace {
-    guard let url = Bundle.module.url(forResource: name, withExtension: nil, subdirectory: "Traces")
-      ?? Bundle.module.url(forResource: name, withExtension: nil),
-      let data = FileManager.default.contents(atPath: url.path)
+    guard let url = url(named: name), let data = FileManager.default.contents(atPath: url.path)
     else {
       throw ToolError("the bundled trace \(name) is missing from the tool's resources")
     }
     var trace = try TraceReader.parse(data, source: name)
     trace.source = name
     return trace
+  }
+
+  /// Where the bundled trace called `name` is.
+  static func url(named name: String) -> URL? {
+    Bundle.module.url(forResource: name, withExtension: nil, subdirectory: "Traces")
+      ?? Bundle.module.url(forResource: name, withExtension: nil)
   }
 
   /// The interval the trace's `# interval:` comment suggests; 300ms if none.

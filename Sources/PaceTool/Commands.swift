@@ -229,21 +229,29 @@ public enum PaceCLI {
     standardOutput: (String) -> Void = { print($0, terminator: "") },
     standardError: (String) -> Void = { FileHandle.standardError.write(Data($0.utf8)) }
   ) -> Int32 {
-    let command: any ParsableCommand
-    do {
-      command = try PaceCommand.parseAsRoot(arguments)
-    } catch {
-      let status = PaceCommand.exitCode(for: error)
-      if status == .success {
+    // swift-argument-parser's own outcomes: help (status 0) or a usage error (status 2).
+    func argumentParserOutcome(_ error: any Error) -> Int32 {
+      if PaceCommand.exitCode(for: error) == .success {
         standardOutput(PaceCommand.fullMessage(for: error) + "\n")
         return 0
       }
       standardError("pace: error: \(PaceCommand.message(for: error)) (see pace --help)\n")
       return badInputStatus
     }
+    var command: any ParsableCommand
+    do {
+      command = try PaceCommand.parseAsRoot(arguments)
+    } catch {
+      return argumentParserOutcome(error)
+    }
     guard let toolCommand = command as? any ToolCommand else {
-      standardOutput(PaceCommand.helpMessage() + "\n")
-      return 0
+      // `pace`, `pace --help` and `pace help simulate`: commands whose run() shows help.
+      do {
+        try command.run()
+        return 0
+      } catch {
+        return argumentParserOutcome(error)
+      }
     }
     do {
       standardOutput(try toolCommand.execute())

@@ -37,15 +37,57 @@ public struct Statistics: Sendable, Equatable {
     }
     dropped = calls - delays.count
     guard !delays.isEmpty else { return }
-    delays.sort()
-    medianDelay = Self.nearestRank(50, of: delays)
-    p95Delay = Self.nearestRank(95, of: delays)
-    maxDelay = delays.last
+    maxDelay = delays.max()
+    // Selection instead of a sort: linear time, which matters for a million calls.
+    let p95Index = Self.nearestRankIndex(95, count: delays.count)
+    let medianIndex = Self.nearestRankIndex(50, count: delays.count)
+    delays.withUnsafeMutableBufferPointer { buffer in
+      p95Delay = Self.select(p95Index, in: buffer, from: 0, to: buffer.count)
+      // Everything before the 95th percentile's place is now no larger than it.
+      medianDelay = Self.select(medianIndex, in: buffer, from: 0, to: p95Index + 1)
+    }
+  }
+
+  /// The 0-based index of the `percent`-th percentile among `count` sorted values, by nearest
+  /// rank: `ceil(percent / 100 * count) - 1`.
+  static func nearestRankIndex(_ percent: Int, count: Int) -> Int {
+    max((percent * count + 99) / 100, 1) - 1
   }
 
   /// The `percent`-th percentile of sorted `values`, by nearest rank.
   static func nearestRank(_ percent: Int, of sorted: [Int64]) -> Int64 {
-    let rank = (percent * sorted.count + 99) / 100  // ceil(percent / 100 * n)
-    return sorted[max(rank, 1) - 1]
+    sorted[nearestRankIndex(percent, count: sorted.count)]
+  }
+
+  /// The value that would be at `index` if `buffer[start..<end]` were sorted (quickselect);
+  /// reorders that part of the buffer so that smaller values come before `index`.
+  static func select(_ index: Int, in buffer: UnsafeMutableBufferPointer<Int64>, from start: Int, to end: Int) -> Int64 {
+    var low = start
+    var high = end - 1
+    while low < high {
+      let middle = low + (high - low) / 2
+      // The median of three as pivot keeps sorted and constant inputs linear.
+      let a = buffer[low], b = buffer[middle], c = buffer[high]
+      let pivot = max(min(a, b), min(max(a, b), c))
+      var left = low
+      var right = high
+      while left <= right {
+        while buffer[left] < pivot { left += 1 }
+        while buffer[right] > pivot { right -= 1 }
+        if left <= right {
+          buffer.swapAt(left, right)
+          left += 1
+          right -= 1
+        }
+      }
+      if index <= right {
+        high = right
+      } else if index >= left {
+        low = left
+      } else {
+        return buffer[index]
+      }
+    }
+    return buffer[index]
   }
 }

@@ -108,6 +108,9 @@ public enum TraceReader {
       let value = String(token[..<at])
       let timeText = String(token[token.index(after: at)...])
       let time: Int64
+      guard let firstCharacter = timeText.first, firstCharacter.isNumber || firstCharacter == "." else {
+        throw fail("'\(timeText)' is not a time: write milliseconds like 40, or a duration like 1.5s")
+      }
       if let unit = timeText.last, unit.isLetter {
         do {
           time = try DurationText.parse(timeText).nanoseconds
@@ -225,6 +228,11 @@ private struct LineParser {
   }
 
   mutating func parse() throws(ToolError) -> Trace {
+    // One call per line at most: reserve once rather than grow a million-element array.
+    let lineCount = bytes.withUnsafeBufferPointer { buffer in buffer.reduce(into: 1) { count, byte in if byte == .newline { count += 1 } } }
+    times.reserveCapacity(lineCount)
+    values.reserveCapacity(lineCount)
+    lines.reserveCapacity(lineCount)
     var lineNumber = 0
     var start = 0
     var sawHeaderOrEvent = false
@@ -381,7 +389,7 @@ private struct LineParser {
       scanner.skipSpaces()
       if scanner.index < line.endIndex { throw JSONScanner.Failure(reason: "unexpected text after the object") }
     } catch let error as JSONScanner.Failure {
-      throw fail(error.reason)
+      throw fail("column \((error.index ?? scanner.index) - line.startIndex + 1): \(error.reason)")
     } catch let error as ToolError {
       throw error
     } catch {
@@ -397,6 +405,8 @@ private struct LineParser {
 private struct JSONScanner {
   struct Failure: Error {
     var reason: String
+    /// Where the problem starts, if not where the scanner stopped.
+    var index: Int?
   }
 
   enum Item {
@@ -449,6 +459,7 @@ private struct JSONScanner {
   }
 
   mutating func string() throws -> String {
+    let start = index
     try expect(.quote, "'\"'")
     var result: [UInt8] = []
     while let byte = peek {
@@ -478,7 +489,7 @@ private struct JSONScanner {
         result.append(byte)
       }
     }
-    throw Failure(reason: "a string is never closed")
+    throw Failure(reason: "a string is never closed", index: start)
   }
 }
 
