@@ -213,33 +213,4 @@ import Testing
     }
     #expect(ran)
   }
-
-  @Test func concurrentSignalsOnARealQueueAddUpExactly() {
-    // real-time: threads and a real DispatchQueue; the only bound is the exact total. Run under
-    // the thread sanitizer in CI.
-    let queue = DispatchQueue(label: "pace.coalescer.stress")
-    let total = LockedState(0)
-    let runs = Counter()
-    let isRunning = LockedState(false)
-    let overlaps = Counter()
-    let count = Coalescer<Int>(merge: .sum, scheduler: .queue(queue)) { value in
-      if isRunning.withLock({ running in defer { running = true }; return running }) { overlaps.increment() }
-      total.withLock { $0 += value }
-      runs.increment()
-      isRunning.withLock { $0 = false }
-    }
-
-    let threads = 8
-    let signalsPerThread = 20_000
-    DispatchQueue.concurrentPerform(iterations: threads) { _ in
-      for _ in 0..<signalsPerThread { count(1) }
-    }
-    // Whatever is still pending runs now, on the queue, after any run in progress.
-    queue.sync { count.flush() }
-
-    #expect(total.withLock { $0 } == threads * signalsPerThread)
-    #expect(runs.count >= 1)
-    #expect(runs.count <= threads * signalsPerThread)
-    #expect(overlaps.count == 0)
-  }
 }

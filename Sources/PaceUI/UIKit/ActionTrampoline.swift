@@ -29,7 +29,7 @@ final class ActionTrampoline: NSObject {
     handler()
   }
   #else
-  static var action: Selector { #selector(invoke(_:)) }
+  static var action: Selector { #selector(ActionTrampoline.invoke(_:)) }
 
   @objc func invoke(_ sender: Any) {
     handler()
