@@ -36,11 +36,11 @@ import Testing
   @Test func alignmentWithWideTokens() {
     let outcome = MarbleComparison.run(
       "a-b-c", stepLength: .milliseconds(100), scheduler: TestScheduler(),
-      through: { $0.debouncer(for: .milliseconds(300), merge: .append) }, expected: "-------'ab'")
+      through: { $0.debouncer(for: .milliseconds(300), merge: .append) }, expected: "-------'ab'-c")
     #expect(outcome.failure == """
       Marble diagrams differ (step 100ms):
-        input     a-b-c-  -
-        expected  ------  -'ab'
+        input     a-b-c
+        expected  -------'ab' -c
         actual    -------'abc'
       """)
   }
