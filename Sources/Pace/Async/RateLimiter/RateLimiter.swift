@@ -1,0 +1,204 @@
+/// A token bucket for async code: `permits` per `interval`, up to `burst` at once, granted in
+/// first-come first-served order.
+///
+/// ```swift
+/// let limiter = RateLimiter(permits: 10, per: .seconds(1))   // 10 requests a second
+/// for url in urls {
+///   try await limiter.acquire()        // suspends until a permit is available
+///   try await download(url)
+/// }
+/// ```
+///
+/// The bucket starts full: `burst` permits (by default `permits`, one interval's worth) can be
+/// taken at once; after that, permits come back at the steady rate, one every
+/// `interval / permits`, exactly (integer arithmetic, no drift).
+///
+/// - ``acquire(_:)`` suspends until its permits are available, in FIFO order: a request never
+///   overtakes an earlier one, even a smaller request behind a large one. If its task is
+///   cancelled first it throws `CancellationError` and consumes nothing.
+/// - ``tryAcquire(_:)`` never waits: it takes the permits if they are available and nobody is
+///   waiting, and returns `false` otherwise.
+/// - A request for more than `burst` permits waits for a full bucket, then takes them all and
+///   leaves the bucket in debt: later requests wait for the difference, so the long-run rate
+///   holds for any request size (a big chunk of bytes, for instance).
+///
+/// Works on any clock whose duration is `Duration`; pass a ``TestScheduler`` for virtual time.
+/// Safe from any task; the lock is never held while a waiter is resumed.
+public final class RateLimiter: Sendable {
+  private typealias Continuation = UnsafeContinuation<Void, any Error>
+
+  private struct Waiter {
+    let permits: Int
+    let continuation: Continuation
+  }
+
+  private struct State {
+    var bucket: TokenBucket
+    /// The waiting requests by id; a cancelled one is removed here and skipped in `order`.
+    var waiters: [UInt64: Waiter] = [:]
+    var order = FIFO<UInt64>()
+    var nextID: UInt64 = 0
+    var timer: (any PaceCancellable)?
+    var timerDeadline: PaceInstant?
+    var timerGeneration: UInt64 = 0
+  }
+
+  private struct Effects {
+    var granted: [Continuation] = []
+    var refused: Continuation?
+    var cancelled: (any PaceCancellable)?
+
+    func carryOut() {
+      cancelled?.cancel()
+      refused?.resume(throwing: CancellationError())
+      for continuation in granted { continuation.resume() }
+    }
+  }
+
+  private let scheduler: any PaceScheduler
+  private let state: LockedState<State>
+
+  /// A rate limiter granting `permits` per `interval`.
+  ///
+  /// - Parameters:
+  ///   - permits: How many permits come back per `interval`. Positive.
+  ///   - interval: The period of the rate. Positive.
+  ///   - burst: The bucket's capacity: how many permits can be taken at once after a quiet
+  ///     period; `permits` by default. Positive.
+  ///   - clock: The clock that measures time: `ContinuousClock` by default, or a ``TestScheduler``.
+  public init<C: Clock>(
+    permits: Int, per interval: Duration, burst: Int? = nil, clock: C = ContinuousClock()
+  ) where C.Duration == Duration {
+    let scheduler = clock.pacingScheduler
+    self.scheduler = scheduler
+    state = LockedState(
+      State(bucket: TokenBucket(permits: permits, per: interval, burst: burst ?? permits, now: scheduler.now)))
+  }
+
+  deinit {
+    // Waiters hold the limiter while they wait, so only the timer can be left.
+    state.withLock { $0.timer.take() }?.cancel()
+  }
+
+  /// Waits until `permits` are available, then takes them.
+  ///
+  /// Requests are served in the order they arrive. A request for more than the burst waits for a
+  /// full bucket and leaves the bucket in debt.
+  ///
+  /// - Parameter permits: How many permits to take; 1 by default. Not negative.
+  /// - Throws: `CancellationError` if the task is cancelled before the permits are granted; then
+  ///   nothing is consumed.
+  public func acquire(_ permits: Int = 1) async throws {
+    precondition(permits >= 0, "RateLimiter.acquire: permits must not be negative (got \(permits))")
+    try Task.checkCancellation()
+    if takeAtOnce(permits) { return }
+    let id = state.withLock { state in
+      state.nextID &+= 1
+      return state.nextID
+    }
+    try await withTaskCancellationHandler {
+      try await withUnsafeThrowingContinuation { (continuation: Continuation) in
+        let effects = state.withLock { state -> Effects in
+          guard !Task.isCancelled else { return Effects(refused: continuation) }
+          state.waiters[id] = Waiter(permits: permits, continuation: continuation)
+          state.order.append(id)
+          return grant(in: &state)
+        }
+        effects.carryOut()
+      }
+    } onCancel: {
+      let effects = state.withLock { state -> Effects in
+        guard let waiter = state.waiters.removeValue(forKey: id) else { return Effects() }
+        // The head may have changed: the next requests may fit now, or need another deadline.
+        var effects = grant(in: &state)
+        effects.refused = waiter.continuation
+        return effects
+      }
+      effects.carryOut()
+    }
+  }
+
+  /// Takes `permits` if they are available now and no request is waiting; never waits.
+  ///
+  /// - Parameter permits: How many permits to take; 1 by default. Not negative.
+  /// - Returns: Whether the permits were taken.
+  public func tryAcquire(_ permits: Int = 1) -> Bool {
+    precondition(permits >= 0, "RateLimiter.tryAcquire: permits must not be negative (got \(permits))")
+    return takeAtOnce(permits)
+  }
+
+  /// The whole permits in the bucket now; 0 while the bucket is in debt. Permits may be in the
+  /// bucket while requests wait, if the first request needs more than there are.
+  public var availablePermits: Int {
+    let now = scheduler.now
+    return state.withLock { state in
+      state.bucket.refill(now: now)
+      return state.bucket.availablePermits
+    }
+  }
+
+  /// How many requests are waiting in ``acquire(_:)``.
+  public var waitingCount: Int {
+    state.withLock { $0.waiters.count }
+  }
+
+  private func takeAtOnce(_ permits: Int) -> Bool {
+    let scheduler = self.scheduler
+    return state.withLock { state in
+      guard state.waiters.isEmpty else { return false }
+      state.bucket.refill(now: scheduler.now)
+      guard state.bucket.canTake(permits) else { return false }
+      state.bucket.take(permits)
+      return true
+    }
+  }
+
+  /// Grants the waiting requests that fit, in order, and arms the timer for the next one.
+  private func grant(in state: inout State) -> Effects {
+    var effects = Effects()
+    state.bucket.refill(now: scheduler.now)
+    while let id = state.order.first {
+      guard let waiter = state.waiters[id] else {
+        _ = state.order.popFirst()  // cancelled
+        continue
+      }
+      guard state.bucket.canTake(waiter.permits) else {
+        let deadline = state.bucket.readyTime(for: waiter.permits)
+        if let armed = state.timerDeadline, armed <= deadline { return effects }  // it will look again
+        effects.cancelled = state.timer.take()
+        arm(at: deadline, in: &state)
+        return effects
+      }
+      state.bucket.take(waiter.permits)
+      _ = state.order.popFirst()
+      state.waiters[id] = nil
+      effects.granted.append(waiter.continuation)
+    }
+    // Nobody waits: no timer is needed.
+    effects.cancelled = state.timer.take()
+    state.timerDeadline = nil
+    state.timerGeneration &+= 1
+    return effects
+  }
+
+  /// Arms the timer under the lock: `TestScheduler` only records the job and `ClockScheduler`
+  /// only creates a task.
+  private func arm(at deadline: PaceInstant, in state: inout State) {
+    state.timerGeneration &+= 1
+    let generation = state.timerGeneration
+    state.timerDeadline = deadline
+    state.timer = scheduler.schedule(at: deadline) { [weak self] in
+      self?.timerFired(generation: generation)
+    }
+  }
+
+  private func timerFired(generation: UInt64) {
+    let effects = state.withLock { state -> Effects in
+      guard state.timerGeneration == generation else { return Effects() }
+      state.timer = nil
+      state.timerDeadline = nil
+      return grant(in: &state)
+    }
+    effects.carryOut()
+  }
+}

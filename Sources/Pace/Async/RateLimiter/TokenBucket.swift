@@ -1,0 +1,81 @@
+/// The arithmetic of ``RateLimiter``: a token bucket as a value type, with exact integer time.
+///
+/// Credit is counted in *units*: a permit costs `unitsPerPermit` and `unitsPerNanosecond`
+/// accrue every nanosecond, both divided by their greatest common divisor, so that "3 permits per
+/// second" is exact (one permit every 333,333,333⅓ ns) and no rounding accumulates. The balance
+/// is capped at `capacity` (the burst). A request larger than the burst waits for a full bucket
+/// and leaves it in debt, so the long-run rate holds for any request size.
+struct TokenBucket: Sendable, Equatable {
+  let unitsPerPermit: Int64
+  let unitsPerNanosecond: Int64
+  /// `burst` permits' worth of units.
+  let capacity: Int64
+  /// Units in the bucket; negative after a request larger than the burst.
+  private(set) var balance: Int64
+  /// When `balance` was last brought up to date.
+  private(set) var updated: PaceInstant
+
+  /// A full bucket at `now`.
+  init(permits: Int, per interval: Duration, burst: Int, now: PaceInstant) {
+    let nanoseconds = interval.paceNanoseconds
+    precondition(permits > 0, "RateLimiter: permits must be positive (got \(permits))")
+    precondition(nanoseconds > 0, "RateLimiter: interval must be positive (got \(interval))")
+    precondition(burst > 0, "RateLimiter: burst must be positive (got \(burst))")
+    let divisor = greatestCommonDivisor(Int64(permits), nanoseconds)
+    unitsPerPermit = nanoseconds / divisor
+    unitsPerNanosecond = Int64(permits) / divisor
+    let (capacity, overflow) = Int64(burst).multipliedReportingOverflow(by: unitsPerPermit)
+    precondition(!overflow, "RateLimiter: burst \(burst) is too large for \(permits) permits per \(interval)")
+    self.capacity = capacity
+    balance = capacity
+    updated = now
+  }
+
+  /// Whole permits in the bucket; 0 while in debt.
+  var availablePermits: Int {
+    Int(max(0, balance / unitsPerPermit))
+  }
+
+  /// Adds the credit accrued since the last update, up to the capacity.
+  mutating func refill(now: PaceInstant) {
+    guard now > updated else { return }
+    let elapsed = updated.duration(to: now).paceNanoseconds
+    let (accrued, overflow) = elapsed.multipliedReportingOverflow(by: unitsPerNanosecond)
+    balance = overflow ? capacity : min(capacity, balance.addingSaturating(accrued))
+    updated = now
+  }
+
+  /// Whether `permits` can be taken from the balance as it is.
+  func canTake(_ permits: Int) -> Bool {
+    balance >= threshold(for: permits)
+  }
+
+  /// Takes `permits`; call only when ``canTake(_:)`` says so.
+  mutating func take(_ permits: Int) {
+    balance = balance.addingSaturating(-cost(of: permits))
+  }
+
+  /// The earliest instant at which `permits` can be taken, if nothing else is taken meanwhile.
+  func readyTime(for permits: Int) -> PaceInstant {
+    let deficit = threshold(for: permits) - balance
+    guard deficit > 0 else { return updated }
+    let nanoseconds = deficit / unitsPerNanosecond + (deficit % unitsPerNanosecond == 0 ? 0 : 1)
+    return updated.advanced(by: .nanoseconds(nanoseconds))
+  }
+
+  /// The balance a request needs: its cost, or a full bucket if it costs more than the burst.
+  private func threshold(for permits: Int) -> Int64 {
+    min(cost(of: permits), capacity)
+  }
+
+  private func cost(of permits: Int) -> Int64 {
+    let (cost, overflow) = Int64(permits).multipliedReportingOverflow(by: unitsPerPermit)
+    return overflow ? .max : cost
+  }
+}
+
+private func greatestCommonDivisor(_ a: Int64, _ b: Int64) -> Int64 {
+  var (a, b) = (a, b)
+  while b != 0 { (a, b) = (b, a % b) }
+  return a
+}

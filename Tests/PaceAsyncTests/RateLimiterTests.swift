@@ -1,0 +1,261 @@
+import Testing
+@testable import Pace
+
+/// `RateLimiter` on virtual time, with exact grant times; and a real-time stress test.
+@Suite(.timeLimit(.minutes(1))) struct RateLimiterTests {
+  let scheduler = TestScheduler()
+
+  @Test func theBurstIsAvailableAtOnceThenPermitsComeBackAtTheRate() {
+    let limiter = RateLimiter(permits: 10, per: .seconds(1), clock: scheduler)
+    for _ in 0..<10 { #expect(limiter.tryAcquire()) }
+    #expect(!limiter.tryAcquire())
+    scheduler.advance(by: .milliseconds(99))
+    #expect(!limiter.tryAcquire())
+    scheduler.advance(by: .milliseconds(1))
+    #expect(limiter.tryAcquire())
+    #expect(limiter.availablePermits == 0)
+    #expect(scheduler.pendingCount == 0)
+  }
+
+  @Test func acquireSuspendsUntilItsPermitIsAvailable() async throws {
+    let limiter = RateLimiter(permits: 10, per: .seconds(1), burst: 1, clock: scheduler)
+    try await limiter.acquire()  // from the full bucket, without suspending
+    let waiting = Task.immediate { try await limiter.acquire() }
+    #expect(limiter.waitingCount == 1)
+    #expect(scheduler.pendingDeadlines == [ms(100)])
+    scheduler.advance(by: .milliseconds(99))
+    #expect(limiter.waitingCount == 1)
+    scheduler.advance(by: .milliseconds(1))
+    #expect(limiter.waitingCount == 0)
+    try await waiting.value
+    #expect(scheduler.pendingCount == 0)
+  }
+
+  @Test func requestsAreServedInArrivalOrderEvenWhenALaterOneWouldFit() async throws {
+    let limiter = RateLimiter(permits: 10, per: .seconds(1), clock: scheduler)
+    #expect(limiter.tryAcquire(10))
+    let large = Task.immediate { try await limiter.acquire(5) }
+    let small = Task.immediate { try await limiter.acquire(1) }
+    scheduler.advance(to: ms(100))  // one permit is back, but the large request is first
+    #expect(limiter.waitingCount == 2)
+    #expect(!limiter.tryAcquire())  // nor does tryAcquire overtake
+    scheduler.advance(to: ms(500))
+    try await large.value
+    #expect(limiter.waitingCount == 1)
+    scheduler.advance(to: ms(599))
+    #expect(limiter.waitingCount == 1)
+    scheduler.advance(to: ms(600))
+    try await small.value
+  }
+
+  @Test func aCancelledRequestThrowsAndConsumesNothing() async throws {
+    let limiter = RateLimiter(permits: 10, per: .seconds(1), clock: scheduler)
+    #expect(limiter.tryAcquire(10))
+    let large = Task.immediate { try await limiter.acquire(5) }
+    let small = Task.immediate { try await limiter.acquire(1) }
+    scheduler.advance(to: ms(100))
+    large.cancel()
+    await #expect(throws: CancellationError.self) { try await large.value }
+    // The small request is first now, and its permit is already there.
+    try await small.value
+    #expect(limiter.waitingCount == 0)
+    scheduler.advance(to: ms(1000))
+    #expect(limiter.availablePermits == 9)  // the cancelled request took nothing
+  }
+
+  @Test func aCancelledTaskThrowsEvenWhenPermitsAreAvailable() async {
+    let limiter = RateLimiter(permits: 10, per: .seconds(1), clock: scheduler)
+    let cancelled = Task.immediate {
+      withUnsafeCurrentTask { $0?.cancel() }
+      try await limiter.acquire()
+    }
+    await #expect(throws: CancellationError.self) { try await cancelled.value }
+    #expect(limiter.availablePermits == 10)
+  }
+
+  @Test func aRequestLargerThanTheBurstLeavesADebt() async throws {
+    let limiter = RateLimiter(permits: 10, per: .seconds(1), burst: 5, clock: scheduler)
+    try await limiter.acquire(20)  // a full bucket: granted, 15 permits in debt
+    let next = Task.immediate { try await limiter.acquire() }
+    #expect(scheduler.pendingDeadlines == [ms(1600)])
+    scheduler.advance(to: ms(1600))
+    try await next.value
+  }
+
+  /// 10,000 requests at once on virtual time: grants are counted in every 100 µs step, and no
+  /// window of any length ever holds more than the burst plus the rate times its length.
+  @Test func tenThousandConcurrentRequestsNeverOverGrant() async throws {
+    let burst = 100
+    // 100 permits per 10 ms: one permit every 100 µs.
+    let limiter = RateLimiter(permits: 100, per: .milliseconds(10), burst: burst, clock: scheduler)
+    let requests = (0..<10_000).map { _ in Task.immediate { try await limiter.acquire() } }
+    var grants = [10_000 - limiter.waitingCount]  // grants per step; step 0 is the burst
+    var waiting = limiter.waitingCount
+    while waiting > 0 {
+      scheduler.advance(by: .microseconds(100))
+      let now = limiter.waitingCount
+      grants.append(waiting - now)
+      waiting = now
+    }
+    #expect(grants[0] == burst)
+    #expect(grants.dropFirst().allSatisfy { $0 == 1 })
+    #expect(grants.count == 1 + 9_900)
+
+    // Every window of `length` steps holds at most `burst + length` grants.
+    var prefix = [0]
+    for count in grants { prefix.append(prefix.last! + count) }
+    for length in 1...200 {
+      for start in 0...(grants.count - length) {
+        let inWindow = prefix[start + length] - prefix[start]
+        if inWindow > burst + length {
+          Issue.record("\(inWindow) grants in steps \(start)..<\(start + length)")
+        }
+      }
+    }
+    for request in requests { try await request.value }
+    #expect(scheduler.pendingCount == 0)
+  }
+
+  // real-time: 10,000 concurrent requests from a task group on ContinuousClock. Delays can only
+  // make a grant look later than it was, so the check is one-sided and exact: the k-th grant seen
+  // is never earlier than the bucket allows since the limiter was made.
+  @Test func tenThousandConcurrentRequestsOnARealClockNeverOverGrant() async throws {
+    let clock = ContinuousClock()
+    let burst = 500
+    let start = clock.now
+    // 5,000 permits per 100 ms: one every 20 µs; the 9,500 after the burst take 190 ms.
+    let limiter = RateLimiter(permits: 5_000, per: .milliseconds(100), burst: burst, clock: clock)
+    let seen = try await withThrowingTaskGroup(of: Duration.self) { group in
+      for _ in 0..<10_000 {
+        group.addTask {
+          try await limiter.acquire()
+          return start.duration(to: clock.now)
+        }
+      }
+      return try await group.reduce(into: [Duration]()) { $0.append($1) }.sorted()
+    }
+    #expect(seen.count == 10_000)
+    for (index, elapsed) in seen.enumerated() {
+      let earliest = Duration.microseconds(20) * max(0, index + 1 - burst)
+      if elapsed < earliest {
+        Issue.record("grant \(index + 1) seen after \(elapsed), before the earliest allowed \(earliest)")
+        break
+      }
+    }
+    #expect(seen.last! >= .milliseconds(190))
+    #expect(seen.last! < .seconds(5))
+  }
+}
+
+/// `rateLimited(bytesPerSecond:)` and `rateLimited(by:cost:)`.
+@Suite(.timeLimit(.minutes(1))) struct AsyncRateLimitedSequenceTests {
+  let scheduler = TestScheduler()
+
+  @Test func byteChunksArePacedToTheRate() async throws {
+    let chunks = ImmediateSequence(elements: [[UInt8]](repeating: Array(repeating: 7, count: 100), count: 4))
+    let reader = IteratorBox(chunks.rateLimited(bytesPerSecond: 1_000, burst: 100, clock: scheduler).makeAsyncIterator())
+    #expect(try await reader.next()?.count == 100)  // the burst, at 0 ms
+    for chunk in 2...4 {
+      let next = Task.immediate { try await reader.next() }
+      #expect(scheduler.pendingDeadlines == [ms(Int64(chunk - 1) * 100)])
+      scheduler.advance(to: ms(Int64(chunk - 1) * 100))
+      #expect(try await next.value?.count == 100)
+    }
+    #expect(try await reader.next() == nil)
+  }
+
+  @Test func aChunkLargerThanTheBurstPassesAndTheNextOneWaitsForTheDebt() async throws {
+    let chunks = ImmediateSequence(elements: [Array(repeating: UInt8(1), count: 250), [2]])
+    let reader = IteratorBox(chunks.rateLimited(bytesPerSecond: 1_000, burst: 100, clock: scheduler).makeAsyncIterator())
+    #expect(try await reader.next()?.count == 250)
+    let next = Task.immediate { try await reader.next() }
+    #expect(scheduler.pendingDeadlines == [ms(151)])  // 150 bytes of debt, then 1 byte
+    scheduler.advance(to: ms(151))
+    #expect(try await next.value == [2])
+  }
+
+  @Test func costDecidesThePermitsOfEachElement() async throws {
+    let limiter = RateLimiter(permits: 10, per: .seconds(1), clock: scheduler)
+    let requests = ImmediateSequence(elements: [4, 6, 1])
+    let reader = IteratorBox(requests.rateLimited(by: limiter) { $0 }.makeAsyncIterator())
+    #expect(try await reader.next() == 4)
+    #expect(try await reader.next() == 6)
+    let next = Task.immediate { try await reader.next() }
+    scheduler.advance(to: ms(100))
+    #expect(try await next.value == 1)
+  }
+
+  @Test func cancellingTheConsumerWhileAnElementWaitsEndsTheSequence() async throws {
+    let limiter = RateLimiter(permits: 1, per: .seconds(1), clock: scheduler)
+    #expect(limiter.tryAcquire())
+    let reader = IteratorBox(ImmediateSequence(elements: [1, 2]).rateLimited(by: limiter).makeAsyncIterator())
+    let next = Task.immediate { try await reader.next() }
+    next.cancel()
+    #expect(try await next.value == nil)
+    scheduler.advance(to: ms(1000))
+    #expect(limiter.availablePermits == 1)
+  }
+
+  @Test func theBaseSequencesErrorIsThrown() async {
+    let failing = AsyncThrowingStream<[UInt8], any Error> { $0.finish(throwing: TestFailure()) }
+    var iterator = failing.rateLimited(bytesPerSecond: 10, clock: scheduler).makeAsyncIterator()
+    await #expect(throws: TestFailure.self) { try await iterator.next() }
+  }
+
+  @Test func overANonThrowingSequenceNoTryIsNeeded() async {
+    let stream = AsyncStream<[UInt8]> { input in
+      input.yield([1, 2])
+      input.finish()
+    }
+    var total = 0
+    for await chunk in stream.rateLimited(bytesPerSecond: 1_000, clock: scheduler) { total += chunk.count }
+    #expect(total == 2)
+  }
+
+  // real-time: 5 chunks of 1,000 bytes at 40,000 bytes a second with a 1,000-byte burst take at
+  // least 100 ms; the upper bound is generous.
+  @Test func limitsBytesOnARealClock() async {
+    let clock = ContinuousClock()
+    let start = clock.now
+    let chunks = ImmediateSequence(elements: [[UInt8]](repeating: Array(repeating: 0, count: 1_000), count: 5))
+    var total = 0
+    for await chunk in chunks.rateLimited(bytesPerSecond: 40_000, burst: 1_000, clock: clock) { total += chunk.count }
+    #expect(total == 5_000)
+    let elapsed = start.duration(to: clock.now)
+    #expect(elapsed >= .milliseconds(100))
+    #expect(elapsed < .seconds(10))
+  }
+}
+
+/// An async sequence over an array whose `next()` never suspends, so a `Task.immediate` reader
+/// reaches the rate limiter before it returns.
+struct ImmediateSequence<Element: Sendable>: AsyncSequence, Sendable {
+  let elements: [Element]
+
+  func makeAsyncIterator() -> Iterator {
+    Iterator(elements: elements[...])
+  }
+
+  struct Iterator: AsyncIteratorProtocol {
+    var elements: ArraySlice<Element>
+
+    mutating func next() async -> Element? {
+      elements.popFirst()
+    }
+  }
+}
+
+/// Lets successive `Task.immediate` readers share one iterator, one at a time.
+final class IteratorBox<Iterator: AsyncIteratorProtocol>: @unchecked Sendable {
+  // @unchecked Sendable: each test awaits a reader before it starts the next one, so the
+  // iterator is never used by two tasks at once.
+  private var iterator: Iterator
+
+  init(_ iterator: Iterator) {
+    self.iterator = iterator
+  }
+
+  func next() async throws -> Iterator.Element? {
+    try await iterator.next()
+  }
+}
