@@ -1,4 +1,3 @@
-import Dispatch
 import PaceUIOnStandIns
 import Testing
 import UIKitStandIn
@@ -28,12 +27,12 @@ final class ValueRecognizer: UITapGestureRecognizer {
   var targetsAdded = 0
   var targetsRemoved = 0
 
-  override func addTarget(_ target: Any, action: Selector) {
+  override func addTarget(_ target: Any, action: UIKitStandIn.Selector) {
     targetsAdded += 1
     super.addTarget(target, action: action)
   }
 
-  override func removeTarget(_ target: Any?, action: Selector?) {
+  override func removeTarget(_ target: Any?, action: UIKitStandIn.Selector?) {
     targetsRemoved += 1
     super.removeTarget(target, action: action)
   }
