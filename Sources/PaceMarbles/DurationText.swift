@@ -126,7 +126,7 @@ public struct DurationSyntaxError: Error, Hashable, CustomStringConvertible {
     case .empty: "no duration given"
     case .notANumber: "the number is malformed"
     case .missingUnit: "the unit is missing"
-    case .unknownUnit(let unit): "unknown unit '\(unit)' (use ns, us, ms, s or min)"
+    case .unknownUnit(let unit): "unknown unit '\(unit)'"
     case .negative: "durations must not be negative"
     case .tooPrecise: "it is finer than a nanosecond"
     case .tooLarge: "it is too large"
@@ -134,7 +134,7 @@ public struct DurationSyntaxError: Error, Hashable, CustomStringConvertible {
   }
 
   public var description: String {
-    "'\(text)' is not a duration: \(explanation) (write it like 300ms, 1.5s or 250us)"
+    "'\(text)' is not a duration: \(explanation) (write it like 300ms, 1.5s or 250us; units: ns, us, ms, s, min)"
   }
 }
 

@@ -5,7 +5,7 @@ import Pace
 /// ``MarbleInput/calls(_:)``.
 ///
 /// The runner hands it every input event at the event's instant, after the scheduler has run
-/// the work due then. ``Debouncer``, ``Throttler`` and ``Coalescer`` conform when their value is
+/// the work due then. `Debouncer`, `Throttler` and `Coalescer` conform when their value is
 /// `LosslessStringConvertible` (`String`, `Int`, ...):
 ///
 /// | Input token | Pace primitive |
@@ -95,7 +95,7 @@ extension Coalescer: MarbleInput where Value: LosslessStringConvertible {
   }
 }
 
-/// What the code under test gets from the runner: a ``TestScheduler`` to run on and
+/// What the code under test gets from the runner: a `TestScheduler` to run on and
 /// ``emit(_:)`` to record its output.
 ///
 /// ```swift
@@ -211,7 +211,7 @@ public enum MarbleRunError: Error, CustomStringConvertible {
   }
 }
 
-/// Feeds marble diagrams through code on a ``TestScheduler`` and records what comes out.
+/// Feeds marble diagrams through code on a `TestScheduler` and records what comes out.
 public enum MarbleRunner {
   /// Runs `input` through the code that `build` sets up and records its output.
   ///

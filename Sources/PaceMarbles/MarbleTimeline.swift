@@ -110,7 +110,7 @@ extension MarbleTimeline {
   ///
   /// - Parameters:
   ///   - stepLength: How long a step is.
-  ///   - origin: The instant of step 0; ``PaceInstant/zero`` by default.
+  ///   - origin: The instant of step 0; `PaceInstant.zero` by default.
   ///   - offGrid: What to do with an event between two steps.
   public func diagram(
     stepLength: Duration, origin: PaceInstant = .zero, offGrid: OffGridPolicy = .reject

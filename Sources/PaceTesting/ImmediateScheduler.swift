@@ -4,7 +4,7 @@ import Foundation
 /// to its deadline.
 ///
 /// Use it in tests of code that is debounced, throttled or coalesced when the timing is not the
-/// point: the code runs straight through, without advancing a ``TestScheduler``.
+/// point: the code runs straight through, without advancing a `TestScheduler`.
 ///
 /// ```swift
 /// @Test func savingStoresTheDraft() {
@@ -15,11 +15,11 @@ import Foundation
 /// }
 /// ```
 ///
-/// What `now` means: it starts at ``PaceInstant/zero`` (or the instant you pass) and moves to
+/// What `now` means: it starts at `PaceInstant.zero` (or the instant you pass) and moves to
 /// the deadline of each piece of work as that work runs, never backwards; work due in the past
 /// leaves it where it is. So the primitive under test sees the time pass that it asked for:
-/// a ``Debouncer`` performs every call as soon as it is made, as if a quiet interval followed
-/// each one, and a ``Throttler`` performs every call.
+/// a `Debouncer` performs every call as soon as it is made, as if a quiet interval followed
+/// each one, and a `Throttler` performs every call.
 ///
 /// Work scheduled from inside running work runs right after it, in the order scheduled (a
 /// trampoline), not nested inside it. Work scheduled from another thread while this scheduler

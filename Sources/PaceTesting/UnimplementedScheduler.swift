@@ -39,7 +39,7 @@ public struct UnimplementedScheduler: PaceScheduler {
     self.location = FailureLocation(fileID: fileID, filePath: filePath, line: line, column: column)
   }
 
-  /// Fails, and returns ``PaceInstant/zero``.
+  /// Fails, and returns `PaceInstant.zero`.
   public var now: PaceInstant {
     fail("now was read")
     return .zero

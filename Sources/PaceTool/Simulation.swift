@@ -24,8 +24,8 @@ public struct SimulationResult: Sendable {
   public var statistics: Statistics
 }
 
-/// Runs traces through the real engine — ``Debouncer``, ``Throttler``, ``Coalescer`` — on a
-/// ``TestScheduler``, so every time shown is what the library does.
+/// Runs traces through the real engine — `Debouncer`, `Throttler`, `Coalescer` — on a
+/// `TestScheduler`, so every time shown is what the library does.
 ///
 /// For each call at time `t`, the simulator runs `scheduler.advance(to: t)` (timers due at `t`
 /// fire first), then makes the call; calls at the same time are one run-loop turn, so it
