@@ -4,22 +4,28 @@
 /// Signals until then merge. When the timer fires, the merged value is invoked and the
 /// coalescer is idle again, so a signal that arrives while the handler runs arms exactly one
 /// more run.
+///
+/// Its storage is `@usableFromInline` and ``call(_:now:)`` `@inlinable` so that ``Pacer``'s hot
+/// path specialises in the caller's module; only the machine itself writes the state.
+@usableFromInline
 struct CoalesceStateMachine<Value: Sendable>: PacerStateMachine {
-  private let window: Duration
-  private let merge: Merge<Value>
+  @usableFromInline let window: Duration
+  @usableFromInline let merge: Merge<Value>
 
   /// The merge of the signals since the last run.
-  private var pending: Value?
+  @usableFromInline var pending: Value?
   /// The deadline of the armed timer; `nil` when idle.
-  private(set) var armedDeadline: PaceInstant?
+  @usableFromInline var armedDeadline: PaceInstant?
 
   init(window: Duration, merge: Merge<Value>) {
     self.window = window
     self.merge = merge
   }
 
+  @usableFromInline
   var isPending: Bool { pending != nil }
 
+  @inlinable
   mutating func call(_ value: Value, now: @autoclosure () -> PaceInstant) -> PacerAction<Value> {
     pending.merge(value, using: merge)
     guard armedDeadline == nil else { return .none }
@@ -28,16 +34,19 @@ struct CoalesceStateMachine<Value: Sendable>: PacerStateMachine {
     return .schedule(at: deadline)
   }
 
+  @usableFromInline
   mutating func timerFired(now: PaceInstant) -> PacerAction<Value> {
     armedDeadline = nil
     guard let merged = pending.take() else { return .none }
     return .invoke(merged)
   }
 
+  @usableFromInline
   mutating func flush(now: PaceInstant) -> Value? {
     pending.take()
   }
 
+  @usableFromInline
   mutating func cancel() -> Bool {
     pending = nil
     defer { armedDeadline = nil }

@@ -15,7 +15,7 @@
 /// one more run, so none is lost. Thread-safe; the handler never runs under a lock; releasing
 /// the coalescer drops its pending run.
 public final class Coalescer<Value: Sendable>: Sendable {
-  let pacer: Pacer<CoalesceStateMachine<Value>>
+  @usableFromInline let pacer: Pacer<CoalesceStateMachine<Value>>
 
   /// A coalescer that runs `perform` on `scheduler`.
   ///
@@ -57,11 +57,13 @@ public final class Coalescer<Value: Sendable>: Sendable {
   }
 
   /// Merges `value` into the next run, scheduling it if none is scheduled.
+  @inlinable
   public func signal(_ value: Value) {
     pacer.call(value)
   }
 
   /// Merges `value` into the next run; the same as ``signal(_:)``.
+  @inlinable
   public func callAsFunction(_ value: Value) {
     pacer.call(value)
   }
@@ -110,11 +112,13 @@ extension Coalescer where Value == Void {
   }
 
   /// Schedules a run if none is scheduled.
+  @inlinable
   public func signal() {
     pacer.call(())
   }
 
   /// Schedules a run if none is scheduled; the same as ``signal()``.
+  @inlinable
   public func callAsFunction() {
     pacer.call(())
   }

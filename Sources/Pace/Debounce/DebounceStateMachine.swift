@@ -8,22 +8,26 @@
 /// Deadlines are processed when their timer fires. ``TestScheduler/advance(to:)`` fires due
 /// timers before the test's next call, so in virtual time a call made exactly at a deadline
 /// belongs to what follows the deadline.
+///
+/// Its storage is `@usableFromInline` and ``call(_:now:)`` `@inlinable` so that ``Pacer``'s hot
+/// path specialises in the caller's module; only the machine itself writes the state.
+@usableFromInline
 struct DebounceStateMachine<Value: Sendable>: PacerStateMachine {
-  private let interval: Duration
+  @usableFromInline let interval: Duration
   /// `nil` when calls may wait forever; otherwise at least `interval`.
-  private let maxWait: Duration?
-  private let leading: Bool
-  private let trailing: Bool
-  private let merge: Merge<Value>
+  @usableFromInline let maxWait: Duration?
+  @usableFromInline let leading: Bool
+  @usableFromInline let trailing: Bool
+  @usableFromInline let merge: Merge<Value>
 
   /// The time of the latest call; `nil` before the first call and after ``cancel()``.
-  private var lastCall: PaceInstant?
+  @usableFromInline var lastCall: PaceInstant?
   /// The time of the latest invocation, or of the start of the burst (lodash's `lastInvokeTime`).
-  private var lastInvoke = PaceInstant.zero
+  @usableFromInline var lastInvoke = PaceInstant.zero
   /// The merge of the calls since the latest invocation; kept only for the trailing edge.
-  private var pending: Value?
+  @usableFromInline var pending: Value?
   /// The deadline of the armed timer; `nil` when no burst is active.
-  private(set) var armedDeadline: PaceInstant?
+  @usableFromInline var armedDeadline: PaceInstant?
 
   init(interval: Duration, edges: Edges, maxWait: Duration?, merge: Merge<Value>) {
     self.interval = interval
@@ -33,8 +37,10 @@ struct DebounceStateMachine<Value: Sendable>: PacerStateMachine {
     self.merge = merge
   }
 
+  @usableFromInline
   var isPending: Bool { pending != nil }
 
+  @inlinable
   mutating func call(_ value: Value, now readNow: @autoclosure () -> PaceInstant) -> PacerAction<Value> {
     // Clocks read outside the driver's lock may arrive slightly out of order: never go back.
     let now = Swift.max(readNow(), lastCall ?? .zero)
@@ -70,6 +76,7 @@ struct DebounceStateMachine<Value: Sendable>: PacerStateMachine {
     return .schedule(at: deadline)
   }
 
+  @usableFromInline
   mutating func timerFired(now: PaceInstant) -> PacerAction<Value> {
     guard armedDeadline != nil, let lastCall else { return .none }
     armedDeadline = nil
@@ -85,12 +92,14 @@ struct DebounceStateMachine<Value: Sendable>: PacerStateMachine {
     return .schedule(at: deadline)
   }
 
+  @usableFromInline
   mutating func flush(now: PaceInstant) -> Value? {
     guard let merged = pending.take() else { return nil }
     lastInvoke = Swift.max(now, lastCall ?? now)
     return merged
   }
 
+  @usableFromInline
   mutating func cancel() -> Bool {
     let hadTimer = armedDeadline != nil
     lastCall = nil
@@ -102,7 +111,8 @@ struct DebounceStateMachine<Value: Sendable>: PacerStateMachine {
 
   /// lodash's `shouldInvoke`: the first call, a call after a quiet `interval`, or `maxWait`
   /// since the latest invocation.
-  private func shouldInvoke(at now: PaceInstant) -> Bool {
+  @inlinable @inline(__always)  // out of line, it copies the whole machine on every call
+  func shouldInvoke(at now: PaceInstant) -> Bool {
     guard let lastCall else { return true }
     if lastCall.duration(to: now) >= interval { return true }
     if let maxWait, lastInvoke.duration(to: now) >= maxWait { return true }
@@ -110,7 +120,8 @@ struct DebounceStateMachine<Value: Sendable>: PacerStateMachine {
   }
 
   /// When the burst next needs attention: its trailing edge, or `maxWait` if that comes first.
-  private func nextDeadline(lastCall: PaceInstant) -> PaceInstant {
+  @inlinable
+  func nextDeadline(lastCall: PaceInstant) -> PaceInstant {
     let quiet = lastCall.advanced(by: interval)
     guard let maxWait else { return quiet }
     return Swift.min(quiet, lastInvoke.advanced(by: maxWait))

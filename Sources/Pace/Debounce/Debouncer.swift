@@ -23,7 +23,7 @@
 /// trailing     --------c---------d   (interval 3 steps... see the Debouncer article)
 /// ```
 public final class Debouncer<Value: Sendable>: Sendable {
-  let pacer: Pacer<DebounceStateMachine<Value>>
+  @usableFromInline let pacer: Pacer<DebounceStateMachine<Value>>
 
   /// A debouncer that runs `perform` on `scheduler`.
   ///
@@ -75,11 +75,13 @@ public final class Debouncer<Value: Sendable>: Sendable {
   }
 
   /// Records a call with `value`; `perform` runs when the edges and timing say so.
+  @inlinable
   public func call(_ value: Value) {
     pacer.call(value)
   }
 
   /// Records a call with `value`; the same as ``call(_:)``.
+  @inlinable
   public func callAsFunction(_ value: Value) {
     pacer.call(value)
   }
@@ -105,11 +107,13 @@ public final class Debouncer<Value: Sendable>: Sendable {
 
 extension Debouncer where Value == Void {
   /// Records a call.
+  @inlinable
   public func call() {
     pacer.call(())
   }
 
   /// Records a call; the same as ``call()``.
+  @inlinable
   public func callAsFunction() {
     pacer.call(())
   }

@@ -3,6 +3,7 @@
 /// The machines behind ``Debouncer``, ``Throttler`` and ``Coalescer`` hold no lock, clock,
 /// task or callback: time comes in as a parameter and one of these comes out, so tests can
 /// drive a machine directly and compare actions with `==`.
+@usableFromInline
 enum PacerAction<Value> {
   /// Nothing to do.
   case none
@@ -18,6 +19,7 @@ enum PacerAction<Value> {
 extension PacerAction: Equatable where Value: Equatable {}
 
 extension PacerAction: CustomStringConvertible {
+  @usableFromInline
   var description: String {
     switch self {
     case .none: "none"
@@ -32,6 +34,7 @@ extension PacerAction: CustomStringConvertible {
 ///
 /// The driver calls ``timerFired(now:)`` once per ``PacerAction/schedule(at:)`` it was asked
 /// for, unless ``cancel()`` said to cancel that timer.
+@usableFromInline
 protocol PacerStateMachine: Sendable {
   associatedtype Value: Sendable
 
@@ -54,6 +57,7 @@ protocol PacerStateMachine: Sendable {
 
 extension Optional {
   /// Returns the wrapped value and leaves `nil` behind.
+  @inlinable
   mutating func take() -> Wrapped? {
     defer { self = nil }
     return self

@@ -9,11 +9,15 @@ import Synchronization
 ///
 /// On Linux this is `Synchronization.Mutex`; on Apple platforms `os_unfair_lock`, because
 /// `Mutex` needs macOS 15 and Pace supports macOS 13. Never call user code inside `withLock`.
+///
+/// `@usableFromInline`, with an `@inlinable` `withLock`, so that the hot paths of the public
+/// generic types specialise in the caller's module (see ``Pacer``).
+@usableFromInline
 final class LockedState<State>: @unchecked Sendable {
   // @unchecked Sendable: `state` is only read or written inside `withLock`, under `lock`.
   #if canImport(Darwin)
-  private let lock: UnsafeMutablePointer<os_unfair_lock>
-  private var state: State
+  @usableFromInline let lock: UnsafeMutablePointer<os_unfair_lock>
+  @usableFromInline var state: State
 
   init(_ initial: sending State) {
     lock = .allocate(capacity: 1)
@@ -26,20 +30,20 @@ final class LockedState<State>: @unchecked Sendable {
     lock.deallocate()
   }
 
-  @inline(__always)
+  @inlinable @inline(__always)
   func withLock<Result>(_ body: (inout State) -> Result) -> Result {
     os_unfair_lock_lock(lock)
     defer { os_unfair_lock_unlock(lock) }
     return body(&state)
   }
   #else
-  private let mutex: Mutex<State>
+  @usableFromInline let mutex: Mutex<State>
 
   init(_ initial: sending State) {
     mutex = Mutex(initial)
   }
 
-  @inline(__always)
+  @inlinable @inline(__always)
   func withLock<Result>(_ body: (inout State) -> Result) -> Result {
     // Pace's states and results hold only `Sendable` values, so handing them across the
     // `sending` boundary of `Mutex.withLock` is safe; the compiler cannot see that generically.
@@ -52,9 +56,10 @@ final class LockedState<State>: @unchecked Sendable {
 }
 
 /// Carries a value across a `sending` boundary that the compiler cannot prove safe.
+@usableFromInline
 struct UncheckedSendable<Value>: @unchecked Sendable {
   // @unchecked Sendable: only used by `LockedState.withLock` to return a result computed under
   // the lock; the value is never shared, it is moved out once.
-  var value: Value
-  init(_ value: Value) { self.value = value }
+  @usableFromInline var value: Value
+  @inlinable init(_ value: Value) { self.value = value }
 }

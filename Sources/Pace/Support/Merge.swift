@@ -9,22 +9,30 @@
 /// Debouncer<Changes>(for: .zero, merge: .union) { reload($0) }                // OptionSet mask
 /// Throttler<[Event]>(for: .seconds(5), merge: .append) { upload($0) }         // batches
 /// ```
+///
+/// The policies are `@inlinable`, so their closures are specialised for `Value` where they are
+/// made (a default argument is made in the caller's module): `.latest` on an `Int` is then a
+/// plain store rather than a call through `Value`'s value witnesses.
 public struct Merge<Value: Sendable>: Sendable {
   /// Folds `next` into `accumulated`.
-  let combine: @Sendable (_ accumulated: inout Value, _ next: Value) -> Void
+  @usableFromInline let combine: @Sendable (_ accumulated: inout Value, _ next: Value) -> Void
 
   /// A merge that folds each new value into the accumulated one in place.
+  @inlinable
   public init(_ combine: @escaping @Sendable (_ accumulated: inout Value, _ next: Value) -> Void) {
     self.combine = combine
   }
 
   /// The most recent call's value wins (lodash, Combine's `debounce`). The default.
+  @inlinable
   public static var latest: Merge<Value> { Merge { accumulated, next in accumulated = next } }
 
   /// The first call's value wins (Combine's `throttle(latest: false)`).
+  @inlinable
   public static var first: Merge<Value> { Merge { _, _ in } }
 
   /// Any function of the accumulated and the next value.
+  @inlinable
   public static func custom(_ merge: @escaping @Sendable (_ accumulated: Value, _ next: Value) -> Value) -> Merge<Value> {
     Merge { accumulated, next in accumulated = merge(accumulated, next) }
   }
@@ -32,16 +40,19 @@ public struct Merge<Value: Sendable>: Sendable {
 
 extension Merge where Value: AdditiveArithmetic {
   /// The values add up, like `DispatchSourceUserDataAdd`.
+  @inlinable
   public static var sum: Merge<Value> { Merge { accumulated, next in accumulated += next } }
 }
 
 extension Merge where Value: SetAlgebra {
   /// The values are unioned, like `DispatchSourceUserDataOr`: an `OptionSet` of what changed.
+  @inlinable
   public static var union: Merge<Value> { Merge { accumulated, next in accumulated.formUnion(next) } }
 }
 
 extension Merge where Value: RangeReplaceableCollection {
   /// The values are concatenated in call order: every element reaches exactly one invocation.
+  @inlinable
   public static var append: Merge<Value> {
     Merge { accumulated, next in accumulated.append(contentsOf: next) }
   }
@@ -49,6 +60,7 @@ extension Merge where Value: RangeReplaceableCollection {
 
 extension Optional where Wrapped: Sendable {
   /// Folds `value` into the optional accumulator: the first value is stored as is.
+  @inlinable
   mutating func merge(_ value: Wrapped, using merge: Merge<Wrapped>) {
     if self == nil {
       self = value

@@ -7,17 +7,21 @@
 ///
 /// A call during an open window needs no time, so the driver does not read the clock for it.
 /// The window ends when its timer fires.
+///
+/// Its storage is `@usableFromInline` and ``call(_:now:)`` `@inlinable` so that ``Pacer``'s hot
+/// path specialises in the caller's module; only the machine itself writes the state.
+@usableFromInline
 struct ThrottleStateMachine<Value: Sendable>: PacerStateMachine {
-  private let interval: Duration
-  private let leading: Bool
-  private let trailing: Bool
-  private let merge: Merge<Value>
+  @usableFromInline let interval: Duration
+  @usableFromInline let leading: Bool
+  @usableFromInline let trailing: Bool
+  @usableFromInline let merge: Merge<Value>
 
   /// The end of the open window; `nil` when quiet. The timer is armed exactly while a window
   /// is open, for this instant.
-  private(set) var windowEnd: PaceInstant?
+  @usableFromInline var windowEnd: PaceInstant?
   /// The merge of the calls made in the open window since its last invocation.
-  private var pending: Value?
+  @usableFromInline var pending: Value?
 
   init(interval: Duration, edges: Edges, merge: Merge<Value>) {
     self.interval = interval
@@ -26,8 +30,10 @@ struct ThrottleStateMachine<Value: Sendable>: PacerStateMachine {
     self.merge = merge
   }
 
+  @usableFromInline
   var isPending: Bool { pending != nil }
 
+  @inlinable
   mutating func call(_ value: Value, now: @autoclosure () -> PaceInstant) -> PacerAction<Value> {
     if windowEnd != nil {
       if trailing { pending.merge(value, using: merge) }
@@ -40,6 +46,7 @@ struct ThrottleStateMachine<Value: Sendable>: PacerStateMachine {
     return .schedule(at: end)
   }
 
+  @usableFromInline
   mutating func timerFired(now: PaceInstant) -> PacerAction<Value> {
     guard let end = windowEnd else { return .none }
     guard let merged = pending.take() else {
@@ -54,10 +61,12 @@ struct ThrottleStateMachine<Value: Sendable>: PacerStateMachine {
     return .invokeAndSchedule(merged, at: next)
   }
 
+  @usableFromInline
   mutating func flush(now: PaceInstant) -> Value? {
     pending.take()
   }
 
+  @usableFromInline
   mutating func cancel() -> Bool {
     let hadWindow = windowEnd != nil
     windowEnd = nil

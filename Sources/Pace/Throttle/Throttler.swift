@@ -15,7 +15,7 @@
 /// the scheduler, never under a lock, and may call the throttler again. A call inside an open
 /// window does not read the clock. Releasing the throttler drops its pending invocation.
 public final class Throttler<Value: Sendable>: Sendable {
-  let pacer: Pacer<ThrottleStateMachine<Value>>
+  @usableFromInline let pacer: Pacer<ThrottleStateMachine<Value>>
 
   /// A throttler that runs `perform` on `scheduler`.
   ///
@@ -62,11 +62,13 @@ public final class Throttler<Value: Sendable>: Sendable {
   }
 
   /// Records a call with `value`.
+  @inlinable
   public func call(_ value: Value) {
     pacer.call(value)
   }
 
   /// Records a call with `value`; the same as ``call(_:)``.
+  @inlinable
   public func callAsFunction(_ value: Value) {
     pacer.call(value)
   }
@@ -90,11 +92,13 @@ public final class Throttler<Value: Sendable>: Sendable {
 
 extension Throttler where Value == Void {
   /// Records a call.
+  @inlinable
   public func call() {
     pacer.call(())
   }
 
   /// Records a call; the same as ``call()``.
+  @inlinable
   public func callAsFunction() {
     pacer.call(())
   }
