@@ -1,5 +1,0 @@
-import AsyncAlgorithms
-import Pace
-import Testing
-
-@Test func placeholder() {}
