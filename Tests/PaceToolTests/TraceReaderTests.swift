@@ -27,7 +27,7 @@ import Testing
       8.333,"a, b"
       8.333,
       # a comment between calls
-      1250.5,"say ""hi"""\r
+      1250.5,\"say \"\"hi\"\"\"\r
       """)
     #expect(trace.times == [0, 8_333_000, 8_333_000, 1_250_500_000])
     #expect(trace.values == ["s", "a, b", "x", "say \"hi\""])
