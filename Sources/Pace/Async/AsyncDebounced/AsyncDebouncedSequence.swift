@@ -32,6 +32,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   ///   - clock: The clock that measures time: `ContinuousClock` by default, any clock whose
   ///     duration is `Duration`, or a ``TestScheduler`` for virtual time.
   /// - Returns: The debounced sequence.
+  @inlinable
   public func debounced<C: Clock>(
     for interval: Duration,
     edges: Edges = .trailing,
@@ -39,10 +40,8 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
     merge: Merge<Element> = .latest,
     clock: C = ContinuousClock()
   ) -> AsyncDebouncedSequence<Self> where C.Duration == Duration {
-    checkTiming("debounced", interval: interval, maxWait: maxWait, edges: edges)
-    return AsyncDebouncedSequence(
-      base: self, interval: interval, edges: edges, maxWait: maxWait, merge: merge,
-      scheduler: clock.pacingScheduler
+    AsyncDebouncedSequence(
+      base: self, interval: interval, edges: edges, maxWait: maxWait, merge: merge, clock: AsyncClock(clock)
     )
   }
 }
@@ -59,20 +58,32 @@ where Base.Element: Sendable {
   let edges: Edges
   let maxWait: Duration?
   let merge: Merge<Element>
-  let scheduler: any PaceScheduler
+  let clock: AsyncClock
+
+  @usableFromInline
+  init(base: Base, interval: Duration, edges: Edges, maxWait: Duration?, merge: Merge<Element>, clock: AsyncClock) {
+    checkTiming("debounced", interval: interval, maxWait: maxWait, edges: edges)
+    self.base = base
+    self.interval = interval
+    self.edges = edges
+    self.maxWait = maxWait
+    self.merge = merge
+    self.clock = clock
+  }
 
   public func makeAsyncIterator() -> Iterator {
     let machine = DebounceStateMachine(interval: interval, edges: edges, maxWait: maxWait, merge: merge)
-    return Iterator(handle: AsyncPacingIteratorHandle(AsyncPacingStorage(base: base, machine: machine, scheduler: scheduler)))
+    return Iterator(handle: AsyncPacingIteratorHandle(AsyncPacingStorage(base: base, machine: machine, clock: clock)))
   }
 
   /// The iterator of a debounced sequence. The base sequence is read from its first `next()`
   /// until it ends, the consuming task is cancelled, or the iterator is released.
   public struct Iterator: AsyncIteratorProtocol {
-    let handle: AsyncPacingIteratorHandle<Base, DebounceStateMachine<Element>>
+    @usableFromInline let handle: AsyncPacingIteratorHandle<Base, DebounceStateMachine<Element>>
 
     /// The next emission; `nil` once the base sequence has finished or the task is cancelled.
     /// Throws the base sequence's error, after any pending emission.
+    @inlinable
     public mutating func next() async rethrows -> Element? {
       try await handle.storage.next().rethrowingGet()
     }

@@ -41,7 +41,8 @@ public final class AsyncDebouncer<Input: Sendable, Output: Sendable>: Sendable {
   ///   - staleWork: What happens to superseded work in flight; `.cancel` by default.
   ///   - clock: The clock that measures time: `ContinuousClock` by default, or a ``TestScheduler``.
   ///   - operation: The function being debounced. It runs in a task of its own.
-  public init<C: Clock>(
+  @inlinable
+  public convenience init<C: Clock>(
     for interval: Duration,
     edges: Edges = .trailing,
     maxWait: Duration? = nil,
@@ -50,11 +51,22 @@ public final class AsyncDebouncer<Input: Sendable, Output: Sendable>: Sendable {
     clock: C = ContinuousClock(),
     operation: @escaping @Sendable (Input) async throws -> Output
   ) where C.Duration == Duration {
+    self.init(
+      interval: interval, edges: edges, maxWait: maxWait, merge: merge, staleWork: staleWork,
+      clock: AsyncClock(clock), operation: operation
+    )
+  }
+
+  @usableFromInline
+  init(
+    interval: Duration, edges: Edges, maxWait: Duration?, merge: Merge<Input>, staleWork: StaleWork,
+    clock: AsyncClock, operation: @escaping @Sendable (Input) async throws -> Output
+  ) {
     checkTiming("AsyncDebouncer", interval: interval, maxWait: maxWait, edges: edges)
     pacer = AsyncWorkPacer(
       machine: DebounceStateMachine(interval: interval, edges: edges, maxWait: maxWait, merge: merge),
       staleWork: staleWork,
-      scheduler: clock.pacingScheduler,
+      clock: clock,
       operation: operation
     )
   }

@@ -29,16 +29,14 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   ///   - clock: The clock that measures time: `ContinuousClock` by default, any clock whose
   ///     duration is `Duration`, or a ``TestScheduler`` for virtual time.
   /// - Returns: The throttled sequence.
+  @inlinable
   public func throttled<C: Clock>(
     for interval: Duration,
     edges: Edges = .both,
     merge: Merge<Element> = .latest,
     clock: C = ContinuousClock()
   ) -> AsyncThrottledSequence<Self> where C.Duration == Duration {
-    checkTiming("throttled", interval: interval, edges: edges)
-    return AsyncThrottledSequence(
-      base: self, interval: interval, edges: edges, merge: merge, scheduler: clock.pacingScheduler
-    )
+    AsyncThrottledSequence(base: self, interval: interval, edges: edges, merge: merge, clock: AsyncClock(clock))
   }
 }
 
@@ -53,20 +51,31 @@ where Base.Element: Sendable {
   let interval: Duration
   let edges: Edges
   let merge: Merge<Element>
-  let scheduler: any PaceScheduler
+  let clock: AsyncClock
+
+  @usableFromInline
+  init(base: Base, interval: Duration, edges: Edges, merge: Merge<Element>, clock: AsyncClock) {
+    checkTiming("throttled", interval: interval, edges: edges)
+    self.base = base
+    self.interval = interval
+    self.edges = edges
+    self.merge = merge
+    self.clock = clock
+  }
 
   public func makeAsyncIterator() -> Iterator {
     let machine = ThrottleStateMachine(interval: interval, edges: edges, merge: merge)
-    return Iterator(handle: AsyncPacingIteratorHandle(AsyncPacingStorage(base: base, machine: machine, scheduler: scheduler)))
+    return Iterator(handle: AsyncPacingIteratorHandle(AsyncPacingStorage(base: base, machine: machine, clock: clock)))
   }
 
   /// The iterator of a throttled sequence. The base sequence is read from its first `next()`
   /// until it ends, the consuming task is cancelled, or the iterator is released.
   public struct Iterator: AsyncIteratorProtocol {
-    let handle: AsyncPacingIteratorHandle<Base, ThrottleStateMachine<Element>>
+    @usableFromInline let handle: AsyncPacingIteratorHandle<Base, ThrottleStateMachine<Element>>
 
     /// The next emission; `nil` once the base sequence has finished or the task is cancelled.
     /// Throws the base sequence's error, after any pending emission.
+    @inlinable
     public mutating func next() async rethrows -> Element? {
       try await handle.storage.next().rethrowingGet()
     }

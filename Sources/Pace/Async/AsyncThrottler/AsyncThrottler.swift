@@ -32,7 +32,8 @@ public final class AsyncThrottler<Input: Sendable, Output: Sendable>: Sendable {
   ///   - staleWork: What happens to superseded work in flight; `.cancel` by default.
   ///   - clock: The clock that measures time: `ContinuousClock` by default, or a ``TestScheduler``.
   ///   - operation: The function being throttled. It runs in a task of its own.
-  public init<C: Clock>(
+  @inlinable
+  public convenience init<C: Clock>(
     for interval: Duration,
     edges: Edges = .both,
     merge: Merge<Input> = .latest,
@@ -40,11 +41,22 @@ public final class AsyncThrottler<Input: Sendable, Output: Sendable>: Sendable {
     clock: C = ContinuousClock(),
     operation: @escaping @Sendable (Input) async throws -> Output
   ) where C.Duration == Duration {
+    self.init(
+      interval: interval, edges: edges, merge: merge, staleWork: staleWork, clock: AsyncClock(clock),
+      operation: operation
+    )
+  }
+
+  @usableFromInline
+  init(
+    interval: Duration, edges: Edges, merge: Merge<Input>, staleWork: StaleWork, clock: AsyncClock,
+    operation: @escaping @Sendable (Input) async throws -> Output
+  ) {
     checkTiming("AsyncThrottler", interval: interval, edges: edges)
     pacer = AsyncWorkPacer(
       machine: ThrottleStateMachine(interval: interval, edges: edges, merge: merge),
       staleWork: staleWork,
-      scheduler: clock.pacingScheduler,
+      clock: clock,
       operation: operation
     )
   }

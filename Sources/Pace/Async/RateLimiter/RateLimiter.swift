@@ -55,7 +55,7 @@ public final class RateLimiter: Sendable {
     }
   }
 
-  private let scheduler: any PaceScheduler
+  private let clock: AsyncClock
   private let state: LockedState<State>
 
   /// A rate limiter granting `permits` per `interval`.
@@ -66,13 +66,17 @@ public final class RateLimiter: Sendable {
   ///   - burst: The bucket's capacity: how many permits can be taken at once after a quiet
   ///     period; `permits` by default. Positive.
   ///   - clock: The clock that measures time: `ContinuousClock` by default, or a ``TestScheduler``.
-  public init<C: Clock>(
+  @inlinable
+  public convenience init<C: Clock>(
     permits: Int, per interval: Duration, burst: Int? = nil, clock: C = ContinuousClock()
   ) where C.Duration == Duration {
-    let scheduler = clock.pacingScheduler
-    self.scheduler = scheduler
-    state = LockedState(
-      State(bucket: TokenBucket(permits: permits, per: interval, burst: burst ?? permits, now: scheduler.now)))
+    self.init(permits: permits, per: interval, burst: burst ?? permits, clock: AsyncClock(clock))
+  }
+
+  @usableFromInline
+  init(permits: Int, per interval: Duration, burst: Int, clock: AsyncClock) {
+    self.clock = clock
+    state = LockedState(State(bucket: TokenBucket(permits: permits, per: interval, burst: burst, now: clock.now())))
   }
 
   deinit {
@@ -130,7 +134,7 @@ public final class RateLimiter: Sendable {
   /// The whole permits in the bucket now; 0 while the bucket is in debt. Permits may be in the
   /// bucket while requests wait, if the first request needs more than there are.
   public var availablePermits: Int {
-    let now = scheduler.now
+    let now = clock.now()
     return state.withLock { state in
       state.bucket.refill(now: now)
       return state.bucket.availablePermits
@@ -143,10 +147,10 @@ public final class RateLimiter: Sendable {
   }
 
   private func takeAtOnce(_ permits: Int) -> Bool {
-    let scheduler = self.scheduler
+    let clock = self.clock
     return state.withLock { state in
       guard state.waiters.isEmpty else { return false }
-      state.bucket.refill(now: scheduler.now)
+      state.bucket.refill(now: clock.now())
       guard state.bucket.canTake(permits) else { return false }
       state.bucket.take(permits)
       return true
@@ -156,7 +160,7 @@ public final class RateLimiter: Sendable {
   /// Grants the waiting requests that fit, in order, and arms the timer for the next one.
   private func grant(in state: inout State) -> Effects {
     var effects = Effects()
-    state.bucket.refill(now: scheduler.now)
+    state.bucket.refill(now: clock.now())
     while let id = state.order.first {
       guard let waiter = state.waiters[id] else {
         _ = state.order.popFirst()  // cancelled
@@ -181,13 +185,13 @@ public final class RateLimiter: Sendable {
     return effects
   }
 
-  /// Arms the timer under the lock: `TestScheduler` only records the job and `ClockScheduler`
-  /// only creates a task.
+  /// Arms the timer under the lock: `TestScheduler` only records the job and other clocks only
+  /// create a task.
   private func arm(at deadline: PaceInstant, in state: inout State) {
     state.timerGeneration &+= 1
     let generation = state.timerGeneration
     state.timerDeadline = deadline
-    state.timer = scheduler.schedule(at: deadline) { [weak self] in
+    state.timer = clock.schedule(deadline) { [weak self] in
       self?.timerFired(generation: generation)
     }
   }

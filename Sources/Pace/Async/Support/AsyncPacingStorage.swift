@@ -1,9 +1,9 @@
 /// The engine behind ``AsyncDebouncedSequence`` and ``AsyncThrottledSequence``.
 ///
 /// One task reads the base sequence and feeds each element to the same pacing state machine that
-/// drives ``Debouncer`` or ``Throttler``, with the time read from the scheduler. The machine's
+/// drives ``Debouncer`` or ``Throttler``, with the time read from the clock. The machine's
 /// invocations become outputs: handed to the consumer if it waits in `next()`, queued otherwise.
-/// Timers are armed on the scheduler and fire into the same machine.
+/// Timers are armed on the clock and fire into the same machine.
 ///
 /// Upstream is read as fast as it produces, whatever the consumer's pace, so the machine sees the
 /// base sequence's own timing. The output queue cannot grow faster than two elements per
@@ -12,12 +12,18 @@
 ///
 /// Everything happens under one lock: machine, queue, consumer, timer. Continuations are resumed
 /// and tasks cancelled only after the lock is released.
+///
+/// The path each element takes (`readUpstream`, `receive`, `perform`, `deliver`) and the
+/// consumer's `next()` that starts it are `@inlinable`, so a client's operator is specialised for
+/// its element type and machine: no generic metadata lookups per element.
+@usableFromInline
 final class AsyncPacingStorage<Base: AsyncSequence & Sendable, Machine: PacerStateMachine>: Sendable
 where Base.Element == Machine.Value {
-  typealias Element = Base.Element
-  typealias Consumer = UnsafeContinuation<Result<Element?, any Error>, Never>
+  @usableFromInline typealias Element = Base.Element
+  @usableFromInline typealias Consumer = UnsafeContinuation<Result<Element?, any Error>, Never>
 
-  private enum Phase {
+  @usableFromInline
+  enum Phase {
     /// No `next()` yet: upstream is not read.
     case idle
     /// The upstream task reads the base sequence.
@@ -28,19 +34,26 @@ where Base.Element == Machine.Value {
     case done
   }
 
-  private struct State {
-    var phase = Phase.idle
-    var machine: Machine
-    var outputs = FIFO<Element>()
+  @usableFromInline
+  struct State {
+    @usableFromInline var phase = Phase.idle
+    @usableFromInline var machine: Machine
+    @usableFromInline var outputs = FIFO<Element>()
     /// The consumer suspended in `next()`; only while `outputs` is empty.
-    var consumer: Consumer?
-    var upstreamTask: Task<Void, Never>?
-    var timer: (any PaceCancellable)?
+    @usableFromInline var consumer: Consumer?
+    @usableFromInline var upstreamTask: Task<Void, Never>?
+    @usableFromInline var timer: (any PaceCancellable)?
     /// Identifies the armed timer; a timer that fires with another generation is stale.
-    var timerGeneration: UInt64 = 0
+    @usableFromInline var timerGeneration: UInt64 = 0
+
+    @usableFromInline
+    init(machine: Machine) {
+      self.machine = machine
+    }
   }
 
   /// What a poll of the queue found.
+  @usableFromInline
   enum Poll {
     case element(Element)
     /// The sequence ended: `nil` when it finished, or the base sequence's error.
@@ -49,18 +62,20 @@ where Base.Element == Machine.Value {
     case empty
   }
 
-  private let base: Base
-  private let scheduler: any PaceScheduler
-  private let state: LockedState<State>
+  @usableFromInline let base: Base
+  @usableFromInline let clock: AsyncClock
+  @usableFromInline let state: LockedState<State>
 
-  init(base: Base, machine: Machine, scheduler: any PaceScheduler) {
+  @usableFromInline
+  init(base: Base, machine: Machine, clock: AsyncClock) {
     self.base = base
-    self.scheduler = scheduler
+    self.clock = clock
     self.state = LockedState(State(machine: machine))
   }
 
   // MARK: Consumer
 
+  @inlinable
   func next() async -> Result<Element?, any Error> {
     if !Task.isCancelled {
       switch poll() {
@@ -89,11 +104,13 @@ where Base.Element == Machine.Value {
 
   /// Takes the next output if there is one, without suspending; starts reading upstream on the
   /// first call. `next()` is this, then a suspension when the queue is empty.
+  @inlinable
   func poll() -> Poll {
     state.withLock { take(from: &$0) }
   }
 
-  private func take(from state: inout State) -> Poll {
+  @inlinable
+  func take(from state: inout State) -> Poll {
     if let element = state.outputs.popFirst() { return .element(element) }
     switch state.phase {
     case .idle:
@@ -114,6 +131,7 @@ where Base.Element == Machine.Value {
   /// Ends everything: the consumer gets `nil`, queued outputs are dropped, the upstream task and
   /// the timer are cancelled. Called when the consumer's task is cancelled or the iterator is
   /// released.
+  @usableFromInline
   func cancel() {
     let (consumer, timer, upstream) = state.withLock { state in
       state.phase = .done
@@ -129,7 +147,8 @@ where Base.Element == Machine.Value {
 
   // MARK: Upstream
 
-  private func readUpstream() async {
+  @inlinable
+  func readUpstream() async {
     var iterator = base.makeAsyncIterator()
     do {
       while let element = try await iterator.next() {
@@ -142,15 +161,16 @@ where Base.Element == Machine.Value {
   }
 
   /// Feeds `element` to the machine; returns `false` once nothing more is wanted.
-  private func receive(_ element: Element) -> Bool {
+  @inlinable
+  func receive(_ element: Element) -> Bool {
     var wanted = true
     let handOff = state.withLock { state -> (Consumer, Element)? in
       guard case .running = state.phase else {
         wanted = false
         return nil
       }
-      let scheduler = self.scheduler
-      return perform(state.machine.call(element, now: scheduler.now), in: &state)
+      let clock = self.clock
+      return perform(state.machine.call(element, now: clock.now()), in: &state)
     }
     if let (consumer, output) = handOff { consumer.resume(returning: .success(output)) }
     return wanted
@@ -158,12 +178,13 @@ where Base.Element == Machine.Value {
 
   /// A pending value is delivered, then the end: finished or failed alike, no value that the
   /// base sequence produced is lost.
-  private func upstreamEnded(_ error: (any Error)?) {
+  @usableFromInline
+  func upstreamEnded(_ error: (any Error)?) {
     let (handOff, end, timer) = state.withLock { state -> ((Consumer, Element)?, Consumer?, (any PaceCancellable)?) in
       guard case .running = state.phase else { return (nil, nil, nil) }
       state.upstreamTask = nil
       var handOff: (Consumer, Element)?
-      if let pending = state.machine.flush(now: scheduler.now) {
+      if let pending = state.machine.flush(now: clock.now()) {
         handOff = deliver(pending, in: &state)
       }
       _ = state.machine.cancel()
@@ -183,11 +204,12 @@ where Base.Element == Machine.Value {
 
   // MARK: Timer
 
-  private func timerFired(generation: UInt64) {
+  @usableFromInline
+  func timerFired(generation: UInt64) {
     let handOff = state.withLock { state -> (Consumer, Element)? in
       guard state.timerGeneration == generation, case .running = state.phase else { return nil }
       state.timer = nil
-      return perform(state.machine.timerFired(now: scheduler.now), in: &state)
+      return perform(state.machine.timerFired(now: clock.now()), in: &state)
     }
     if let (consumer, output) = handOff { consumer.resume(returning: .success(output)) }
   }
@@ -195,7 +217,8 @@ where Base.Element == Machine.Value {
   // MARK: Actions
 
   /// Carries out the machine's action under the lock; returns the consumer to resume, if any.
-  private func perform(_ action: PacerAction<Element>, in state: inout State) -> (Consumer, Element)? {
+  @inlinable
+  func perform(_ action: PacerAction<Element>, in state: inout State) -> (Consumer, Element)? {
     switch action {
     case .none:
       return nil
@@ -210,19 +233,21 @@ where Base.Element == Machine.Value {
     }
   }
 
-  private func deliver(_ value: Element, in state: inout State) -> (Consumer, Element)? {
+  @inlinable
+  func deliver(_ value: Element, in state: inout State) -> (Consumer, Element)? {
     if let consumer = state.consumer.take() { return (consumer, value) }
     state.outputs.append(value)
     return nil
   }
 
-  /// Arms the timer. Under the lock: `TestScheduler` only records the job and `ClockScheduler`
-  /// only creates a task, so neither runs other code here. The machine asks for a timer only
-  /// when none is armed.
-  private func arm(at deadline: PaceInstant, in state: inout State) {
+  /// Arms the timer. Under the lock: `TestScheduler` only records the job and other clocks only
+  /// create a task, so neither runs other code here. The machine asks for a timer only when none
+  /// is armed.
+  @usableFromInline
+  func arm(at deadline: PaceInstant, in state: inout State) {
     state.timerGeneration &+= 1
     let generation = state.timerGeneration
-    state.timer = scheduler.schedule(at: deadline) { [weak self] in
+    state.timer = clock.schedule(deadline) { [weak self] in
       self?.timerFired(generation: generation)
     }
   }
@@ -242,10 +267,12 @@ where Base.Element == Machine.Value {
 ///
 /// The upstream task holds the storage, so the storage's own `deinit` cannot tell when the
 /// consumer is gone; this object is owned by the iterator alone.
+@usableFromInline
 final class AsyncPacingIteratorHandle<Base: AsyncSequence & Sendable, Machine: PacerStateMachine>: Sendable
 where Base.Element == Machine.Value {
-  let storage: AsyncPacingStorage<Base, Machine>
+  @usableFromInline let storage: AsyncPacingStorage<Base, Machine>
 
+  @usableFromInline
   init(_ storage: AsyncPacingStorage<Base, Machine>) {
     self.storage = storage
   }

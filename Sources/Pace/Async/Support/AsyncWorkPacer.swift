@@ -84,16 +84,16 @@ final class AsyncWorkPacer<Machine: PacerStateMachine, Output: Sendable>: Sendab
 
   private let operation: @Sendable (Input) async throws -> Output
   private let staleWork: StaleWork
-  private let scheduler: any PaceScheduler
+  private let clock: AsyncClock
   private let state: LockedState<State>
 
   init(
-    machine: Machine, staleWork: StaleWork, scheduler: any PaceScheduler,
+    machine: Machine, staleWork: StaleWork, clock: AsyncClock,
     operation: @escaping @Sendable (Input) async throws -> Output
   ) {
     self.operation = operation
     self.staleWork = staleWork
-    self.scheduler = scheduler
+    self.clock = clock
     self.state = LockedState(State(machine: machine))
   }
 
@@ -126,8 +126,8 @@ final class AsyncWorkPacer<Machine: PacerStateMachine, Output: Sendable>: Sendab
       effects.fail([caller])
       return effects
     }
-    let scheduler = self.scheduler
-    let action = state.machine.call(input, now: scheduler.now)
+    let clock = self.clock
+    let action = state.machine.call(input, now: clock.now())
     let invoked = carryOut(action, in: &state)
     guard invoked != nil || state.machine.isPending else {
       // Dropped by the machine: no invocation will cover this call.
@@ -166,9 +166,9 @@ final class AsyncWorkPacer<Machine: PacerStateMachine, Output: Sendable>: Sendab
   // MARK: Control
 
   func flush() {
-    let scheduler = self.scheduler
+    let now = clock.now()
     state.withLock { state in
-      guard let value = state.machine.flush(now: scheduler.now) else { return }
+      guard let value = state.machine.flush(now: now) else { return }
       start(value, in: &state)
     }
   }
@@ -266,22 +266,22 @@ final class AsyncWorkPacer<Machine: PacerStateMachine, Output: Sendable>: Sendab
 
   // MARK: Timer
 
-  /// Arms the timer under the lock: `TestScheduler` only records the job and `ClockScheduler`
-  /// only creates a task.
+  /// Arms the timer under the lock: `TestScheduler` only records the job and other clocks only
+  /// create a task.
   private func arm(at deadline: PaceInstant, in state: inout State) {
     state.timerGeneration &+= 1
     let generation = state.timerGeneration
-    state.timer = scheduler.schedule(at: deadline) { [weak self] in
+    state.timer = clock.schedule(deadline) { [weak self] in
       self?.timerFired(generation: generation)
     }
   }
 
   private func timerFired(generation: UInt64) {
-    let scheduler = self.scheduler
+    let clock = self.clock
     state.withLock { state in
       guard state.timerGeneration == generation else { return }
       state.timer = nil
-      if let value = carryOut(state.machine.timerFired(now: scheduler.now), in: &state) {
+      if let value = carryOut(state.machine.timerFired(now: clock.now()), in: &state) {
         start(value, in: &state)
       }
     }

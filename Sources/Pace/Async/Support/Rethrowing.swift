@@ -7,6 +7,7 @@
 /// throws (`Failure`) would say this without the attribute, but `AsyncSequence.Failure` needs
 /// macOS 15 and Pace supports macOS 13.
 @rethrows
+@usableFromInline
 protocol RethrowingResult {
   associatedtype Success
   func get() throws -> Success
@@ -14,6 +15,7 @@ protocol RethrowingResult {
 
 extension RethrowingResult {
   /// The success value, or the error thrown by a rethrowing function.
+  @inlinable
   func rethrowingGet() rethrows -> Success {
     try get()
   }
