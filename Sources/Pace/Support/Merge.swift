@@ -14,22 +14,36 @@
 /// made (a default argument is made in the caller's module): `.latest` on an `Int` is then a
 /// plain store rather than a call through `Value`'s value witnesses.
 public struct Merge<Value: Sendable>: Sendable {
-  /// Folds `next` into `accumulated`.
+  /// The two policies that need no function: the hot path tests this tag and stores directly,
+  /// instead of calling through `combine` on every call.
+  @usableFromInline enum Kind: Sendable {
+    case latest, first, function
+  }
+
+  @usableFromInline let kind: Kind
+  /// Folds `next` into `accumulated`; used when `kind` is `.function`.
   @usableFromInline let combine: @Sendable (_ accumulated: inout Value, _ next: Value) -> Void
 
   /// A merge that folds each new value into the accumulated one in place.
   @inlinable
   public init(_ combine: @escaping @Sendable (_ accumulated: inout Value, _ next: Value) -> Void) {
+    self.kind = .function
+    self.combine = combine
+  }
+
+  @inlinable
+  init(kind: Kind, _ combine: @escaping @Sendable (_ accumulated: inout Value, _ next: Value) -> Void) {
+    self.kind = kind
     self.combine = combine
   }
 
   /// The most recent call's value wins (lodash, Combine's `debounce`). The default.
   @inlinable
-  public static var latest: Merge<Value> { Merge { accumulated, next in accumulated = next } }
+  public static var latest: Merge<Value> { Merge(kind: .latest) { accumulated, next in accumulated = next } }
 
   /// The first call's value wins (Combine's `throttle(latest: false)`).
   @inlinable
-  public static var first: Merge<Value> { Merge { _, _ in } }
+  public static var first: Merge<Value> { Merge(kind: .first) { _, _ in } }
 
   /// Any function of the accumulated and the next value.
   @inlinable
@@ -62,10 +76,17 @@ extension Optional where Wrapped: Sendable {
   /// Folds `value` into the optional accumulator: the first value is stored as is.
   @inlinable
   mutating func merge(_ value: Wrapped, using merge: Merge<Wrapped>) {
-    if self == nil {
+    switch merge.kind {
+    case .latest:
       self = value
-    } else {
-      merge.combine(&self!, value)
+    case .first:
+      if self == nil { self = value }
+    case .function:
+      if self == nil {
+        self = value
+      } else {
+        merge.combine(&self!, value)
+      }
     }
   }
 }
