@@ -80,13 +80,16 @@ private final class QueueIdentity: Sendable {
   /// The queue's existing tag, or a new one. Two schedulers over one queue share the tag, so
   /// each sees the other's work as current.
   static func tag(_ queue: DispatchQueue) -> QueueIdentity {
-    tagLock.withLock { _ in
+    // The lock makes check-then-set atomic, so two schedulers made at once for one queue agree.
+    taggedQueues.withLock { count in
       if let existing = queue.getSpecific(key: key) { return existing }
       let identity = QueueIdentity()
       queue.setSpecific(key: key, value: identity)
+      count += 1
       return identity
     }
   }
 
-  private static let tagLock = LockedState(())
+  /// How many queues Pace has tagged: bookkeeping that gives the lock real state to guard.
+  private static let taggedQueues = LockedState(0)
 }
