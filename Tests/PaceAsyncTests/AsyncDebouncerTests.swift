@@ -207,26 +207,6 @@ import Testing
     #expect(results.allSatisfy { $0 == "SWI" } || results.allSatisfy { $0 == "SWIFT" })
     #expect(start.duration(to: clock.now) >= .milliseconds(20))
   }
-
-  /// Many callers at once, from many threads: each gets the result of an invocation that covers
-  /// its own input, or `CancellationError` because newer input superseded it; nothing else.
-  @Test func concurrentCallersEachGetAnInvocationThatCoversThem() async {
-    let clock = ContinuousClock()
-    let debouncer = AsyncDebouncer(for: .microseconds(200), maxWait: .milliseconds(1), merge: .append, clock: clock) {
-      (batch: [Int]) in batch
-    }
-    let outcomes = await withTaskGroup(of: (Int, [Int]?).self) { group in
-      for index in 0..<2_000 {
-        group.addTask { (index, try? await debouncer([index])) }
-      }
-      return await group.reduce(into: [(Int, [Int]?)]()) { $0.append($1) }
-    }
-    #expect(outcomes.count == 2_000)
-    for (index, batch) in outcomes {
-      if let batch { #expect(batch.contains(index)) }
-    }
-    #expect(outcomes.contains { $0.1 != nil })
-  }
 }
 
 /// Work that reports its start, waits at a gate the test opens, and reports how it ended.
