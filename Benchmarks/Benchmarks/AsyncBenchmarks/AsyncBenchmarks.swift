@@ -61,13 +61,4 @@ let benchmarks: @Sendable () -> Void = {
     precondition(last == benchmark.scaledIterations.count - 1)
     blackHole(last)
   }
-
-  Benchmark("Pace debounced (10 ms, .append)") { benchmark in
-    // Every element reaches the consumer, in batches.
-    var count = 0
-    let batches = (0..<benchmark.scaledIterations.count).async.map { [$0] }
-    for await batch in batches.debounced(for: interval, merge: .append) { count += batch.count }
-    precondition(count == benchmark.scaledIterations.count)
-    blackHole(count)
-  }
 }
