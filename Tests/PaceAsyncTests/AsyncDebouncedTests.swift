@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Pace
 
 /// `.debounced` on virtual time, with exact emission times.
@@ -123,7 +124,8 @@ import Testing
           clock: scheduler
         )
       }
-      #expect(emitted == expected, "seed \(seed): interval \(interval), maxWait \(String(describing: maxWait)), \(edges)")
+      #expect(
+        emitted == expected, "seed \(seed): interval \(interval), maxWait \(String(describing: maxWait)), \(edges)")
     }
   }
 

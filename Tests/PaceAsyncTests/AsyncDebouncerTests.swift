@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Pace
 
 /// `AsyncDebouncer`: debounced async work whose callers get the result covering their call.
@@ -174,7 +175,10 @@ import Testing
 
   @Test func voidInputCallsWithoutAnArgument() async throws {
     let counter = Log<Void>()
-    let reload = AsyncDebouncer(for: .milliseconds(10), clock: scheduler) { counter.append(()) ; return 7 }
+    let reload = AsyncDebouncer(for: .milliseconds(10), clock: scheduler) {
+      counter.append(())
+      return 7
+    }
     let first = Task.immediate { try await reload() }
     let second = Task.immediate { try await reload.call() }
     scheduler.advance(by: .milliseconds(10))

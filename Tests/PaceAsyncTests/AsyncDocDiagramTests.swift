@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Pace
 
 /// The diagrams and examples of AsyncOperators.md, AsyncDebouncer.md and RateLimiter.md, run

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Pace
 
 /// The plumbing of `.debounced` and `.throttled`: a consumer suspended in `next()`, cancellation,

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Pace
 
 /// Many tasks at once on real clocks, for the thread sanitizer: nothing lost, nothing duplicated,

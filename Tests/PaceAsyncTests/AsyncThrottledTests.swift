@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Pace
 
 /// `.throttled` on virtual time, with exact emission times: the Throttler timelines, through the

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Pace
 
 /// `AsyncThrottler`: throttled async work whose callers get the result covering their call.

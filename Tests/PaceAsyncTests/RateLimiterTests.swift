@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Pace
 
 /// `RateLimiter` on virtual time, with exact grant times; and a real-time stress test.
@@ -123,7 +124,8 @@ import Testing
 
   @Test func byteChunksArePacedToTheRate() async throws {
     let chunks = ImmediateSequence(elements: [[UInt8]](repeating: Array(repeating: 7, count: 100), count: 4))
-    let reader = IteratorBox(chunks.rateLimited(bytesPerSecond: 1_000, burst: 100, clock: scheduler).makeAsyncIterator())
+    let reader = IteratorBox(
+      chunks.rateLimited(bytesPerSecond: 1_000, burst: 100, clock: scheduler).makeAsyncIterator())
     #expect(try await reader.next()?.count == 100)  // the burst, at 0 ms
     for chunk in 2...4 {
       let next = Task.immediate { try await reader.next() }
@@ -136,7 +138,8 @@ import Testing
 
   @Test func aChunkLargerThanTheBurstPassesAndTheNextOneWaitsForTheDebt() async throws {
     let chunks = ImmediateSequence(elements: [Array(repeating: UInt8(1), count: 250), [2]])
-    let reader = IteratorBox(chunks.rateLimited(bytesPerSecond: 1_000, burst: 100, clock: scheduler).makeAsyncIterator())
+    let reader = IteratorBox(
+      chunks.rateLimited(bytesPerSecond: 1_000, burst: 100, clock: scheduler).makeAsyncIterator())
     #expect(try await reader.next()?.count == 250)
     let next = Task.immediate { try await reader.next() }
     #expect(scheduler.pendingDeadlines == [ms(151)])  // 150 bytes of debt, then 1 byte

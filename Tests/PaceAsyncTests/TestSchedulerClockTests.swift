@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Pace
 
 /// `TestScheduler` as a `Clock`.

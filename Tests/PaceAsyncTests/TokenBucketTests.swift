@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Pace
 
 /// The token bucket's arithmetic, driven directly.

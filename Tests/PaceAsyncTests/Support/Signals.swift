@@ -53,7 +53,7 @@ final class Gate: Sendable {
       defer { state.waiters = [:] }
       return Array(state.waiters.values)
     }
-    waiters.forEach { $0.resume() }
+    for waiter in waiters { waiter.resume() }
   }
 
   func wait() async throws {

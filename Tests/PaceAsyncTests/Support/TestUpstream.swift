@@ -99,7 +99,8 @@ final class TestUpstream<Element: Sendable>: AsyncSequence, Sendable {
   fileprivate func next() async -> Result<Element?, any Error> {
     await withTaskCancellationHandler {
       await withUnsafeContinuation { (consumer: UnsafeContinuation<Result<Element?, any Error>, Never>) in
-        let (processed, immediate) = state.withLock { state -> (UnsafeContinuation<Void, Never>?, Result<Element?, any Error>?) in
+        let (processed, immediate) = state.withLock {
+          state -> (UnsafeContinuation<Void, Never>?, Result<Element?, any Error>?) in
           let processed = state.processing.take()
           if state.ended || Task.isCancelled {
             state.ended = true
@@ -132,8 +133,8 @@ final class TestUpstream<Element: Sendable>: AsyncSequence, Sendable {
       return (state.consumer.take(), senders, waiters)
     }
     consumer?.resume(returning: .success(nil))
-    senders.forEach { $0.resume() }
-    waiters.forEach { $0.resume() }
+    for sender in senders { sender.resume() }
+    for waiter in waiters { waiter.resume() }
   }
 
   func makeAsyncIterator() -> Iterator {

@@ -189,7 +189,9 @@ enum Marbles {
     for character in diagram {
       switch character {
       case " ": continue
-      case "[": inGroup = true; continue
+      case "[":
+        inGroup = true
+        continue
       case "]": inGroup = false
       case "-": break
       case "|": events.append((index * step, .finish))
