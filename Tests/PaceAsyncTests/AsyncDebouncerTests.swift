@@ -208,7 +208,10 @@ import Testing
     async let first = search("swi")
     async let second = search("swift")
     let results = try await [first, second]
-    #expect(results.allSatisfy { $0 == "SWI" } || results.allSatisfy { $0 == "SWIFT" })
+    // One burst gives both callers the result of the later call; if the machine is so loaded that
+    // the calls are 20 ms apart, each gets its own. Either way the later call gets its own.
+    #expect(results.allSatisfy { ["SWI", "SWIFT"].contains($0) })
+    #expect(results[0] == "SWI" || results[1] == "SWIFT")
     #expect(start.duration(to: clock.now) >= .milliseconds(20))
   }
 }
