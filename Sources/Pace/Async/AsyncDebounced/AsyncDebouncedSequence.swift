@@ -71,6 +71,7 @@ where Base.Element: Sendable {
     self.clock = clock
   }
 
+  /// Makes an iterator with a state machine of its own; nothing is read before its first `next()`.
   public func makeAsyncIterator() -> Iterator {
     let machine = DebounceStateMachine(interval: interval, edges: edges, maxWait: maxWait, merge: merge)
     return Iterator(handle: AsyncPacingIteratorHandle(AsyncPacingStorage(base: base, machine: machine, clock: clock)))

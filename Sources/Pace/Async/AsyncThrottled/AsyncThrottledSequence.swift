@@ -63,6 +63,7 @@ where Base.Element: Sendable {
     self.clock = clock
   }
 
+  /// Makes an iterator with a state machine of its own; nothing is read before its first `next()`.
   public func makeAsyncIterator() -> Iterator {
     let machine = ThrottleStateMachine(interval: interval, edges: edges, merge: merge)
     return Iterator(handle: AsyncPacingIteratorHandle(AsyncPacingStorage(base: base, machine: machine, clock: clock)))

@@ -60,6 +60,7 @@ public struct AsyncRateLimitedSequence<Base: AsyncSequence>: AsyncSequence {
   let limiter: RateLimiter
   let cost: @Sendable (Element) -> Int
 
+  /// Makes an iterator over the base sequence's elements, each returned once its permits are granted.
   public func makeAsyncIterator() -> Iterator {
     Iterator(base: base.makeAsyncIterator(), limiter: limiter, cost: cost)
   }
