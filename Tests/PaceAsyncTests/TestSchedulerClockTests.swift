@@ -25,6 +25,7 @@ import Testing
 
   @Test func sleepForADurationIsMeasuredFromNow() async throws {
     scheduler.advance(to: ms(40))
+    // Virtual time: this is TestScheduler's own Clock.sleep under test; only advance(to:) wakes it.
     let sleeper = Task.immediate { [scheduler] in try await scheduler.sleep(for: .milliseconds(60)) }
     #expect(scheduler.pendingDeadlines == [ms(100)])
     scheduler.advance(to: ms(100))
