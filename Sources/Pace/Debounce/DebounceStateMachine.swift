@@ -9,6 +9,11 @@
 /// timers before the test's next call, so in virtual time a call made exactly at a deadline
 /// belongs to what follows the deadline.
 ///
+/// Every deadline is `instant.advanced(by:)`, which saturates at ``PaceInstant/max``, and is
+/// tested as `now >= deadline`, never as a duration: so a timer that fires at its deadline always
+/// finds it reached. A saturated deadline is final: at the end of the timeline the burst's
+/// trailing edge comes and nothing is re-armed at that instant.
+///
 /// Its storage is `@usableFromInline` and ``call(_:now:)`` `@inlinable` so that ``Pacer``'s hot
 /// path specialises in the caller's module; only the machine itself writes the state.
 @usableFromInline
@@ -43,7 +48,8 @@ struct DebounceStateMachine<Value: Sendable>: PacerStateMachine {
   @inlinable
   mutating func call(_ value: Value, now readNow: @autoclosure () -> PaceInstant) -> PacerAction<Value> {
     // Clocks read outside the driver's lock may arrive slightly out of order: never go back.
-    let now = Swift.max(readNow(), lastCall ?? .zero)
+    let read = readNow()
+    let now = lastCall.map { Swift.max(read, $0) } ?? read
     let isQuietOrOverdue = shouldInvoke(at: now)
     lastCall = now
 
@@ -111,11 +117,15 @@ struct DebounceStateMachine<Value: Sendable>: PacerStateMachine {
 
   /// lodash's `shouldInvoke`: the first call, a call after a quiet `interval`, or `maxWait`
   /// since the latest invocation.
+  ///
+  /// Tested against the same saturating deadlines that ``nextDeadline(lastCall:)`` arms, not as
+  /// durations: a duration test would never pass at a saturated deadline (or below a
+  /// nanosecond), and the timer would be re-armed at the same instant forever.
   @inlinable @inline(__always)  // out of line, it copies the whole machine on every call
   func shouldInvoke(at now: PaceInstant) -> Bool {
     guard let lastCall else { return true }
-    if lastCall.duration(to: now) >= interval { return true }
-    if let maxWait, lastInvoke.duration(to: now) >= maxWait { return true }
+    if now >= lastCall.advanced(by: interval) { return true }
+    if let maxWait, now >= lastInvoke.advanced(by: maxWait) { return true }
     return false
   }
 

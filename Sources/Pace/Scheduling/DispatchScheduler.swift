@@ -27,7 +27,7 @@ public struct DispatchScheduler: PaceScheduler {
   }
 
   public var now: PaceInstant {
-    PaceInstant(nanoseconds: Int64(truncatingIfNeeded: DispatchTime.now().uptimeNanoseconds))
+    PaceInstant(nanoseconds: Int64(clamping: DispatchTime.now().uptimeNanoseconds))
   }
 
   public var isCurrent: Bool {
@@ -37,13 +37,19 @@ public struct DispatchScheduler: PaceScheduler {
   @discardableResult
   public func schedule(at deadline: PaceInstant, _ work: @escaping @Sendable () -> Void) -> any PaceCancellable {
     let item = DispatchWorkItem(block: work)
-    let nanos = UInt64(clamping: max(deadline.nanoseconds, 0))
-    queue.asyncAfter(deadline: DispatchTime(uptimeNanoseconds: nanos), execute: item)
+    queue.asyncAfter(deadline: Self.dispatchTime(for: deadline), execute: item)
     return DispatchTimer(item: item)
   }
 
   public func enqueue(_ work: @escaping @Sendable () -> Void) {
     queue.async(execute: work)
+  }
+
+  /// The uptime of `deadline`: the past is now, and the end of the timeline (a saturated
+  /// deadline, 292 years of uptime) is `distantFuture`, which never comes.
+  static func dispatchTime(for deadline: PaceInstant) -> DispatchTime {
+    if deadline == .max { return .distantFuture }
+    return DispatchTime(uptimeNanoseconds: UInt64(clamping: Swift.max(deadline.nanoseconds, 0)))
   }
 }
 

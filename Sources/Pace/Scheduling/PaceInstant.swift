@@ -6,6 +6,16 @@
 ///
 /// Instants of different schedulers are not comparable with each other: each scheduler has its
 /// own origin (``TestScheduler`` starts at ``zero``).
+///
+/// ## Time arithmetic never traps
+///
+/// The timeline ends at ``max``, `Int64.max` nanoseconds (about 292 years) after the origin.
+/// ``advanced(by:)`` saturates there: a deadline beyond the end of the timeline *is* the end.
+/// Pace computes every deadline with ``advanced(by:)`` and tests it with `now >= deadline`, so a
+/// timer that fires at its deadline always finds it reached, saturated or not. A timer that fires
+/// at ``max`` therefore does its work and arms nothing more at that instant: on a
+/// ``TestScheduler``, ``TestScheduler/run()`` returns even with an interval of
+/// `.seconds(Int64.max)`. ``duration(to:)`` is exact between any two instants.
 public struct PaceInstant: InstantProtocol, Sendable, CustomStringConvertible {
   /// Nanoseconds since the scheduler's origin. 64 bits cover about 292 years either way.
   public var nanoseconds: Int64
@@ -25,18 +35,28 @@ public struct PaceInstant: InstantProtocol, Sendable, CustomStringConvertible {
   /// The origin of the timeline; ``TestScheduler`` starts here.
   public static let zero = PaceInstant(nanoseconds: 0)
 
+  /// The end of the timeline, `Int64.max` nanoseconds (about 292 years) after the origin.
+  /// Deadlines further away saturate here (see ``advanced(by:)``).
+  public static let max = PaceInstant(nanoseconds: .max)
+
   /// How far this instant is from the origin.
   @inlinable
   public var offset: Duration { .nanoseconds(nanoseconds) }
 
+  /// The instant `duration` after this one, in whole nanoseconds, saturating at the ends of the
+  /// timeline (``max`` and `Int64.min` nanoseconds) instead of trapping.
   @inlinable
   public func advanced(by duration: Duration) -> PaceInstant {
     PaceInstant(nanoseconds: nanoseconds.addingSaturating(duration.paceNanoseconds))
   }
 
+  /// The exact duration from this instant to `other`, even across the whole timeline: `Duration`
+  /// holds any difference of two `Int64` nanosecond counts.
   @inlinable
   public func duration(to other: PaceInstant) -> Duration {
-    .nanoseconds(other.nanoseconds &- nanoseconds)
+    let (difference, overflow) = other.nanoseconds.subtractingReportingOverflow(nanoseconds)
+    if !overflow { return .nanoseconds(difference) }
+    return .nanoseconds(other.nanoseconds) - .nanoseconds(nanoseconds)
   }
 
   @inlinable
@@ -49,7 +69,8 @@ public struct PaceInstant: InstantProtocol, Sendable, CustomStringConvertible {
 }
 
 extension Duration {
-  /// This duration in whole nanoseconds, saturating at the bounds of `Int64`.
+  /// This duration in whole nanoseconds (truncated toward zero), saturating at the bounds of
+  /// `Int64`: `.seconds(Int64.max)` is `Int64.max` nanoseconds.
   @inlinable
   var paceNanoseconds: Int64 {
     let (seconds, attoseconds) = components

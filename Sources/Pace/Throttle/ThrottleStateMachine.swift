@@ -6,7 +6,9 @@
 /// goes quiet. While calls keep coming, invocations are exactly `interval` apart.
 ///
 /// A call during an open window needs no time, so the driver does not read the clock for it.
-/// The window ends when its timer fires.
+/// The window ends when its timer fires. Window ends saturate at ``PaceInstant/max``; a window
+/// that could only end at an instant that has already come is not opened, so a throttle at the
+/// end of the timeline invokes and goes quiet.
 ///
 /// Its storage is `@usableFromInline` and ``call(_:now:)`` `@inlinable` so that ``Pacer``'s hot
 /// path specialises in the caller's module; only the machine itself writes the state.
@@ -57,6 +59,13 @@ struct ThrottleStateMachine<Value: Sendable>: PacerStateMachine {
     // latency; a timer late by more than a whole window restarts the cadence from now.
     var next = end.advanced(by: interval)
     if next < now { next = now.advanced(by: interval) }
+    // A window that would end no later than now (a zero interval, or saturated at the end of
+    // the timeline) holds no call: invoke and go quiet rather than re-arm at an instant that has
+    // already come.
+    guard next > now else {
+      windowEnd = nil
+      return .invoke(merged)
+    }
     windowEnd = next
     return .invokeAndSchedule(merged, at: next)
   }

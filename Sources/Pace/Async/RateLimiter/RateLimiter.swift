@@ -66,6 +66,12 @@ public final class RateLimiter: Sendable {
   ///   - burst: The bucket's capacity: how many permits can be taken at once after a quiet
   ///     period; `permits` by default. Positive.
   ///   - clock: The clock that measures time: `ContinuousClock` by default, or a ``TestScheduler``.
+  ///
+  /// Extreme values do not trap: an `interval` beyond `Int64.max` nanoseconds (about 292 years,
+  /// such as `.seconds(Int64.max)`) counts as `Int64.max` nanoseconds, and a `burst` of billions
+  /// of permits of a slow rate is capped at what 64-bit arithmetic counts. A request whose
+  /// permits would come back only after the end of the clock's timeline (``PaceInstant/max``)
+  /// is never granted early: it waits until its task is cancelled.
   @inlinable
   public convenience init<C: Clock>(
     permits: Int, per interval: Duration, burst: Int? = nil, clock: C = ContinuousClock()
@@ -167,7 +173,14 @@ public final class RateLimiter: Sendable {
         continue
       }
       guard state.bucket.canTake(waiter.permits) else {
-        let deadline = state.bucket.readyTime(for: waiter.permits)
+        // Ready only beyond the end of the timeline: the request waits until it is cancelled,
+        // with no timer (one armed at the end would find it still not ready, again and again).
+        guard let deadline = state.bucket.readyTime(for: waiter.permits) else {
+          effects.cancelled = state.timer.take()
+          state.timerDeadline = nil
+          state.timerGeneration &+= 1
+          return effects
+        }
         if let armed = state.timerDeadline, armed <= deadline { return effects }  // it will look again
         effects.cancelled = state.timer.take()
         arm(at: deadline, in: &state)

@@ -5,6 +5,11 @@
 /// second" is exact (one permit every 333,333,333⅓ ns) and no rounding accumulates. The balance
 /// is capped at `capacity` (the burst). A request larger than the burst waits for a full bucket
 /// and leaves it in debt, so the long-run rate holds for any request size.
+///
+/// Nothing here traps on extreme input: an interval beyond `Int64.max` nanoseconds counts as
+/// `Int64.max`, a capacity or cost beyond `Int64.max` units saturates, and a ready time beyond
+/// the end of the timeline is `nil` (never), not ``PaceInstant/max``, so the limiter never grants
+/// early at the end of the timeline.
 struct TokenBucket: Sendable, Equatable {
   let unitsPerPermit: Int64
   let unitsPerNanosecond: Int64
@@ -24,9 +29,9 @@ struct TokenBucket: Sendable, Equatable {
     let divisor = greatestCommonDivisor(Int64(permits), nanoseconds)
     unitsPerPermit = nanoseconds / divisor
     unitsPerNanosecond = Int64(permits) / divisor
+    // Billions of permits of a slow rate: the bucket holds what 64 bits can count.
     let (capacity, overflow) = Int64(burst).multipliedReportingOverflow(by: unitsPerPermit)
-    precondition(!overflow, "RateLimiter: burst \(burst) is too large for \(permits) permits per \(interval)")
-    self.capacity = capacity
+    self.capacity = overflow ? .max : capacity
     balance = capacity
     updated = now
   }
@@ -55,12 +60,15 @@ struct TokenBucket: Sendable, Equatable {
     balance = balance.addingSaturating(-cost(of: permits))
   }
 
-  /// The earliest instant at which `permits` can be taken, if nothing else is taken meanwhile.
-  func readyTime(for permits: Int) -> PaceInstant {
-    let deficit = threshold(for: permits) - balance
-    guard deficit > 0 else { return updated }
+  /// The earliest instant at which `permits` can be taken, if nothing else is taken meanwhile;
+  /// `nil` if that is beyond the end of the timeline (``PaceInstant/max``).
+  func readyTime(for permits: Int) -> PaceInstant? {
+    let (deficit, overflow) = threshold(for: permits).subtractingReportingOverflow(balance)
+    guard deficit > 0 || overflow else { return updated }
+    guard !overflow else { return nil }
     let nanoseconds = deficit / unitsPerNanosecond + (deficit % unitsPerNanosecond == 0 ? 0 : 1)
-    return updated.advanced(by: .nanoseconds(nanoseconds))
+    let (ready, beyondTheEnd) = updated.nanoseconds.addingReportingOverflow(nanoseconds)
+    return beyondTheEnd ? nil : PaceInstant(nanoseconds: ready)
   }
 
   /// The balance a request needs: its cost, or a full bucket if it costs more than the burst.
