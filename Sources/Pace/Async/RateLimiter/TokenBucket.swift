@@ -32,7 +32,7 @@ struct TokenBucket: Sendable, Equatable {
     // Billions of permits of a slow rate: the bucket holds what 64 bits can count.
     let (capacity, overflow) = Int64(burst).multipliedReportingOverflow(by: unitsPerPermit)
     self.capacity = overflow ? .max : capacity
-    balance = capacity
+    balance = self.capacity
     updated = now
   }
 
@@ -63,10 +63,13 @@ struct TokenBucket: Sendable, Equatable {
   /// The earliest instant at which `permits` can be taken, if nothing else is taken meanwhile;
   /// `nil` if that is beyond the end of the timeline (``PaceInstant/max``).
   func readyTime(for permits: Int) -> PaceInstant? {
-    let (deficit, overflow) = threshold(for: permits).subtractingReportingOverflow(balance)
-    guard deficit > 0 || overflow else { return updated }
-    guard !overflow else { return nil }
-    let nanoseconds = deficit / unitsPerNanosecond + (deficit % unitsPerNanosecond == 0 ? 0 : 1)
+    let threshold = threshold(for: permits)
+    guard threshold > balance else { return updated }
+    // Up to 2^64 - 1 units (a full bucket's worth over a saturated debt): exact in UInt64.
+    let deficit = UInt64(bitPattern: threshold &- balance)
+    let rate = UInt64(unitsPerNanosecond)
+    let nanoseconds = deficit / rate + (deficit % rate == 0 ? 0 : 1)
+    guard let nanoseconds = Int64(exactly: nanoseconds) else { return nil }
     let (ready, beyondTheEnd) = updated.nanoseconds.addingReportingOverflow(nanoseconds)
     return beyondTheEnd ? nil : PaceInstant(nanoseconds: ready)
   }
