@@ -29,6 +29,9 @@ public final class Debouncer<Value: Sendable>: Sendable {
   ///
   /// - Parameters:
   ///   - interval: How long calls must stop before the trailing invocation. Not negative.
+  ///     `.seconds(Int64.max)` means forever: deadlines saturate at the end of the timeline
+  ///     (``PaceInstant/max``, 292 years on), so the trailing invocation comes only there, which
+  ///     a real clock never reaches and ``TestScheduler/run()`` does; ``flush()`` still works.
   ///   - edges: Which edges invoke: `.trailing` (the default), `.leading`, or both. Not empty.
   ///   - maxWait: The longest a call waits for its invocation; `nil` (the default) for no bound.
   ///   - merge: How the values of the covered calls combine; `.latest` by default.
@@ -58,6 +61,9 @@ public final class Debouncer<Value: Sendable>: Sendable {
   ///
   /// - Parameters:
   ///   - interval: How long calls must stop before the trailing invocation. Not negative.
+  ///     `.seconds(Int64.max)` means forever: deadlines saturate at the end of the timeline
+  ///     (``PaceInstant/max``, 292 years on), so the trailing invocation comes only there, which
+  ///     a real clock never reaches and ``TestScheduler/run()`` does; ``flush()`` still works.
   ///   - edges: Which edges invoke: `.trailing` (the default), `.leading`, or both. Not empty.
   ///   - maxWait: The longest a call waits for its invocation; `nil` (the default) for no bound.
   ///   - merge: How the values of the covered calls combine; `.latest` by default.

@@ -21,6 +21,10 @@ public final class Throttler<Value: Sendable>: Sendable {
   ///
   /// - Parameters:
   ///   - interval: The window length: the least time between invocations. Not negative.
+  ///     `.seconds(Int64.max)` means forever: the first window ends only at the end of the
+  ///     timeline (``PaceInstant/max``, 292 years on), which a real clock never reaches and
+  ///     ``TestScheduler/run()`` does; there its calls are invoked and the throttler goes quiet.
+  ///     ``flush()`` still works.
   ///   - edges: Which edges invoke; both by default. Not empty.
   ///   - merge: How the values of the calls in a window combine; `.latest` by default.
   ///   - scheduler: Where time is read and `perform` runs; the main queue by default.
@@ -47,6 +51,10 @@ public final class Throttler<Value: Sendable>: Sendable {
   ///
   /// - Parameters:
   ///   - interval: The window length: the least time between invocations. Not negative.
+  ///     `.seconds(Int64.max)` means forever: the first window ends only at the end of the
+  ///     timeline (``PaceInstant/max``, 292 years on), which a real clock never reaches and
+  ///     ``TestScheduler/run()`` does; there its calls are invoked and the throttler goes quiet.
+  ///     ``flush()`` still works.
   ///   - edges: Which edges invoke; both by default. Not empty.
   ///   - merge: How the values of the calls in a window combine; `.latest` by default.
   ///   - perform: The function being throttled, isolated to the main actor.
