@@ -42,6 +42,15 @@ let package = Package(
       dependencies: ["Pace", "UIKitStandIn", "AppKitStandIn"],
       swiftSettings: swiftSettings + [.define("PACE_UI_STAND_IN")]
     ),
+    // Test fixtures, in no product: Apple's `os_unfair_lock` API on any platform, and `LockedState`'s
+    // Darwin path compiled against it (`Sources/PaceLockOnDarwinStandIn` is a symlink to
+    // `Sources/Pace/Support/Lock`; see LockedState.swift).
+    .target(name: "DarwinStandIn"),
+    .target(
+      name: "PaceLockOnDarwinStandIn",
+      dependencies: ["DarwinStandIn"],
+      swiftSettings: swiftSettings + [.define("PACE_DARWIN_STAND_IN")]
+    ),
 
     // MARK: The `pace` tool: a thin executable over a testable library.
     .target(
@@ -64,6 +73,9 @@ let package = Package(
       swiftSettings: swiftSettings
     ),
     .testTarget(name: "PaceAsyncTests", dependencies: ["Pace"], swiftSettings: swiftSettings),
+    .testTarget(
+      name: "PaceLockTests", dependencies: ["PaceLockOnDarwinStandIn", "DarwinStandIn"], swiftSettings: swiftSettings
+    ),
     .testTarget(
       name: "PaceAsyncAlgorithmsInteropTests",
       dependencies: ["Pace", .product(name: "AsyncAlgorithms", package: "swift-async-algorithms")],

@@ -1,4 +1,12 @@
-#if canImport(Darwin)
+// The Darwin path is compiled and tested on Linux too: the test fixture target
+// `PaceLockOnDarwinStandIn` compiles this folder (its source directory is a symlink to it) with
+// `-DPACE_DARWIN_STAND_IN`, against `DarwinStandIn`, whose header declares Apple's
+// `os_unfair_lock` API with Apple's signatures (see Tests/PaceLockTests). A define, not
+// `canImport(DarwinStandIn)`: every module of the package is built into one directory, where
+// `canImport` would find the stand-in from the real `Pace` target as well.
+#if PACE_DARWIN_STAND_IN
+import DarwinStandIn
+#elseif canImport(Darwin)
 import os
 #elseif PACE_TSAN_VISIBLE_LOCK
 import Glibc
@@ -21,7 +29,7 @@ import Synchronization
 @usableFromInline
 final class LockedState<State>: @unchecked Sendable {
   // @unchecked Sendable: `state` is only read or written inside `withLock`, under `lock`.
-  #if canImport(Darwin)
+  #if PACE_DARWIN_STAND_IN || canImport(Darwin)
   @usableFromInline let lock: UnsafeMutablePointer<os_unfair_lock>
   @usableFromInline var state: State
 
