@@ -127,7 +127,8 @@ import Testing
       let operation: @Sendable ([Int]) async throws -> [Int] = { $0 }
       let pacer: any AsyncWorkPacing<[Int], [Int]> =
         throttler
-        ? AsyncThrottler(for: setup.interval, edges: setup.edges, merge: .append, clock: scheduler, operation: operation)
+        ? AsyncThrottler(
+          for: setup.interval, edges: setup.edges, merge: .append, clock: scheduler, operation: operation)
         : AsyncDebouncer(
           for: setup.interval, edges: setup.edges, maxWait: setup.maxWait, merge: .append, clock: scheduler,
           operation: operation)

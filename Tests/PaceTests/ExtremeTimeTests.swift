@@ -15,7 +15,8 @@ import Testing
 
   @Test func instantArithmeticSaturatesAndDurationsAreExact() {
     #expect(PaceInstant.zero.advanced(by: Self.forever) == .max)
-    #expect(PaceInstant(nanoseconds: -1).advanced(by: .nanoseconds(Int64.max)) == PaceInstant(nanoseconds: Int64.max - 1))
+    #expect(
+      PaceInstant(nanoseconds: -1).advanced(by: .nanoseconds(Int64.max)) == PaceInstant(nanoseconds: Int64.max - 1))
     #expect(PaceInstant.max.advanced(by: .nanoseconds(1)) == .max)
     #expect(PaceInstant.zero.advanced(by: .seconds(Int64.min)) == PaceInstant(nanoseconds: .min))
     #expect(Self.forever.paceNanoseconds == .max)
@@ -25,6 +26,20 @@ import Testing
     #expect(first.duration(to: .max) == .nanoseconds(Int64.max) * 2 + .nanoseconds(1))
     #expect(PaceInstant.max.duration(to: first) == .zero - .nanoseconds(Int64.max) * 2 - .nanoseconds(1))
     #expect(PaceInstant(nanoseconds: 5).duration(to: PaceInstant(nanoseconds: 2)) == .nanoseconds(-3))
+  }
+
+  @Test func theTestSchedulerStopsAtTheEndOfTheTimeline() {
+    let scheduler = TestScheduler(now: PaceInstant(nanoseconds: .max - 5))
+    let fired = LockedState(0)
+    scheduler.schedule(after: Self.forever) { fired.withLock { $0 += 1 } }
+    #expect(scheduler.pendingDeadlines == [.max])
+    scheduler.advance(by: Self.forever)
+    #expect(scheduler.now == .max)
+    #expect(fired.withLock { $0 } == 1)
+    scheduler.advance(by: Self.forever)  // nowhere further to go
+    scheduler.advance(to: .max)
+    scheduler.run()
+    #expect(scheduler.now == .max)
   }
 
   @Test func dispatchNeverFiresAtTheEndOfTheTimeline() {
@@ -198,7 +213,8 @@ struct ExtremeSetup: CustomStringConvertible {
     .nanoseconds(Int64.max), .seconds(Int64.max),
   ]
   static let starts: [PaceInstant] = [
-    .zero, PaceInstant(nanoseconds: .min), PaceInstant(nanoseconds: .max - 1_000), PaceInstant(nanoseconds: .max - 1), .max,
+    .zero, PaceInstant(nanoseconds: .min), PaceInstant(nanoseconds: .max - 1_000), PaceInstant(nanoseconds: .max - 1),
+    .max,
   ]
 
   var interval: Duration
@@ -239,7 +255,9 @@ enum PrimitiveKind: Int, CaseIterable {
   ) -> any ExtremePrimitive {
     switch self {
     case .debouncer:
-      Debouncer(for: setup.interval, edges: setup.edges, maxWait: setup.maxWait, merge: .append, scheduler: scheduler, perform: perform)
+      Debouncer(
+        for: setup.interval, edges: setup.edges, maxWait: setup.maxWait, merge: .append, scheduler: scheduler,
+        perform: perform)
     case .throttler:
       Throttler(for: setup.interval, edges: setup.edges, merge: .append, scheduler: scheduler, perform: perform)
     case .coalescer:

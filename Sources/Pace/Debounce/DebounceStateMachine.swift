@@ -9,7 +9,7 @@
 /// timers before the test's next call, so in virtual time a call made exactly at a deadline
 /// belongs to what follows the deadline.
 ///
-/// Every deadline is `instant.advanced(by:)`, which saturates at ``PaceInstant/max``, and is
+/// Every deadline is `instant.advanced(byNanoseconds:)`, which saturates at ``PaceInstant/max``, and is
 /// tested as `now >= deadline`, never as a duration: so a timer that fires at its deadline always
 /// finds it reached. A saturated deadline is final: at the end of the timeline the burst's
 /// trailing edge comes and nothing is re-armed at that instant.
@@ -18,9 +18,11 @@
 /// path specialises in the caller's module; only the machine itself writes the state.
 @usableFromInline
 struct DebounceStateMachine<Value: Sendable>: PacerStateMachine {
-  @usableFromInline let interval: Duration
-  /// `nil` when calls may wait forever; otherwise at least `interval`.
-  @usableFromInline let maxWait: Duration?
+  /// The interval in whole nanoseconds, converted once: `Duration.paceNanoseconds` divides
+  /// 128-bit integers, too slow for every call.
+  @usableFromInline let interval: Int64
+  /// In nanoseconds; `nil` when calls may wait forever; otherwise at least `interval`.
+  @usableFromInline let maxWait: Int64?
   @usableFromInline let leading: Bool
   @usableFromInline let trailing: Bool
   @usableFromInline let merge: Merge<Value>
@@ -35,8 +37,9 @@ struct DebounceStateMachine<Value: Sendable>: PacerStateMachine {
   @usableFromInline var armedDeadline: PaceInstant?
 
   init(interval: Duration, edges: Edges, maxWait: Duration?, merge: Merge<Value>) {
+    let interval = interval.paceNanoseconds
     self.interval = interval
-    self.maxWait = maxWait.map { Swift.max($0, interval) }
+    self.maxWait = maxWait.map { Swift.max($0.paceNanoseconds, interval) }
     self.leading = edges.contains(.leading)
     self.trailing = edges.contains(.trailing)
     self.merge = merge
@@ -68,7 +71,7 @@ struct DebounceStateMachine<Value: Sendable>: PacerStateMachine {
     if isQuietOrOverdue {
       // Leading edge of a new burst.
       lastInvoke = now
-      let deadline = now.advanced(by: interval)
+      let deadline = now.advanced(byNanoseconds: interval)
       armedDeadline = deadline
       if leading { return .invokeAndSchedule(value, at: deadline) }
       pending = value
@@ -124,16 +127,16 @@ struct DebounceStateMachine<Value: Sendable>: PacerStateMachine {
   @inlinable @inline(__always)  // out of line, it copies the whole machine on every call
   func shouldInvoke(at now: PaceInstant) -> Bool {
     guard let lastCall else { return true }
-    if now >= lastCall.advanced(by: interval) { return true }
-    if let maxWait, now >= lastInvoke.advanced(by: maxWait) { return true }
+    if now >= lastCall.advanced(byNanoseconds: interval) { return true }
+    if let maxWait, now >= lastInvoke.advanced(byNanoseconds: maxWait) { return true }
     return false
   }
 
   /// When the burst next needs attention: its trailing edge, or `maxWait` if that comes first.
   @inlinable
   func nextDeadline(lastCall: PaceInstant) -> PaceInstant {
-    let quiet = lastCall.advanced(by: interval)
+    let quiet = lastCall.advanced(byNanoseconds: interval)
     guard let maxWait else { return quiet }
-    return Swift.min(quiet, lastInvoke.advanced(by: maxWait))
+    return Swift.min(quiet, lastInvoke.advanced(byNanoseconds: maxWait))
   }
 }
