@@ -133,6 +133,14 @@ import Testing
     #expect(m.timerFired(now: ms(5)) == .none)
   }
 
+  @Test func aThrottleTimerLateByExactlyOneWindowRestartsTheCadenceFromNow() {
+    var m = ThrottleStateMachine<String>(interval: .milliseconds(100), edges: .both, merge: .latest)
+    #expect(m.call("a", now: ms(0)) == .invokeAndSchedule("a", at: ms(100)))
+    #expect(m.call("b", now: ms(50)) == .none)
+    // The next window would end at 200 ms, now: it would hold no call, so it ends at 300 ms.
+    #expect(m.timerFired(now: ms(200)) == .invokeAndSchedule("b", at: ms(300)))
+  }
+
   @Test func aCoalesceWindowBeyondTheEndFiresAtTheEnd() {
     var m = CoalesceStateMachine<Int>(window: Self.forever, merge: .sum)
     #expect(m.call(1, now: PaceInstant(nanoseconds: .max - 1)) == .schedule(at: Self.end))

@@ -56,9 +56,9 @@ struct ThrottleStateMachine<Value: Sendable>: PacerStateMachine {
       return .none
     }
     // The next window starts where this one ended, so the cadence does not drift with timer
-    // latency; a timer late by more than a whole window restarts the cadence from now.
+    // latency; a timer late by a whole window or more restarts the cadence from now.
     var next = end.advanced(by: interval)
-    if next < now { next = now.advanced(by: interval) }
+    if next <= now { next = now.advanced(by: interval) }
     // A window that would end no later than now (a zero interval, or saturated at the end of
     // the timeline) holds no call: invoke and go quiet rather than re-arm at an instant that has
     // already come.
