@@ -209,3 +209,73 @@ struct SwiftUIGlueTests {
     #expect(query.value == "a")
   }
 }
+
+/// The example and the diagram of PaceSwiftUI.docc, checked. Keep them in sync.
+@MainActor
+@Suite("PaceSwiftUI article")
+struct SwiftUIArticleTests {
+  let scheduler = TestScheduler()
+  let host = StandInHost()
+
+  /// The modifiers of the article's `SearchView`, on a leaf view.
+  @Test func searchViewExample() async {
+    let query = Box("", scheduler: scheduler)
+    let searches = Box<[String]>([], scheduler: scheduler)
+    let control = PacingControl()
+    func render(_ draft: String) {
+      let current = query.value
+      host.standInRender(
+        Leaf()
+          .debounced(draft, into: query.binding, for: .milliseconds(300), maxWait: .seconds(1), control: control, scheduler: scheduler)
+          .task(id: current) { @MainActor [searches] in searches.value.append(current) }
+      )
+    }
+    // The view appears with an empty draft, then a letter every 200 ms for 1.2 s: the typing
+    // never pauses for 300 ms, so maxWait copies the draft at 1 s (before the letter typed
+    // then); the rest settles 300 ms after the last letter.
+    render("")
+    for (step, draft) in ["s", "sw", "swi", "swif", "swift", "swiftu", "swiftui"].enumerated() {
+      scheduler.advance(to: PaceInstant.zero.advanced(by: .milliseconds(200 * step)))
+      render(draft)
+      render(draft)  // SwiftUI renders again after `query` changed
+    }
+    scheduler.advance(to: PaceInstant.zero.advanced(by: .milliseconds(1_500)))
+    render("swiftui")
+    #expect(query.writes.map(\.0) == ["swift", "swiftui"])
+    #expect(query.writes.map(\.1) == [.milliseconds(1_000), .milliseconds(1_500)])
+
+    // "Search now" copies a pending draft at once.
+    scheduler.advance(to: PaceInstant.zero.advanced(by: .milliseconds(2_000)))
+    render("swiftui!")
+    control.flush()
+    render("swiftui!")
+    #expect(query.writes.last.map(\.1) == .milliseconds(2_000))
+
+    for task in host.startedTasks { await task.value }
+    #expect(searches.value == ["", "swift", "swiftui", "swiftui!"])
+  }
+
+  @Test func diagram() {
+    let query = Box("", scheduler: scheduler)
+    func render(_ draft: String) {
+      host.standInRender(Leaf().debounced(draft, into: query.binding, for: .milliseconds(300), scheduler: scheduler))
+    }
+    render("")
+    // draft   s-w-i----f-↵----t⎋---
+    let script: [(Int, String)] = [(0, "s"), (2, "sw"), (4, "swi"), (9, "swif"), (11, "↵"), (16, "swift"), (17, "⎋")]
+    var draft = ""
+    for (step, token) in script {
+      scheduler.advance(to: PaceInstant.zero.advanced(by: .milliseconds(100 * step)))
+      switch token {
+      case "↵": host.standInSubmit()
+      case "⎋": host.standInExitCommand()
+      default:
+        draft = token
+        render(draft)
+      }
+    }
+    scheduler.advance(to: PaceInstant.zero.advanced(by: .milliseconds(2_100)))
+    let steps = Dictionary(query.writes.map { (Int($0.1 / .milliseconds(100)), String($0.0.last!)) }, uniquingKeysWith: +)
+    #expect((0..<21).map { steps[$0] ?? "-" }.joined() == "-------i---f---------")
+  }
+}
