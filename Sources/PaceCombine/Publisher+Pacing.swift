@@ -89,7 +89,10 @@ extension Publishers {
 
     public func receive<Downstream: Subscriber>(subscriber: Downstream)
     where Downstream.Input == Output, Downstream.Failure == Failure {
-      upstream.subscribe(PacedSubscription<Upstream, Downstream>(downstream: subscriber, machine: machine, scheduler: scheduler))
+      let subscription = PacedSubscription<Upstream, Downstream>(
+        downstream: subscriber, machine: machine, scheduler: scheduler
+      )
+      upstream.subscribe(subscription)
     }
   }
 }

@@ -200,7 +200,8 @@ struct PacedPublisherTests {
   @Test func releasingTheCancellableWhilePendingLeavesNothingScheduled() {
     let subject = PassthroughSubject<Int, Never>()
     var received: [Int] = []
-    var cancellable: AnyCancellable? = subject.debounced(for: ms(100), scheduler: scheduler).sink { received.append($0) }
+    var cancellable: AnyCancellable? = subject.debounced(for: ms(100), scheduler: scheduler)
+      .sink { received.append($0) }
 
     subject.send(1)
     #expect(scheduler.pendingCount == 1)

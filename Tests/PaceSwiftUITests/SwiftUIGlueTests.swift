@@ -68,7 +68,9 @@ struct SwiftUIGlueTests {
     var received: [(Int, Duration)] = []
     func render(_ value: Int) {
       host.standInRender(
-        Leaf().onChange(of: value, debounce: .milliseconds(100), edges: .both, maxWait: .milliseconds(250), scheduler: scheduler) {
+        Leaf().onChange(
+          of: value, debounce: .milliseconds(100), edges: .both, maxWait: .milliseconds(250), scheduler: scheduler
+        ) {
           [scheduler] in received.append(($0, PaceInstant.zero.duration(to: scheduler.now)))
         }
       )
@@ -226,7 +228,10 @@ struct SwiftUIArticleTests {
       let current = query.value
       host.standInRender(
         Leaf()
-          .debounced(draft, into: query.binding, for: .milliseconds(300), maxWait: .seconds(1), control: control, scheduler: scheduler)
+          .debounced(
+            draft, into: query.binding, for: .milliseconds(300), maxWait: .seconds(1), control: control,
+            scheduler: scheduler
+          )
           .task(id: current) { @MainActor [searches] in searches.value.append(current) }
       )
     }
@@ -262,7 +267,9 @@ struct SwiftUIArticleTests {
     }
     render("")
     // draft   s-w-i----f-↵----t⎋---
-    let script: [(Int, String)] = [(0, "s"), (2, "sw"), (4, "swi"), (9, "swif"), (11, "↵"), (16, "swift"), (17, "⎋")]
+    let script: [(Int, String)] = [
+      (0, "s"), (2, "sw"), (4, "swi"), (9, "swif"), (11, "↵"), (16, "swift"), (17, "⎋"),
+    ]
     var draft = ""
     for (step, token) in script {
       scheduler.advance(to: PaceInstant.zero.advanced(by: .milliseconds(100 * step)))
@@ -275,7 +282,9 @@ struct SwiftUIArticleTests {
       }
     }
     scheduler.advance(to: PaceInstant.zero.advanced(by: .milliseconds(2_100)))
-    let steps = Dictionary(query.writes.map { (Int($0.1 / .milliseconds(100)), String($0.0.last!)) }, uniquingKeysWith: +)
+    let steps = Dictionary(
+      query.writes.map { (Int($0.1 / .milliseconds(100)), String($0.0.last!)) }, uniquingKeysWith: +
+    )
     #expect((0..<21).map { steps[$0] ?? "-" }.joined() == "-------i---f---------")
   }
 }
