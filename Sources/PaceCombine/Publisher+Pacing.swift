@@ -66,10 +66,40 @@ extension Publisher where Output: Sendable {
   }
 }
 
+extension Publisher where Output: Sendable {
+  /// Republishes the elements of one turn of `scheduler` as one merged element, with
+  /// ``Pace/Coalescer``'s semantics: several `@Published` changes made together arrive once.
+  ///
+  /// ```swift
+  /// model.$filters.combineLatest(model.$sort)
+  ///   .coalesced()                       // one reload when both change in one turn
+  ///   .sink { reload($0, $1) }
+  /// ```
+  ///
+  /// The first element schedules one delivery on the scheduler's next turn (or `window` later);
+  /// the elements until then merge. Completion, failure and demand behave as in
+  /// ``Combine/Publisher/debounced(for:edges:maxWait:merge:scheduler:)``.
+  ///
+  /// - Parameters:
+  ///   - window: How long after the first element the delivery happens; `.zero` (the default)
+  ///     for the scheduler's next turn. Not negative.
+  ///   - merge: How the elements combine; `.latest` by default.
+  ///   - scheduler: Where time is read and deliveries are scheduled; the main queue by default.
+  public func coalesced(
+    window: Duration = .zero,
+    merge: Merge<Output> = .latest,
+    scheduler: some PaceScheduler = .main
+  ) -> Publishers.Paced<Self> {
+    let machine = PacingMachine.coalesce("Publisher.coalesced", window: window, merge: merge)
+    return Publishers.Paced(upstream: self, machine: machine, scheduler: scheduler)
+  }
+}
+
 extension Publishers {
   /// A publisher that paces its upstream with one of Pace's machines: what
-  /// ``Combine/Publisher/debounced(for:edges:maxWait:merge:scheduler:)`` and
-  /// ``Combine/Publisher/throttled(for:edges:merge:scheduler:)`` return.
+  /// ``Combine/Publisher/debounced(for:edges:maxWait:merge:scheduler:)``,
+  /// ``Combine/Publisher/throttled(for:edges:merge:scheduler:)`` and
+  /// ``Combine/Publisher/coalesced(window:merge:scheduler:)`` return.
   ///
   /// Each subscription has its own machine and timer.
   public struct Paced<Upstream: Publisher>: Publisher where Upstream.Output: Sendable {

@@ -276,3 +276,37 @@ struct PacedPublisherTests {
     sink.cancel()
   }
 }
+
+@Suite("Publisher.coalesced on virtual time")
+struct CoalescedPublisherTests {
+  let scheduler = TestScheduler()
+
+  @Test func elementsOfOneTurnArriveAsOne() {
+    let subject = PassthroughSubject<Int, Never>()
+    let recorder = Recorder<Int, Never>(scheduler: scheduler)
+    subject.coalesced(merge: .sum, scheduler: scheduler).subscribe(recorder)
+
+    subject.send(1)
+    subject.send(2)
+    subject.send(3)
+    #expect(recorder.events.isEmpty)
+    scheduler.advance()
+    scheduler.advance(by: ms(100))
+    subject.send(10)
+    subject.send(20)
+    scheduler.advance(by: ms(1_000))
+
+    #expect(recorder.events == [.value(6, at: .zero), .value(30, at: ms(100))])
+  }
+
+  @Test func aWindowGathersLonger() {
+    let subject = PassthroughSubject<[Int], Never>()
+    let recorder = Recorder<[Int], Never>(scheduler: scheduler)
+    subject.coalesced(window: ms(50), merge: .append, scheduler: scheduler).subscribe(recorder)
+
+    send([(0, [1]), (30, [2]), (60, [3]), (70, [4])], to: subject, on: scheduler)
+    subject.send(completion: .finished)
+
+    #expect(recorder.events == [.value([1, 2], at: ms(50)), .value([3, 4], at: ms(70)), .finished(at: ms(70))])
+  }
+}

@@ -1,4 +1,4 @@
-/// The debounce and throttle state machines, for the integration modules of this package
+/// The debounce, throttle and coalesce state machines, for the integration modules of this package
 /// (`PaceCombine`, `PaceSwiftUI`), which drive them with their own effects: a Combine
 /// subscription has demand to respect, which ``Pacer`` does not know about.
 ///
@@ -9,6 +9,7 @@ package struct PacingMachine<Value: Sendable>: Sendable {
   private enum Kind: Sendable {
     case debounce(DebounceStateMachine<Value>)
     case throttle(ThrottleStateMachine<Value>)
+    case coalesce(CoalesceStateMachine<Value>)
     /// Only while a machine is out for mutation, so that its pending value is uniquely
     /// referenced and a `.append` merge grows it in place rather than copying it.
     case moved
@@ -38,6 +39,12 @@ package struct PacingMachine<Value: Sendable>: Sendable {
     return Self(kind: .throttle(ThrottleStateMachine(interval: interval, edges: edges, merge: merge)), merge: merge)
   }
 
+  /// ``Coalescer``'s machine; checks the parameters as its initialiser does, naming `owner`.
+  package static func coalesce(_ owner: StaticString, window: Duration, merge: Merge<Value>) -> Self {
+    checkTiming(owner, interval: window, parameter: "window")
+    return Self(kind: .coalesce(CoalesceStateMachine(window: window, merge: merge)), merge: merge)
+  }
+
   package mutating func call(_ value: Value, now: PaceInstant) -> PacingStep<Value> {
     switch kind {
     case .debounce(var machine):
@@ -47,6 +54,10 @@ package struct PacingMachine<Value: Sendable>: Sendable {
     case .throttle(var machine):
       kind = .moved
       defer { kind = .throttle(machine) }
+      return PacingStep(machine.call(value, now: now))
+    case .coalesce(var machine):
+      kind = .moved
+      defer { kind = .coalesce(machine) }
       return PacingStep(machine.call(value, now: now))
     case .moved:
       preconditionFailure("PacingMachine: reentrant use")
@@ -64,6 +75,10 @@ package struct PacingMachine<Value: Sendable>: Sendable {
       kind = .moved
       defer { kind = .throttle(machine) }
       return PacingStep(machine.timerFired(now: now))
+    case .coalesce(var machine):
+      kind = .moved
+      defer { kind = .coalesce(machine) }
+      return PacingStep(machine.timerFired(now: now))
     case .moved:
       preconditionFailure("PacingMachine: reentrant use")
     }
@@ -79,6 +94,10 @@ package struct PacingMachine<Value: Sendable>: Sendable {
     case .throttle(var machine):
       kind = .moved
       defer { kind = .throttle(machine) }
+      return machine.flush(now: now)
+    case .coalesce(var machine):
+      kind = .moved
+      defer { kind = .coalesce(machine) }
       return machine.flush(now: now)
     case .moved:
       preconditionFailure("PacingMachine: reentrant use")
@@ -96,6 +115,10 @@ package struct PacingMachine<Value: Sendable>: Sendable {
       kind = .moved
       defer { kind = .throttle(machine) }
       return machine.cancel()
+    case .coalesce(var machine):
+      kind = .moved
+      defer { kind = .coalesce(machine) }
+      return machine.cancel()
     case .moved:
       preconditionFailure("PacingMachine: reentrant use")
     }
@@ -106,6 +129,7 @@ package struct PacingMachine<Value: Sendable>: Sendable {
     switch kind {
     case .debounce(let machine): machine.isPending
     case .throttle(let machine): machine.isPending
+    case .coalesce(let machine): machine.isPending
     case .moved: false
     }
   }
