@@ -3,7 +3,7 @@ import Combine
 #else
 import OpenCombine
 #endif
-public import Pace
+import Pace
 
 extension Publisher where Output: Sendable {
   /// Republishes elements once they stop for `interval`, with ``Pace/Debouncer``'s exact

@@ -26,7 +26,8 @@ extension Fuser where Event: Sendable {
   ///
   /// `value` runs on the main actor, so a `@MainActor` model needs no hops; `scheduler` must run
   /// its work on the main thread (the main queue, or a `TestScheduler` advanced by a main-actor
-  /// test).
+  /// test), and must not run enqueued work inline (an immediate scheduler would read the value
+  /// before the change is made).
   ///
   /// - Parameters:
   ///   - scheduler: Where the value is read again after a change; the main queue by default.
