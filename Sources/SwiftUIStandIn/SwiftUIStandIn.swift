@@ -8,6 +8,7 @@
 //   `ViewBuilder`, `State` (`init(wrappedValue:)`, `wrappedValue`, `projectedValue`), `Binding`
 //   (`wrappedValue`), `View.onChange(of:initial:_:)`, `View.task(id:priority:_:)`,
 //   `View.onSubmit(of:_:)`, `SubmitTriggers`, `View.onExitCommand(perform:)`,
+//   `View.onKeyPress(_:action:)`, `KeyEquivalent.escape`, `KeyPress.Result`,
 //   `View.onDisappear(perform:)`.
 // - What SwiftUI itself does (keeping `@State` across renders, calling `onChange` actions when a
 //   value changes, starting and cancelling `task(id:)` work, Return, Escape, disappearing) is
@@ -153,7 +154,31 @@ public struct SubmitTriggers: OptionSet, Sendable {
   public static let search = SubmitTriggers(rawValue: 1 << 1)
 }
 
+/// A key that the user presses.
+public struct KeyEquivalent: Equatable, Sendable {
+  public var character: Character
+  public init(_ character: Character) { self.character = character }
+  /// The Escape key.
+  public static let escape = KeyEquivalent("\u{1B}")
+  /// The Return key.
+  public static let `return` = KeyEquivalent("\r")
+}
+
+/// A key press.
+public struct KeyPress: Sendable {
+  /// Whether an action handled the key press, or the system should see it too.
+  public enum Result: Sendable {
+    case handled
+    case ignored
+  }
+}
+
 extension View {
+  /// Performs an action if the user presses a key on a hardware keyboard while the view has focus.
+  public func onKeyPress(_ key: KeyEquivalent, action: @escaping () -> KeyPress.Result) -> some View {
+    StandInNode(content: self, kind: .keyPress(key, action))
+  }
+
   /// Adds an action to perform when the given value changes.
   public func onChange<V: Equatable>(
     of value: V, initial: Bool = false, _ action: @escaping (_ oldValue: V, _ newValue: V) -> Void
@@ -220,6 +245,7 @@ enum StandInModifier {
   case task(StandInTask)
   case submit(() -> Void)
   case exitCommand(() -> Void)
+  case keyPress(KeyEquivalent, () -> KeyPress.Result)
   case disappear(() -> Void)
 }
 
@@ -289,6 +315,7 @@ public final class StandInHost {
   private var tasks: [Task<Void, Never>?] = []
   private var submits: [() -> Void] = []
   private var exitCommands: [() -> Void] = []
+  private var keyPresses: [(KeyEquivalent, () -> KeyPress.Result)] = []
   private var disappears: [() -> Void] = []
   private var hasRendered = false
 
@@ -322,6 +349,7 @@ public final class StandInHost {
     var taskIndex = 0
     submits = []
     exitCommands = []
+    keyPresses = []
     disappears = []
     for node in tree.nodes {
       switch node {
@@ -347,6 +375,7 @@ public final class StandInHost {
         taskIndex += 1
       case .submit(let action): submits.append(action)
       case .exitCommand(let action): exitCommands.append(action)
+      case .keyPress(let key, let action): keyPresses.append((key, action))
       case .disappear(let action): disappears.append(action)
       }
     }
@@ -362,8 +391,18 @@ public final class StandInHost {
   /// The user pressed Return in a text field of the view.
   public func standInSubmit() { submits.forEach { $0() } }
 
-  /// The user pressed Escape.
+  /// The system's exit command: Escape on macOS, the Menu button on tvOS.
   public func standInExitCommand() { exitCommands.forEach { $0() } }
+
+  /// The user pressed `key` on a hardware keyboard; actions run innermost first until one
+  /// handles it. Returns whether one did.
+  @discardableResult
+  public func standInKeyPress(_ key: KeyEquivalent) -> KeyPress.Result {
+    for (candidate, action) in keyPresses where candidate == key {
+      if action() == .handled { return .handled }
+    }
+    return .ignored
+  }
 
   /// The view went away: its tasks are cancelled and its `onDisappear` actions run.
   public func standInDisappear() {

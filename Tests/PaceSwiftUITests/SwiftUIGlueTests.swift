@@ -190,6 +190,21 @@ struct SwiftUIGlueTests {
     #expect(query.writes.map(\.1) == [.milliseconds(50), .milliseconds(2_000)])
   }
 
+  @Test func escapeOnAHardwareKeyboardDropsThePendingCopyAndLetsTheSystemSeeTheKey() {
+    let query = Box("", scheduler: scheduler)
+    func render(_ draft: String) {
+      host.standInRender(Leaf().debounced(draft, into: query.binding, for: .milliseconds(300), scheduler: scheduler))
+    }
+    render("")
+    render("a")
+    advance(to: 100)
+    #expect(host.standInKeyPress(.escape) == .ignored)
+    #expect(host.standInKeyPress(.return) == .ignored)
+    advance(to: 1_000)
+    #expect(query.writes.isEmpty)
+    #expect(scheduler.pendingCount == 0)
+  }
+
   @Test func controlFlushesAndCancelsFromElsewhereInTheView() {
     let query = Box("", scheduler: scheduler)
     let control = PacingControl()

@@ -113,7 +113,8 @@ extension View {
 
   /// Copies `value` into `target` once it has stopped changing for `interval`: a text field's
   /// draft into the query a search reads. Return (`onSubmit`) copies it at once; Escape
-  /// (`onExitCommand`, macOS and tvOS) drops the pending copy.
+  /// (`onKeyPress(.escape)` with a hardware keyboard, and `onExitCommand` on macOS and tvOS)
+  /// drops the pending copy.
   ///
   /// ```swift
   /// @State private var draft = ""
@@ -252,6 +253,13 @@ struct PacedBindingModifier<V: Equatable & Sendable>: ViewModifier {
         pacer.cancel()
         if target.wrappedValue != value { target.wrappedValue = value }
       }
+      #if !os(watchOS)
+      .onKeyPress(.escape) {
+        // Escape cancels the pending copy; the system still sees the key (to dismiss a sheet).
+        pacer.cancel()
+        return .ignored
+      }
+      #endif
       #if os(macOS) || os(tvOS) || PACE_SWIFTUI_STAND_IN
       .onExitCommand { pacer.cancel() }
       #endif
