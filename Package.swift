@@ -6,6 +6,11 @@ let swiftSettings: [SwiftSetting] = [
   .enableUpcomingFeature("MemberImportVisibility"),
 ]
 
+/// Combine's open-source implementation, where Apple's Combine does not exist.
+let openCombine: Target.Dependency = .product(
+  name: "OpenCombine", package: "OpenCombine", condition: .when(platforms: [.linux])
+)
+
 let package = Package(
   name: "Pace",
   // `Swift.Duration` needs these; Linux has no minimum.
@@ -14,12 +19,17 @@ let package = Package(
     .library(name: "Pace", targets: ["Pace"]),
     .library(name: "PaceTesting", targets: ["PaceTesting"]),
     .library(name: "PaceUI", targets: ["PaceUI"]),
+    .library(name: "PaceCombine", targets: ["PaceCombine"]),
+    .library(name: "PaceObservation", targets: ["PaceObservation"]),
+    .library(name: "PaceSwiftUI", targets: ["PaceSwiftUI"]),
     .executable(name: "pace", targets: ["pace"]),
   ],
   dependencies: [
     .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
     // Tests only: proves that Pace's operators and swift-async-algorithms' can be imported together.
     .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.0.0"),
+    // PaceCombine on Linux only: Combine itself on Apple platforms.
+    .package(url: "https://github.com/OpenCombine/OpenCombine", from: "0.14.0"),
   ],
   targets: [
     // MARK: Library: toolchain only (Dispatch, Synchronization).
@@ -52,6 +62,23 @@ let package = Package(
       swiftSettings: swiftSettings + [.define("PACE_DARWIN_STAND_IN")]
     ),
 
+    // MARK: Combine operators: Combine on Apple platforms, OpenCombine elsewhere.
+    .target(name: "PaceCombine", dependencies: ["Pace", openCombine], swiftSettings: swiftSettings),
+
+    // MARK: Observation: a Fuser over an Observation-tracked expression (iOS 17, macOS 14, Linux).
+    .target(name: "PaceObservation", dependencies: ["Pace"], swiftSettings: swiftSettings),
+
+    // MARK: SwiftUI glue, thin; its logic lives in platform-independent types in the same module.
+    .target(name: "PaceSwiftUI", dependencies: ["Pace"], swiftSettings: swiftSettings),
+    // Test fixtures, in no product, as for PaceUI: a SwiftUI stand-in, and PaceSwiftUI compiled
+    // against it (`Sources/PaceSwiftUIOnStandIn` is a symlink to `Sources/PaceSwiftUI`).
+    .target(name: "SwiftUIStandIn", swiftSettings: swiftSettings),
+    .target(
+      name: "PaceSwiftUIOnStandIn",
+      dependencies: ["Pace", "SwiftUIStandIn"],
+      swiftSettings: swiftSettings + [.define("PACE_SWIFTUI_STAND_IN")]
+    ),
+
     // MARK: The `pace` tool: a thin executable over a testable library.
     .target(
       name: "PaceTool",
@@ -70,6 +97,17 @@ let package = Package(
     .testTarget(
       name: "PaceUITests",
       dependencies: ["Pace", "PaceUI", "PaceUIOnStandIns", "UIKitStandIn", "AppKitStandIn"],
+      swiftSettings: swiftSettings
+    ),
+    .testTarget(
+      name: "PaceCombineTests",
+      dependencies: ["Pace", "PaceCombine", openCombine],
+      swiftSettings: swiftSettings
+    ),
+    .testTarget(name: "PaceObservationTests", dependencies: ["Pace", "PaceObservation"], swiftSettings: swiftSettings),
+    .testTarget(
+      name: "PaceSwiftUITests",
+      dependencies: ["Pace", "PaceSwiftUI", "PaceSwiftUIOnStandIn", "SwiftUIStandIn"],
       swiftSettings: swiftSettings
     ),
     .testTarget(name: "PaceAsyncTests", dependencies: ["Pace"], swiftSettings: swiftSettings),
