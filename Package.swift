@@ -63,7 +63,7 @@ let package = Package(
       dependencies: ["Pace", "PaceUI", "PaceUIOnStandIns", "UIKitStandIn", "AppKitStandIn"],
       swiftSettings: swiftSettings
     ),
-    .testTarget(name: "PaceAsyncTests", dependencies: ["Pace"], swiftSettings: swiftSettings),
+    .testTarget(name: "PaceAsyncTests", dependencies: ["Pace", "PaceTesting"], swiftSettings: swiftSettings),
     .testTarget(
       name: "PaceAsyncAlgorithmsInteropTests",
       dependencies: ["Pace", .product(name: "AsyncAlgorithms", package: "swift-async-algorithms")],

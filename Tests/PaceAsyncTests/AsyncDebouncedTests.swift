@@ -1,10 +1,12 @@
 import Testing
 
+import PaceTesting
+
 @testable import Pace
 
 /// `.debounced` on virtual time, with exact emission times.
 @Suite struct AsyncDebouncedTests {
-  typealias Event = TestUpstream<String>.Event
+  typealias Event = TestStream<String>.Event
 
   func debounce(
     _ inputs: [(Int64, Event)], _ interval: Int64 = 300, edges: Edges = .trailing, maxWait: Int64? = nil
@@ -56,7 +58,7 @@ import Testing
   }
 
   @Test func appendMergesEveryElementOfABurst() async {
-    let inputs: [(Int64, TestUpstream<[Int]>.Event)] = [
+    let inputs: [(Int64, TestStream<[Int]>.Event)] = [
       (0, .element([1])), (100, .element([2])), (200, .element([3])), (600, .element([4])),
     ]
     let log = await runTimeline(inputs) { upstream, scheduler in
@@ -89,7 +91,7 @@ import Testing
 
   @Test func theErrorThrownIsTheBaseSequencesError() async throws {
     let scheduler = TestScheduler()
-    let upstream = TestUpstream<String>()
+    let upstream = TestStream<String>()
     var iterator = upstream.debounced(for: .milliseconds(300), clock: scheduler).makeAsyncIterator()
     upstream.fail(TestFailure())
     await #expect(throws: TestFailure.self) { try await iterator.next() }
@@ -117,7 +119,7 @@ import Testing
       }
 
       let expected = invocations(of: calls, interval: interval, edges: edges, maxWait: maxWait)
-      let inputs = calls.map { ($0, TestUpstream<Int>.Event.element($1)) }
+      let inputs = calls.map { ($0, TestStream<Int>.Event.element($1)) }
       let emitted = await runTimeline(inputs) { upstream, scheduler in
         upstream.debounced(
           for: .milliseconds(interval), edges: edges, maxWait: maxWait.map { .milliseconds($0) },

@@ -1,5 +1,7 @@
 import Testing
 
+import PaceTesting
+
 @testable import Pace
 
 /// The diagrams and examples of AsyncOperators.md, AsyncDebouncer.md and RateLimiter.md, run

@@ -1,5 +1,7 @@
 import Testing
 
+import PaceTesting
+
 @testable import Pace
 
 /// `AsyncThrottler`: throttled async work whose callers get the result covering their call.

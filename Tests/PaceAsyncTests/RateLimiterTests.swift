@@ -1,5 +1,7 @@
 import Testing
 
+import PaceTesting
+
 @testable import Pace
 
 /// `RateLimiter` on virtual time, with exact grant times; and a real-time stress test.

@@ -43,6 +43,11 @@ public final class TestScheduler: PaceScheduler {
     var heap: [Job] = []
     /// Sequences of jobs cancelled but still in the heap; they are skipped when they surface.
     var cancelled: Set<UInt64> = []
+    /// Tasks suspended in `sleep(until:)`, and the tests waiting for that many (PaceTesting's
+    /// `waitForSleepers`): a sleeper registers from its own task, so a test cannot know it has
+    /// without being told.
+    var sleepers = 0
+    var sleeperWaiters: [(count: Int, waiter: UnsafeContinuation<Void, Never>)] = []
   }
 
   private let state: LockedState<State>
@@ -121,6 +126,37 @@ public final class TestScheduler: PaceScheduler {
       state.dropCancelledTop()
       return state.heap.first?.deadline
     }
+  }
+
+  // MARK: Sleepers (for PaceTesting's deterministic async harness)
+
+  /// The number of tasks suspended in ``sleep(until:tolerance:)`` now.
+  package var sleepingTaskCount: Int {
+    state.withLock { $0.sleepers }
+  }
+
+  /// Returns once at least `count` tasks are suspended in ``sleep(until:tolerance:)``.
+  package func waitUntilSleeping(_ count: Int) async {
+    await withUnsafeContinuation { (waiter: UnsafeContinuation<Void, Never>) in
+      let ready = state.withLock { state -> Bool in
+        if state.sleepers >= count { return true }
+        state.sleeperWaiters.append((count, waiter))
+        return false
+      }
+      if ready { waiter.resume() }
+    }
+  }
+
+  /// Counts a sleeper in (`+1`) or out (`-1`), and wakes the waiters whose count is reached.
+  func sleeperCountChanged(by change: Int) {
+    let ready = state.withLock { state -> [UnsafeContinuation<Void, Never>] in
+      state.sleepers += change
+      let sleepers = state.sleepers
+      let ready = state.sleeperWaiters.filter { $0.count <= sleepers }.map(\.waiter)
+      state.sleeperWaiters.removeAll { $0.count <= sleepers }
+      return ready
+    }
+    for waiter in ready { waiter.resume() }
   }
 
   /// Takes the next job due by `limit` (any job if `nil`) and moves `now` to its deadline; or,

@@ -1,3 +1,5 @@
+import PaceTesting
+
 @testable import Pace
 
 /// What ``AsyncDebouncer`` and ``AsyncThrottler`` have in common, for the tests.
