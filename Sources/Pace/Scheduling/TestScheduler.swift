@@ -43,11 +43,28 @@ public final class TestScheduler: PaceScheduler {
     var heap: [Job] = []
     /// Sequences of jobs cancelled but still in the heap; they are skipped when they surface.
     var cancelled: Set<UInt64> = []
-    /// Tasks suspended in `sleep(until:)`, and the tests waiting for that many (PaceTesting's
-    /// `waitForSleepers`): a sleeper registers from its own task, so a test cannot know it has
-    /// without being told.
+    /// Tasks suspended in `sleep(until:)`.
     var sleepers = 0
-    var sleeperWaiters: [(count: Int, waiter: UnsafeContinuation<Void, Never>)] = []
+    /// Tests waiting for work to be scheduled or for tasks to sleep (PaceTesting's
+    /// `waitUntilPending` and `waitForSleepers`): work is often scheduled from another task,
+    /// so a test cannot know it has been without being told.
+    var waiters: [Waiter] = []
+
+    /// Takes the waiters whose wait is over.
+    mutating func takeReadyWaiters() -> [UnsafeContinuation<Void, Never>] {
+      if waiters.isEmpty { return [] }
+      let (pending, sleepers) = (heap.count - cancelled.count, sleepers)
+      let isReady = { (waiter: Waiter) in waiter.count <= (waiter.countsSleepers ? sleepers : pending) }
+      let ready = waiters.filter(isReady).map(\.continuation)
+      waiters.removeAll(where: isReady)
+      return ready
+    }
+  }
+
+  fileprivate struct Waiter {
+    var count: Int
+    var countsSleepers: Bool
+    var continuation: UnsafeContinuation<Void, Never>
   }
 
   private let state: LockedState<State>
@@ -66,12 +83,13 @@ public final class TestScheduler: PaceScheduler {
 
   @discardableResult
   public func schedule(at deadline: PaceInstant, _ work: @escaping @Sendable () -> Void) -> any PaceCancellable {
-    let sequence = state.withLock { state in
+    let (sequence, ready) = state.withLock { state in
       let sequence = state.nextSequence
       state.nextSequence += 1
       state.heap.push(Job(deadline: deadline, sequence: sequence, work: work), by: { $0.runsBefore($1) })
-      return sequence
+      return (sequence, state.takeReadyWaiters())
     }
+    for waiter in ready { waiter.resume() }
     return ScheduledJob(scheduler: self, sequence: sequence)
   }
 
@@ -135,26 +153,31 @@ public final class TestScheduler: PaceScheduler {
     state.withLock { $0.sleepers }
   }
 
+  /// Returns once at least `count` work items are scheduled (see ``pendingCount``).
+  package func waitUntilPendingCount(_ count: Int) async {
+    await wait(for: count, countsSleepers: false)
+  }
+
   /// Returns once at least `count` tasks are suspended in ``sleep(until:tolerance:)``.
   package func waitUntilSleeping(_ count: Int) async {
-    await withUnsafeContinuation { (waiter: UnsafeContinuation<Void, Never>) in
-      let ready = state.withLock { state -> Bool in
-        if state.sleepers >= count { return true }
-        state.sleeperWaiters.append((count, waiter))
-        return false
+    await wait(for: count, countsSleepers: true)
+  }
+
+  private func wait(for count: Int, countsSleepers: Bool) async {
+    await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+      let ready = state.withLock { state in
+        state.waiters.append(Waiter(count: count, countsSleepers: countsSleepers, continuation: continuation))
+        return state.takeReadyWaiters()
       }
-      if ready { waiter.resume() }
+      for waiter in ready { waiter.resume() }
     }
   }
 
   /// Counts a sleeper in (`+1`) or out (`-1`), and wakes the waiters whose count is reached.
   func sleeperCountChanged(by change: Int) {
-    let ready = state.withLock { state -> [UnsafeContinuation<Void, Never>] in
+    let ready = state.withLock { state in
       state.sleepers += change
-      let sleepers = state.sleepers
-      let ready = state.sleeperWaiters.filter { $0.count <= sleepers }.map(\.waiter)
-      state.sleeperWaiters.removeAll { $0.count <= sleepers }
-      return ready
+      return state.takeReadyWaiters()
     }
     for waiter in ready { waiter.resume() }
   }

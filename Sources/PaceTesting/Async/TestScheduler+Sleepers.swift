@@ -30,3 +30,31 @@ extension TestScheduler {
     await waitUntilSleeping(count)
   }
 }
+
+extension TestScheduler {
+  /// Returns once at least `count` work items are scheduled: timers that Pace's primitives arm
+  /// on this scheduler, and tasks sleeping on it (see ``TestScheduler/pendingCount``).
+  ///
+  /// From a `@MainActor` test, a call such as `limiter.acquire()` or `search("swift")` leaves the
+  /// main actor before it reaches the primitive, so `Task.immediate` does not make it register
+  /// at once. Wait for its timer instead of yielding:
+  ///
+  /// ```swift
+  /// @MainActor @Test func theSecondRequestWaitsForItsPermit() async throws {
+  ///   let scheduler = TestScheduler()
+  ///   let limiter = RateLimiter(permits: 10, per: .seconds(1), burst: 1, clock: scheduler)
+  ///   try await limiter.acquire()
+  ///   let second = Task { try await limiter.acquire() }
+  ///   await scheduler.waitUntilPending(1)           // its permit is due at 100 ms
+  ///   #expect(scheduler.pendingDeadlines == [PaceInstant(.milliseconds(100))])
+  ///   scheduler.advance(by: .milliseconds(100))
+  ///   try await second.value
+  /// }
+  /// ```
+  ///
+  /// Returns at once if `count` items are scheduled already. If fewer ever are, it never
+  /// returns: give the test a time limit (`.timeLimit(.minutes(1))`).
+  public func waitUntilPending(_ count: Int = 1) async {
+    await waitUntilPendingCount(count)
+  }
+}
