@@ -20,6 +20,8 @@ let package = Package(
     .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
     // Tests only: proves that Pace's operators and swift-async-algorithms' can be imported together.
     .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.0.0"),
+    // Docs only: `swift package generate-documentation` (CI builds the docs with warnings as errors).
+    .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
   ],
   targets: [
     // MARK: Library: toolchain only (Dispatch, Synchronization).

@@ -1,5 +1,5 @@
 extension TestScheduler {
-  /// The number of tasks suspended in ``TestScheduler/sleep(until:tolerance:)`` now.
+  /// The number of tasks suspended in `sleep(until:tolerance:)` now.
   public var sleeperCount: Int { sleepingTaskCount }
 
   /// Returns once at least `count` tasks are sleeping on this scheduler (suspended in
@@ -33,7 +33,7 @@ extension TestScheduler {
 
 extension TestScheduler {
   /// Returns once at least `count` work items are scheduled: timers that Pace's primitives arm
-  /// on this scheduler, and tasks sleeping on it (see ``TestScheduler/pendingCount``).
+  /// on this scheduler, and tasks sleeping on it (see `pendingCount`).
   ///
   /// From a `@MainActor` test, a call such as `limiter.acquire()` or `search("swift")` leaves the
   /// main actor before it reaches the primitive, so `Task.immediate` does not make it register

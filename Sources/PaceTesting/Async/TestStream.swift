@@ -5,7 +5,7 @@
 /// one (or goes away). A consumer handles an element between two calls to `next()`, so after
 /// `await stream.send(x)` the operator reading this stream (`.debounced`, `.throttled`, a view
 /// model's `for await` loop) has seen `x` at the current virtual time, and the test may advance
-/// its ``TestScheduler``. No `Task.yield()`, no sleeping, no polling:
+/// its `TestScheduler`. No `Task.yield()`, no sleeping, no polling:
 ///
 /// ```swift
 /// @Test func theLastQueryIsSearched() async {

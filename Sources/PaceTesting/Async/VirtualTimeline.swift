@@ -1,5 +1,5 @@
 /// Records what an async sequence emits, with the exact virtual time of each emission, while a
-/// test moves a ``TestScheduler``'s time.
+/// test moves a `TestScheduler`'s time.
 ///
 /// The timeline reads the sequence in a task of its own, and that task runs *only* inside the
 /// timeline's methods, on the test's thread: its jobs go to an executor that the timeline drains
@@ -124,7 +124,7 @@ public final class VirtualTimeline<Element: Equatable & Sendable>: Sendable {
 
   /// Fires every timer left, in deadline order, recording what is emitted.
   ///
-  /// Like ``TestScheduler/run()``, this runs forever if the timers keep scheduling timers.
+  /// Like `TestScheduler.run()`, this runs forever if the timers keep scheduling timers.
   public func runTimers() {
     executor.runPending()
     while let deadline = scheduler.nextDeadline {
