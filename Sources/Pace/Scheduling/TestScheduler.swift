@@ -24,6 +24,11 @@
 /// }
 /// ```
 ///
+/// In tests, pass a `TestScheduler` rather than relying on the default `.main`: a test (like a
+/// command-line tool, which has no run loop unless it calls `dispatchMain()` or
+/// `RunLoop.main.run()`) does not serve the main queue while it waits, so work scheduled on
+/// `.main` would never fire there.
+///
 /// ``isCurrent`` is always `true`: a leading invocation happens synchronously inside `call`.
 /// Work runs on the thread that advances the scheduler, never under the scheduler's lock.
 public final class TestScheduler: PaceScheduler {
