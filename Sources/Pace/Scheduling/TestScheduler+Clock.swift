@@ -39,11 +39,13 @@ extension TestScheduler: Clock {
     try await withTaskCancellationHandler {
       try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
         guard sleeper.begin(continuation) else { return }
-        sleeperCountChanged(by: 1)
         let job = schedule(at: deadline) { [self] in
           if sleeper.wake() { sleeperCountChanged(by: -1) }
         }
         sleeper.keep(job)
+        // Counted in only once its job is scheduled: a test that waits for this sleeper and
+        // then advances must find the job there to run.
+        sleeperCountChanged(by: 1)
       }
     } onCancel: {
       if sleeper.cancel() { sleeperCountChanged(by: -1) }
