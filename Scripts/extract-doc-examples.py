@@ -17,7 +17,8 @@ Each block (with the blocks that continue it) becomes one file,
   block with an `extension` or `protocol` is left at file scope, unwrapped.
 - Any other block is a fragment of app code: its statements become the body of
   `@MainActor func example() async throws` in that struct, so `let`s, calls, `try` and `await`
-  all compile, and its top-level types become members of the struct. The names such fragments assume (`api`, `searchField`, `tableView`, ...) are
+  all compile, and its top-level types become members of the struct. The names such fragments
+  assume (`api`, `searchField`, `tableView`, ...) are
   declared once in `Tests/DocExamplesTests/Context.swift`, with UIKit's stand-ins.
 - Imports: a block with `import` lines gets exactly those (it claims to be complete: a missing
   import is an error). A block without gets `Foundation`, `Pace`, `PaceTesting`, `Testing`,
@@ -173,7 +174,8 @@ def main():
         print(f"not compiled: {note}")
     if check:
         if stale:
-            print("error: Tests/DocExamplesTests/Generated is stale; run Scripts/extract-doc-examples.py:", file=sys.stderr)
+            print("error: Tests/DocExamplesTests/Generated is stale; run Scripts/extract-doc-examples.py:",
+                  file=sys.stderr)
             for name in stale:
                 print(f"  {name}", file=sys.stderr)
             sys.exit(1)

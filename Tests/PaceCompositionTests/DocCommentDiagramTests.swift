@@ -37,7 +37,8 @@ import Testing
 
   @Test func debouncerDocComment() {
     expectMarbles(
-      "a-b-c-------d-----", step: step, through: { $0.debouncer(for: .milliseconds(300)) }, equals: "-------c-------d--")
+      "a-b-c-------d-----", step: step, through: { $0.debouncer(for: .milliseconds(300)) },
+      equals: "-------c-------d--")
   }
 
   @Test func coalescingDiffuserDocComment() {
@@ -103,9 +104,12 @@ import Testing
         }
       }
     }
-    let unchecked = found.filter { item in !Self.checked.contains { $0.file == item.file && $0.diagram == item.diagram } }
+    let isSame = { (one: (file: String, diagram: String), other: (file: String, diagram: String)) in
+      one.file == other.file && one.diagram == other.diagram
+    }
+    let unchecked = found.filter { item in !Self.checked.contains { isSame($0, item) } }
     #expect(unchecked.isEmpty, "doc-comment diagrams without a check in DocCommentDiagramTests: \(unchecked)")
-    let gone = Self.checked.filter { item in !found.contains { $0.file == item.file && $0.diagram == item.diagram } }
+    let gone = Self.checked.filter { item in !found.contains { isSame($0, item) } }
     #expect(gone.isEmpty, "checked diagrams no longer in the doc comments: \(gone)")
   }
 }
