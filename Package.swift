@@ -58,14 +58,16 @@ let package = Package(
     .executableTarget(name: "pace", dependencies: ["PaceTool"], swiftSettings: swiftSettings),
 
     // MARK: Tests
-    .testTarget(name: "PaceTests", dependencies: ["Pace", "PaceTesting"], swiftSettings: swiftSettings),
-    .testTarget(name: "PaceCompositionTests", dependencies: ["Pace", "PaceTesting"], swiftSettings: swiftSettings),
+    // Helpers shared by the test targets (`ms`, `Recorder`, `Counter`, `SeededGenerator`); in no product.
+    .target(name: "PaceTestSupport", dependencies: ["Pace"], path: "Tests/PaceTestSupport", swiftSettings: swiftSettings),
+    .testTarget(name: "PaceTests", dependencies: ["Pace", "PaceTesting", "PaceTestSupport"], swiftSettings: swiftSettings),
+    .testTarget(name: "PaceCompositionTests", dependencies: ["Pace", "PaceTesting", "PaceTestSupport"], swiftSettings: swiftSettings),
     .testTarget(
       name: "PaceUITests",
-      dependencies: ["Pace", "PaceUI", "PaceUIOnStandIns", "UIKitStandIn", "AppKitStandIn"],
+      dependencies: ["Pace", "PaceUI", "PaceUIOnStandIns", "UIKitStandIn", "AppKitStandIn", "PaceTestSupport"],
       swiftSettings: swiftSettings
     ),
-    .testTarget(name: "PaceAsyncTests", dependencies: ["Pace", "PaceTesting"], swiftSettings: swiftSettings),
+    .testTarget(name: "PaceAsyncTests", dependencies: ["Pace", "PaceTesting", "PaceTestSupport"], swiftSettings: swiftSettings),
     .testTarget(
       name: "PaceAsyncAlgorithmsInteropTests",
       dependencies: ["Pace", .product(name: "AsyncAlgorithms", package: "swift-async-algorithms")],

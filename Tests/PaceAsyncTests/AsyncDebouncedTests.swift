@@ -1,5 +1,6 @@
 import Testing
 
+import PaceTestSupport
 import PaceTesting
 
 @testable import Pace
@@ -108,7 +109,7 @@ import PaceTesting
   @Test(arguments: 0..<4)
   func emitsWhatADebouncerInvokesOnRandomTimelines(batch: UInt64) async {
     for seed in batch * 50..<(batch + 1) * 50 {
-      var random = SeededRandom(seed: seed)
+      var random = SeededGenerator(seed: seed)
       let interval = Int64.random(in: 1...80, using: &random)
       let maxWait: Int64? = Bool.random(using: &random) ? Int64.random(in: 1...200, using: &random) : nil
       let edges = [Edges.leading, .trailing, .both].randomElement(using: &random)!

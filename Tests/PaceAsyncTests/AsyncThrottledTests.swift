@@ -1,5 +1,6 @@
 import Testing
 
+import PaceTestSupport
 import PaceTesting
 
 @testable import Pace
@@ -104,7 +105,7 @@ import PaceTesting
   @Test(arguments: 0..<4)
   func emitsWhatAThrottlerInvokesOnRandomTimelines(batch: UInt64) async {
     for seed in batch * 50..<(batch + 1) * 50 {
-      var random = SeededRandom(seed: seed)
+      var random = SeededGenerator(seed: seed)
       let interval = Int64.random(in: 1...80, using: &random)
       let edges = [Edges.leading, .trailing, .both].randomElement(using: &random)!
       var time: Int64 = 0

@@ -1,3 +1,4 @@
+import PaceTestSupport
 import PaceTesting
 import Testing
 import XCTest

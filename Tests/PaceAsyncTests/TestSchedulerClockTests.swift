@@ -1,5 +1,6 @@
 import Testing
 
+import PaceTestSupport
 import PaceTesting
 
 @testable import Pace

@@ -1,3 +1,4 @@
+import PaceTestSupport
 import PaceTesting
 
 @testable import Pace
@@ -5,10 +6,6 @@ import PaceTesting
 // Pace's async tests run on PaceTesting's public harness (`VirtualTimeline`, `TestStream`,
 // `TestScheduler.waitForSleepers`), the one users get. What is here is shorthand for tables of
 // timed inputs, and white-box hooks that only Pace's own tests may use.
-
-func ms(_ milliseconds: Int64) -> PaceInstant {
-  PaceInstant(.milliseconds(milliseconds))
-}
 
 func at<Value>(_ milliseconds: Int64, _ value: Value) -> Emission<Value> {
   .value(value, at: ms(milliseconds))

@@ -1,3 +1,4 @@
+import PaceTestSupport
 import PaceTesting
 
 @testable import Pace
