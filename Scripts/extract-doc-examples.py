@@ -11,15 +11,15 @@ move the code out of the article into `Snippets/` and leave README's code unchec
 Each block (with the blocks that continue it) becomes one file,
 `Tests/DocExamplesTests/Generated/<Document>-<n>.swift`, in the `DocExamplesTests` test target:
 
-- A block that declares tests or extensions (a line starting with `@Test`, `@Suite`, `extension`
-  or `protocol`) is compiled as it is, at file scope, inside `struct DocExample_<Document>_<n>`
-  (so two articles may both declare `searchIsDebounced()`); its `@Test`s *run* with the suite. A
-  block with an `extension` or `protocol` is left at file scope, unwrapped.
+- A block that declares tests (a line starting with `@Test` or `@Suite`) is compiled as written,
+  as the members of `struct DocExample_<Document>_<n>` (so two documents may both declare
+  `searchIsDebounced()`); its `@Test`s *run* with the other tests. A block with an `extension`
+  or a `protocol`, which cannot be nested, is put at file scope as written.
 - Any other block is a fragment of app code: its statements become the body of
   `@MainActor func example() async throws` in that struct, so `let`s, calls, `try` and `await`
   all compile, and its top-level types become members of the struct. The names such fragments
-  assume (`api`, `searchField`, `tableView`, ...) are
-  declared once in `Tests/DocExamplesTests/Context.swift`, with UIKit's stand-ins.
+  assume (`api`, `searchField`, `tableView`, ...) are declared once in
+  `Tests/DocExamplesTests/Context.swift`, with UIKit's stand-ins.
 - Imports: a block with `import` lines gets exactly those (it claims to be complete: a missing
   import is an error). A block without gets `Foundation`, `Pace`, `PaceTesting`, `Testing`,
   `Synchronization` and the UIKit stand-ins, as an app's file would have them.
@@ -31,8 +31,9 @@ GitHub):
   the same scope (split an example with prose, compile it whole).
 - `<!-- example-context: SWIFT -->`: Swift code put before the block, in its scope (the names a
   fragment assumes that Context.swift does not declare). May span lines.
-- `<!-- example: not-compiled REASON -->`: not compiled; only for listings that are not code
-  (declarations without bodies, shown as a signature summary). Reported on every run.
+- `<!-- example: not-compiled REASON -->`: not compiled, and reported on every run. For listings
+  that are not code (declarations without bodies, a signature summary), or for a while, for an
+  example of API that another branch is adding (the reason says which; remove it on merge).
 """
 
 import pathlib
