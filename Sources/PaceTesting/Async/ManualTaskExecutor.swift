@@ -14,18 +14,19 @@ final class ManualTaskExecutor: TaskExecutor {
     var jobs: [UnownedJob] = []
     var head = 0
     /// Woken by the next enqueued job: ``waitForJob()``.
-    var waiter: CheckedContinuation<Void, Never>?
+    var waiters: [CheckedContinuation<Void, Never>] = []
   }
 
   private let state = Locked(State())
 
   func enqueue(_ job: consuming ExecutorJob) {
     let job = UnownedJob(job)
-    let waiter = state.withLock { state in
+    let waiters = state.withLock { state in
       state.jobs.append(job)
-      return state.waiter.take()
+      defer { state.waiters = [] }
+      return state.waiters
     }
-    waiter?.resume()
+    for waiter in waiters { waiter.resume() }
   }
 
   /// Runs queued jobs (and the jobs they enqueue) on the calling thread until none is left.
@@ -40,8 +41,7 @@ final class ManualTaskExecutor: TaskExecutor {
     await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
       let ready = state.withLock { state -> Bool in
         if state.head < state.jobs.count { return true }
-        precondition(state.waiter == nil, "ManualTaskExecutor: one waiter at a time")
-        state.waiter = waiter
+        state.waiters.append(waiter)
         return false
       }
       if ready { waiter.resume() }
