@@ -4,7 +4,7 @@ import XCTest
 /// Checks that a marble input fed through code produces the expected marble output
 /// (Swift Testing).
 ///
-/// The input runs on a `TestScheduler` in virtual time (see ``MarbleRunner``), so nothing
+/// The input runs on a `TestScheduler` in virtual time (see `MarbleRunner`), so nothing
 /// sleeps. `build` sets up the code under test on the harness's scheduler and returns what the
 /// input drives: one of Pace's primitives, or your own code behind `MarbleCalls { ... }`.
 ///

@@ -1,10 +1,13 @@
 import Testing
 
+import PaceTestSupport
+import PaceTesting
+
 @testable import Pace
 
 /// `.debounced` on virtual time, with exact emission times.
 @Suite struct AsyncDebouncedTests {
-  typealias Event = TestUpstream<String>.Event
+  typealias Event = TestStream<String>.Event
 
   func debounce(
     _ inputs: [(Int64, Event)], _ interval: Int64 = 300, edges: Edges = .trailing, maxWait: Int64? = nil
@@ -56,7 +59,7 @@ import Testing
   }
 
   @Test func appendMergesEveryElementOfABurst() async {
-    let inputs: [(Int64, TestUpstream<[Int]>.Event)] = [
+    let inputs: [(Int64, TestStream<[Int]>.Event)] = [
       (0, .element([1])), (100, .element([2])), (200, .element([3])), (600, .element([4])),
     ]
     let log = await runTimeline(inputs) { upstream, scheduler in
@@ -89,7 +92,7 @@ import Testing
 
   @Test func theErrorThrownIsTheBaseSequencesError() async throws {
     let scheduler = TestScheduler()
-    let upstream = TestUpstream<String>()
+    let upstream = TestStream<String>()
     var iterator = upstream.debounced(for: .milliseconds(300), clock: scheduler).makeAsyncIterator()
     upstream.fail(TestFailure())
     await #expect(throws: TestFailure.self) { try await iterator.next() }
@@ -106,7 +109,7 @@ import Testing
   @Test(arguments: 0..<4)
   func emitsWhatADebouncerInvokesOnRandomTimelines(batch: UInt64) async {
     for seed in batch * 50..<(batch + 1) * 50 {
-      var random = SeededRandom(seed: seed)
+      var random = SeededGenerator(seed: seed)
       let interval = Int64.random(in: 1...80, using: &random)
       let maxWait: Int64? = Bool.random(using: &random) ? Int64.random(in: 1...200, using: &random) : nil
       let edges = [Edges.leading, .trailing, .both].randomElement(using: &random)!
@@ -117,7 +120,7 @@ import Testing
       }
 
       let expected = invocations(of: calls, interval: interval, edges: edges, maxWait: maxWait)
-      let inputs = calls.map { ($0, TestUpstream<Int>.Event.element($1)) }
+      let inputs = calls.map { ($0, TestStream<Int>.Event.element($1)) }
       let emitted = await runTimeline(inputs) { upstream, scheduler in
         upstream.debounced(
           for: .milliseconds(interval), edges: edges, maxWait: maxWait.map { .milliseconds($0) },

@@ -1,5 +1,7 @@
 import Testing
 
+import PaceTesting
+
 @testable import Pace
 
 /// `AsyncDebouncer`: debounced async work whose callers get the result covering their call.

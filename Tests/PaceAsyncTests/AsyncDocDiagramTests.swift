@@ -1,5 +1,8 @@
 import Testing
 
+import PaceTestSupport
+import PaceTesting
+
 @testable import Pace
 
 /// The diagrams and examples of AsyncOperators.md, AsyncDebouncer.md and RateLimiter.md, run

@@ -1,5 +1,7 @@
 import Testing
 
+import PaceTesting
+
 @testable import Pace
 
 /// The plumbing of `.debounced` and `.throttled`: a consumer suspended in `next()`, cancellation,
@@ -11,7 +13,7 @@ import Testing
 
   /// An iterator of the operator over `upstream`, type-erased for the tests.
   func iterator(
-    _ kind: Operator, _ upstream: TestUpstream<String>, interval: Duration, clock: some Clock<Duration>
+    _ kind: Operator, _ upstream: TestStream<String>, interval: Duration, clock: some Clock<Duration>
   ) -> any PacedIterator<String> {
     switch kind {
     case .debounced: upstream.debounced(for: interval, clock: clock).makeAsyncIterator()
@@ -22,7 +24,7 @@ import Testing
   @Test(arguments: Operator.allCases)
   func aWaitingConsumerReceivesTheTimersEmissionAndTheEnd(kind: Operator) async throws {
     let scheduler = TestScheduler()
-    let upstream = TestUpstream<String>()
+    let upstream = TestStream<String>()
     let received = Signals<String?>()
     let sequence = iterator(kind, upstream, interval: .milliseconds(300), clock: scheduler)
     let consumer = Task {
@@ -42,7 +44,7 @@ import Testing
 
   @Test func aWaitingConsumerReceivesALeadingEmissionFromTheReadingTask() async throws {
     let scheduler = TestScheduler()
-    let upstream = TestUpstream<String>()
+    let upstream = TestStream<String>()
     let received = Signals<String?>()
     let sequence = upstream.throttled(for: .milliseconds(100), clock: scheduler)
     let consumer = Task {
@@ -57,7 +59,7 @@ import Testing
   }
 
   @Test func theBaseSequenceIsReadFromTheFirstNext() async {
-    let upstream = TestUpstream<String>()
+    let upstream = TestStream<String>()
     let iterator = upstream.debounced(for: .milliseconds(300), clock: TestScheduler()).makeAsyncIterator()
     #expect(upstream.iteratorsMade == 0)
     #expect(iterator.tasksForTesting.isEmpty)
@@ -70,7 +72,7 @@ import Testing
   @Test(arguments: Operator.allCases)
   func cancellingTheConsumingTaskEndsEverythingPromptly(kind: Operator) async throws {
     let scheduler = TestScheduler()
-    let upstream = TestUpstream<String>()
+    let upstream = TestStream<String>()
     let iterator = iterator(kind, upstream, interval: .milliseconds(300), clock: scheduler)
     _ = iterator.pollForTesting()  // starts reading
     await upstream.send("a")  // pending, with a timer armed
@@ -94,7 +96,7 @@ import Testing
 
   @Test(arguments: Operator.allCases)
   func aCancelledTaskGetsNilAtOnce(kind: Operator) async throws {
-    let upstream = TestUpstream<String>()
+    let upstream = TestStream<String>()
     let sequence = iterator(kind, upstream, interval: .milliseconds(300), clock: TestScheduler())
     let consumer = Task {
       withUnsafeCurrentTask { $0?.cancel() }
@@ -107,7 +109,7 @@ import Testing
   @Test(arguments: Operator.allCases)
   func releasingTheIteratorEndsEverything(kind: Operator) async {
     let scheduler = TestScheduler()
-    let upstream = TestUpstream<String>()
+    let upstream = TestStream<String>()
     let tasks = await { () async -> [Task<Void, Never>] in
       let iterator = iterator(kind, upstream, interval: .milliseconds(300), clock: scheduler)
       _ = iterator.pollForTesting()
@@ -123,7 +125,7 @@ import Testing
   /// not an hour later.
   @Test(.timeLimit(.minutes(1)), arguments: Operator.allCases)
   func withARealClockNoTaskOutlivesTheIterator(kind: Operator) async {
-    let upstream = TestUpstream<String>()
+    let upstream = TestStream<String>()
     let tasks = await { () async -> [Task<Void, Never>] in
       let iterator = iterator(kind, upstream, interval: .seconds(3600), clock: ContinuousClock())
       _ = iterator.pollForTesting()
@@ -136,7 +138,7 @@ import Testing
   }
 
   @Test func breakingOutOfAForAwaitLoopEndsTheReading() async {
-    let upstream = TestUpstream<String>()
+    let upstream = TestStream<String>()
     let sequence = upstream.throttled(for: .seconds(3600), clock: ContinuousClock())
     let consumer = Task {
       for try await value in sequence where value == "a" { break }

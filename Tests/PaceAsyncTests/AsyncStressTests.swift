@@ -1,5 +1,7 @@
 import Testing
 
+import PaceTesting
+
 @testable import Pace
 
 /// Many tasks at once on real clocks, for the thread sanitizer: nothing lost, nothing duplicated,

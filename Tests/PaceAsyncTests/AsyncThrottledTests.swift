@@ -1,14 +1,17 @@
 import Testing
 
+import PaceTestSupport
+import PaceTesting
+
 @testable import Pace
 
 /// `.throttled` on virtual time, with exact emission times: the Throttler timelines, through the
 /// async operator.
 @Suite struct AsyncThrottledTests {
-  typealias Event = TestUpstream<String>.Event
+  typealias Event = TestStream<String>.Event
 
   func throttleValues<Value: Sendable & Equatable>(
-    _ inputs: [(Int64, TestUpstream<Value>.Event)], _ interval: Int64 = 100, edges: Edges = .both,
+    _ inputs: [(Int64, TestStream<Value>.Event)], _ interval: Int64 = 100, edges: Edges = .both,
     merge: Merge<Value> = .latest
   ) async -> [Emission<Value>] {
     await runTimeline(inputs) { upstream, scheduler in
@@ -25,7 +28,7 @@ import Testing
   // MARK: Timelines of the core tests
 
   @Test func emissionsAreExactlyOneIntervalApartWhileElementsContinue() async {
-    let inputs = stride(from: Int64(0), through: 290, by: 30).map { ($0, TestUpstream<Int>.Event.element(Int($0))) }
+    let inputs = stride(from: Int64(0), through: 290, by: 30).map { ($0, TestStream<Int>.Event.element(Int($0))) }
     let log = await throttleValues(inputs)
     #expect(log == [at(0, 0), at(100, 90), at(200, 180), at(300, 270)])
   }
@@ -44,7 +47,7 @@ import Testing
   }
 
   @Test func trailingOnlyEmitsAtEachWindowEnd() async {
-    let inputs: [(Int64, TestUpstream<[String]>.Event)] = [
+    let inputs: [(Int64, TestStream<[String]>.Event)] = [
       (10, .element(["a"])), (60, .element(["b"])), (150, .element(["c"])), (400, .element(["d"])),
     ]
     let log = await throttleValues(inputs, edges: .trailing, merge: .append)
@@ -69,7 +72,7 @@ import Testing
   }
 
   @Test func everyElementReachesExactlyOneEmissionWithAppend() async {
-    let inputs = (0..<50).map { (Int64($0 * 7), TestUpstream<[Int]>.Event.element([$0])) }
+    let inputs = (0..<50).map { (Int64($0 * 7), TestStream<[Int]>.Event.element([$0])) }
     let log = await throttleValues(inputs, merge: .append)
     #expect(log.compactMap(\.value).flatMap { $0 } == Array(0..<50))
   }
@@ -102,7 +105,7 @@ import Testing
   @Test(arguments: 0..<4)
   func emitsWhatAThrottlerInvokesOnRandomTimelines(batch: UInt64) async {
     for seed in batch * 50..<(batch + 1) * 50 {
-      var random = SeededRandom(seed: seed)
+      var random = SeededGenerator(seed: seed)
       let interval = Int64.random(in: 1...80, using: &random)
       let edges = [Edges.leading, .trailing, .both].randomElement(using: &random)!
       var time: Int64 = 0

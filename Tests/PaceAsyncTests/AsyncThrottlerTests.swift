@@ -1,5 +1,8 @@
 import Testing
 
+import PaceTestSupport
+import PaceTesting
+
 @testable import Pace
 
 /// `AsyncThrottler`: throttled async work whose callers get the result covering their call.

@@ -1,3 +1,5 @@
+import PaceTestSupport
+import PaceTesting
 import Testing
 
 @testable import Pace
@@ -80,7 +82,7 @@ import Testing
   /// `.debounced` and `.throttled` at the ends of time: every element reaches at most one
   /// emission, all of them in order when the trailing edge is on, and the timers run out.
   @Test(arguments: 0..<24) func operatorsOnRandomTimelines(seed: UInt64) async {
-    var random = SeededRandom(seed: seed)
+    var random = SeededGenerator(seed: seed)
     let setup = AsyncExtremeSetup(random: &random)
     await Self.play(setup, "debounced", random: &random) { upstream, clock in
       upstream.debounced(for: setup.interval, edges: setup.edges, maxWait: setup.maxWait, merge: .append, clock: clock)
@@ -90,37 +92,40 @@ import Testing
     }
   }
 
-  static func play<Sequence: AsyncSequence>(
-    _ setup: AsyncExtremeSetup, _ name: String, random: inout SeededRandom,
-    through operate: (TestUpstream<[Int]>, TestScheduler) -> Sequence
-  ) async where Sequence.AsyncIterator: PacedIterator, Sequence.Element == [Int] {
+  static func play<Sequence: AsyncSequence & Sendable>(
+    _ setup: AsyncExtremeSetup, _ name: String, random: inout SeededGenerator,
+    through operate: (TestStream<[Int]>, TestScheduler) -> Sequence
+  ) async where Sequence.Element == [Int] {
     let scheduler = TestScheduler(now: setup.start)
-    var timeline = VirtualTimeline(scheduler: scheduler, operate)
+    let upstream = TestStream<[Int]>()
+    let timeline = VirtualTimeline(scheduler: scheduler, operate(upstream, scheduler))
     var time = setup.start
     var sent: [Int] = []
     for step in 0..<Int.random(in: 1...20, using: &random) {
       time = time.advanced(by: AsyncExtremeSetup.gap(&random))
-      await timeline.play(.element([step]), at: time)
+      timeline.advance(to: max(time, scheduler.now))
+      await upstream.send([step])
       sent.append(step)
     }
     timeline.runTimers()
     let context = "\(name), \(setup)"
     #expect(scheduler.pendingCount == 0, "\(context)")
-    let emitted = timeline.log.compactMap(\.value).flatMap { $0 }
+    let emitted = timeline.values.flatMap { $0 }
     if setup.edges.contains(.trailing) {
       #expect(emitted == sent, "\(context)")
     } else {
       #expect(emitted.count <= sent.count && Set(emitted).count == emitted.count, "\(context)")
     }
-    await timeline.play(.finish, at: scheduler.now)
-    #expect(timeline.ended, "\(context)")
+    upstream.finish()
+    await timeline.waitForEnd()
+    #expect(timeline.isFinished, "\(context)")
   }
 
   /// `AsyncDebouncer` and `AsyncThrottler` at the ends of time: `run()` returns, nothing is left
   /// pending, no more invocations start than calls were made, and each caller that gets a result
   /// gets one that covers its own call.
   @Test(arguments: 0..<24) func workPacersOnRandomTimelines(seed: UInt64) async {
-    var random = SeededRandom(seed: seed)
+    var random = SeededGenerator(seed: seed)
     let setup = AsyncExtremeSetup(random: &random)
     for throttler in [false, true] {
       let scheduler = TestScheduler(now: setup.start)
@@ -156,7 +161,7 @@ import Testing
   /// `RateLimiter` at the ends of time: nothing traps, `run()` returns with no timer left, and
   /// what still waits is ready only beyond the end of the timeline and ends when cancelled.
   @Test(arguments: 0..<24) func rateLimiterOnRandomTimelines(seed: UInt64) async {
-    var random = SeededRandom(seed: seed)
+    var random = SeededGenerator(seed: seed)
     let setup = AsyncExtremeSetup(random: &random)
     let scheduler = TestScheduler(now: setup.start)
     let interval = setup.interval == .zero || setup.interval == .nanoseconds(0.5) ? .nanoseconds(1) : setup.interval

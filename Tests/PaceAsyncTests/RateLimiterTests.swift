@@ -1,5 +1,8 @@
 import Testing
 
+import PaceTestSupport
+import PaceTesting
+
 @testable import Pace
 
 /// `RateLimiter` on virtual time, with exact grant times; and a real-time stress test.

@@ -1,5 +1,8 @@
 import Testing
 
+import PaceTestSupport
+import PaceTesting
+
 @testable import Pace
 
 /// `TestScheduler` as a `Clock`.

@@ -1,5 +1,7 @@
 import Testing
 
+import PaceTesting
+
 @testable import Pace
 
 /// The token bucket's arithmetic, driven directly.

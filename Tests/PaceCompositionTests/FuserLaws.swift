@@ -1,6 +1,7 @@
 // The Fuser laws, written once. PaceCompositionTests runs them against every constructor and
 // operator of `Fuser`; PaceUITests runs the same file (a symlink) against the UI sources.
 
+import PaceTestSupport
 import Testing
 
 @testable import Pace

@@ -1,4 +1,5 @@
 import Dispatch
+import PaceTestSupport
 import Testing
 
 @testable import Pace

@@ -1,3 +1,4 @@
+import PaceTestSupport
 import Testing
 @testable import Pace
 

@@ -1,4 +1,5 @@
 import AppKitStandIn
+import PaceTestSupport
 import PaceUIOnStandIns
 import Testing
 

@@ -1,4 +1,5 @@
 import Foundation
+import PaceTestSupport
 import PaceUI
 import Testing
 

@@ -1,16 +1,6 @@
+import PaceTestSupport
+
 @testable import Pace
-
-/// A milliseconds instant.
-func ms(_ value: Int64) -> PaceInstant {
-  PaceInstant(nanoseconds: value * 1_000_000)
-}
-
-/// A thread-safe counter.
-final class Counter: Sendable {
-  private let value = LockedState(0)
-  func increment() { value.withLock { $0 += 1 } }
-  var count: Int { value.withLock { $0 } }
-}
 
 /// A main-actor list that `@MainActor @Sendable` handlers can append to.
 @MainActor final class Log<Item> {

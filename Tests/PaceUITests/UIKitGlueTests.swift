@@ -1,3 +1,4 @@
+import PaceTestSupport
 import PaceUIOnStandIns
 import Testing
 import UIKitStandIn

@@ -19,8 +19,8 @@
 /// drops its pending invocation: the scheduler holds it only weakly.
 ///
 /// ```
-/// calls        a-b-c-------d-----
-/// trailing     --------c---------d   (interval 3 steps... see the Debouncer article)
+/// calls        a-b-c-------d-----   (one step: 100 ms; interval: 300 ms, trailing)
+/// invocations  -------c-------d--
 /// ```
 public final class Debouncer<Value: Sendable>: Sendable {
   @usableFromInline let pacer: Pacer<DebounceStateMachine<Value>>

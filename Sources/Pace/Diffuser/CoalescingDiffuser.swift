@@ -10,8 +10,8 @@
 /// where the diffuser's side effects run.
 ///
 /// ```
-/// run          a-b-c-------d---
-/// render       -----c--------d--   (next turn after the first run of a burst)
+/// runs         [abc]---d---   (three runs in one turn, then one: one render each turn)
+/// renders      c    ---d---
 /// ```
 @MainActor
 public final class CoalescingDiffuser<State: Sendable> {

@@ -66,6 +66,11 @@ private struct DispatchTimer: PaceCancellable, @unchecked Sendable {
 
 extension PaceScheduler where Self == DispatchScheduler {
   /// The main queue.
+  ///
+  /// Work on it runs only while the main thread serves the main queue: in an app (UIKit,
+  /// AppKit, SwiftUI) always, but in a command-line tool never, unless `main.swift` ends with
+  /// `dispatchMain()` or `RunLoop.main.run()`. A tool that returns from `main` or blocks the
+  /// main thread sees nothing fire; use `.queue(someQueue)` or a ``ClockScheduler`` there.
   public static var main: DispatchScheduler { DispatchScheduler.mainQueue }
 
   /// A serial dispatch queue.

@@ -39,11 +39,16 @@ extension TestScheduler: Clock {
     try await withTaskCancellationHandler {
       try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
         guard sleeper.begin(continuation) else { return }
-        let job = schedule(at: deadline) { sleeper.wake() }
+        let job = schedule(at: deadline) { [self] in
+          if sleeper.wake() { sleeperCountChanged(by: -1) }
+        }
         sleeper.keep(job)
+        // Counted in only once its job is scheduled: a test that waits for this sleeper and
+        // then advances must find the job there to run.
+        sleeperCountChanged(by: 1)
       }
     } onCancel: {
-      sleeper.cancel()
+      if sleeper.cancel() { sleeperCountChanged(by: -1) }
     }
   }
 }
@@ -80,11 +85,15 @@ private final class VirtualSleeper: Sendable {
     if cancelledMeanwhile { job.cancel() }
   }
 
-  func wake() {
-    finish()?.continuation.resume()
+  /// Resumes the sleeper; `false` if it had been cancelled already.
+  func wake() -> Bool {
+    guard let (continuation, _) = finish() else { return false }
+    continuation.resume()
+    return true
   }
 
-  func cancel() {
+  /// Throws `CancellationError` in the sleeper; `true` if it was sleeping (counted in).
+  func cancel() -> Bool {
     let sleeping = state.withLock { state -> Bool in
       if case .initial = state {
         state = .done  // `begin` will see it and throw
@@ -92,9 +101,10 @@ private final class VirtualSleeper: Sendable {
       }
       return true
     }
-    guard sleeping, let (continuation, job) = finish() else { return }
+    guard sleeping, let (continuation, job) = finish() else { return false }
     job?.cancel()
     continuation.resume(throwing: CancellationError())
+    return true
   }
 
   private func finish() -> (continuation: UnsafeContinuation<Void, any Error>, job: (any PaceCancellable)?)? {

@@ -24,6 +24,11 @@
 /// }
 /// ```
 ///
+/// In tests, pass a `TestScheduler` rather than relying on the default `.main`: a test (like a
+/// command-line tool, which has no run loop unless it calls `dispatchMain()` or
+/// `RunLoop.main.run()`) does not serve the main queue while it waits, so work scheduled on
+/// `.main` would never fire there.
+///
 /// ``isCurrent`` is always `true`: a leading invocation happens synchronously inside `call`.
 /// Work runs on the thread that advances the scheduler, never under the scheduler's lock.
 public final class TestScheduler: PaceScheduler {
@@ -43,6 +48,28 @@ public final class TestScheduler: PaceScheduler {
     var heap: [Job] = []
     /// Sequences of jobs cancelled but still in the heap; they are skipped when they surface.
     var cancelled: Set<UInt64> = []
+    /// Tasks suspended in `sleep(until:)`.
+    var sleepers = 0
+    /// Tests waiting for work to be scheduled or for tasks to sleep (PaceTesting's
+    /// `waitUntilPending` and `waitForSleepers`): work is often scheduled from another task,
+    /// so a test cannot know it has been without being told.
+    var waiters: [Waiter] = []
+
+    /// Takes the waiters whose wait is over.
+    mutating func takeReadyWaiters() -> [UnsafeContinuation<Void, Never>] {
+      if waiters.isEmpty { return [] }
+      let (pending, sleepers) = (heap.count - cancelled.count, sleepers)
+      let isReady = { (waiter: Waiter) in waiter.count <= (waiter.countsSleepers ? sleepers : pending) }
+      let ready = waiters.filter(isReady).map(\.continuation)
+      waiters.removeAll(where: isReady)
+      return ready
+    }
+  }
+
+  fileprivate struct Waiter {
+    var count: Int
+    var countsSleepers: Bool
+    var continuation: UnsafeContinuation<Void, Never>
   }
 
   private let state: LockedState<State>
@@ -61,12 +88,13 @@ public final class TestScheduler: PaceScheduler {
 
   @discardableResult
   public func schedule(at deadline: PaceInstant, _ work: @escaping @Sendable () -> Void) -> any PaceCancellable {
-    let sequence = state.withLock { state in
+    let (sequence, ready) = state.withLock { state in
       let sequence = state.nextSequence
       state.nextSequence += 1
       state.heap.push(Job(deadline: deadline, sequence: sequence, work: work), by: { $0.runsBefore($1) })
-      return sequence
+      return (sequence, state.takeReadyWaiters())
     }
+    for waiter in ready { waiter.resume() }
     return ScheduledJob(scheduler: self, sequence: sequence)
   }
 
@@ -121,6 +149,42 @@ public final class TestScheduler: PaceScheduler {
       state.dropCancelledTop()
       return state.heap.first?.deadline
     }
+  }
+
+  // MARK: Sleepers (for PaceTesting's deterministic async harness)
+
+  /// The number of tasks suspended in ``sleep(until:tolerance:)`` now.
+  package var sleepingTaskCount: Int {
+    state.withLock { $0.sleepers }
+  }
+
+  /// Returns once at least `count` work items are scheduled (see ``pendingCount``).
+  package func waitUntilPendingCount(_ count: Int) async {
+    await wait(for: count, countsSleepers: false)
+  }
+
+  /// Returns once at least `count` tasks are suspended in ``sleep(until:tolerance:)``.
+  package func waitUntilSleeping(_ count: Int) async {
+    await wait(for: count, countsSleepers: true)
+  }
+
+  private func wait(for count: Int, countsSleepers: Bool) async {
+    await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+      let ready = state.withLock { state in
+        state.waiters.append(Waiter(count: count, countsSleepers: countsSleepers, continuation: continuation))
+        return state.takeReadyWaiters()
+      }
+      for waiter in ready { waiter.resume() }
+    }
+  }
+
+  /// Counts a sleeper in (`+1`) or out (`-1`), and wakes the waiters whose count is reached.
+  func sleeperCountChanged(by change: Int) {
+    let ready = state.withLock { state in
+      state.sleepers += change
+      return state.takeReadyWaiters()
+    }
+    for waiter in ready { waiter.resume() }
   }
 
   /// Takes the next job due by `limit` (any job if `nil`) and moves `now` to its deadline; or,

@@ -1,3 +1,5 @@
+import PaceTesting
+
 @testable import Pace
 
 /// An unbounded channel of test events: code under test posts, the test awaits them in order.

@@ -1,3 +1,6 @@
+import PaceTestSupport
+import PaceTesting
+
 @testable import Pace
 
 /// What ``AsyncDebouncer`` and ``AsyncThrottler`` have in common, for the tests.

@@ -1,17 +1,41 @@
-@testable import Pace
-
-/// A base sequence driven by the test, one event at a time.
+/// An async sequence that a test drives one element at a time, and that says when its consumer
+/// has dealt with each one.
 ///
-/// `send(_:)` returns once the consumer has *processed* the element: when it asks for the next
-/// one (or goes away). An operator's reading task handles an element between two `next()`
-/// calls, so after `await upstream.send(x)` the operator has seen `x` at the current virtual
-/// time, and the test may advance the clock. No yielding, no polling.
-final class TestUpstream<Element: Sendable>: AsyncSequence, Sendable {
-  enum Event {
+/// ``send(_:)`` returns once the consumer has *processed* the element: when it asks for the next
+/// one (or goes away). A consumer handles an element between two calls to `next()`, so after
+/// `await stream.send(x)` the operator reading this stream (`.debounced`, `.throttled`, a view
+/// model's `for await` loop) has seen `x` at the current virtual time, and the test may advance
+/// its `TestScheduler`. No `Task.yield()`, no sleeping, no polling:
+///
+/// ```swift
+/// @Test func theLastQueryIsSearched() async {
+///   let scheduler = TestScheduler()
+///   let queries = TestStream<String>()
+///   let timeline = VirtualTimeline(scheduler: scheduler,
+///                                  queries.debounced(for: .milliseconds(300), clock: scheduler))
+///   await queries.send("s")
+///   scheduler.advance(by: .milliseconds(100))
+///   await queries.send("sw")
+///   timeline.advance(by: .milliseconds(300))
+///   #expect(timeline.emissions == [.value("sw", at: PaceInstant(.milliseconds(400)))])
+/// }
+/// ```
+///
+/// It can be iterated once: it is a test's stand-in for one producer. When the consumer is
+/// cancelled or releases its iterator, the stream ends and pending ``send(_:)`` calls return.
+public final class TestStream<Element: Sendable>: AsyncSequence, Sendable {
+  /// What the stream can deliver next.
+  public enum Event {
+    /// An element.
     case element(Element)
+    /// The normal end.
     case finish
+    /// The end by an error.
     case failure(any Error)
   }
+
+  /// A stream with nothing sent yet.
+  public init() {}
 
   private struct State {
     var queue: [(event: Event, sender: UnsafeContinuation<Void, Never>?)] = []
@@ -24,7 +48,7 @@ final class TestUpstream<Element: Sendable>: AsyncSequence, Sendable {
     var releaseWaiters: [UnsafeContinuation<Void, Never>] = []
   }
 
-  private let state = LockedState(State())
+  private let state = Locked(State())
 
   private enum Step {
     case none
@@ -32,28 +56,29 @@ final class TestUpstream<Element: Sendable>: AsyncSequence, Sendable {
     case refuse(UnsafeContinuation<Void, Never>)
   }
 
-  /// Delivers `element` and returns once the consumer has processed it.
-  func send(_ element: Element) async {
+  /// Delivers `element` and returns once the consumer has processed it: when it asks for the next
+  /// element, or is cancelled or gone. Elements sent before anyone iterates wait in order.
+  public func send(_ element: Element) async {
     await withUnsafeContinuation { (sender: UnsafeContinuation<Void, Never>) in
       enqueue(.element(element), sender: sender)
     }
   }
 
-  /// Finishes the sequence; returns at once.
-  func finish() {
+  /// Ends the stream; returns at once, without waiting for the consumer.
+  public func finish() {
     enqueue(.finish, sender: nil)
   }
 
-  /// Fails the sequence with `error`; returns at once.
-  func fail(_ error: any Error) {
+  /// Ends the stream with `error`; returns at once, without waiting for the consumer.
+  public func fail(_ error: any Error) {
     enqueue(.failure(error), sender: nil)
   }
 
-  /// How many iterators were made.
-  var iteratorsMade: Int { state.withLock { $0.iteratorsMade } }
+  /// How many iterators were made: an operator should make one.
+  public var iteratorsMade: Int { state.withLock { $0.iteratorsMade } }
 
-  /// Returns once the iterator has been released (the reading task has let go of it).
-  func released() async {
+  /// Returns once the iterator has been released: whoever read the stream has let go of it.
+  public func released() async {
     await withUnsafeContinuation { (waiter: UnsafeContinuation<Void, Never>) in
       let done = state.withLock { state -> Bool in
         if state.released { return true }
@@ -137,23 +162,26 @@ final class TestUpstream<Element: Sendable>: AsyncSequence, Sendable {
     for waiter in waiters { waiter.resume() }
   }
 
-  func makeAsyncIterator() -> Iterator {
+  /// An iterator over what the test sends.
+  public func makeAsyncIterator() -> Iterator {
     state.withLock { $0.iteratorsMade += 1 }
     return Iterator(lifetime: Lifetime(upstream: self))
   }
 
-  struct Iterator: AsyncIteratorProtocol {
+  /// The iterator of a ``TestStream``.
+  public struct Iterator: AsyncIteratorProtocol {
     fileprivate let lifetime: Lifetime
 
-    mutating func next() async throws -> Element? {
+    /// The next element the test sends, `nil` after ``TestStream/finish()``.
+    public mutating func next() async throws -> Element? {
       try await lifetime.upstream.next().get()
     }
   }
 
   fileprivate final class Lifetime: Sendable {
-    let upstream: TestUpstream
+    let upstream: TestStream
 
-    init(upstream: TestUpstream) {
+    init(upstream: TestStream) {
       self.upstream = upstream
     }
 

@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""Turns every ```swift block of README.md and the DocC articles into Swift that the build compiles.
+
+    Scripts/extract-doc-examples.py          # regenerate Tests/DocExamplesTests/Generated/
+    Scripts/extract-doc-examples.py --check  # CI: fail if the generated files are stale
+
+Why a generator rather than SwiftPM snippets: the examples stay where readers see them (README,
+articles), they are edited like prose, and a stale copy is caught by `--check`; a snippet would
+move the code out of the article into `Snippets/` and leave README's code unchecked.
+
+Each block (with the blocks that continue it) becomes one file,
+`Tests/DocExamplesTests/Generated/<Document>-<n>.swift`, in the `DocExamplesTests` test target:
+
+- A block that declares tests (a line starting with `@Test` or `@Suite`) is compiled as written,
+  as the members of `struct DocExample_<Document>_<n>` (so two documents may both declare
+  `searchIsDebounced()`); its `@Test`s *run* with the other tests. A block with an `extension`
+  or a `protocol`, which cannot be nested, is put at file scope as written.
+- Any other block is a fragment of app code: its statements become the body of
+  `@MainActor func example() async throws` in that struct, so `let`s, calls, `try` and `await`
+  all compile, and its top-level types become members of the struct. The names such fragments
+  assume (`api`, `searchField`, `tableView`, ...) are declared once in
+  `Tests/DocExamplesTests/Context.swift`, with UIKit's stand-ins.
+- Imports: a block with `import` lines gets exactly those (it claims to be complete: a missing
+  import is an error). A block without gets `Foundation`, `Pace`, `PaceTesting`, `Testing`,
+  `Synchronization` and the UIKit stand-ins, as an app's file would have them.
+
+Markers, an HTML comment on the line(s) just before the opening fence (invisible in DocC and on
+GitHub):
+
+- `<!-- example: continues -->`: the block goes on from the previous block of the document, in
+  the same scope (split an example with prose, compile it whole).
+- `<!-- example-context: SWIFT -->`: Swift code put before the block, in its scope (the names a
+  fragment assumes that Context.swift does not declare). May span lines.
+- `<!-- example: not-compiled REASON -->`: not compiled, and reported on every run. For listings
+  that are not code (declarations without bodies, a signature summary), or for a while, for an
+  example of API that another branch is adding (the reason says which; remove it on merge).
+"""
+
+import pathlib
+import re
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+OUTPUT = ROOT / "Tests" / "DocExamplesTests" / "Generated"
+DEFAULT_IMPORTS = ["Foundation", "Pace", "PaceTesting", "PaceUI", "PaceUIOnStandIns", "Synchronization", "Testing",
+                   "UIKitStandIn"]
+FENCE = re.compile(r"^```swift[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
+MARKER = re.compile(r"<!--\s*(example(?:-context)?):?(.*?)-->", re.S)
+FILE_SCOPE = re.compile(r"^(extension|protocol)\b", re.M)
+DECLARATIONS = re.compile(r"^(@Test|@Suite|@MainActor @Test|@MainActor\s+@Suite)\b", re.M)
+
+
+def documents():
+    yield ROOT / "README.md"
+    yield from sorted((ROOT / "Sources").glob("*/*.docc/**/*.md"))
+
+
+def markers_before(text, start):
+    """The example markers in the HTML comments that end just before `start` (blank lines allowed)."""
+    found = []
+    head = text[:start].rstrip()
+    while head.endswith("-->"):
+        open_at = head.rfind("<!--")
+        match = MARKER.fullmatch(head[open_at:])
+        if open_at < 0 or not match:
+            break
+        found.insert(0, (match.group(1), match.group(2).strip()))
+        head = head[:open_at].rstrip()
+    return found
+
+
+def groups(path):
+    """The document's examples: lists of (line, code, context) that compile together."""
+    text = path.read_text()
+    result, skipped = [], []
+    for fence in FENCE.finditer(text):
+        line = text.count("\n", 0, fence.start()) + 1
+        code, context, continues = fence.group(1), [], False
+        for kind, value in markers_before(text, fence.start()):
+            if kind == "example-context":
+                context.append(value)
+            elif value == "continues":
+                continues = True
+            elif value.startswith("not-compiled"):
+                skipped.append(f"{path.relative_to(ROOT)}:{line}: {value}")
+                code = None
+            else:
+                sys.exit(f"{path.relative_to(ROOT)}:{line}: unknown marker 'example: {value}'")
+        if code is None:
+            continue
+        if continues:
+            if not result:
+                sys.exit(f"{path.relative_to(ROOT)}:{line}: 'example: continues' has no block to continue")
+            result[-1].append((line, code, context))
+        else:
+            result.append([(line, code, context)])
+    return result, skipped
+
+
+def swift_name(path):
+    name = path.stem if path.name != "README.md" else "README"
+    return re.sub(r"[^A-Za-z0-9]", "", name)
+
+
+def render(path, index, group):
+    source = str(path.relative_to(ROOT))
+    lines = ", ".join(str(line) for line, _, _ in group)
+    body, imports = [], []
+    for _, code, context in group:
+        for line in code.splitlines():
+            (imports if re.match(r"^import \w+$", line) else body).append(line)
+    # Context goes first, in the order the blocks give it.
+    context = [piece for _, _, pieces in group for piece in pieces]
+    code = "\n".join(context + body).strip("\n")
+    imports = sorted(set(line.split()[1] for line in imports)) or DEFAULT_IMPORTS
+    name = f"DocExample_{swift_name(path)}_{index}"
+    out = [
+        f"// Generated by Scripts/extract-doc-examples.py from {source} (lines {lines}). Do not edit:",
+        "// edit the document and run the script.",
+        "",
+        *[f"import {module}" for module in imports],
+        "",
+    ]
+    if FILE_SCOPE.search(code):
+        out.append(code)
+    elif DECLARATIONS.search(code):
+        out += [f"struct {name} {{", indent(code), "}"]
+    else:
+        types, statements = split_types(code)
+        out += [f"struct {name} {{", *([indent(types), ""] if types else []),
+                "  @MainActor func example() async throws {", indent(statements, 4), "  }", "}"]
+    return f"{swift_name(path)}-{index}.swift", "\n".join(out) + "\n"
+
+
+TYPE = re.compile(r"^(@\w+ )*(public |final )*(struct|enum|class|actor) \w+")
+
+
+def split_types(code):
+    """Splits a fragment into its top-level type declarations (members of the example's struct,
+    so the statements may use them in any order) and its statements (the function body)."""
+    types, statements, inside = [], [], False
+    for line in code.splitlines():
+        if not inside and TYPE.match(line):
+            types.append(line)
+            inside = line.count("{") > line.count("}")
+        elif inside:
+            types.append(line)
+            inside = line != "}"
+        else:
+            statements.append(line)
+    return "\n".join(types).strip("\n"), "\n".join(statements).strip("\n")
+
+
+def indent(code, spaces=2):
+    return "\n".join((" " * spaces + line) if line.strip() else "" for line in code.splitlines())
+
+
+def generate():
+    files, skipped = {}, []
+    for path in documents():
+        found, skips = groups(path)
+        skipped += skips
+        for index, group in enumerate(found, start=1):
+            name, content = render(path, index, group)
+            files[name] = content
+    return files, skipped
+
+
+def main():
+    check = "--check" in sys.argv[1:]
+    files, skipped = generate()
+    existing = {path.name: path.read_text() for path in OUTPUT.glob("*.swift")} if OUTPUT.exists() else {}
+    stale = sorted(set(existing) ^ set(files) | {name for name in files if existing.get(name) != files[name]})
+    for note in skipped:
+        print(f"not compiled: {note}")
+    if check:
+        if stale:
+            print("error: Tests/DocExamplesTests/Generated is stale; run Scripts/extract-doc-examples.py:",
+                  file=sys.stderr)
+            for name in stale:
+                print(f"  {name}", file=sys.stderr)
+            sys.exit(1)
+        print(f"doc examples up to date: {len(files)} files")
+        return
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    for name in set(existing) - set(files):
+        (OUTPUT / name).unlink()
+    for name, content in files.items():
+        if existing.get(name) != content:
+            (OUTPUT / name).write_text(content)
+    print(f"wrote {len(files)} files to {OUTPUT.relative_to(ROOT)} ({len(stale)} changed)")
+
+
+if __name__ == "__main__":
+    main()
