@@ -9,8 +9,9 @@ enum MainActorPerform {
   /// Other schedulers, ``TestScheduler`` among them, are checked each time they run the closure.
   static func checkScheduler(_ scheduler: any PaceScheduler, for type: StaticString) {
     if let dispatch = scheduler as? DispatchScheduler {
+      // Compared by label too: on Linux, `DispatchQueue.main` is a new wrapper at each use.
       precondition(
-        dispatch.queue === DispatchQueue.main,
+        dispatch.queue === DispatchQueue.main || dispatch.queue.label == DispatchQueue.main.label,
         """
         \(type): perform is main-actor isolated, but the scheduler runs it on the queue \
         '\(dispatch.queue.label)', off the main thread; pass .main, or a TestScheduler advanced on the main actor
