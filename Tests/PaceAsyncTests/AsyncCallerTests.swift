@@ -143,6 +143,31 @@ import Testing
     #expect(pay.pacer.invocationCountForTesting == 2)
   }
 
+  /// The diagram of MainActorApps.md: the work runs from 0 to 500 ms.
+  @Test func theDropWhileRunningDiagram() async throws {
+    let work = GatedWork()
+    let pay = AsyncThrottler(
+      for: .milliseconds(100), edges: .leading, staleWork: .dropCallsWhileRunning, clock: scheduler
+    ) { (tap: String) in
+      try await work.run("\(tap)@\(scheduler.now.nanoseconds / 1_000_000)")
+    }
+    let a = pay.submit("a")
+    #expect(await work.started.next() == "a@0")
+    scheduler.advance(to: ms(200))
+    let b = pay.submit("b")
+    scheduler.advance(to: ms(400))
+    let c = pay.submit("c")
+    scheduler.advance(to: ms(500))
+    work.gate.open()
+    #expect(try await a.value == "A@0")
+    await #expect(throws: CancellationError.self) { try await b.value }
+    await #expect(throws: CancellationError.self) { try await c.value }
+    scheduler.advance(to: ms(800))
+    let d = pay.submit("d")
+    #expect(try await d.value == "D@800")
+    #expect(pay.pacer.invocationCountForTesting == 2)
+  }
+
   @Test func aDroppedCallLeavesTheDebouncersTimingUntouched() async throws {
     let work = GatedWork()
     let save = AsyncDebouncer(for: .milliseconds(100), staleWork: .dropCallsWhileRunning, clock: scheduler) {

@@ -32,6 +32,12 @@ import Testing
       equals: "-----e----j---")
   }
 
+  /// The diagram of `Debouncer`'s doc comment (Debouncer.swift).
+  @Test func debounceDocComment() {
+    expectMarbles(
+      "a-b-c-------d-----", step: step, through: { $0.debouncer(for: interval) }, equals: "-------c-------d--")
+  }
+
   // MARK: Throttler.md
 
   @Test func throttleBothEdges() {

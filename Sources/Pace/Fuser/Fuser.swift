@@ -83,7 +83,7 @@ extension Fuser where Event: Sendable {
   /// handed to the main queue, in order with the other events from that thread.
   ///
   /// ```swift
-  /// connection = events.connectOnMainActor { event in self.render(event) }
+  /// connection = events.connectOnMainActor { [weak self] event in self?.render(event) }   // stored in self: weak
   /// ```
   ///
   /// - Parameter dispatch: Receives the events, on the main actor.

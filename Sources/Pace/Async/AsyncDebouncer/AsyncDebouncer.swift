@@ -6,6 +6,7 @@
 ///   try await api.search(query)
 /// }
 /// let items = try await search("swi")   // CancellationError if a newer call superseded it
+/// let task = search.submit("swif")       // registered now, synchronously; `await task.value`
 /// ```
 ///
 /// Timing is ``Debouncer``'s, on the same state machine: calls in a burst wait until `interval`
@@ -18,7 +19,8 @@
 /// - **Stale work.** A call that arrives while work is in flight, and that a newer invocation
 ///   will cover, supersedes it: the work's callers throw `CancellationError` at once, and the
 ///   work is cancelled (``StaleWork/cancel``, the default) or left to finish with its result
-///   dropped (``StaleWork/discardResult``).
+///   dropped (``StaleWork/discardResult``). With ``StaleWork/dropCallsWhileRunning`` the work goes
+///   on and calls that arrive while it runs are dropped instead.
 /// - **Dropped calls.** With ``Edges/leading`` alone, the calls after the first one of a burst
 ///   are covered by no invocation: they throw `CancellationError` at once and supersede nothing.
 /// - **Cancellation.** A caller whose task is cancelled stops waiting with `CancellationError`.
@@ -26,7 +28,10 @@
 ///   invocation whose callers have all given up is skipped.
 ///
 /// Works on any clock whose duration is `Duration`; pass a ``TestScheduler`` for virtual time.
-/// Call it from any task. Releasing the debouncer cancels its timer and any work still running.
+/// Call it from any task: ``call(_:isolation:)`` registers the call on the caller's actor before
+/// it first suspends, and ``submit(_:)`` registers it synchronously. Releasing the debouncer
+/// cancels its timer and any work still running. Stored in a property of the object its
+/// operation uses, it takes that object as `owner:` (held weakly) or captures `[weak self]`.
 public final class AsyncDebouncer<Input: Sendable, Output: Sendable>: Sendable {
   let pacer: AsyncWorkPacer<DebounceStateMachine<Input>, Output>
 

@@ -17,9 +17,14 @@
 /// ``AsyncDebouncer``: callers covered by one invocation share its result; a call that a newer
 /// invocation will cover supersedes the work in flight, whose callers throw `CancellationError`
 /// (``StaleWork``); with ``Edges/leading`` alone the other calls of a window throw
-/// `CancellationError` at once; a caller's own cancellation ends its wait.
+/// `CancellationError` at once; a caller's own cancellation ends its wait. With
+/// ``StaleWork/dropCallsWhileRunning`` calls that arrive while the work runs are dropped: the
+/// double-submit guard.
 ///
 /// Works on any clock whose duration is `Duration`; pass a ``TestScheduler`` for virtual time.
+/// ``call(_:isolation:)`` registers the call on the caller's actor before it first suspends, and
+/// ``submit(_:)`` registers it synchronously. Stored in a property of the object its operation
+/// uses, it takes that object as `owner:` (held weakly) or captures `[weak self]`.
 public final class AsyncThrottler<Input: Sendable, Output: Sendable>: Sendable {
   let pacer: AsyncWorkPacer<ThrottleStateMachine<Input>, Output>
 
