@@ -208,7 +208,8 @@ import Testing
   @Test func onceTheOwnerIsGonePendingWorkIsDroppedAndCallsThrow() async throws {
     var owner: Counter? = Counter()
     let invoked = Log<String>()
-    let refresh = AsyncThrottler(for: .milliseconds(100), clock: scheduler, owner: owner!) { (_: Counter, page: String) in
+    let refresh = AsyncThrottler(for: .milliseconds(100), clock: scheduler, owner: owner!) {
+      (_: Counter, page: String) in
       invoked.append(page)
       return page
     }

@@ -53,14 +53,18 @@ import Testing
   @Test func fuserDebounce() {
     expectMarbles(
       "ab-x------c----", step: step,
-      through: { marbles in twoSources(marbles) { $0.debounced(for: .milliseconds(300), scheduler: marbles.scheduler) } },
+      through: { marbles in
+        twoSources(marbles) { $0.debounced(for: .milliseconds(300), scheduler: marbles.scheduler) }
+      },
       equals: "------x------c-")
   }
 
   @Test func fuserThrottle() {
     expectMarbles(
       "abcxyzg-----h", step: step,
-      through: { marbles in twoSources(marbles) { $0.throttled(for: .milliseconds(300), scheduler: marbles.scheduler) } },
+      through: { marbles in
+        twoSources(marbles) { $0.throttled(for: .milliseconds(300), scheduler: marbles.scheduler) }
+      },
       equals: "a--c--z--g--h")
   }
 

@@ -81,7 +81,8 @@ final class ManualSource<Event: Sendable>: Sendable {
     let source = ManualSource<[Int]>()
     let output = Recorder<[Int]>(clock: scheduler)
     let connection = source.fuser
-      .debounced(for: .milliseconds(100), edges: .both, maxWait: .milliseconds(250), merge: .append, scheduler: scheduler)
+      .debounced(
+        for: .milliseconds(100), edges: .both, maxWait: .milliseconds(250), merge: .append, scheduler: scheduler)
       .connect(output.record)
     // A call every 60 ms: leading at 0, maxWait at 250, trailing 100 ms after the last call.
     for (index, time) in [0, 60, 120, 180, 240, 300].enumerated() {
@@ -334,7 +335,9 @@ protocol DeprecatedPacingSpelling<Event> {
   func debounce<S: PaceScheduler>(
     for interval: Duration, edges: Edges, maxWait: Duration?, merge: Merge<Event>, scheduler: S
   ) -> Fuser<Event>
-  func throttle<S: PaceScheduler>(for interval: Duration, edges: Edges, merge: Merge<Event>, scheduler: S) -> Fuser<Event>
+  func throttle<S: PaceScheduler>(
+    for interval: Duration, edges: Edges, merge: Merge<Event>, scheduler: S
+  ) -> Fuser<Event>
   func coalesce<S: PaceScheduler>(window: Duration, merge: Merge<Event>, scheduler: S) -> Fuser<Event>
 }
 

@@ -23,7 +23,8 @@ extension AsyncThrottler: AsyncWorkPacing {
 /// Drives an async pacer on virtual time and records each invocation's input with the virtual
 /// time it started at.
 ///
-/// Calls are made with `submit`, so each registers synchronously at the current virtual time. Time moves one timer deadline at a time. After each step the harness reads how many
+/// Calls are made with `submit`, so each registers synchronously at the current virtual time.
+/// Time moves one timer deadline at a time. After each step the harness reads how many
 /// invocations the pacer started (synchronously: their tasks are created inside the call or the
 /// timer) and awaits exactly that many reports from the operation, which reads the time before
 /// the harness moves it again. No polling, no yielding, no waiting on a guess.

@@ -142,7 +142,8 @@ final class AsyncWorkPacer<Machine: PacerStateMachine, Output: Sendable>: Sendab
         try await withUnsafeThrowingContinuation(isolation: isolation) { (continuation: Continuation) in
           let effects = state.withLock { state in
             // A task cancelled before this point ran its handler when nothing was registered yet.
-            register(Caller(id: id, waiter: .continuation(continuation)), input, cancelled: Task.isCancelled, in: &state)
+            let caller = Caller(id: id, waiter: .continuation(continuation))
+            return register(caller, input, cancelled: Task.isCancelled, in: &state)
           }
           effects.carryOut()
         }
