@@ -256,3 +256,69 @@ final class Counter: Sendable {
   func increment() { value.withLock { $0 += 1 } }
   var count: Int { value.withLock { $0 } }
 }
+
+/// `submit`, `owner:` and `.dropCallsWhileRunning` under concurrent callers, for the thread
+/// sanitizer: every caller is answered, and nothing races.
+@Suite(.timeLimit(.minutes(1))) struct AsyncCallerStressTests {
+  @Test func concurrentSubmitsWhileTheOwnerGoesAway() async {
+    let scheduler = TestScheduler()
+    let owner = LockedState<Counter?>(Counter())
+    let search = AsyncDebouncer(for: .milliseconds(10), clock: scheduler, owner: owner.withLock { $0! }) {
+      (owner: Counter, query: Int) in
+      owner.increment()
+      return query
+    }
+    let answered = await withTaskGroup(of: Int.self) { group in
+      for worker in 0..<8 {
+        group.addTask {
+          var answered = 0
+          for index in 0..<200 {
+            let task = search.submit(worker * 1000 + index)
+            scheduler.advance(by: .milliseconds(10))  // every wait ends: by the timer, or by a newer call
+            _ = try? await task.value
+            answered += 1
+          }
+          return answered
+        }
+      }
+      group.addTask {
+        owner.withLock { $0 = nil }
+        return 0
+      }
+      return await group.reduce(0, +)
+    }
+    #expect(answered == 1600)
+    scheduler.advance(by: .seconds(1))
+    #expect(!search.isPending)
+  }
+
+  // real-time: a zero interval on ContinuousClock, so that windows close while calls race.
+  @Test func concurrentCallsWhileWorkRunsAreDroppedOrAnswered() async {
+    let running = Counter()
+    let pay = AsyncThrottler(for: .zero, edges: .leading, staleWork: .dropCallsWhileRunning) { (tap: Int) in
+      running.increment()
+      return tap
+    }
+    let outcomes: (answered: Int, dropped: Int) = await withTaskGroup(of: (answered: Int, dropped: Int).self) {
+      group in
+      for worker in 0..<8 {
+        group.addTask {
+          var answered = 0
+          var dropped = 0
+          for index in 0..<200 {
+            do {
+              _ = try await pay(worker * 1000 + index)
+              answered += 1
+            } catch {
+              dropped += 1
+            }
+          }
+          return (answered, dropped)
+        }
+      }
+      return await group.reduce((0, 0)) { ($0.0 + $1.answered, $0.1 + $1.dropped) }
+    }
+    #expect(outcomes.answered + outcomes.dropped == 1600)
+    #expect(outcomes.answered == running.count)
+  }
+}

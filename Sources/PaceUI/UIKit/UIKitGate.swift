@@ -15,7 +15,9 @@ extension UIControl {
   /// restores them. Call it first thing in the control's action.
   ///
   /// ```swift
-  /// openButton.addAction(UIAction { _ in
+  /// // The button holds its action: capture it, and the controller holding the button, weakly.
+  /// openButton.addAction(UIAction { [weak self, weak openButton] _ in
+  ///   guard let self, let openButton else { return }
   ///   openButton.disableTemporarily(siblings: [settingsButton])
   ///   navigationController?.pushViewController(detail, animated: true)
   /// }, for: .touchUpInside)
