@@ -71,11 +71,14 @@ import Testing
     let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
       let scheduler = TestScheduler()
       let reload = Coalescer(scheduler: scheduler) { @MainActor in }
-      // Advanced on another queue: the run would be off the main thread.
-      DispatchQueue(label: "background").sync {
+      // Advanced on another thread: the run would be off the main thread.
+      let done = DispatchSemaphore(value: 0)
+      DispatchQueue(label: "background").async {
         reload()
         scheduler.advance()
+        done.signal()
       }
+      done.wait()
     }
     #expect(
       Self.message(result).contains(

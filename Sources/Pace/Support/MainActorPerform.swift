@@ -1,5 +1,9 @@
 import Dispatch
 
+#if canImport(Darwin)
+import Darwin
+#endif
+
 /// What the main-actor initialisers of ``Debouncer``, ``Throttler`` and ``Coalescer`` use to hand
 /// a main-actor closure to a scheduler, so that a scheduler running it off the main thread stops
 /// the process with a message instead of racing.
@@ -39,11 +43,17 @@ enum MainActorPerform {
     }
   }
 
-  /// Fails with a message naming `type` unless the caller runs on the main queue (which the
-  /// main actor runs on).
+  /// Fails with a message naming `type` unless the caller runs on the main thread, where the
+  /// main actor runs.
   static func checkOnMainThread(_ type: StaticString) {
-    precondition(
-      DispatchScheduler.main.isCurrent,
+    // Work the main queue runs, and the main thread outside any queue block, see the main queue's tag.
+    if DispatchScheduler.main.isCurrent { return }
+    #if canImport(Darwin)
+    // The main thread inside another queue's `sync`, which the runtime's main-actor check accepts too.
+    if pthread_main_np() != 0 { return }
+    #endif
+    // `MainActor.assumeIsolated` alone would trap without saying why.
+    preconditionFailure(
       """
       \(type): perform is main-actor isolated, but its scheduler ran it off the main thread; \
       pass .main, or advance the TestScheduler on the main actor
