@@ -1,3 +1,4 @@
+import Dispatch
 import Testing
 
 @testable import Pace
@@ -262,6 +263,7 @@ final class Counter: Sendable {
 @Suite(.timeLimit(.minutes(1))) struct AsyncCallerStressTests {
   @Test func concurrentSubmitsWhileTheOwnerGoesAway() async {
     let scheduler = TestScheduler()
+    let clockHand = DispatchQueue(label: "clock hand")
     let owner = LockedState<Counter?>(Counter())
     let search = AsyncDebouncer(for: .milliseconds(10), clock: scheduler, owner: owner.withLock { $0! }) {
       (owner: Counter, query: Int) in
@@ -274,7 +276,8 @@ final class Counter: Sendable {
           var answered = 0
           for index in 0..<200 {
             let task = search.submit(worker * 1000 + index)
-            scheduler.advance(by: .milliseconds(10))  // every wait ends: by the timer, or by a newer call
+            // Every wait ends: by the timer, or by a newer call. One thread at a time moves time.
+            clockHand.sync { scheduler.advance(by: .milliseconds(10)) }
             _ = try? await task.value
             answered += 1
           }

@@ -126,7 +126,8 @@ final class AsyncWorkPacer<Machine: PacerStateMachine, Output: Sendable>: Sendab
   }
 
   deinit {
-    // Callers hold the instance while they wait, so only timers and unawaited work are left.
+    // Callers of `call` hold the instance while they wait; `submit`'s tasks do not, and their
+    // callers fail here, with the timers and any work still running.
     let effects = state.withLock { state in takeEverything(from: &state) }
     effects.carryOut()
   }
