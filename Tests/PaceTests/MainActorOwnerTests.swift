@@ -230,3 +230,24 @@ final class DeinitProbe: Sendable {
 
   var count: Int { counter.withLock { $0 } }
 }
+
+/// The `Value == Void` spellings of the `owner:` initialisers, whose closures take only the owner.
+@Suite @MainActor struct VoidOwnerTests {
+  let scheduler = TestScheduler()
+
+  @Test func plainCallsPassOnlyTheOwner() {
+    let owner = Owner()
+    let fired = Recorder<String>(clock: scheduler)
+    let save: Debouncer<Void> = Debouncer(for: .milliseconds(300), scheduler: scheduler, owner: owner) { owner in
+      fired.record("save \(type(of: owner))")
+    }
+    let pay = Throttler(for: .milliseconds(500), edges: .leading, scheduler: scheduler, owner: owner) { (_: Owner) in
+      fired.record("pay")
+    }
+    save()
+    pay()
+    pay()
+    scheduler.advance(to: ms(300))
+    #expect(fired.timeline == [at(0, "pay"), at(300, "save Owner")])
+  }
+}

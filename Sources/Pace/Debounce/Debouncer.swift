@@ -223,6 +223,28 @@ public final class Debouncer<Value: Sendable>: Sendable {
 }
 
 extension Debouncer where Value == Void {
+  /// A debouncer of plain calls that holds `owner` weakly and passes it to each invocation of the
+  /// main-actor `perform`: `Debouncer(for: .milliseconds(500), owner: self) { owner in ... }`.
+  ///
+  /// - Parameters:
+  ///   - interval: How long calls must stop before the trailing invocation. Not negative.
+  ///   - edges: Which edges invoke: `.trailing` (the default), `.leading`, or both. Not empty.
+  ///   - maxWait: The longest a call waits for its invocation; `nil` (the default) for no bound.
+  ///   - scheduler: Where time is read and `perform` runs: the main queue by default, or a
+  ///     ``TestScheduler`` advanced on the main actor.
+  ///   - owner: The object `perform` works on, held weakly.
+  ///   - perform: The function, isolated to the main actor; it gets the owner.
+  public convenience init<Owner: AnyObject & Sendable>(
+    for interval: Duration,
+    edges: Edges = .trailing,
+    maxWait: Duration? = nil,
+    scheduler: any PaceScheduler = .main,
+    owner: Owner,
+    perform: @escaping @MainActor @Sendable (_ owner: Owner) -> Void
+  ) {
+    self.init(for: interval, edges: edges, maxWait: maxWait, scheduler: scheduler, owner: owner) { owner, _ in perform(owner) }
+  }
+
   /// Records a call.
   @inlinable
   public func call() {

@@ -190,6 +190,26 @@ public final class Throttler<Value: Sendable>: Sendable {
 }
 
 extension Throttler where Value == Void {
+  /// A throttler of plain calls that holds `owner` weakly and passes it to each invocation of the
+  /// main-actor `perform`: `Throttler(for: .milliseconds(500), owner: self) { owner in ... }`.
+  ///
+  /// - Parameters:
+  ///   - interval: The window length: the least time between invocations. Not negative.
+  ///   - edges: Which edges invoke; both by default. Not empty.
+  ///   - scheduler: Where time is read and `perform` runs: the main queue by default, or a
+  ///     ``TestScheduler`` advanced on the main actor.
+  ///   - owner: The object `perform` works on, held weakly.
+  ///   - perform: The function, isolated to the main actor; it gets the owner.
+  public convenience init<Owner: AnyObject & Sendable>(
+    for interval: Duration,
+    edges: Edges = [.leading, .trailing],
+    scheduler: any PaceScheduler = .main,
+    owner: Owner,
+    perform: @escaping @MainActor @Sendable (_ owner: Owner) -> Void
+  ) {
+    self.init(for: interval, edges: edges, scheduler: scheduler, owner: owner) { owner, _ in perform(owner) }
+  }
+
   /// Records a call.
   @inlinable
   public func call() {
