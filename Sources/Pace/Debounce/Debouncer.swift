@@ -242,7 +242,9 @@ extension Debouncer where Value == Void {
     owner: Owner,
     perform: @escaping @MainActor @Sendable (_ owner: Owner) -> Void
   ) {
-    self.init(for: interval, edges: edges, maxWait: maxWait, scheduler: scheduler, owner: owner) { owner, _ in perform(owner) }
+    self.init(for: interval, edges: edges, maxWait: maxWait, scheduler: scheduler, owner: owner) { owner, _ in
+      perform(owner)
+    }
   }
 
   /// Records a call.
