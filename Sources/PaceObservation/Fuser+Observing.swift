@@ -15,7 +15,7 @@ extension Fuser where Event: Sendable {
   /// @MainActor @Observable final class SearchModel { var query = "" }
   ///
   /// let queries = Fuser.observing { model.query }
-  ///   .debounce(for: .milliseconds(300))
+  ///   .debounced(for: .milliseconds(300))
   /// let connection = queries.connect { search($0) }
   /// ```
   ///

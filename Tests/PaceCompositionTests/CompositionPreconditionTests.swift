@@ -10,23 +10,23 @@ import Testing
 
   @Test func aNegativeDebounceIntervalOnAFuserNamesTheParameter() async {
     let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-      _ = Fuser<Int> { _ in AnyDisposable {} }.debounce(for: .milliseconds(-1), scheduler: TestScheduler())
+      _ = Fuser<Int> { _ in AnyDisposable {} }.debounced(for: .milliseconds(-1), scheduler: TestScheduler())
     }
-    #expect(Self.message(result).contains("Fuser.debounce: interval must not be negative"))
+    #expect(Self.message(result).contains("Fuser.debounced: interval must not be negative"))
   }
 
   @Test func emptyThrottleEdgesOnAFuserNameTheParameter() async {
     let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-      _ = Fuser<Int> { _ in AnyDisposable {} }.throttle(for: .seconds(1), edges: [], scheduler: TestScheduler())
+      _ = Fuser<Int> { _ in AnyDisposable {} }.throttled(for: .seconds(1), edges: [], scheduler: TestScheduler())
     }
-    #expect(Self.message(result).contains("Fuser.throttle: edges must not be empty"))
+    #expect(Self.message(result).contains("Fuser.throttled: edges must not be empty"))
   }
 
   @Test func aNegativeCoalesceWindowOnAFuserNamesTheParameter() async {
     let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-      _ = Fuser<Int> { _ in AnyDisposable {} }.coalesce(window: .seconds(-1), scheduler: TestScheduler())
+      _ = Fuser<Int> { _ in AnyDisposable {} }.coalesced(window: .seconds(-1), scheduler: TestScheduler())
     }
-    #expect(Self.message(result).contains("Fuser.coalesce: window must not be negative"))
+    #expect(Self.message(result).contains("Fuser.coalesced: window must not be negative"))
   }
 
   @Test func aNegativeGateDurationNamesTheParameter() async {

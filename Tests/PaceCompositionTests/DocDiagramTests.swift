@@ -53,21 +53,25 @@ import Testing
   @Test func fuserDebounce() {
     expectMarbles(
       "ab-x------c----", step: step,
-      through: { marbles in twoSources(marbles) { $0.debounce(for: .milliseconds(300), scheduler: marbles.scheduler) } },
+      through: { marbles in
+        twoSources(marbles) { $0.debounced(for: .milliseconds(300), scheduler: marbles.scheduler) }
+      },
       equals: "------x------c-")
   }
 
   @Test func fuserThrottle() {
     expectMarbles(
       "abcxyzg-----h", step: step,
-      through: { marbles in twoSources(marbles) { $0.throttle(for: .milliseconds(300), scheduler: marbles.scheduler) } },
+      through: { marbles in
+        twoSources(marbles) { $0.throttled(for: .milliseconds(300), scheduler: marbles.scheduler) }
+      },
       equals: "a--c--z--g--h")
   }
 
   @Test func fuserCoalesce() {
     expectMarbles(
       "[abx]---[yd]--f", step: step,
-      through: { marbles in twoSources(marbles) { $0.coalesce(scheduler: marbles.scheduler) } },
+      through: { marbles in twoSources(marbles) { $0.coalesced(scheduler: marbles.scheduler) } },
       equals: "x    ---d   --f")
   }
 

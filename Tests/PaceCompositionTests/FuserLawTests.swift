@@ -18,33 +18,34 @@ let fuserLawSubjects: [FuserLawSubject] = [
     sources[0].compactMap { $0 % 3 == 0 ? nil : -$0 }
   },
   .sync("debounce trailing", flatten: { $0 }) { sources, scheduler in
-    sources[0].map { [$0] }.debounce(for: .milliseconds(100), merge: .append, scheduler: scheduler)
+    sources[0].map { [$0] }.debounced(for: .milliseconds(100), merge: .append, scheduler: scheduler)
   },
   .sync("debounce both edges with maxWait", flatten: { $0 }) { sources, scheduler in
     sources[0].map { [$0] }
-      .debounce(for: .milliseconds(100), edges: .both, maxWait: .milliseconds(150), merge: .append, scheduler: scheduler)
+      .debounced(
+        for: .milliseconds(100), edges: .both, maxWait: .milliseconds(150), merge: .append, scheduler: scheduler)
   },
   .sync("debounce leading", flatten: { $0 }) { sources, scheduler in
     // Leading only, with a 30 ms interval shorter than the harness's 40 ms step: every event leads.
-    sources[0].map { [$0] }.debounce(for: .milliseconds(30), edges: .leading, merge: .append, scheduler: scheduler)
+    sources[0].map { [$0] }.debounced(for: .milliseconds(30), edges: .leading, merge: .append, scheduler: scheduler)
   },
   .sync("throttle both edges", flatten: { $0 }) { sources, scheduler in
-    sources[0].map { [$0] }.throttle(for: .milliseconds(100), merge: .append, scheduler: scheduler)
+    sources[0].map { [$0] }.throttled(for: .milliseconds(100), merge: .append, scheduler: scheduler)
   },
   .sync("throttle trailing", flatten: { $0 }) { sources, scheduler in
-    sources[0].map { [$0] }.throttle(for: .milliseconds(100), edges: .trailing, merge: .append, scheduler: scheduler)
+    sources[0].map { [$0] }.throttled(for: .milliseconds(100), edges: .trailing, merge: .append, scheduler: scheduler)
   },
   .sync("coalesce next turn", flatten: { $0 }) { sources, scheduler in
-    sources[0].map { [$0] }.coalesce(merge: .append, scheduler: scheduler)
+    sources[0].map { [$0] }.coalesced(merge: .append, scheduler: scheduler)
   },
   .sync("coalesce window", flatten: { $0 }) { sources, scheduler in
-    sources[0].map { [$0] }.coalesce(window: .milliseconds(90), merge: .append, scheduler: scheduler)
+    sources[0].map { [$0] }.coalesced(window: .milliseconds(90), merge: .append, scheduler: scheduler)
   },
   .sync("operators chained", sources: 2, expected: { $0.filter { $0 != 5 } }, flatten: { $0 }) { sources, scheduler in
     Fuser<Int>.fromAll(sources[0].filter { $0 != 5 }, sources[1].compactMap { $0 == 5 ? nil : $0 })
       .map { [$0] }
-      .coalesce(merge: .append, scheduler: scheduler)
-      .throttle(for: .milliseconds(70), merge: .append, scheduler: scheduler)
+      .coalesced(merge: .append, scheduler: scheduler)
+      .throttled(for: .milliseconds(70), merge: .append, scheduler: scheduler)
   },
   FuserLawSubject(name: "fromSequence(_:)") { AsyncSequenceLawHarness() },
 ]

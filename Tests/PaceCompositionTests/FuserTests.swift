@@ -63,7 +63,7 @@ final class ManualSource<Event: Sendable>: Sendable {
     let scheduler = TestScheduler()
     let source = ManualSource<String>()
     let output = Recorder<String>(clock: scheduler)
-    let connection = source.fuser.debounce(for: .milliseconds(100), scheduler: scheduler).connect(output.record)
+    let connection = source.fuser.debounced(for: .milliseconds(100), scheduler: scheduler).connect(output.record)
     source.send("s")
     scheduler.advance(to: ms(50))
     source.send("sw")
@@ -82,7 +82,8 @@ final class ManualSource<Event: Sendable>: Sendable {
     let source = ManualSource<[Int]>()
     let output = Recorder<[Int]>(clock: scheduler)
     let connection = source.fuser
-      .debounce(for: .milliseconds(100), edges: .both, maxWait: .milliseconds(250), merge: .append, scheduler: scheduler)
+      .debounced(
+        for: .milliseconds(100), edges: .both, maxWait: .milliseconds(250), merge: .append, scheduler: scheduler)
       .connect(output.record)
     // A call every 60 ms: leading at 0, maxWait at 250, trailing 100 ms after the last call.
     for (index, time) in [0, 60, 120, 180, 240, 300].enumerated() {
@@ -99,7 +100,7 @@ final class ManualSource<Event: Sendable>: Sendable {
     let scheduler = TestScheduler()
     let source = ManualSource<Int>()
     let output = Recorder<Int>(clock: scheduler)
-    let connection = source.fuser.throttle(for: .milliseconds(100), scheduler: scheduler).connect(output.record)
+    let connection = source.fuser.throttled(for: .milliseconds(100), scheduler: scheduler).connect(output.record)
     for time in stride(from: 0, through: 290, by: 10) {
       scheduler.advance(to: ms(Int64(time)))
       source.send(time)
@@ -114,7 +115,7 @@ final class ManualSource<Event: Sendable>: Sendable {
     let scheduler = TestScheduler()
     let source = ManualSource<Int>()
     let output = Recorder<Int>(clock: scheduler)
-    let connection = source.fuser.coalesce(merge: .sum, scheduler: scheduler).connect(output.record)
+    let connection = source.fuser.coalesced(merge: .sum, scheduler: scheduler).connect(output.record)
     for _ in 0..<5 { source.send(1) }
     #expect(output.values.isEmpty)
     scheduler.advance()
@@ -124,11 +125,29 @@ final class ManualSource<Event: Sendable>: Sendable {
     connection.dispose()
   }
 
+  @Test func theOldOperatorNamesStillPace() {
+    let scheduler = TestScheduler()
+    let source = ManualSource<Int>()
+    let output = Recorder<Int>(clock: scheduler)
+    // Called through a protocol, so that the deprecated names are tested without a warning.
+    let old: any DeprecatedPacingSpelling<Int> = source.fuser
+    let connections = [
+      old.debounce(for: .milliseconds(100), edges: .trailing, maxWait: nil, merge: .latest, scheduler: scheduler),
+      old.throttle(for: .milliseconds(100), edges: .leading, merge: .latest, scheduler: scheduler),
+      old.coalesce(window: .milliseconds(50), merge: .latest, scheduler: scheduler),
+    ].map { $0.connect(output.record) }
+    source.send(1)
+    scheduler.advance(to: ms(1000))
+    #expect(output.values == [1, 1, 1])
+    #expect(output.times == [ms(0), ms(50), ms(100)])
+    for connection in connections { connection.dispose() }
+  }
+
   @Test func disposingARateLimitedConnectionCancelsItsTimer() {
     let scheduler = TestScheduler()
     let source = ManualSource<Int>()
     let output = Recorder<Int>()
-    let connection = source.fuser.debounce(for: .milliseconds(100), scheduler: scheduler).connect(output.record)
+    let connection = source.fuser.debounced(for: .milliseconds(100), scheduler: scheduler).connect(output.record)
     source.send(1)
     #expect(scheduler.pendingCount == 1)
     connection.dispose()
@@ -309,3 +328,18 @@ struct FiniteSequence: AsyncSequence, Sendable {
     Iterator(remaining: values[...], failure: failure, onEnd: onEnd)
   }
 }
+
+/// The seed's names of the pacing operators, now deprecated; a protocol lets a test call them
+/// without a deprecation warning.
+protocol DeprecatedPacingSpelling<Event> {
+  associatedtype Event: Sendable
+  func debounce<S: PaceScheduler>(
+    for interval: Duration, edges: Edges, maxWait: Duration?, merge: Merge<Event>, scheduler: S
+  ) -> Fuser<Event>
+  func throttle<S: PaceScheduler>(
+    for interval: Duration, edges: Edges, merge: Merge<Event>, scheduler: S
+  ) -> Fuser<Event>
+  func coalesce<S: PaceScheduler>(window: Duration, merge: Merge<Event>, scheduler: S) -> Fuser<Event>
+}
+
+extension Fuser: DeprecatedPacingSpelling where Event == Int {}

@@ -96,7 +96,7 @@ import Testing
       let delivered = Counter()
       let connection = Fuser.fromAll(sources.map(\.fuser))
         .map { [$0] }
-        .coalesce(merge: .append, scheduler: .queue(queue))
+        .coalesced(merge: .append, scheduler: .queue(queue))
         .connect { values in
           for _ in values { delivered.increment() }
         }

@@ -20,7 +20,7 @@ import Testing
 
     init(model: SearchModel, scheduler: some PaceScheduler = .main) {
       connection = Fuser.observing(scheduler: scheduler) { [weak model] in model?.query ?? "" }
-        .debounce(for: .milliseconds(300), maxWait: .seconds(1), scheduler: scheduler)
+        .debounced(for: .milliseconds(300), maxWait: .seconds(1), scheduler: scheduler)
         .connect { [weak model] query in
           MainActor.assumeIsolated { model?.search(query) }
         }
@@ -58,7 +58,7 @@ import Testing
     let index: @Sendable () -> Int = { Int(PaceInstant.zero.duration(to: scheduler.now) / step) }
     let changes = Fuser.observing(scheduler: scheduler) { [model] in model.query }
     let first = changes.connect { observed.record((index(), $0)) }
-    let second = changes.debounce(for: .milliseconds(300), scheduler: scheduler)
+    let second = changes.debounced(for: .milliseconds(300), scheduler: scheduler)
       .connect { debounced.record((index(), $0)) }
 
     // "ab-[cd]-----e--": each letter replaces the query; [cd] is two changes in one turn.

@@ -124,7 +124,7 @@ struct FuserObservingTests {
     let times = Events<Duration>()
     let scheduler = scheduler
     let connection = Fuser.observing(scheduler: scheduler) { [model] in model.query }
-      .debounce(for: .milliseconds(300), maxWait: .seconds(1), scheduler: scheduler)
+      .debounced(for: .milliseconds(300), maxWait: .seconds(1), scheduler: scheduler)
       .connect { query in
         events.record(query)
         times.record(PaceInstant.zero.duration(to: scheduler.now))

@@ -1,3 +1,4 @@
+import Dispatch
 import Pace
 import Testing
 
@@ -40,6 +41,49 @@ import Testing
       _ = Coalescer<Int>(window: .seconds(-2), scheduler: TestScheduler()) { _ in }
     }
     #expect(Self.message(result).contains("Coalescer: window must not be negative"))
+  }
+
+  // MARK: A main-actor closure on a scheduler that runs it off the main thread
+
+  @Test func aMainActorClosureOnAnotherQueueIsRefusedAtOnce() async {
+    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      final class Model: Sendable {}
+      let io = DispatchQueue(label: "io")
+      _ = Debouncer<Int>(for: .seconds(1), scheduler: .queue(io), owner: Model()) { _, _ in }
+    }
+    #expect(
+      Self.message(result).contains(
+        "Debouncer: perform is main-actor isolated, but the scheduler runs it on the queue 'io', off the main thread"
+      ))
+  }
+
+  @Test func aMainActorClosureOnAClockSchedulerIsRefusedAtOnce() async {
+    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      _ = Throttler<Int>(for: .seconds(1), scheduler: ClockScheduler(ContinuousClock())) { @MainActor _ in }
+    }
+    #expect(
+      Self.message(result).contains(
+        "Throttler: perform is main-actor isolated, but a ClockScheduler runs it in a task, off the main thread"
+      ))
+  }
+
+  @Test func aMainActorClosureRunOffTheMainThreadIsRefusedWhenItRuns() async {
+    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      let scheduler = TestScheduler()
+      let reload = Coalescer(scheduler: scheduler) { @MainActor in }
+      // Advanced on another thread: the run would be off the main thread.
+      let done = DispatchSemaphore(value: 0)
+      DispatchQueue(label: "background").async {
+        reload()
+        scheduler.advance()
+        done.signal()
+      }
+      done.wait()
+    }
+    #expect(
+      Self.message(result).contains(
+        "Coalescer: perform is main-actor isolated, but its scheduler ran it off the main thread"
+      ))
   }
 
   @Test func advancingATestSchedulerBackwardsIsRefused() async {

@@ -15,12 +15,12 @@ final class RecordingNSTableView: NSTableView {
 }
 
 @Suite @MainActor struct AppKitGlueTests {
-  @Test func debounceDisablesTheControlAndItsSiblingsForTheDelay() {
+  @Test func disableTemporarilyDisablesTheControlAndItsSiblingsForTheDuration() {
     let scheduler = TestScheduler()
     let gate = InteractionGate(scheduler: scheduler)
     let button = NSButton()
     let field = NSTextField()
-    button.debounce(delay: .milliseconds(300), siblings: [field], gate: gate)
+    button.disableTemporarily(for: .milliseconds(300), siblings: [field], gate: gate)
     #expect(!button.isEnabled)
     #expect(!field.isEnabled)
     scheduler.advance(to: ms(300))

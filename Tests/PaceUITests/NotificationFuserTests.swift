@@ -99,7 +99,7 @@ let notificationLawSubjects = [FuserLawSubject(name: "fromNotifications(named:ob
     let reloads = LockedState<[Int]>([])
     let connection = Fuser.fromNotifications(named: valueChanged, center: center)
       .map { _ in 1 }
-      .coalesce(merge: .sum, scheduler: scheduler)
+      .coalesced(merge: .sum, scheduler: scheduler)
       .connect { count in reloads.withLock { $0.append(count) } }
     for _ in 0..<5 { center.post(name: valueChanged, object: nil) }
     scheduler.advance()

@@ -130,7 +130,7 @@ let uiKitLawSubjects: [FuserLawSubject] = [
       return UIKitLawHarness(
         scheduler: scheduler,
         fuser: Fuser.fromEvents(control, for: [.valueChanged, .touchUpInside]) { [$0.value] }
-          .throttle(for: .milliseconds(100), merge: .append, scheduler: scheduler),
+          .throttled(for: .milliseconds(100), merge: .append, scheduler: scheduler),
         flatten: { $0 },
         emitOnMain: { value in
           control.value = value
@@ -206,13 +206,13 @@ let uiKitLawSubjects: [FuserLawSubject] = [
 // MARK: - Behaviour of the glue
 
 @Suite @MainActor struct UIKitGlueTests {
-  @Test func debounceDisablesTheControlAndItsSiblingsForTheDelay() {
+  @Test func disableTemporarilyDisablesTheControlAndItsSiblingsForTheDuration() {
     let scheduler = TestScheduler()
     let gate = InteractionGate(scheduler: scheduler)
     let button = UIButton()
     let other = UIButton()
     let barItem = UIBarButtonItem()
-    button.debounce(delay: .milliseconds(500), siblings: [other, barItem], gate: gate)
+    button.disableTemporarily(for: .milliseconds(500), siblings: [other, barItem], gate: gate)
     #expect(!button.isEnabled)
     #expect(!other.isEnabled)
     #expect(!barItem.isEnabled)
@@ -224,14 +224,25 @@ let uiKitLawSubjects: [FuserLawSubject] = [
     #expect(barItem.isEnabled)
   }
 
-  @Test func debounceFromTheActionIgnoresTheBashing() {
+  @Test func theOldDebounceSpellingStillDisablesTheControl() {
+    let scheduler = TestScheduler()
+    let gate = InteractionGate(scheduler: scheduler)
+    let button = UIButton()
+    // Called through a protocol, so that the deprecated spelling is tested without a warning.
+    (button as any DeprecatedGateSpelling).debounce(delay: .milliseconds(500), siblings: [], gate: gate)
+    #expect(!button.isEnabled)
+    scheduler.advance(to: ms(500))
+    #expect(button.isEnabled)
+  }
+
+  @Test func disableTemporarilyFromTheActionIgnoresTheBashing() {
     let scheduler = TestScheduler()
     let gate = InteractionGate(scheduler: scheduler)
     let button = UIButton()
     let pushes = Log<PaceInstant>()
     button.addAction(
       UIAction { [weak button] _ in
-        button?.debounce(delay: .milliseconds(500), gate: gate)
+        button?.disableTemporarily(for: .milliseconds(500), gate: gate)
         pushes.append(scheduler.now)
       },
       for: .touchUpInside
@@ -319,7 +330,7 @@ let uiKitLawSubjects: [FuserLawSubject] = [
     let field = UITextField()
     let queries = LockedState<[String]>([])
     let connection = Fuser.fromEvents(field, for: .editingChanged) { $0.text ?? "" }
-      .debounce(for: .milliseconds(300), scheduler: scheduler)
+      .debounced(for: .milliseconds(300), scheduler: scheduler)
       .connect { query in queries.withLock { $0.append(query) } }
     for text in ["s", "sw", "swi"] {
       field.text = text
@@ -476,3 +487,11 @@ let uiKitLawSubjects: [FuserLawSubject] = [
     #expect(collection.reloads == 2)
   }
 }
+
+/// The seed's spelling of `disableTemporarily(for:siblings:gate:)`, now deprecated; a protocol
+/// lets a test call it without a deprecation warning.
+@MainActor protocol DeprecatedGateSpelling {
+  func debounce(delay: Duration, siblings: [any Enablable], gate: InteractionGate)
+}
+
+extension UIControl: DeprecatedGateSpelling {}

@@ -22,8 +22,39 @@
 /// calls        a-b-c-------d-----   (one step: 100 ms; interval: 300 ms, trailing)
 /// invocations  -------c-------d--
 /// ```
+///
+/// Stored in a property of the object its closure uses, a debouncer must not capture that object
+/// strongly: pass it as `owner:` (held weakly, passed to `perform`), or capture `[weak self]`.
+///
+/// ```swift
+/// @MainActor final class SearchModel {
+///   var hint = ""
+///   private var search: Debouncer<String>?
+///
+///   init(scheduler: any PaceScheduler = .main) {
+///     search = Debouncer(for: .milliseconds(300), scheduler: scheduler, owner: self) { owner, query in
+///       owner.hint = query
+///     }
+///   }
+/// }
+/// ```
 public final class Debouncer<Value: Sendable>: Sendable {
   @usableFromInline let pacer: Pacer<DebounceStateMachine<Value>>
+  /// Whether the owner of an `owner:` debouncer is gone; `nil` for a debouncer without an owner.
+  @usableFromInline let ownerIsGone: (@Sendable () -> Bool)?
+
+  init(
+    interval: Duration, edges: Edges, maxWait: Duration?, merge: Merge<Value>, scheduler: any PaceScheduler,
+    ownerIsGone: (@Sendable () -> Bool)?, perform: @escaping @Sendable (Value) -> Void
+  ) {
+    checkTiming("Debouncer", interval: interval, maxWait: maxWait, edges: edges)
+    self.ownerIsGone = ownerIsGone
+    pacer = Pacer(
+      machine: DebounceStateMachine(interval: interval, edges: edges, maxWait: maxWait, merge: merge),
+      scheduler: scheduler,
+      perform: perform
+    )
+  }
 
   /// A debouncer that runs `perform` on `scheduler`.
   ///
@@ -38,7 +69,7 @@ public final class Debouncer<Value: Sendable>: Sendable {
   ///   - scheduler: Where time is read and `perform` runs; the main queue by default.
   ///   - perform: The function being debounced.
   @_disfavoredOverload
-  public init(
+  public convenience init(
     for interval: Duration,
     edges: Edges = .trailing,
     maxWait: Duration? = nil,
@@ -46,18 +77,18 @@ public final class Debouncer<Value: Sendable>: Sendable {
     scheduler: some PaceScheduler = .main,
     perform: @escaping @Sendable (Value) -> Void
   ) {
-    checkTiming("Debouncer", interval: interval, maxWait: maxWait, edges: edges)
-    pacer = Pacer(
-      machine: DebounceStateMachine(interval: interval, edges: edges, maxWait: maxWait, merge: merge),
-      scheduler: scheduler,
+    self.init(
+      interval: interval, edges: edges, maxWait: maxWait, merge: merge, scheduler: scheduler, ownerIsGone: nil,
       perform: perform
     )
   }
 
-  /// A debouncer whose `perform` runs on the main actor, for UI code.
+  /// A debouncer whose `perform` runs on the main actor, on the main queue, for UI code.
   ///
   /// From `@MainActor` code this is the initialiser that `Debouncer(for:) { ... }` picks, so the
-  /// closure may touch main-actor state: `Debouncer(for: .milliseconds(300)) { self.label.text = $0 }`.
+  /// closure may touch main-actor state. Stored in a property of `self`, it must not capture
+  /// `self` strongly: use ``init(for:edges:maxWait:merge:scheduler:owner:perform:)`` or
+  /// `[weak self]`.
   ///
   /// - Parameters:
   ///   - interval: How long calls must stop before the trailing invocation. Not negative.
@@ -75,21 +106,104 @@ public final class Debouncer<Value: Sendable>: Sendable {
     merge: Merge<Value> = .latest,
     perform: @escaping @MainActor @Sendable (Value) -> Void
   ) {
-    self.init(for: interval, edges: edges, maxWait: maxWait, merge: merge, scheduler: DispatchScheduler.main) {
-      value in MainActor.assumeIsolated { perform(value) }
-    }
+    self.init(for: interval, edges: edges, maxWait: maxWait, merge: merge, scheduler: .main, perform: perform)
+  }
+
+  /// A debouncer whose main-actor `perform` runs on `scheduler`: `.main`, or a ``TestScheduler``
+  /// advanced on the main actor in tests.
+  ///
+  /// Swift picks this initialiser for a closure marked `@MainActor` (or a main-actor function);
+  /// an unmarked closure with `scheduler:` picks the `@Sendable` initialiser:
+  ///
+  /// ```swift
+  /// let search = Debouncer<String>(for: .milliseconds(300), scheduler: scheduler) { @MainActor [weak self] query in
+  ///   self?.hint = query
+  /// }
+  /// ```
+  ///
+  /// A scheduler that would run `perform` off the main thread stops the process with a message
+  /// that says so: at once for a ``DispatchScheduler`` on another queue or a ``ClockScheduler``,
+  /// at the invocation for other schedulers.
+  ///
+  /// - Parameters:
+  ///   - interval: How long calls must stop before the trailing invocation. Not negative.
+  ///   - edges: Which edges invoke: `.trailing` (the default), `.leading`, or both. Not empty.
+  ///   - maxWait: The longest a call waits for its invocation; `nil` (the default) for no bound.
+  ///   - merge: How the values of the covered calls combine; `.latest` by default.
+  ///   - scheduler: Where time is read and `perform` runs; it must run work on the main thread.
+  ///   - perform: The function being debounced, isolated to the main actor.
+  @_disfavoredOverload
+  public convenience init(
+    for interval: Duration,
+    edges: Edges = .trailing,
+    maxWait: Duration? = nil,
+    merge: Merge<Value> = .latest,
+    scheduler: any PaceScheduler,
+    perform: @escaping @MainActor @Sendable (Value) -> Void
+  ) {
+    MainActorPerform.checkScheduler(scheduler, for: "Debouncer")
+    self.init(
+      interval: interval, edges: edges, maxWait: maxWait, merge: merge, scheduler: scheduler, ownerIsGone: nil,
+      perform: MainActorPerform.wrap("Debouncer", perform)
+    )
+  }
+
+  /// A debouncer that holds `owner` weakly and passes it to each invocation of the main-actor
+  /// `perform`: the way to store a debouncer in a property of the object its closure uses.
+  ///
+  /// ```swift
+  /// search = Debouncer(for: .milliseconds(300), owner: self) { owner, query in
+  ///   owner.hint = query
+  /// }
+  /// ```
+  ///
+  /// Once `owner` is gone, the pending invocation is dropped and calls do nothing. A scheduler
+  /// that would run `perform` off the main thread stops the process with a message that says so:
+  /// at once for a ``DispatchScheduler`` on another queue or a ``ClockScheduler``, at the
+  /// invocation for other schedulers. Off the main actor, capture `[weak self]` in the
+  /// `@Sendable` initialiser instead.
+  ///
+  /// - Parameters:
+  ///   - interval: How long calls must stop before the trailing invocation. Not negative.
+  ///   - edges: Which edges invoke: `.trailing` (the default), `.leading`, or both. Not empty.
+  ///   - maxWait: The longest a call waits for its invocation; `nil` (the default) for no bound.
+  ///   - merge: How the values of the covered calls combine; `.latest` by default.
+  ///   - scheduler: Where time is read and `perform` runs: the main queue by default, or a
+  ///     ``TestScheduler`` advanced on the main actor.
+  ///   - owner: The object `perform` works on, held weakly.
+  ///   - perform: The function being debounced, isolated to the main actor; it gets the owner.
+  public convenience init<Owner: AnyObject & Sendable>(
+    for interval: Duration,
+    edges: Edges = .trailing,
+    maxWait: Duration? = nil,
+    merge: Merge<Value> = .latest,
+    scheduler: any PaceScheduler = .main,
+    owner: Owner,
+    perform: @escaping @MainActor @Sendable (_ owner: Owner, _ value: Value) -> Void
+  ) {
+    MainActorPerform.checkScheduler(scheduler, for: "Debouncer")
+    let weakOwner = WeakOwner(owner)
+    self.init(
+      interval: interval, edges: edges, maxWait: maxWait, merge: merge, scheduler: scheduler,
+      ownerIsGone: { weakOwner.value == nil },
+      perform: MainActorPerform.wrap("Debouncer") { value in
+        guard let owner = weakOwner.value else { return }
+        perform(owner, value)
+      }
+    )
   }
 
   /// Records a call with `value`; `perform` runs when the edges and timing say so.
   @inlinable
   public func call(_ value: Value) {
+    if let ownerIsGone, ownerIsGone() { return cancel() }
     pacer.call(value)
   }
 
   /// Records a call with `value`; the same as ``call(_:)``.
   @inlinable
   public func callAsFunction(_ value: Value) {
-    pacer.call(value)
+    call(value)
   }
 
   /// Drops the pending invocation and resets, so the next call may lead again.
@@ -112,15 +226,39 @@ public final class Debouncer<Value: Sendable>: Sendable {
 }
 
 extension Debouncer where Value == Void {
+  /// A debouncer of plain calls that holds `owner` weakly and passes it to each invocation of the
+  /// main-actor `perform`: `Debouncer(for: .milliseconds(500), owner: self) { owner in ... }`.
+  ///
+  /// - Parameters:
+  ///   - interval: How long calls must stop before the trailing invocation. Not negative.
+  ///   - edges: Which edges invoke: `.trailing` (the default), `.leading`, or both. Not empty.
+  ///   - maxWait: The longest a call waits for its invocation; `nil` (the default) for no bound.
+  ///   - scheduler: Where time is read and `perform` runs: the main queue by default, or a
+  ///     ``TestScheduler`` advanced on the main actor.
+  ///   - owner: The object `perform` works on, held weakly.
+  ///   - perform: The function, isolated to the main actor; it gets the owner.
+  public convenience init<Owner: AnyObject & Sendable>(
+    for interval: Duration,
+    edges: Edges = .trailing,
+    maxWait: Duration? = nil,
+    scheduler: any PaceScheduler = .main,
+    owner: Owner,
+    perform: @escaping @MainActor @Sendable (_ owner: Owner) -> Void
+  ) {
+    self.init(for: interval, edges: edges, maxWait: maxWait, scheduler: scheduler, owner: owner) { owner, _ in
+      perform(owner)
+    }
+  }
+
   /// Records a call.
   @inlinable
   public func call() {
-    pacer.call(())
+    call(())
   }
 
   /// Records a call; the same as ``call()``.
   @inlinable
   public func callAsFunction() {
-    pacer.call(())
+    call(())
   }
 }

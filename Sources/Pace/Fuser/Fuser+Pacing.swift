@@ -1,9 +1,11 @@
+/// Pacing operators. Like ``_Concurrency/AsyncSequence/debounced(for:edges:maxWait:merge:clock:)``,
+/// an operator that returns a new paced fuser is named with -ed.
 extension Fuser where Event: Sendable {
   /// A fuser whose events are this fuser's events debounced, with ``Debouncer``'s exact
   /// semantics and options.
   ///
   /// ```swift
-  /// let queries = searchField.debounce(for: .milliseconds(300))   // the text once typing pauses
+  /// let queries = searchField.debounced(for: .milliseconds(300))   // the text once typing pauses
   /// ```
   ///
   /// Each connection has its own debouncer; disposing the connection drops its pending event.
@@ -14,14 +16,14 @@ extension Fuser where Event: Sendable {
   ///   - maxWait: The longest an event waits; `nil` (the default) for no bound.
   ///   - merge: How the covered events combine; `.latest` by default.
   ///   - scheduler: Where time is read and events are dispatched; the main queue by default.
-  public func debounce(
+  public func debounced(
     for interval: Duration,
     edges: Edges = .trailing,
     maxWait: Duration? = nil,
     merge: Merge<Event> = .latest,
     scheduler: some PaceScheduler = .main
   ) -> Fuser<Event> {
-    checkTiming("Fuser.debounce", interval: interval, maxWait: maxWait, edges: edges)
+    checkTiming("Fuser.debounced", interval: interval, maxWait: maxWait, edges: edges)
     return paced { dispatch in
       let debouncer = Debouncer(
         for: interval, edges: edges, maxWait: maxWait, merge: merge, scheduler: scheduler, perform: dispatch
@@ -34,7 +36,7 @@ extension Fuser where Event: Sendable {
   /// semantics and options: at most one event per `interval`, at a steady cadence.
   ///
   /// ```swift
-  /// let offsets = scrollOffsets.throttle(for: .milliseconds(100))
+  /// let offsets = scrollOffsets.throttled(for: .milliseconds(100))
   /// ```
   ///
   /// Each connection has its own throttler; disposing the connection drops its pending event.
@@ -44,13 +46,13 @@ extension Fuser where Event: Sendable {
   ///   - edges: Which edges emit; both by default. Not empty.
   ///   - merge: How the events of a window combine; `.latest` by default.
   ///   - scheduler: Where time is read and events are dispatched; the main queue by default.
-  public func throttle(
+  public func throttled(
     for interval: Duration,
     edges: Edges = [.leading, .trailing],
     merge: Merge<Event> = .latest,
     scheduler: some PaceScheduler = .main
   ) -> Fuser<Event> {
-    checkTiming("Fuser.throttle", interval: interval, edges: edges)
+    checkTiming("Fuser.throttled", interval: interval, edges: edges)
     return paced { dispatch in
       let throttler = Throttler(for: interval, edges: edges, merge: merge, scheduler: scheduler, perform: dispatch)
       return (throttler.call, throttler.cancel)
@@ -61,7 +63,7 @@ extension Fuser where Event: Sendable {
   /// semantics and options: one event per turn (or `window`), merging everything since the last.
   ///
   /// ```swift
-  /// let changes = itemChanged.map { _ in 1 }.coalesce(merge: .sum)   // "5 items changed", once
+  /// let changes = itemChanged.map { _ in 1 }.coalesced(merge: .sum)   // "5 items changed", once
   /// ```
   ///
   /// Each connection has its own coalescer; disposing the connection drops its pending event.
@@ -71,16 +73,49 @@ extension Fuser where Event: Sendable {
   ///     for the scheduler's next turn. Not negative.
   ///   - merge: How the events combine; `.latest` by default.
   ///   - scheduler: Where the merged events are dispatched; the main queue by default.
+  public func coalesced(
+    window: Duration = .zero,
+    merge: Merge<Event> = .latest,
+    scheduler: some PaceScheduler = .main
+  ) -> Fuser<Event> {
+    checkTiming("Fuser.coalesced", interval: window, parameter: "window")
+    return paced { dispatch in
+      let coalescer = Coalescer(window: window, merge: merge, scheduler: scheduler, perform: dispatch)
+      return (coalescer.signal, coalescer.cancel)
+    }
+  }
+
+  /// The old name of ``debounced(for:edges:maxWait:merge:scheduler:)``.
+  @available(*, deprecated, renamed: "debounced(for:edges:maxWait:merge:scheduler:)")
+  public func debounce(
+    for interval: Duration,
+    edges: Edges = .trailing,
+    maxWait: Duration? = nil,
+    merge: Merge<Event> = .latest,
+    scheduler: some PaceScheduler = .main
+  ) -> Fuser<Event> {
+    debounced(for: interval, edges: edges, maxWait: maxWait, merge: merge, scheduler: scheduler)
+  }
+
+  /// The old name of ``throttled(for:edges:merge:scheduler:)``.
+  @available(*, deprecated, renamed: "throttled(for:edges:merge:scheduler:)")
+  public func throttle(
+    for interval: Duration,
+    edges: Edges = [.leading, .trailing],
+    merge: Merge<Event> = .latest,
+    scheduler: some PaceScheduler = .main
+  ) -> Fuser<Event> {
+    throttled(for: interval, edges: edges, merge: merge, scheduler: scheduler)
+  }
+
+  /// The old name of ``coalesced(window:merge:scheduler:)``.
+  @available(*, deprecated, renamed: "coalesced(window:merge:scheduler:)")
   public func coalesce(
     window: Duration = .zero,
     merge: Merge<Event> = .latest,
     scheduler: some PaceScheduler = .main
   ) -> Fuser<Event> {
-    checkTiming("Fuser.coalesce", interval: window, parameter: "window")
-    return paced { dispatch in
-      let coalescer = Coalescer(window: window, merge: merge, scheduler: scheduler, perform: dispatch)
-      return (coalescer.signal, coalescer.cancel)
-    }
+    coalesced(window: window, merge: merge, scheduler: scheduler)
   }
 
   /// Connects this fuser through a pacing primitive made per connection by `makePacer`, which

@@ -9,7 +9,7 @@
 ///
 /// let events: Fuser<ScreenEvent> = .fromAll(
 ///   .extract({ _ in .refresh }, .fromEvents(refreshControl, for: .valueChanged)),
-///   .extract(ScreenEvent.search, searchText.debounce(for: .milliseconds(300))),
+///   .extract(ScreenEvent.search, searchText.debounced(for: .milliseconds(300))),
 ///   .extract({ _ in .keyboardShown }, .fromNotifications(named: keyboardDidShow))
 /// )
 /// let connection = events.connect { event in store.send(event) }
@@ -28,7 +28,7 @@
 ///   connection leaves the others working.
 ///
 /// Events are dispatched on the thread the source produces them on: the main thread for UI
-/// sources, the posting thread for notifications, the scheduler for ``debounce(for:edges:maxWait:merge:scheduler:)``.
+/// sources, the posting thread for notifications, the scheduler for ``debounced(for:edges:maxWait:merge:scheduler:)``.
 /// Use ``connectOnMainActor(_:)`` to handle them on the main actor.
 public struct Fuser<Event>: Sendable {
   /// Starts the source's listeners, sending events to `dispatch`; returns their teardown.
@@ -83,7 +83,7 @@ extension Fuser where Event: Sendable {
   /// handed to the main queue, in order with the other events from that thread.
   ///
   /// ```swift
-  /// connection = events.connectOnMainActor { event in self.render(event) }
+  /// connection = events.connectOnMainActor { [weak self] event in self?.render(event) }   // stored in self: weak
   /// ```
   ///
   /// - Parameter dispatch: Receives the events, on the main actor.

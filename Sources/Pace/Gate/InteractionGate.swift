@@ -8,7 +8,7 @@
 /// }
 /// ```
 ///
-/// `PaceUI` spells this `button.debounce(delay:siblings:)`. The gate works on anything
+/// `PaceUI` spells this `button.disableTemporarily(for:siblings:)`. The gate works on anything
 /// ``Enablable``, so its logic is tested without UIKit.
 ///
 /// Overlapping closures are counted per target: a target stays disabled until the last closure
@@ -23,7 +23,7 @@
 /// ```
 @MainActor
 public final class InteractionGate {
-  /// The gate that `debounce(delay:siblings:)` uses by default, on the main queue.
+  /// The gate that `disableTemporarily(for:siblings:)` uses by default, on the main queue.
   public static let shared = InteractionGate()
 
   private struct Entry {

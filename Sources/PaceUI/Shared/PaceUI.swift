@@ -1,7 +1,7 @@
 // PaceUI: the thin UIKit and AppKit glue over Pace.
 //
 // Everything with logic lives in `Pace` and is tested there on virtual time: `InteractionGate`
-// (the button-bashing guard behind `debounce(delay:siblings:)`), `UpdateCoalescer` (behind
+// (the button-bashing guard behind `disableTemporarily(for:siblings:)`), `UpdateCoalescer` (behind
 // `setNeedsReloadData()`), `Fuser`, `Diffuser`, `Throttler` and `Debouncer`. The files here only
 // connect those types to framework objects, and each is compiled only where its framework exists:
 // `UIKit/` with `canImport(UIKit)` (not watchOS, which has no controls), `AppKit/` with

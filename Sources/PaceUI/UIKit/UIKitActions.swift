@@ -47,8 +47,9 @@ extension UIControl {
   /// `interval` (the trailing edge, right for typing).
   ///
   /// ```swift
-  /// searchField.addAction(for: .editingChanged, debounce: .milliseconds(300)) { _ in
-  ///   search(searchField.text ?? "")
+  /// // The field holds its action: capture the field weakly.
+  /// searchField.addAction(for: .editingChanged, debounce: .milliseconds(300)) { [weak searchField] _ in
+  ///   search(searchField?.text ?? "")
   /// }
   /// ```
   ///

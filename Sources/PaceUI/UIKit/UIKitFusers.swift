@@ -34,7 +34,7 @@ extension Fuser where Event: Sendable {
   ///
   /// ```swift
   /// let queries = Fuser.fromEvents(searchField, for: .editingChanged) { $0.text ?? "" }
-  ///   .debounce(for: .milliseconds(300))
+  ///   .debounced(for: .milliseconds(300))
   /// ```
   ///
   /// Connect on the main actor. The control is held weakly.

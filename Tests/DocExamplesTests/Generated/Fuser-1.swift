@@ -17,7 +17,7 @@ struct DocExample_Fuser_1 {
     let events: Fuser<ScreenEvent> = .fromAll(
       .extract({ _ in .retry }, .fromEvents(retryButton, for: .touchUpInside)),
       .extract(ScreenEvent.search, Fuser.fromEvents(searchField, for: .editingChanged) { $0.text ?? "" }
-        .debounce(for: .milliseconds(300))),
+        .debounced(for: .milliseconds(300))),
       .extract({ _ in .keyboardShown }, .fromNotifications(named: UIResponder.keyboardDidShowNotification))
     )
 

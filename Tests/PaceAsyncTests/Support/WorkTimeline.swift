@@ -7,7 +7,8 @@ import PaceTesting
 protocol AsyncWorkPacing<Input, Output>: Sendable {
   associatedtype Input: Sendable
   associatedtype Output: Sendable
-  func call(_ input: Input) async throws -> Output
+  func call(_ input: Input, isolation: isolated (any Actor)?) async throws -> Output
+  func submit(_ input: Input) -> Task<Output, any Error>
   var invocationCountForTesting: Int { get }
   var tasksForTesting: [Task<Void, Never>] { get }
 }
@@ -25,8 +26,8 @@ extension AsyncThrottler: AsyncWorkPacing {
 /// Drives an async pacer on virtual time and records each invocation's input with the virtual
 /// time it started at.
 ///
-/// Calls are made with `Task.immediate`, so each registers synchronously at the current virtual
-/// time. Time moves one timer deadline at a time. After each step the harness reads how many
+/// Calls are made with `submit`, so each registers synchronously at the current virtual time.
+/// Time moves one timer deadline at a time. After each step the harness reads how many
 /// invocations the pacer started (synchronously: their tasks are created inside the call or the
 /// timer) and awaits exactly that many reports from the operation, which reads the time before
 /// the harness moves it again. No polling, no yielding, no waiting on a guess.
@@ -49,7 +50,7 @@ final class WorkTimeline<Input: Sendable & Equatable> {
   func run(_ calls: [(Int64, Input)], through pacer: some AsyncWorkPacing<Input, Input>) async -> [Emission<Input>] {
     for (time, input) in calls {
       await advance(to: ms(time), pacer)
-      callers.append(Task.immediate { try await pacer.call(input) })
+      callers.append(pacer.submit(input))
       await record(pacer)
     }
     while let deadline = scheduler.nextDeadline {

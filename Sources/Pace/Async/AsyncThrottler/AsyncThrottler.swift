@@ -17,9 +17,14 @@
 /// ``AsyncDebouncer``: callers covered by one invocation share its result; a call that a newer
 /// invocation will cover supersedes the work in flight, whose callers throw `CancellationError`
 /// (``StaleWork``); with ``Edges/leading`` alone the other calls of a window throw
-/// `CancellationError` at once; a caller's own cancellation ends its wait.
+/// `CancellationError` at once; a caller's own cancellation ends its wait. With
+/// ``StaleWork/dropCallsWhileRunning`` calls that arrive while the work runs are dropped: the
+/// double-submit guard.
 ///
 /// Works on any clock whose duration is `Duration`; pass a ``TestScheduler`` for virtual time.
+/// ``call(_:isolation:)`` registers the call on the caller's actor before it first suspends, and
+/// ``submit(_:)`` registers it synchronously. Stored in a property of the object its operation
+/// uses, it takes that object as `owner:` (held weakly) or captures `[weak self]`.
 public final class AsyncThrottler<Input: Sendable, Output: Sendable>: Sendable {
   let pacer: AsyncWorkPacer<ThrottleStateMachine<Input>, Output>
 
@@ -47,16 +52,54 @@ public final class AsyncThrottler<Input: Sendable, Output: Sendable>: Sendable {
     )
   }
 
+  /// A throttler of `operation` that holds `owner` weakly and passes it to each invocation: the
+  /// way to store a throttler in a property of the object its operation uses.
+  ///
+  /// ```swift
+  /// pay = AsyncThrottler(for: .seconds(2), edges: .leading, staleWork: .dropCallsWhileRunning, owner: self) {
+  ///   owner, order in try await owner.checkout.pay(order)
+  /// }
+  /// ```
+  ///
+  /// The owner is held strongly only while an invocation runs. Once it is gone, the pending
+  /// invocation is dropped and calls throw `CancellationError` at once.
+  ///
+  /// - Parameters:
+  ///   - interval: The window length: the least time between invocations. Not negative.
+  ///   - edges: Which edges invoke; both by default. Not empty.
+  ///   - merge: How the inputs of the calls in a window combine; `.latest` by default.
+  ///   - staleWork: What happens to work in flight when a call arrives; `.cancel` by default.
+  ///   - clock: The clock that measures time: `ContinuousClock` by default, or a ``TestScheduler``.
+  ///   - owner: The object `operation` works on, held weakly.
+  ///   - operation: The function being throttled; it gets the owner. It runs in a task of its own.
+  @inlinable
+  public convenience init<C: Clock, Owner: AnyObject & Sendable>(
+    for interval: Duration,
+    edges: Edges = .both,
+    merge: Merge<Input> = .latest,
+    staleWork: StaleWork = .cancel,
+    clock: C = ContinuousClock(),
+    owner: Owner,
+    operation: @escaping @Sendable (_ owner: Owner, _ input: Input) async throws -> Output
+  ) where C.Duration == Duration {
+    let owned = OwnedOperation(owner: owner, operation: operation)
+    self.init(
+      interval: interval, edges: edges, merge: merge, staleWork: staleWork, clock: AsyncClock(clock),
+      ownerIsGone: owned.isOwnerGone, operation: owned.run
+    )
+  }
+
   @usableFromInline
   init(
     interval: Duration, edges: Edges, merge: Merge<Input>, staleWork: StaleWork, clock: AsyncClock,
-    operation: @escaping @Sendable (Input) async throws -> Output
+    ownerIsGone: (@Sendable () -> Bool)? = nil, operation: @escaping @Sendable (Input) async throws -> Output
   ) {
     checkTiming("AsyncThrottler", interval: interval, edges: edges)
     pacer = AsyncWorkPacer(
       machine: ThrottleStateMachine(interval: interval, edges: edges, merge: merge),
       staleWork: staleWork,
       clock: clock,
+      ownerIsGone: ownerIsGone,
       operation: operation
     )
   }
@@ -64,15 +107,40 @@ public final class AsyncThrottler<Input: Sendable, Output: Sendable>: Sendable {
   /// Calls the throttled function with `input` and waits for the result of the invocation that
   /// covers the call.
   ///
+  /// The call runs on the caller's actor until it is registered, so from the main actor a call
+  /// is registered before `call` first suspends: a ``TestScheduler`` advanced right after
+  /// starting it sees it.
+  ///
+  /// - Parameters:
+  ///   - input: The call's value.
+  ///   - isolation: The caller's actor; leave the default.
   /// - Throws: `CancellationError` if the call is superseded, dropped, or cancelled, or if
   ///   ``cancel()`` is called; otherwise whatever `operation` throws.
-  public func call(_ input: Input) async throws -> Output {
-    try await pacer.call(input)
+  public func call(_ input: Input, isolation: isolated (any Actor)? = #isolation) async throws -> Output {
+    try await pacer.call(input, isolation: isolation)
   }
 
-  /// Calls the throttled function with `input`; the same as ``call(_:)``.
-  public func callAsFunction(_ input: Input) async throws -> Output {
-    try await pacer.call(input)
+  /// Calls the throttled function with `input`; the same as ``call(_:isolation:)``.
+  ///
+  /// - Parameters:
+  ///   - input: The call's value.
+  ///   - isolation: The caller's actor; leave the default.
+  public func callAsFunction(_ input: Input, isolation: isolated (any Actor)? = #isolation) async throws -> Output {
+    try await pacer.call(input, isolation: isolation)
+  }
+
+  /// Calls the throttled function with `input` now, synchronously, and returns a task that gives
+  /// the result of the invocation that covers the call.
+  ///
+  /// The call is registered before `submit` returns, from any context, so the throttler's state
+  /// (``isPending``, a ``TestScheduler``'s deadlines) already reflects it. Cancelling the task
+  /// cancels the call, as cancelling the caller of ``call(_:isolation:)`` does.
+  ///
+  /// - Parameter input: The call's value.
+  /// - Returns: A task whose value is the result; it throws what ``call(_:isolation:)`` throws.
+  @discardableResult
+  public func submit(_ input: Input) -> Task<Output, any Error> {
+    pacer.submit(input)
   }
 
   /// Starts the pending trailing invocation now; does nothing if nothing is pending. The open
@@ -95,12 +163,22 @@ public final class AsyncThrottler<Input: Sendable, Output: Sendable>: Sendable {
 
 extension AsyncThrottler where Input == Void {
   /// Calls the throttled function and waits for the result of the invocation that covers it.
-  public func call() async throws -> Output {
-    try await pacer.call(())
+  ///
+  /// - Parameter isolation: The caller's actor; leave the default.
+  public func call(isolation: isolated (any Actor)? = #isolation) async throws -> Output {
+    try await pacer.call((), isolation: isolation)
   }
 
-  /// Calls the throttled function; the same as ``call()``.
-  public func callAsFunction() async throws -> Output {
-    try await pacer.call(())
+  /// Calls the throttled function; the same as ``call(isolation:)``.
+  ///
+  /// - Parameter isolation: The caller's actor; leave the default.
+  public func callAsFunction(isolation: isolated (any Actor)? = #isolation) async throws -> Output {
+    try await pacer.call((), isolation: isolation)
+  }
+
+  /// Calls the throttled function now, synchronously; the same as ``submit(_:)``.
+  @discardableResult
+  public func submit() -> Task<Output, any Error> {
+    pacer.submit(())
   }
 }

@@ -1,8 +1,8 @@
-/// What happens to work in flight when a newer call supersedes it.
+/// What happens when a call arrives while work is in flight.
 ///
-/// Work is superseded when a call arrives while it runs and that call's value will reach a newer
-/// invocation. Either way its callers throw `CancellationError` at once: a stale result never
-/// reaches them.
+/// With ``cancel`` and ``discardResult``, the call supersedes the work: its value will reach a
+/// newer invocation, and the work's callers throw `CancellationError` at once, so a stale result
+/// never reaches them. With ``dropCallsWhileRunning`` the work goes on and the new call is dropped.
 public enum StaleWork: Sendable, Hashable {
   /// Cancel the stale work's task (the default): right for reads such as a search, where only the
   /// newest answer matters.
@@ -10,6 +10,12 @@ public enum StaleWork: Sendable, Hashable {
   /// Let the stale work run to its end and drop its result: right for work that must not be cut
   /// short, such as a write. Invocations may then overlap.
   case discardResult
+  /// Keep the work in flight and drop the calls that arrive while it runs: the double-submit
+  /// guard (RxSwift's and CombineExt's `flatMapFirst`), right for a payment or a form post. A
+  /// dropped call throws `CancellationError` at once, as a call covered by no invocation does, and
+  /// leaves the timing untouched: it does not reach the pacing machine, so it starts no burst and
+  /// no window. Calls made once the work has ended are paced as usual.
+  case dropCallsWhileRunning
 }
 
 /// The engine behind ``AsyncDebouncer`` and ``AsyncThrottler``: callers wait for the result of
@@ -35,9 +41,23 @@ final class AsyncWorkPacer<Machine: PacerStateMachine, Output: Sendable>: Sendab
   typealias Input = Machine.Value
   typealias Continuation = UnsafeContinuation<Output, any Error>
 
+  /// Where a caller's result goes: the continuation of a suspended ``call(_:isolation:)``, or
+  /// the promise that a ``submit(_:)`` task awaits.
+  private enum Waiter: Sendable {
+    case continuation(Continuation)
+    case promise(ResultPromise<Output>)
+
+    func resume(with result: Result<Output, any Error>) {
+      switch self {
+      case .continuation(let continuation): continuation.resume(with: result)
+      case .promise(let promise): promise.fulfil(with: result)
+      }
+    }
+  }
+
   private struct Caller {
     let id: UInt64
-    let continuation: Continuation
+    let waiter: Waiter
   }
 
   /// An invocation in flight and the callers waiting for its result.
@@ -69,60 +89,101 @@ final class AsyncWorkPacer<Machine: PacerStateMachine, Output: Sendable>: Sendab
 
   /// What to do once the lock is released.
   private struct Effects {
-    var resumptions: [(Continuation, Result<Output, any Error>)] = []
+    var resumptions: [(Waiter, Result<Output, any Error>)] = []
     var cancellations: [any PaceCancellable] = []
 
     mutating func fail(_ callers: [Caller]) {
-      for caller in callers { resumptions.append((caller.continuation, .failure(CancellationError()))) }
+      for caller in callers { resumptions.append((caller.waiter, .failure(CancellationError()))) }
+    }
+
+    mutating func append(_ other: Effects) {
+      resumptions.append(contentsOf: other.resumptions)
+      cancellations.append(contentsOf: other.cancellations)
     }
 
     func carryOut() {
       for cancellable in cancellations { cancellable.cancel() }
-      for (continuation, result) in resumptions { continuation.resume(with: result) }
+      for (waiter, result) in resumptions { waiter.resume(with: result) }
     }
   }
 
   private let operation: @Sendable (Input) async throws -> Output
   private let staleWork: StaleWork
   private let clock: AsyncClock
+  /// Whether the owner of an `owner:` pacer is gone; `nil` without an owner.
+  private let ownerIsGone: (@Sendable () -> Bool)?
   private let state: LockedState<State>
 
   init(
-    machine: Machine, staleWork: StaleWork, clock: AsyncClock,
+    machine: Machine, staleWork: StaleWork, clock: AsyncClock, ownerIsGone: (@Sendable () -> Bool)? = nil,
     operation: @escaping @Sendable (Input) async throws -> Output
   ) {
     self.operation = operation
     self.staleWork = staleWork
     self.clock = clock
+    self.ownerIsGone = ownerIsGone
     self.state = LockedState(State(machine: machine))
   }
 
   deinit {
-    // Callers hold the instance while they wait, so only timers and unawaited work are left.
+    // Callers of `call` hold the instance while they wait; `submit`'s tasks do not, and their
+    // callers fail here, with the timers and any work still running.
     let effects = state.withLock { state in takeEverything(from: &state) }
     effects.carryOut()
   }
 
   // MARK: Calls
 
-  func call(_ input: Input) async throws -> Output {
+  /// Registers the call on the caller's actor, before the first suspension: with `isolation`,
+  /// neither the cancellation handler nor the continuation hops to another executor.
+  func call(_ input: Input, isolation: isolated (any Actor)?) async throws -> Output {
     let id = state.withLock { $0.makeID() }
-    return try await withTaskCancellationHandler {
-      try await withUnsafeThrowingContinuation { (continuation: Continuation) in
-        let effects = state.withLock { state in
-          register(Caller(id: id, continuation: continuation), input, in: &state)
+    return try await withTaskCancellationHandler(
+      operation: {
+        try await withUnsafeThrowingContinuation(isolation: isolation) { (continuation: Continuation) in
+          let effects = state.withLock { state in
+            // A task cancelled before this point ran its handler when nothing was registered yet.
+            let caller = Caller(id: id, waiter: .continuation(continuation))
+            return register(caller, input, cancelled: Task.isCancelled, in: &state)
+          }
+          effects.carryOut()
         }
-        effects.carryOut()
+      },
+      onCancel: {
+        callerCancelled(id)
+      },
+      isolation: isolation
+    )
+  }
+
+  /// Registers the call now, synchronously, and returns a task that waits for its result;
+  /// cancelling the task cancels the call.
+  func submit(_ input: Input) -> Task<Output, any Error> {
+    let promise = ResultPromise<Output>()
+    let id = state.withLock { $0.makeID() }
+    let effects = state.withLock { state in
+      register(Caller(id: id, waiter: .promise(promise)), input, cancelled: false, in: &state)
+    }
+    effects.carryOut()
+    // The task does not keep the pacer alive: releasing it fails the promise.
+    return Task { [weak self] in
+      let pacer = self
+      return try await withTaskCancellationHandler {
+        try await promise.value
+      } onCancel: {
+        pacer?.callerCancelled(id)
       }
-    } onCancel: {
-      callerCancelled(id)
     }
   }
 
-  private func register(_ caller: Caller, _ input: Input, in state: inout State) -> Effects {
+  private func register(_ caller: Caller, _ input: Input, cancelled: Bool, in state: inout State) -> Effects {
     var effects = Effects()
-    // A task cancelled before this point ran its handler when nothing was registered yet.
-    guard !Task.isCancelled else {
+    guard !cancelled, !(ownerIsGone?() ?? false) else {
+      effects.fail([caller])
+      return effects
+    }
+    if staleWork == .dropCallsWhileRunning && !state.runs.isEmpty {
+      // The work in flight goes on; this call is covered by no invocation.
       effects.fail([caller])
       return effects
     }
@@ -136,7 +197,7 @@ final class AsyncWorkPacer<Machine: PacerStateMachine, Output: Sendable>: Sendab
     }
     supersedeRuns(in: &state, effects: &effects)
     state.waiting.append(caller)
-    if let invoked { start(invoked, in: &state) }
+    if let invoked { effects.append(start(invoked, in: &state)) }
     return effects
   }
 
@@ -167,10 +228,11 @@ final class AsyncWorkPacer<Machine: PacerStateMachine, Output: Sendable>: Sendab
 
   func flush() {
     let now = clock.now()
-    state.withLock { state in
-      guard let value = state.machine.flush(now: now) else { return }
-      start(value, in: &state)
+    let effects = state.withLock { state -> Effects in
+      guard let value = state.machine.flush(now: now) else { return Effects() }
+      return start(value, in: &state)
     }
+    effects.carryOut()
   }
 
   func cancel() {
@@ -220,10 +282,16 @@ final class AsyncWorkPacer<Machine: PacerStateMachine, Output: Sendable>: Sendab
   }
 
   /// Starts an invocation covering every waiting caller; skipped if none waits.
-  private func start(_ value: Input, in state: inout State) {
+  private func start(_ value: Input, in state: inout State) -> Effects {
+    var effects = Effects()
     let callers = state.waiting
     state.waiting.removeAll()
-    guard !callers.isEmpty else { return }
+    guard !callers.isEmpty else { return effects }
+    if let ownerIsGone, ownerIsGone() {
+      // The owner went away while the calls waited: the invocation is dropped.
+      effects.fail(callers)
+      return effects
+    }
     state.invocationCount += 1
     let runID = state.makeID()
     let operation = self.operation
@@ -238,6 +306,7 @@ final class AsyncWorkPacer<Machine: PacerStateMachine, Output: Sendable>: Sendab
       self?.runFinished(runID, result)
     }
     state.runs[runID] = Run(callers: callers, task: task)
+    return effects
   }
 
   private func runFinished(_ runID: UInt64, _ result: Result<Output, any Error>) {
@@ -245,7 +314,7 @@ final class AsyncWorkPacer<Machine: PacerStateMachine, Output: Sendable>: Sendab
       state.discarded[runID] = nil
       return state.runs.removeValue(forKey: runID)?.callers ?? []
     }
-    for caller in callers { caller.continuation.resume(with: result) }
+    for caller in callers { caller.waiter.resume(with: result) }
   }
 
   private func supersedeRuns(in state: inout State, effects: inout Effects) {
@@ -259,7 +328,7 @@ final class AsyncWorkPacer<Machine: PacerStateMachine, Output: Sendable>: Sendab
   /// Work whose result nobody will get: cancelled, or left to finish.
   private func retire(_ runID: UInt64, _ task: Task<Void, Never>, in state: inout State, effects: inout Effects) {
     switch staleWork {
-    case .cancel: effects.cancellations.append(task)
+    case .cancel, .dropCallsWhileRunning: effects.cancellations.append(task)
     case .discardResult: state.discarded[runID] = task
     }
   }
@@ -278,13 +347,13 @@ final class AsyncWorkPacer<Machine: PacerStateMachine, Output: Sendable>: Sendab
 
   private func timerFired(generation: UInt64) {
     let clock = self.clock
-    state.withLock { state in
-      guard state.timerGeneration == generation else { return }
+    let effects = state.withLock { state -> Effects in
+      guard state.timerGeneration == generation else { return Effects() }
       state.timer = nil
-      if let value = carryOut(state.machine.timerFired(now: clock.now()), in: &state) {
-        start(value, in: &state)
-      }
+      guard let value = carryOut(state.machine.timerFired(now: clock.now()), in: &state) else { return Effects() }
+      return start(value, in: &state)
     }
+    effects.carryOut()
   }
 
   // MARK: Testing
@@ -297,5 +366,70 @@ final class AsyncWorkPacer<Machine: PacerStateMachine, Output: Sendable>: Sendab
   /// The tasks running work now, superseded or not, so a test can await their end.
   var tasksForTesting: [Task<Void, Never>] {
     state.withLock { state in state.runs.values.map(\.task) + state.discarded.values }
+  }
+}
+
+/// The result of a ``AsyncWorkPacer/submit(_:)`` call, fulfilled once by the pacer and awaited by
+/// the task that `submit` returns.
+final class ResultPromise<Output: Sendable>: Sendable {
+  private enum State {
+    case waiting(UnsafeContinuation<Output, any Error>?)
+    case fulfilled(Result<Output, any Error>)
+  }
+
+  private let state = LockedState(State.waiting(nil))
+
+  /// Stores `result` and resumes the waiting task, if any; later calls do nothing.
+  func fulfil(with result: Result<Output, any Error>) {
+    let continuation = state.withLock { state -> UnsafeContinuation<Output, any Error>? in
+      guard case .waiting(let continuation) = state else { return nil }
+      state = .fulfilled(result)
+      return continuation
+    }
+    continuation?.resume(with: result)
+  }
+
+  /// The result, once fulfilled. Awaited by one task only.
+  var value: Output {
+    get async throws {
+      try await withUnsafeThrowingContinuation { continuation in
+        let result = state.withLock { state -> Result<Output, any Error>? in
+          switch state {
+          case .fulfilled(let result): return result
+          case .waiting: state = .waiting(continuation); return nil
+          }
+        }
+        if let result { continuation.resume(with: result) }
+      }
+    }
+  }
+}
+
+/// An operation that gets an owner held weakly, for the `owner:` initialisers of
+/// ``AsyncDebouncer`` and ``AsyncThrottler``.
+@usableFromInline
+struct OwnedOperation<Owner: AnyObject & Sendable, Input: Sendable, Output: Sendable>: Sendable {
+  @usableFromInline weak var owner: Owner?
+  @usableFromInline let operation: @Sendable (Owner, Input) async throws -> Output
+
+  @inlinable
+  init(owner: Owner, operation: @escaping @Sendable (Owner, Input) async throws -> Output) {
+    self.owner = owner
+    self.operation = operation
+  }
+
+  /// Whether the owner is gone: calls then fail at once and pending invocations are dropped.
+  @inlinable
+  var isOwnerGone: @Sendable () -> Bool {
+    { [self] in owner == nil }
+  }
+
+  /// The operation with the owner, held strongly while it runs; `CancellationError` once it is gone.
+  @inlinable
+  var run: @Sendable (Input) async throws -> Output {
+    { [self] input in
+      guard let owner else { throw CancellationError() }
+      return try await operation(owner, input)
+    }
   }
 }
