@@ -47,11 +47,17 @@ public enum DurationText {
         continue
       }
       place /= 10
-      nanos += value * place
-      if nanos < 0 { throw DurationSyntaxError(text: text, reason: .tooLarge) }
+      // Checked, not `+=`: `9223372036.9s` would trap here, past the whole part's checks.
+      let (sum, overflow) = nanos.addingReportingOverflow(value * place)
+      if overflow { throw DurationSyntaxError(text: text, reason: .tooLarge) }
+      nanos = sum
     }
     return .nanoseconds(nanos)
   }
+
+  /// The longest duration ``parse(_:)`` reads: `Int64.max` nanoseconds, `9223372036.854775807s`
+  /// (about 292 years), the most a `PaceInstant` offset holds.
+  public static let maximum = Duration.nanoseconds(Int64.max)
 
   /// The shortest exact spelling of `duration`: `"0ms"`, `"300ms"`, `"1s"`, `"1.5s"`,
   /// `"8.333ms"`, `"250us"`, `"40ns"`. ``parse(_:)`` reads it back to the same duration.
@@ -109,7 +115,7 @@ public struct DurationSyntaxError: Error, Hashable, CustomStringConvertible {
     case tooLarge
   }
 
-  /// The text as given.
+  /// The text as given. ``description`` quotes at most 60 characters of it, escaped.
   public var text: String
   /// What went wrong.
   public var reason: Reason
@@ -126,21 +132,21 @@ public struct DurationSyntaxError: Error, Hashable, CustomStringConvertible {
     case .empty: "no duration given"
     case .notANumber: "the number is malformed"
     case .missingUnit: "the unit is missing"
-    case .unknownUnit(let unit): "unknown unit '\(unit)'"
+    case .unknownUnit(let unit): "unknown unit \(Excerpt.quoted(unit, limit: 20))"
     case .negative: "durations must not be negative"
     case .tooPrecise: "it is finer than a nanosecond"
-    case .tooLarge: "it is too large"
+    case .tooLarge: "it is too large: the limit is \(DurationText.format(DurationText.maximum)) (about 292 years)"
     }
   }
 
   public var description: String {
-    "'\(text)' is not a duration: \(explanation) (write it like 300ms, 1.5s or 250us; units: ns, us, ms, s, min)"
+    "\(Excerpt.quoted(text)) is not a duration: \(explanation) (write it like 300ms, 1.5s or 250us; units: ns, us, ms, s, min)"
   }
 }
 
 extension Duration {
   /// This duration in whole nanoseconds, saturating at the bounds of `Int64`.
-  var wholeNanoseconds: Int64 {
+  package var wholeNanoseconds: Int64 {
     let (seconds, attoseconds) = components
     let (wholeNanos, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
     if overflow { return seconds < 0 ? .min : .max }
