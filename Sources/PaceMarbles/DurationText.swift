@@ -26,32 +26,36 @@ public enum DurationText {
       throw DurationSyntaxError(text: text, reason: .unknownUnit(unit))
     }
 
-    let whole = parts[0]
-    let fraction = parts.count == 2 ? parts[1] : ""
     // Exact decimal arithmetic: 8.333ms is 8,333,000 ns, never a rounded Double.
     var nanos: Int64 = 0
-    for digit in whole {
+    for digit in parts[0].utf8 {
       let (times10, overflow1) = nanos.multipliedReportingOverflow(by: 10)
-      let (sum, overflow2) = times10.addingReportingOverflow(Int64(digit.wholeNumberValue!))
+      let (sum, overflow2) = times10.addingReportingOverflow(Int64(digit - UInt8(ascii: "0")))
       if overflow1 || overflow2 { throw DurationSyntaxError(text: text, reason: .tooLarge) }
       nanos = sum
     }
     let (scaled, overflow) = nanos.multipliedReportingOverflow(by: nanosPerUnit)
     if overflow { throw DurationSyntaxError(text: text, reason: .tooLarge) }
     nanos = scaled
-    var place = nanosPerUnit
+
+    // The fraction is `numerator / 10^digits` units; trailing zeros say nothing. A unit is at
+    // most 6e10 ns, so a fraction that is a whole number of nanoseconds has at most 11 digits
+    // left: more is finer than a nanosecond, and 18 keep the numerator in a UInt64.
+    var fraction = parts.count == 2 ? parts[1].utf8 : Substring().utf8
+    while fraction.last == UInt8(ascii: "0") { fraction.removeLast() }
+    guard fraction.count <= 18 else { throw DurationSyntaxError(text: text, reason: .tooPrecise) }
+    var numerator: UInt64 = 0
+    var denominator: UInt64 = 1
     for digit in fraction {
-      let value = Int64(digit.wholeNumberValue!)
-      if place % 10 != 0 {
-        if value != 0 { throw DurationSyntaxError(text: text, reason: .tooPrecise) }
-        continue
-      }
-      place /= 10
-      // Checked, not `+=`: `9223372036.9s` would trap here, past the whole part's checks.
-      let (sum, overflow) = nanos.addingReportingOverflow(value * place)
-      if overflow { throw DurationSyntaxError(text: text, reason: .tooLarge) }
-      nanos = sum
+      numerator = numerator * 10 + UInt64(digit - UInt8(ascii: "0"))
+      denominator *= 10
     }
+    // Below one unit, so the quotient fits; checked rather than trusted, all the same.
+    let (quotient, remainder) = denominator.dividingFullWidth(UInt64(nanosPerUnit).multipliedFullWidth(by: numerator))
+    guard remainder == 0 else { throw DurationSyntaxError(text: text, reason: .tooPrecise) }
+    let (sum, sumOverflow) = nanos.addingReportingOverflow(Int64(quotient))
+    if sumOverflow { throw DurationSyntaxError(text: text, reason: .tooLarge) }
+    nanos = sum
     return .nanoseconds(nanos)
   }
 

@@ -91,11 +91,20 @@ enum JSONOutput {
       case "\r": escaped += "\\r"
       case "\t": escaped += "\\t"
       case _ where scalar.value < 0x20:
-        let hex = String(scalar.value, radix: 16)
-        escaped += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+        escaped += unicodeEscape(UInt16(scalar.value))
+      case _ where scalar.value >= 0x7F && !Excerpt.isPlain(String(scalar)):
+        // Valid JSON either way, but `jq` or a terminal would show bidirectional overrides and
+        // C1 controls raw: escape them, as UTF-16 code units (a pair above the BMP).
+        for unit in String(scalar).utf16 { escaped += unicodeEscape(unit) }
       default: escaped.unicodeScalars.append(scalar)
       }
     }
     return escaped + "\""
+  }
+
+  /// `\u001b` for 0x1B.
+  static func unicodeEscape(_ unit: UInt16) -> String {
+    let hex = String(unit, radix: 16)
+    return "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
   }
 }
