@@ -182,7 +182,9 @@ public struct Compare: ToolCommand {
     let interval = try parseDuration(self.interval, option: "--interval")
     let maxWait = try maxWait.map { text throws(ToolError) in try parseDuration(text, option: "--max-wait") }
     let trace = try loadTrace(events: events, path: trace)
-    let results = try Simulator.runAll(trace, strategies: Strategy.all(interval: interval, maxWait: maxWait))
+    // Only the SVG draws invocations; the table and the JSON need the statistics alone.
+    let results = try Simulator.runAll(
+      trace, strategies: Strategy.all(interval: interval, maxWait: maxWait), keepingInvocations: svg != nil)
     if let svg {
       let text = SVGDiagram.render(
         title: "\(trace.source): every strategy at \(DurationText.format(interval))", subtitle: "\(trace.count) calls",
