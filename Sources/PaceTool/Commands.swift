@@ -13,6 +13,8 @@ public struct PaceCommand: ParsableCommand {
       Every time shown comes from running Pace's real Debouncer, Throttler and Coalescer on a \
       TestScheduler in virtual time. Traces are CSV (time_ms,value) or JSON lines \
       ({"time_ms": 12.5, "value": "a"}). Durations look like 300ms, 1s, 1.5s or 250us.
+      Limits: times up to 4000000000000ms (about 126 years), durations up to 1000000000s, trace \
+      files up to 256 MiB, and a --step that draws at most 1000 columns.
       """,
     subcommands: [Demo.self, Simulate.self, Compare.self]
   )
