@@ -30,13 +30,26 @@ public enum MarbleEvent: Sendable, Hashable, CustomStringConvertible {
     return "'\(value)'"
   }
 
+  /// A letter or digit that starts a grapheme of its own. `Character.isLetter` also holds for
+  /// some combining marks (U+06DA), which stand alone only after a control character and would
+  /// fuse with whatever a diagram writes before them.
   static func isBareValue(_ character: Character) -> Bool {
-    character.isLetter || character.isNumber
+    guard character.isLetter || character.isNumber, let first = character.unicodeScalars.first else { return false }
+    switch first.properties.generalCategory {
+    case .uppercaseLetter, .lowercaseLetter, .titlecaseLetter, .modifierLetter, .otherLetter,
+      .decimalNumber, .letterNumber, .otherNumber:
+      return true
+    default:
+      return false
+    }
   }
 
-  /// Whether a value can be written in a diagram: not empty, and no `'`.
+  /// Whether a value can be written in a diagram: not empty, no `'`, and not fusing with quotes.
   static func isRepresentable(_ value: String) -> Bool {
-    !value.isEmpty && !value.contains("'")
+    guard !value.isEmpty, !value.contains("'") else { return false }
+    // Quotes that fuse with the value's first or last scalar (a leading combining mark) vanish.
+    let token = "'" + value + "'"
+    return token.first == "'" && token.last == "'" && token.count == value.count + 2
   }
 }
 
@@ -126,8 +139,16 @@ public struct MarbleDiagram: Sendable, Hashable, CustomStringConvertible {
   }
 
   /// The diagram in canonical notation, without header: `"a--[bc]-|"`.
+  ///
+  /// Where two tokens would fuse into one grapheme (Hangul jamo written apart, `ᄀ` then `ᅡ`), a
+  /// space keeps them apart, so the description always reads back to the same events.
   public var description: String {
-    steps.map(Self.token(for:)).joined()
+    var text = ""
+    for token in steps.lazy.map(Self.token(for:)) {
+      if let last = text.last, let first = token.first, (String(last) + String(first)).count < 2 { text += " " }
+      text += token
+    }
+    return text
   }
 
   /// The diagram with its `step:` header when it has a step length: `"step: 100ms a--b"`.

@@ -119,6 +119,22 @@ import Testing
     #expect(try run.outputDiagram(offGrid: .floor).description == "a")
   }
 
+  @Test func graphemesThatWouldFuseStillReadBack() throws {
+    // Found by FuzzMarbleParser: after a control character a combining mark (U+06DA, which
+    // `Character.isLetter` accepts) stands alone, but written after "S" it fused into "Sۚ".
+    #expect(throws: MarbleSyntaxError(text: "S\u{C}\u{6DA}", column: 3, reason: .unexpectedCharacter("\u{6DA}"))) {
+      try MarbleDiagram("S\u{C}\u{6DA}")
+    }
+    // Hangul jamo written apart stay apart: the description separates them with a space.
+    let jamo = try MarbleDiagram("\u{1100} \u{1161}")
+    #expect(jamo.events.count == 2)
+    #expect(try MarbleDiagram(jamo.description).events == jamo.events)
+    // A value that fuses with its quote cannot be drawn.
+    #expect(throws: MarbleRenderError.unrepresentable(value: "\u{301}x")) {
+      try MarbleTimeline([(PaceInstant.zero, "\u{301}x")]).diagram(stepLength: .milliseconds(1))
+    }
+  }
+
   /// 100,000 random strings over the marble alphabet through the parser. Any outcome is fine
   /// except a trap; an error is three short lines whose caret points into the text, and a
   /// diagram reads back from its own description.
@@ -127,7 +143,7 @@ import Testing
     let pieces = [
       "-", "-", "-", "a", "b", "7", "|", "^", ";", "[", "]", "'", "'w'", ",", " ", "\n", "\r\n", "*", "step:",
       "step: ", "1", "0", ".", "ms", "s", "ns", "min", "9223372036.9s", "9223372036854775807", "é", "\u{0}",
-      "\u{1B}", "\u{301}", "\u{FEFF}", "👩‍💻",
+      "\u{1B}", "\u{301}", "\u{FEFF}", "👩‍💻", "\u{C}", "\u{6DA}", "\u{1100}", "\u{1161}",
     ]
     for _ in 0..<100_000 {
       let text = (0..<random.next(upTo: 14)).map { _ in pieces[random.next(upTo: pieces.count)] }.joined()
