@@ -144,7 +144,8 @@ public struct DurationSyntaxError: Error, Hashable, CustomStringConvertible {
   }
 
   public var description: String {
-    "\(Excerpt.quoted(text)) is not a duration: \(explanation) (write it like 300ms, 1.5s or 250us; units: ns, us, ms, s, min)"
+    "\(Excerpt.quoted(text)) is not a duration: \(explanation) "
+      + "(write it like 300ms, 1.5s or 250us; units: ns, us, ms, s, min)"
   }
 }
 

@@ -95,7 +95,8 @@ public enum MarbleRenderError: Error, Hashable, CustomStringConvertible {
         + "\(DurationText.format(stepLength)) step grid (it falls between steps \(below) and \(below + 1)); "
         + "draw with offGrid: .floor to put it in step \(below)"
     case .beforeOrigin(let value, let instant):
-      return "\(Excerpt.escaped(value, limit: Excerpt.limit)) at \(instant.nanoseconds) ns is before the origin of the diagram"
+      return "\(Excerpt.escaped(value, limit: Excerpt.limit)) at \(instant.nanoseconds) ns "
+        + "is before the origin of the diagram"
     case .tooLong(let value, let instant, let stepLength):
       return "\(Excerpt.escaped(value, limit: Excerpt.limit)) at \(DurationText.format(instant.offset)) is more than "
         + "\(MarbleDiagram.maximumLength) steps of \(DurationText.format(stepLength)) from the origin, "

@@ -227,7 +227,8 @@ func write(_ text: String, to path: String) throws(ToolError) {
   do {
     try text.write(toFile: path, atomically: true, encoding: .utf8)
   } catch {
-    throw ToolError("\(ToolError.name(path)): cannot write the SVG file (\(Excerpt.escaped(error.localizedDescription, limit: 200)))")
+    let reason = Excerpt.escaped(error.localizedDescription, limit: 200)
+    throw ToolError("\(ToolError.name(path)): cannot write the SVG file (\(reason))")
   }
 }
 

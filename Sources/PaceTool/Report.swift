@@ -82,7 +82,8 @@ enum Report {
       let delay =
         shortest == longest ? formatMilliseconds(longest) : "\(formatMilliseconds(shortest)) to \(formatMilliseconds(longest))"
       table.rows.append([
-        String(index + 1), formatMilliseconds(invocation.time), Excerpt.escaped(invocation.value, limit: 24), calls, delay,
+        String(index + 1), formatMilliseconds(invocation.time), Excerpt.escaped(invocation.value, limit: 24), calls,
+        delay,
       ])
     }
     if result.invocations.isEmpty {

@@ -170,7 +170,8 @@ public enum TraceReader {
       switch self {
       case .notANumber: "\(Excerpt.quoted(time)) is not a time in milliseconds"
       case .negative: "time \(Excerpt.escaped(time, limit: Excerpt.limit)) is negative"
-      case .tooPrecise: "time \(Excerpt.escaped(time, limit: Excerpt.limit)) has more than 6 decimals (finer than a nanosecond)"
+      case .tooPrecise:
+        "time \(Excerpt.escaped(time, limit: Excerpt.limit)) has more than 6 decimals (finer than a nanosecond)"
       case .tooLarge:
         "time \(Excerpt.escaped(time, limit: Excerpt.limit)) is too large: the limit is \(ToolLimits.maximumTimeText)"
       }
@@ -282,7 +283,7 @@ private struct LineParser {
         guard headerText == "time_ms,value" || headerText == "time_ms" else {
           throw ToolError.at(
             source, line: lineNumber,
-            "expected 'time_ms,value' lines, got \(Excerpt.quoted(String(decoding: line.prefix(4 * Excerpt.limit), as: UTF8.self)))")
+            "expected 'time_ms,value' lines, got \(Excerpt.quoted(excerpt(of: line)))")
         }
         sawHeaderOrEvent = true
         continue
@@ -315,7 +316,7 @@ private struct LineParser {
     switch TraceReader.parseMilliseconds(field) {
     case .success(let nanos): return nanos
     case .failure(let error):
-      throw ToolError.at(source, line: lineNumber, error.text(for: String(decoding: field.prefix(4 * Excerpt.limit), as: UTF8.self)))
+      throw ToolError.at(source, line: lineNumber, error.text(for: excerpt(of: field)))
     }
   }
 
@@ -348,6 +349,11 @@ private struct LineParser {
     let value = text[text.index(after: colon)...].trimmingCharacters(in: .whitespaces)
     guard !key.isEmpty, !key.contains(" ") else { return }
     metadata[key] = value
+  }
+
+  /// The start of `bytes` as text for a message: enough for ``Excerpt``, not the whole line.
+  private func excerpt(of bytes: ArraySlice<UInt8>) -> String {
+    String(decoding: bytes.prefix(4 * Excerpt.limit), as: UTF8.self)
   }
 
   private func trim(_ slice: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
@@ -386,7 +392,7 @@ private struct LineParser {
             guard case .number(let raw) = item else { throw fail("\"time_ms\" must be a number") }
             switch TraceReader.parseMilliseconds(raw) {
             case .success(let nanos): time = nanos
-            case .failure(let error): throw fail(error.text(for: String(decoding: raw.prefix(4 * Excerpt.limit), as: UTF8.self)))
+            case .failure(let error): throw fail(error.text(for: excerpt(of: raw)))
             }
           case "value":
             switch item {

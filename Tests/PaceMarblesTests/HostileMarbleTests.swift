@@ -1,6 +1,7 @@
 import Pace
-@testable import PaceMarbles
 import Testing
+
+@testable import PaceMarbles
 
 /// Marble notation and durations at the edges: every input is an answer or a clear error, never
 /// a trap, a hang or a blow-up. The fuzz tests are seeded, so a failure repeats; the libFuzzer
@@ -90,21 +91,27 @@ import Testing
       _ = try MarbleDiagram("a-\u{1B}[31m-b")
       Issue.record("expected an error")
     } catch {
-      #expect(error.description == #"""
-        column 3: unexpected '\u{1B}'; a value that is not a letter or digit is quoted, like '\u{1B}'
-          a-\u{1B}[31m-b
-            ^
-        """#)
+      #expect(
+        error.description == #"""
+          column 3: unexpected '\u{1B}'; a value that is not a letter or digit is quoted, like '\u{1B}'
+            a-\u{1B}[31m-b
+              ^
+          """#)
     }
   }
 
   @Test func aTimelineFarOutIsRefusedBeforeAllocating() {
     let timeline = MarbleTimeline([(PaceInstant(nanoseconds: .max), "a")])
-    #expect(throws: MarbleRenderError.tooLong(value: "a", instant: PaceInstant(nanoseconds: .max), stepLength: .nanoseconds(1))) {
+    #expect(
+      throws: MarbleRenderError.tooLong(
+        value: "a", instant: PaceInstant(nanoseconds: .max), stepLength: .nanoseconds(1))
+    ) {
       try timeline.diagram(stepLength: .nanoseconds(1))
     }
     let far = MarbleTimeline([(PaceInstant(nanoseconds: .max), "a")])
-    #expect(throws: MarbleRenderError.self) { try far.diagram(stepLength: .nanoseconds(1), origin: PaceInstant(nanoseconds: .min)) }
+    #expect(throws: MarbleRenderError.self) {
+      try far.diagram(stepLength: .nanoseconds(1), origin: PaceInstant(nanoseconds: .min))
+    }
   }
 
   @Test func runnerRefusesADiagramPastTheLastInstant() {

@@ -1,43 +1,73 @@
 import Foundation
-@testable import PaceTool
 import Testing
+
+@testable import PaceTool
 
 /// The tool at the edges (issue 8): each reproducer from the report, then a seeded fuzz run of
 /// hostile traces and arguments through ``PaceCLI/main(_:standardOutput:standardError:)``.
 @Suite struct HostileInputTests {
   @Test(arguments: [
     // Durations that do not fit: an error naming the limit, never an overflow trap.
-    (["simulate", "debounce", "--interval", "9223372036.9s", "--events", "a@0"],
-     "--interval: '9223372036.9s' is too large: the limit is 1000000000s (about 31 years)"),
-    (["simulate", "debounce", "--interval", "1s", "--max-wait", "9223372036.9s", "--events", "a@0"],
-     "--max-wait: '9223372036.9s' is too large: the limit is 1000000000s (about 31 years)"),
-    (["simulate", "debounce", "--interval", "1s", "--step", "9223372036.9s", "--events", "a@0"],
-     "--step: '9223372036.9s' is too large: the limit is 1000000000s (about 31 years)"),
-    (["compare", "--interval", "4000000000s", "--json", "--events", "a@0"],
-     "--interval: '4000000000s' is too large: the limit is 1000000000s (about 31 years)"),
-    (["simulate", "debounce", "--interval", "1000000000.000000001s", "--events", "a@0"],
-     "--interval: '1000000000.000000001s' is too large: the limit is 1000000000s (about 31 years)"),
+    (
+      ["simulate", "debounce", "--interval", "9223372036.9s", "--events", "a@0"],
+      "--interval: '9223372036.9s' is too large: the limit is 1000000000s (about 31 years)"
+    ),
+    (
+      ["simulate", "debounce", "--interval", "1s", "--max-wait", "9223372036.9s", "--events", "a@0"],
+      "--max-wait: '9223372036.9s' is too large: the limit is 1000000000s (about 31 years)"
+    ),
+    (
+      ["simulate", "debounce", "--interval", "1s", "--step", "9223372036.9s", "--events", "a@0"],
+      "--step: '9223372036.9s' is too large: the limit is 1000000000s (about 31 years)"
+    ),
+    (
+      ["compare", "--interval", "4000000000s", "--json", "--events", "a@0"],
+      "--interval: '4000000000s' is too large: the limit is 1000000000s (about 31 years)"
+    ),
+    (
+      ["simulate", "debounce", "--interval", "1000000000.000000001s", "--events", "a@0"],
+      "--interval: '1000000000.000000001s' is too large: the limit is 1000000000s (about 31 years)"
+    ),
     // Times that do not fit.
-    (["simulate", "debounce", "--interval", "1s", "--events", "a@9223372036.9s"],
-     "--events: event 1 'a@9223372036.9s': time 9223372036.9s is too large: the limit is 4000000000000ms (about 126 years)"),
-    (["simulate", "debounce", "--interval", "100ms", "--events", "a@9223372036854775807ns"],
-     "--events: event 1 'a@9223372036854775807ns': time 9223372036854775807ns is too large: the limit is 4000000000000ms (about 126 years)"),
-    (["compare", "--interval", "100ms", "--events", "a@0 b@9223372036854"],
-     "--events: event 2 'b@9223372036854': time 9223372036854 is too large: the limit is 4000000000000ms (about 126 years)"),
+    (
+      ["simulate", "debounce", "--interval", "1s", "--events", "a@9223372036.9s"],
+      "--events: event 1 'a@9223372036.9s': time 9223372036.9s"
+        + " is too large: the limit is 4000000000000ms (about 126 years)"
+    ),
+    (
+      ["simulate", "debounce", "--interval", "100ms", "--events", "a@9223372036854775807ns"],
+      "--events: event 1 'a@9223372036854775807ns': time 9223372036854775807ns"
+        + " is too large: the limit is 4000000000000ms (about 126 years)"
+    ),
+    (
+      ["compare", "--interval", "100ms", "--events", "a@0 b@9223372036854"],
+      "--events: event 2 'b@9223372036854': time 9223372036854"
+        + " is too large: the limit is 4000000000000ms (about 126 years)"
+    ),
     // A diagram wider than the limit: refused before anything is drawn, with a step that fits.
-    (["simulate", "throttle", "--interval", "10ms", "--step", "1us", "--events", "a@0 b@1000000"],
-     "--step 1us would draw 1000000001 columns, more than the limit of 1000: use --step 2s or longer, "
-       + "or leave --step out to fit 60 columns"),
-    (["simulate", "throttle", "--interval", "10ms", "--step", "1min", "--events", "a@0 b@3999999999999"],
-     "--step 60s would draw 66666667 columns, more than the limit of 1000: use --step 5000000s or longer, "
-       + "or leave --step out to fit 60 columns"),
+    (
+      ["simulate", "throttle", "--interval", "10ms", "--step", "1us", "--events", "a@0 b@1000000"],
+      "--step 1us would draw 1000000001 columns, more than the limit of 1000: use --step 2s or longer, "
+        + "or leave --step out to fit 60 columns"
+    ),
+    (
+      ["simulate", "throttle", "--interval", "10ms", "--step", "1min", "--events", "a@0 b@3999999999999"],
+      "--step 60s would draw 66666667 columns, more than the limit of 1000: use --step 5000000s or longer, "
+        + "or leave --step out to fit 60 columns"
+    ),
     // Raw control characters never reach the terminal; long text is cut.
-    (["simulate", "de\u{1B}[2Jbounce", "--interval", "1s", "--events", "a@0"],
-     #"unknown strategy 'de\u{1B}[2Jbounce': use debounce, throttle or coalesce"#),
-    (["simulate", "debounce", "--interval", "1s", "--events", "a@0 b\u{0}@x"],
-     #"--events: event 2 'b\0@x': 'x' is not a time: write milliseconds like 40, or a duration like 1.5s"#),
-    (["compare", "--interval", "1s", "--\u{7}\u{1B}]0;title\u{7}"],
-     #"Unknown option '--\u{7}\u{1B}]0;title\u{7}' (see pace --help)"#),
+    (
+      ["simulate", "de\u{1B}[2Jbounce", "--interval", "1s", "--events", "a@0"],
+      #"unknown strategy 'de\u{1B}[2Jbounce': use debounce, throttle or coalesce"#
+    ),
+    (
+      ["simulate", "debounce", "--interval", "1s", "--events", "a@0 b\u{0}@x"],
+      #"--events: event 2 'b\0@x': 'x' is not a time: write milliseconds like 40, or a duration like 1.5s"#
+    ),
+    (
+      ["compare", "--interval", "1s", "--\u{7}\u{1B}]0;title\u{7}"],
+      #"Unknown option '--\u{7}\u{1B}]0;title\u{7}' (see pace --help)"#
+    ),
   ])
   func reproducersAreOneLineErrors(arguments: [String], message: String) {
     let run = pace(arguments)
@@ -52,14 +82,17 @@ import Testing
     let run = pace(["compare", "--interval", "1000000000s", "--events", "a@0 b@4000000000000 c@4000000000000"])
     #expect(run.status == 0)
     #expect(run.errors == "")
-    let simulate = pace(["simulate", "debounce", "--interval", "1000000000s", "--max-wait", "1000000000s", "--json",
-                         "--events", "a@4000000000s"])
+    let simulate = pace([
+      "simulate", "debounce", "--interval", "1000000000s", "--max-wait", "1000000000s", "--json",
+      "--events", "a@4000000000s",
+    ])
     #expect(simulate.status == 0)
     #expect(simulate.output.contains("\"time_ms\": 5000000000000"))
   }
 
   @Test func aByteOrderMarkIsAccepted() throws {
-    let trace = try TraceReader.parse(Data([0xEF, 0xBB, 0xBF] + Array("time_ms,value\r\n0,a\r\n40,b\r\n".utf8)), source: "excel.csv")
+    let trace = try TraceReader.parse(
+      Data([0xEF, 0xBB, 0xBF] + Array("time_ms,value\r\n0,a\r\n40,b\r\n".utf8)), source: "excel.csv")
     #expect(trace.values == ["a", "b"])
     let json = try TraceReader.parse(Data([0xEF, 0xBB, 0xBF] + Array("{\"time_ms\": 5}\n".utf8)), source: "t.jsonl")
     #expect(json.times == [5_000_000])
@@ -71,7 +104,8 @@ import Testing
   @Test func aTenMegabyteValueMakesAShortMessage() throws {
     let huge = String(repeating: "v", count: 10_000_000)
     let text = "time_ms,value\n0,a\n1\(huge)\u{0}\u{1B}[31m,b\n"
-    #expect(throws: ToolError("t.csv:3: '1" + String(repeating: "v", count: 59) + "…' is not a time in milliseconds")) {
+    let expected = "t.csv:3: '1" + String(repeating: "v", count: 59) + "…' is not a time in milliseconds"
+    #expect(throws: ToolError(expected)) {
       try TraceReader.parse(Data(text.utf8), source: "t.csv")
     }
     #expect(throws: ToolError(#"t.csv:1: expected 'time_ms,value' lines, got 'time\0\u{1B}[31m,value'"#)) {
@@ -176,7 +210,8 @@ struct HostileInputs {
   ]
 
   static let times = [
-    "0", "0", "1", "40", "40", "90", "1.5", "0.000001", "0.0000001", "-5", "-0", "4000000000000", "4000000000000.000001",
+    "0", "0", "1", "40", "40", "90", "1.5", "0.000001", "0.0000001", "-5", "-0", "4000000000000",
+    "4000000000000.000001",
     "9223372036854", "9223372036854775807", "99999999999999999999999", "1e3", "NaN", "inf", "", " ", ".", "1.2.3",
     "0x10", "٣", "\u{0}", "1,5", "00000000000000000000000001",
   ]
@@ -221,7 +256,11 @@ struct HostileInputs {
     hostile = random.next(upTo: 2) == 0
     var arguments: [String]
     switch hostile ? random.next(upTo: 10) : random.next(upTo: 9) {
-    case 0...4: arguments = ["simulate", hostile ? pick(["debounce", "throttle", "bogus", ""]) : pick(["debounce", "throttle", "coalesce"])]
+    case 0...4:
+      arguments = [
+        "simulate",
+        hostile ? pick(["debounce", "throttle", "bogus", ""]) : pick(["debounce", "throttle", "coalesce"]),
+      ]
     case 5...8: arguments = ["compare"]
     default: arguments = [pick(["demo", "help", "--help", "", "-", "--", "\u{1B}[2J", "simulate"])]
     }
@@ -250,7 +289,9 @@ struct HostileInputs {
   mutating func csvTrace() -> [UInt8] {
     var lines: [String] = []
     if random.next(upTo: 4) == 0 { lines.append("# title: \(value())") }
-    if random.next(upTo: 2) == 0 { lines.append(odd(2) ? "time,value" : pick(["time_ms,value", "TIME_MS, VALUE", "time_ms"])) }
+    if random.next(upTo: 2) == 0 {
+      lines.append(odd(2) ? "time,value" : pick(["time_ms,value", "TIME_MS, VALUE", "time_ms"]))
+    }
     var time = 0
     for _ in 0..<random.next(upTo: 60) {
       switch hostile ? random.next(upTo: 24) : 10 {
@@ -266,7 +307,9 @@ struct HostileInputs {
     if random.next(upTo: 5) == 0 { bytes = [0xEF, 0xBB, 0xBF] + bytes }
     if odd(15) { bytes = [0xFF, 0xFE] + bytes }
     if odd(8), !bytes.isEmpty {
-      for _ in 0..<random.next(upTo: 5) { bytes[random.next(upTo: bytes.count)] = UInt8(truncatingIfNeeded: random.next()) }
+      for _ in 0..<random.next(upTo: 5) {
+        bytes[random.next(upTo: bytes.count)] = UInt8(truncatingIfNeeded: random.next())
+      }
     }
     return bytes
   }
@@ -279,12 +322,15 @@ struct HostileInputs {
       switch hostile ? random.next(upTo: 20) : 10 {
       case 0: lines.append("{\"time_ms\": \(self.time()), \"value\": \"\(value())\"}")
       case 1:
-        lines.append(pick([
-          "{", "}", "{\"time_ms\": }", "{\"time_ms\": \"5\"}", "{\"value\": \"a\"}", "[1, 2]", "{\"time_ms\": 1e3}",
-          "{\"time_ms\": NaN}", "{\"time_ms\": 5, \"value\": \"\\u0000\\u001b[31m\"}", "{\"time_ms\": 5, \"value\": \"\\ud83d\"}",
-          "{\"time_ms\": 5, \"value\": \"\\u12\"}", "{\"time_ms\": 5, \"value\": {\"nested\": [1, 2]}}", "{\"time_ms\": 5 \"value\": 1}",
-          "{\"time_ms\": 5, \"value\": \"a}", "{\"\u{0}\": 1}",
-        ]))
+        lines.append(
+          pick([
+            "{", "}", "{\"time_ms\": }", "{\"time_ms\": \"5\"}", "{\"value\": \"a\"}", "[1, 2]", "{\"time_ms\": 1e3}",
+            "{\"time_ms\": NaN}", "{\"time_ms\": 5, \"value\": \"\\u0000\\u001b[31m\"}",
+            "{\"time_ms\": 5, \"value\": \"\\ud83d\"}",
+            "{\"time_ms\": 5, \"value\": \"\\u12\"}", "{\"time_ms\": 5, \"value\": {\"nested\": [1, 2]}}",
+            "{\"time_ms\": 5 \"value\": 1}",
+            "{\"time_ms\": 5, \"value\": \"a}", "{\"\u{0}\": 1}",
+          ]))
       default:
         time += random.next(upTo: 300)
         lines.append("{\"time_ms\": \(time), \"value\": \(pick(["\"a\"", "\"b\"", "3", "2.5", "true", "null"]))}")

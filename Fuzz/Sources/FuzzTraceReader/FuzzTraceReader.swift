@@ -11,9 +11,13 @@ public func fuzzTraceReader(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
   let source = ["trace.csv", "trace.jsonl", "trace"][Int(first) % 3]
   do {
     let trace = try TraceReader.parse(Data(bytes.dropFirst()), source: source)
-    precondition(!trace.times.isEmpty && zip(trace.times, trace.times.dropFirst()).allSatisfy { $0 <= $1 }, "out of order")
+    precondition(
+      !trace.times.isEmpty && zip(trace.times, trace.times.dropFirst()).allSatisfy { $0 <= $1 }, "out of order")
     precondition(trace.times.allSatisfy { $0 >= 0 && $0 <= ToolLimits.maximumTime }, "time out of range")
-    for strategy in [Strategy(.debounce, interval: .milliseconds(300), maxWait: .seconds(1)), Strategy(.throttle, interval: .seconds(1))] {
+    for strategy in [
+      Strategy(.debounce, interval: .milliseconds(300), maxWait: .seconds(1)),
+      Strategy(.throttle, interval: .seconds(1)),
+    ] {
       let result = try Simulator.run(trace, strategy: strategy)
       precondition(result.statistics.calls == trace.count, "lost calls")
     }
