@@ -224,8 +224,16 @@ func loadTrace(events: String?, path: String?) throws(ToolError) -> Trace {
 }
 
 func write(_ text: String, to path: String) throws(ToolError) {
+  // An atomic write renames a temporary file over the path: right for a file, wrong for
+  // /dev/stdout or a pipe, which it would replace (as root, even /dev/full). Those are written in place.
+  let resolved = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+  let type = try? FileManager.default.attributesOfItem(atPath: resolved)[.type] as? FileAttributeType
   do {
-    try text.write(toFile: path, atomically: true, encoding: .utf8)
+    if let type, type != .typeRegular {
+      try Data(text.utf8).write(to: URL(fileURLWithPath: resolved))
+    } else {
+      try text.write(toFile: path, atomically: true, encoding: .utf8)
+    }
   } catch {
     let reason = Excerpt.escaped(error.localizedDescription, limit: 200)
     throw ToolError("\(ToolError.name(path)): cannot write the SVG file (\(reason))")
