@@ -161,7 +161,8 @@ extension MarbleTimeline {
 }
 
 extension MarbleDiagram {
-  /// The diagram's values and end as a timeline: step `k` happens at `origin + k * stepLength`.
+  /// The diagram's values and end as a timeline: step `k` happens at `origin + k * stepLength`,
+  /// saturating at the last instant a `PaceInstant` holds.
   /// Cancellations (`;`) are not part of a timeline and are left out.
   ///
   /// - Parameters:
@@ -170,9 +171,13 @@ extension MarbleDiagram {
   /// - Returns: `nil` if no step length is given either way.
   public func timeline(stepLength: Duration? = nil, origin: PaceInstant = .zero) -> MarbleTimeline<String>? {
     guard let stepLength = stepLength ?? self.stepLength else { return nil }
+    let step = stepLength.wholeNanoseconds
     var timeline = MarbleTimeline<String>()
     for entry in events {
-      let instant = origin.advanced(by: stepLength * entry.step)
+      // In nanoseconds, saturating: `Duration * Int` traps past 1.7e38 attoseconds.
+      let (offset, overflow) = step.multipliedReportingOverflow(by: Int64(entry.step))
+      let (nanoseconds, sumOverflow) = origin.nanoseconds.addingReportingOverflow(offset)
+      let instant = PaceInstant(nanoseconds: overflow || sumOverflow ? (step < 0 ? .min : .max) : nanoseconds)
       switch entry.event {
       case .value(let value): timeline.events.append(.init(instant: instant, value: value))
       case .finish: timeline.end = .finished(at: instant)

@@ -114,6 +114,11 @@ import Testing
     }
   }
 
+  @Test func aTimelineOfHugeStepsSaturates() throws {
+    let timeline = try #require(try MarbleDiagram("a-----------------------b").timeline(stepLength: .seconds(Int64.max)))
+    #expect(timeline.events.map(\.instant) == [.zero, PaceInstant(nanoseconds: .max)])
+  }
+
   @Test func runnerRefusesADiagramPastTheLastInstant() {
     #expect(throws: MarbleRunError.self) {
       try MarbleRunner.run("step: 9223372036s a-b") { $0.debouncer(for: .milliseconds(300)) }
