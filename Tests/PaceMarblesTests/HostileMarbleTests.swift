@@ -42,13 +42,15 @@ import Testing
     #expect(escaped.hasPrefix(#"'1\0\u{1B}s' is not a duration: unknown unit '\0\u{1B}s'"#))
   }
 
-  @Test func durationFuzz() throws {
+  @Test func durationFuzz() async throws {
     var random = MarbleSeededRandom(seed: 8)
     let pieces = [
       "0", "1", "5", "9", "00", "922337203685", "4775807", ".", ".", " ", "-", "ns", "us", "µs", "ms", "s", "min",
       "e3", "x", "\u{0}", "٣", "\u{301}", "+",
     ]
-    for _ in 0..<20_000 {
+    for round in 0..<20_000 {
+      // Yields now and then, not to hold a cooperative thread from the real-time tests.
+      if round % 1_000 == 0 { await Task.yield() }
       let text = (0..<random.next(upTo: 8)).map { _ in pieces[random.next(upTo: pieces.count)] }.joined()
       do {
         let duration = try DurationText.parse(text)
@@ -150,14 +152,16 @@ import Testing
   /// 100,000 random strings over the marble alphabet through the parser. Any outcome is fine
   /// except a trap; an error is three short lines whose caret points into the text, and a
   /// diagram reads back from its own description.
-  @Test func marbleFuzz() throws {
+  @Test func marbleFuzz() async throws {
     var random = MarbleSeededRandom(seed: 100_000)
     let pieces = [
       "-", "-", "-", "a", "b", "7", "|", "^", ";", "[", "]", "'", "'w'", ",", " ", "\n", "\r\n", "*", "step:",
       "step: ", "1", "0", ".", "ms", "s", "ns", "min", "9223372036.9s", "9223372036854775807", "é", "\u{0}",
       "\u{1B}", "\u{301}", "\u{FEFF}", "👩‍💻", "\u{C}", "\u{6DA}", "\u{1100}", "\u{1161}",
     ]
-    for _ in 0..<100_000 {
+    for round in 0..<100_000 {
+      // Yields now and then, not to hold a cooperative thread from the real-time tests.
+      if round % 1_000 == 0 { await Task.yield() }
       let text = (0..<random.next(upTo: 14)).map { _ in pieces[random.next(upTo: pieces.count)] }.joined()
       do {
         let diagram = try MarbleDiagram(text)
