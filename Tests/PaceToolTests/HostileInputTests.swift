@@ -141,7 +141,7 @@ import Testing
 
   // MARK: Fuzz
 
-  /// 2,400 generated runs: hostile traces (CSV and JSON lines, truncated and oversized lines,
+  /// 2,000 generated runs: hostile traces (CSV and JSON lines, truncated and oversized lines,
   /// huge, negative and NaN times, NUL bytes, escape codes, byte-order marks, CRLF) and hostile
   /// arguments, each through the tool's entry point. Every run ends with status 0 and output,
   /// or status 2 and one short, escaped line on standard error; output stays proportional to
@@ -153,7 +153,7 @@ import Testing
 
     var fuzzer = HostileInputs(seed: 2_026)
     var statuses: [Int32: Int] = [:]
-    for index in 0..<2_400 {
+    for index in 0..<2_000 {
       // Ten seconds of synchronous work would hold a thread of the cooperative pool (two on two
       // cores) and starve the real-time tests running alongside; let them in now and then.
       if index % 20 == 0 { await Task.yield() }
