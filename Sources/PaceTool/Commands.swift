@@ -92,7 +92,7 @@ public struct Simulate: ToolCommand {
   @Option(help: "A trace file: CSV (time_ms,value) or JSON lines.")
   var trace: String?
 
-  @Option(help: "The length of one diagram column, like 10ms. Default: fits the trace in 60 columns.")
+  @Option(help: "The length of one diagram column, like 10ms; at most 1000 columns. Default: fits the trace in 60.")
   var step: String?
 
   @Option(help: "Also write the diagram as SVG to this file.")
