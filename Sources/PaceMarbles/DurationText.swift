@@ -26,32 +26,42 @@ public enum DurationText {
       throw DurationSyntaxError(text: text, reason: .unknownUnit(unit))
     }
 
-    let whole = parts[0]
-    let fraction = parts.count == 2 ? parts[1] : ""
     // Exact decimal arithmetic: 8.333ms is 8,333,000 ns, never a rounded Double.
     var nanos: Int64 = 0
-    for digit in whole {
+    for digit in parts[0].utf8 {
       let (times10, overflow1) = nanos.multipliedReportingOverflow(by: 10)
-      let (sum, overflow2) = times10.addingReportingOverflow(Int64(digit.wholeNumberValue!))
+      let (sum, overflow2) = times10.addingReportingOverflow(Int64(digit - UInt8(ascii: "0")))
       if overflow1 || overflow2 { throw DurationSyntaxError(text: text, reason: .tooLarge) }
       nanos = sum
     }
     let (scaled, overflow) = nanos.multipliedReportingOverflow(by: nanosPerUnit)
     if overflow { throw DurationSyntaxError(text: text, reason: .tooLarge) }
     nanos = scaled
-    var place = nanosPerUnit
+
+    // The fraction is `numerator / 10^digits` units; trailing zeros say nothing. A unit is at
+    // most 6e10 ns, so a fraction that is a whole number of nanoseconds has at most 11 digits
+    // left: more is finer than a nanosecond, and 18 keep the numerator in a UInt64.
+    var fraction = parts.count == 2 ? parts[1].utf8 : Substring().utf8
+    while fraction.last == UInt8(ascii: "0") { fraction.removeLast() }
+    guard fraction.count <= 18 else { throw DurationSyntaxError(text: text, reason: .tooPrecise) }
+    var numerator: UInt64 = 0
+    var denominator: UInt64 = 1
     for digit in fraction {
-      let value = Int64(digit.wholeNumberValue!)
-      if place % 10 != 0 {
-        if value != 0 { throw DurationSyntaxError(text: text, reason: .tooPrecise) }
-        continue
-      }
-      place /= 10
-      nanos += value * place
-      if nanos < 0 { throw DurationSyntaxError(text: text, reason: .tooLarge) }
+      numerator = numerator * 10 + UInt64(digit - UInt8(ascii: "0"))
+      denominator *= 10
     }
+    // Below one unit, so the quotient fits; checked rather than trusted, all the same.
+    let (quotient, remainder) = denominator.dividingFullWidth(UInt64(nanosPerUnit).multipliedFullWidth(by: numerator))
+    guard remainder == 0 else { throw DurationSyntaxError(text: text, reason: .tooPrecise) }
+    let (sum, sumOverflow) = nanos.addingReportingOverflow(Int64(quotient))
+    if sumOverflow { throw DurationSyntaxError(text: text, reason: .tooLarge) }
+    nanos = sum
     return .nanoseconds(nanos)
   }
+
+  /// The longest duration ``parse(_:)`` reads: `Int64.max` nanoseconds, `9223372036.854775807s`
+  /// (about 292 years), the most a `PaceInstant` offset holds.
+  public static let maximum = Duration.nanoseconds(Int64.max)
 
   /// The shortest exact spelling of `duration`: `"0ms"`, `"300ms"`, `"1s"`, `"1.5s"`,
   /// `"8.333ms"`, `"250us"`, `"40ns"`. ``parse(_:)`` reads it back to the same duration.
@@ -109,7 +119,7 @@ public struct DurationSyntaxError: Error, Hashable, CustomStringConvertible {
     case tooLarge
   }
 
-  /// The text as given.
+  /// The text as given. ``description`` quotes at most 60 characters of it, escaped.
   public var text: String
   /// What went wrong.
   public var reason: Reason
@@ -126,21 +136,22 @@ public struct DurationSyntaxError: Error, Hashable, CustomStringConvertible {
     case .empty: "no duration given"
     case .notANumber: "the number is malformed"
     case .missingUnit: "the unit is missing"
-    case .unknownUnit(let unit): "unknown unit '\(unit)'"
+    case .unknownUnit(let unit): "unknown unit \(Excerpt.quoted(unit, limit: 20))"
     case .negative: "durations must not be negative"
     case .tooPrecise: "it is finer than a nanosecond"
-    case .tooLarge: "it is too large"
+    case .tooLarge: "it is too large: the limit is \(DurationText.format(DurationText.maximum)) (about 292 years)"
     }
   }
 
   public var description: String {
-    "'\(text)' is not a duration: \(explanation) (write it like 300ms, 1.5s or 250us; units: ns, us, ms, s, min)"
+    "\(Excerpt.quoted(text)) is not a duration: \(explanation) "
+      + "(write it like 300ms, 1.5s or 250us; units: ns, us, ms, s, min)"
   }
 }
 
 extension Duration {
   /// This duration in whole nanoseconds, saturating at the bounds of `Int64`.
-  var wholeNanoseconds: Int64 {
+  package var wholeNanoseconds: Int64 {
     let (seconds, attoseconds) = components
     let (wholeNanos, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
     if overflow { return seconds < 0 ? .min : .max }

@@ -30,13 +30,26 @@ public enum MarbleEvent: Sendable, Hashable, CustomStringConvertible {
     return "'\(value)'"
   }
 
+  /// A letter or digit that starts a grapheme of its own. `Character.isLetter` also holds for
+  /// some combining marks (U+06DA), which stand alone only after a control character and would
+  /// fuse with whatever a diagram writes before them.
   static func isBareValue(_ character: Character) -> Bool {
-    character.isLetter || character.isNumber
+    guard character.isLetter || character.isNumber, let first = character.unicodeScalars.first else { return false }
+    switch first.properties.generalCategory {
+    case .uppercaseLetter, .lowercaseLetter, .titlecaseLetter, .modifierLetter, .otherLetter,
+      .decimalNumber, .letterNumber, .otherNumber:
+      return true
+    default:
+      return false
+    }
   }
 
-  /// Whether a value can be written in a diagram: not empty, and no `'`.
+  /// Whether a value can be written in a diagram: not empty, no `'`, and not fusing with quotes.
   static func isRepresentable(_ value: String) -> Bool {
-    !value.isEmpty && !value.contains("'")
+    guard !value.isEmpty, !value.contains("'") else { return false }
+    // Quotes that fuse with the value's first or last scalar (a leading combining mark) vanish.
+    let token = "'" + value + "'"
+    return token.first == "'" && token.last == "'" && token.count == value.count + 2
   }
 }
 
@@ -80,6 +93,10 @@ public struct MarbleDiagram: Sendable, Hashable, CustomStringConvertible {
     }
   }
 
+  /// The most steps ``MarbleTimeline/diagram(stepLength:origin:offGrid:)`` draws: a million, a
+  /// megabyte of text per line. An event further out is a ``MarbleRenderError/tooLong(value:instant:stepLength:)``.
+  public static let maximumLength = 1_000_000
+
   /// The events in order: by step, and in written order within a step.
   public private(set) var events: [Entry]
   /// The number of steps the diagram spans: `"a--"` spans 3.
@@ -122,8 +139,16 @@ public struct MarbleDiagram: Sendable, Hashable, CustomStringConvertible {
   }
 
   /// The diagram in canonical notation, without header: `"a--[bc]-|"`.
+  ///
+  /// Where two tokens would fuse into one grapheme (Hangul jamo written apart, `ᄀ` then `ᅡ`), a
+  /// space keeps them apart, so the description always reads back to the same events.
   public var description: String {
-    steps.map(Self.token(for:)).joined()
+    var text = ""
+    for token in steps.lazy.map(Self.token(for:)) {
+      if let last = text.last, let first = token.first, (String(last) + String(first)).count < 2 { text += " " }
+      text += token
+    }
+    return text
   }
 
   /// The diagram with its `step:` header when it has a step length: `"step: 100ms a--b"`.
@@ -243,7 +268,8 @@ public struct MarbleSyntaxError: Error, Hashable, CustomStringConvertible {
   public var explanation: String {
     switch reason {
     case .unexpectedCharacter(let character):
-      "unexpected '\(character)'; a value that is not a letter or digit is quoted, like '\(character)'"
+      "unexpected \(Excerpt.quoted(String(character), limit: 12)); a value that is not a letter or digit is quoted, "
+        + "like \(Excerpt.quoted(String(character), limit: 12))"
     case .unterminatedValue: "the quoted value is never closed with '"
     case .emptyValue: "empty value ''; a value has at least one character"
     case .nestedGroup: "'[' inside a group; groups do not nest"
@@ -259,17 +285,31 @@ public struct MarbleSyntaxError: Error, Hashable, CustomStringConvertible {
   }
 
   public var description: String {
-    // Newlines in the diagram would break the caret line: show the diagram's line of the column.
+    // Newlines in the diagram would break the caret line: show the diagram's line of the column,
+    // and of a long line only the stretch around the column, escaped, so the message stays short.
     let characters = Array(text)
+    let target = min(max(column - 1, 0), characters.count)
     var lineStart = 0
-    var index = 0
-    while index < column - 1, index < characters.count {
-      if characters[index] == "\n" { lineStart = index + 1 }
-      index += 1
+    for index in 0..<target where characters[index].isNewline { lineStart = index + 1 }
+    let lineEnd = characters[target...].firstIndex(where: \.isNewline) ?? characters.count
+    let halfWindow = Excerpt.limit / 2
+    let windowStart = max(lineStart, target - halfWindow)
+    let windowEnd = min(lineEnd, max(target, windowStart) + halfWindow)
+    var line = windowStart > lineStart ? "…" : ""
+    var caretOffset = line.count
+    for index in windowStart..<windowEnd {
+      let shown = Self.shown(characters[index])
+      if index < target { caretOffset += shown.count }
+      line += shown
     }
-    let lineEnd = characters[lineStart...].firstIndex(of: "\n") ?? characters.count
-    let line = String(characters[lineStart..<lineEnd])
-    let caret = String(repeating: " ", count: max(0, column - 1 - lineStart)) + "^"
+    if windowEnd < lineEnd { line += "…" }
+    let caret = String(repeating: " ", count: caretOffset) + "^"
     return "column \(column): \(explanation)\n  \(line)\n  \(caret)"
+  }
+
+  /// A character of the diagram as the caret line shows it: escaped if it is a control character.
+  private static func shown(_ character: Character) -> String {
+    Excerpt.isPlain(String(character)) && character.unicodeScalars.count <= 8
+      ? String(character) : Excerpt.escaped(String(character), limit: 12)
   }
 }

@@ -42,7 +42,12 @@ struct MarbleParser {
           throw error(at: column, .unterminatedValue)
         }
         if close == index + 1 { throw error(at: column, .emptyValue) }
-        try add(.value(String(characters[(index + 1)..<close])), column: column, inGroup: groupStart != nil)
+        let value = String(characters[(index + 1)..<close])
+        // A value whose first or last character fuses with a quote cannot be written back.
+        guard MarbleEvent.isRepresentable(value) else {
+          throw error(at: column, .unexpectedCharacter(characters[index + 1]))
+        }
+        try add(.value(value), column: column, inGroup: groupStart != nil)
         groupCount += 1
         index = close
       case "|", "^", ";":

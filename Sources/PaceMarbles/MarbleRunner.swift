@@ -198,6 +198,9 @@ public enum MarbleRunError: Error, CustomStringConvertible {
   case nonPositiveStepLength(Duration)
   /// The input threw on an event, for example a value that is not a number for a `Debouncer<Int>`.
   case inputRejected(step: Int, event: MarbleEvent, reason: any Error)
+  /// The diagram reaches past the last instant a `PaceInstant` holds (`Int64.max` nanoseconds,
+  /// about 292 years from the origin).
+  case tooLong(steps: Int, stepLength: Duration)
 
   public var description: String {
     switch self {
@@ -207,6 +210,9 @@ public enum MarbleRunError: Error, CustomStringConvertible {
       "the diagram's header says step: \(DurationText.format(header)) but stepLength is \(DurationText.format(parameter))"
     case .nonPositiveStepLength(let length): "the step length must be longer than zero (got \(DurationText.format(length)))"
     case .inputRejected(let step, let event, let reason): "step \(step) (\(event)): \(reason)"
+    case .tooLong(let steps, let stepLength):
+      "\(steps) steps of \(DurationText.format(stepLength)) reach past the last instant a PaceInstant holds "
+        + "(\(DurationText.format(DurationText.maximum)), about 292 years): use a shorter step length"
     }
   }
 }
@@ -261,8 +267,15 @@ public enum MarbleRunner {
     through build: (MarbleHarness) throws -> Input
   ) throws -> MarbleRun {
     let length = try resolveStepLength(header: input.stepLength, parameter: stepLength)
+    let origin = scheduler.now
+    // Every input instant must be a real one: the last instant, Int64.max, is where saturated
+    // deadlines pile up, and nothing may happen there.
+    let (span, spanOverflow) = length.wholeNanoseconds.multipliedReportingOverflow(by: Int64(input.length))
+    let (last, lastOverflow) = origin.nanoseconds.addingReportingOverflow(span)
+    guard !spanOverflow, !lastOverflow, last < .max else {
+      throw MarbleRunError.tooLong(steps: input.length, stepLength: length)
+    }
     let harness = MarbleHarness(scheduler: scheduler, stepLength: length)
-    let origin = harness.origin
     let target = try build(harness)
 
     var end: MarbleTimeline<String>.End?
@@ -285,7 +298,11 @@ public enum MarbleRunner {
       if end != nil { break }
     }
     if end == nil {
-      let limit = origin.advanced(by: length * (input.length + settlingSteps))
+      // Settling stops short of the saturated last instant: a timer armed at "never" never fires.
+      let steps = Int64(input.length) + Int64(min(max(settlingSteps, 0), Int(Int32.max)))
+      let (settlingSpan, spanOverflow) = length.wholeNanoseconds.multipliedReportingOverflow(by: steps)
+      let (end, endOverflow) = origin.nanoseconds.addingReportingOverflow(settlingSpan)
+      let limit = PaceInstant(nanoseconds: spanOverflow || endOverflow ? .max - 1 : min(end, .max - 1))
       scheduler.advance(to: max(scheduler.now, origin.advanced(by: length * max(input.length - 1, 0))))
       while let next = scheduler.nextDeadline, next <= limit {
         scheduler.advance(to: max(next, scheduler.now))

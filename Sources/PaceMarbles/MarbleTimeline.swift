@@ -81,6 +81,9 @@ public enum MarbleRenderError: Error, Hashable, CustomStringConvertible {
   case unrepresentable(value: String)
   /// The step length is zero or negative.
   case nonPositiveStepLength(Duration)
+  /// An event is further from the origin than ``MarbleDiagram/maximumLength`` steps: drawing it
+  /// would take more memory than a diagram is worth.
+  case tooLong(value: String, instant: PaceInstant, stepLength: Duration)
 
   public var description: String {
     switch self {
@@ -88,12 +91,18 @@ public enum MarbleRenderError: Error, Hashable, CustomStringConvertible {
       let nanos = instant.nanoseconds
       let step = stepLength.wholeNanoseconds
       let below = nanos / step
-      return "\(value) at \(DurationText.format(instant.offset)) is not on the \(DurationText.format(stepLength)) step grid "
-        + "(it falls between steps \(below) and \(below + 1)); draw with offGrid: .floor to put it in step \(below)"
+      return "\(Excerpt.escaped(value, limit: Excerpt.limit)) at \(DurationText.format(instant.offset)) is not on the "
+        + "\(DurationText.format(stepLength)) step grid (it falls between steps \(below) and \(below + 1)); "
+        + "draw with offGrid: .floor to put it in step \(below)"
     case .beforeOrigin(let value, let instant):
-      return "\(value) at \(instant.nanoseconds) ns is before the origin of the diagram"
+      return "\(Excerpt.escaped(value, limit: Excerpt.limit)) at \(instant.nanoseconds) ns "
+        + "is before the origin of the diagram"
+    case .tooLong(let value, let instant, let stepLength):
+      return "\(Excerpt.escaped(value, limit: Excerpt.limit)) at \(DurationText.format(instant.offset)) is more than "
+        + "\(MarbleDiagram.maximumLength) steps of \(DurationText.format(stepLength)) from the origin, "
+        + "the most a diagram draws: draw with a longer step length"
     case .unrepresentable(let value):
-      return "the value \"\(value)\" cannot be drawn: marble values are not empty and contain no '"
+      return "the value \(Excerpt.quoted(value)) cannot be drawn: marble values are not empty and contain no '"
     case .nonPositiveStepLength(let stepLength):
       return "the step length must be longer than zero (got \(DurationText.format(stepLength)))"
     }
@@ -106,7 +115,8 @@ extension MarbleTimeline {
   /// Values are drawn with `String(describing:)`: a letter or digit as itself, anything else
   /// quoted; several events in one step form a `[group]`; the end is `|` or `^`. An event
   /// between grid lines is an error by default, or goes to the step that contains it with
-  /// ``OffGridPolicy/floor``. The diagram's length runs to its last event.
+  /// ``OffGridPolicy/floor``. The diagram's length runs to its last event, and at most
+  /// ``MarbleDiagram/maximumLength`` steps: an event further out is an error.
   ///
   /// - Parameters:
   ///   - stepLength: How long a step is.
@@ -119,8 +129,12 @@ extension MarbleTimeline {
     guard step > 0 else { throw .nonPositiveStepLength(stepLength) }
 
     func stepIndex(of instant: PaceInstant, describing value: String) throws(MarbleRenderError) -> Int {
-      let offset = instant.nanoseconds &- origin.nanoseconds
-      guard offset >= 0 else { throw .beforeOrigin(value: value, instant: instant) }
+      let (offset, overflow) = instant.nanoseconds.subtractingReportingOverflow(origin.nanoseconds)
+      guard instant >= origin else { throw .beforeOrigin(value: value, instant: instant) }
+      // Checked before anything is allocated: one step per nanosecond over a year is 3e16 steps.
+      guard !overflow, offset / step < MarbleDiagram.maximumLength else {
+        throw .tooLong(value: value, instant: instant, stepLength: stepLength)
+      }
       if offset % step != 0, offGrid == .reject {
         throw .offGrid(value: value, instant: PaceInstant(nanoseconds: offset), stepLength: stepLength)
       }
@@ -147,7 +161,8 @@ extension MarbleTimeline {
 }
 
 extension MarbleDiagram {
-  /// The diagram's values and end as a timeline: step `k` happens at `origin + k * stepLength`.
+  /// The diagram's values and end as a timeline: step `k` happens at `origin + k * stepLength`,
+  /// saturating at the last instant a `PaceInstant` holds.
   /// Cancellations (`;`) are not part of a timeline and are left out.
   ///
   /// - Parameters:
@@ -156,9 +171,13 @@ extension MarbleDiagram {
   /// - Returns: `nil` if no step length is given either way.
   public func timeline(stepLength: Duration? = nil, origin: PaceInstant = .zero) -> MarbleTimeline<String>? {
     guard let stepLength = stepLength ?? self.stepLength else { return nil }
+    let step = stepLength.wholeNanoseconds
     var timeline = MarbleTimeline<String>()
     for entry in events {
-      let instant = origin.advanced(by: stepLength * entry.step)
+      // In nanoseconds, saturating: `Duration * Int` traps past 1.7e38 attoseconds.
+      let (offset, overflow) = step.multipliedReportingOverflow(by: Int64(entry.step))
+      let (nanoseconds, sumOverflow) = origin.nanoseconds.addingReportingOverflow(offset)
+      let instant = PaceInstant(nanoseconds: overflow || sumOverflow ? (step < 0 ? .min : .max) : nanoseconds)
       switch entry.event {
       case .value(let value): timeline.events.append(.init(instant: instant, value: value))
       case .finish: timeline.end = .finished(at: instant)

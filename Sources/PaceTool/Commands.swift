@@ -13,6 +13,8 @@ public struct PaceCommand: ParsableCommand {
       Every time shown comes from running Pace's real Debouncer, Throttler and Coalescer on a \
       TestScheduler in virtual time. Traces are CSV (time_ms,value) or JSON lines \
       ({"time_ms": 12.5, "value": "a"}). Durations look like 300ms, 1s, 1.5s or 250us.
+      Limits: times up to 4000000000000ms (about 126 years), durations up to 1000000000s, trace \
+      files up to 256 MiB, and a --step that draws at most 1000 columns.
       """,
     subcommands: [Demo.self, Simulate.self, Compare.self]
   )
@@ -90,7 +92,7 @@ public struct Simulate: ToolCommand {
   @Option(help: "A trace file: CSV (time_ms,value) or JSON lines.")
   var trace: String?
 
-  @Option(help: "The length of one diagram column, like 10ms. Default: fits the trace in 60 columns.")
+  @Option(help: "The length of one diagram column, like 10ms; at most 1000 columns. Default: fits the trace in 60.")
   var step: String?
 
   @Option(help: "Also write the diagram as SVG to this file.")
@@ -103,26 +105,29 @@ public struct Simulate: ToolCommand {
 
   func execute() throws(ToolError) -> String {
     let strategy = try parseStrategy()
-    let stepNanoseconds = try step.map { text throws(ToolError) in try parseDuration(text, option: "--step") }
-    if let stepNanoseconds, stepNanoseconds <= .zero { throw ToolError("--step must be longer than 0ms") }
+    let step = try step.map { text throws(ToolError) in try parseDuration(text, option: "--step").wholeNanoseconds }
+    if let step, step <= 0 { throw ToolError("--step must be longer than 0ms") }
     let trace = try loadTrace(events: events, path: trace)
     let result = try Simulator.run(trace, strategy: strategy)
+    if let step, !json {
+      try Report.checkWidth(step: step, horizon: TextDiagram.horizon([Lane(calls: trace), Lane(result)]))
+    }
     if let svg {
       let text = SVGDiagram.render(
         title: strategy.settings, subtitle: "\(trace.source): \(trace.count) calls", lanes: [Lane(calls: trace), Lane(result)])
       try write(text, to: svg)
     }
     if json { return JSONOutput.simulate(trace: trace, result: result) }
-    return Report.simulate(trace: trace, result: result, step: stepNanoseconds?.nanoseconds)
+    return Report.simulate(trace: trace, result: result, step: step)
   }
 
   func parseStrategy() throws(ToolError) -> Strategy {
     guard let kind = Strategy.Kind(rawValue: strategy) else {
-      throw ToolError("unknown strategy '\(strategy)': use debounce, throttle or coalesce")
+      throw ToolError("unknown strategy \(Excerpt.quoted(strategy)): use debounce, throttle or coalesce")
     }
     let interval = try parseDuration(self.interval, option: "--interval")
     guard let merge = MergeChoice(rawValue: merge) else {
-      throw ToolError("--merge: unknown merge '\(merge)': use latest, first, sum or append")
+      throw ToolError("--merge: unknown merge \(Excerpt.quoted(merge)): use latest, first, sum or append")
     }
     var maxWaitDuration: Duration?
     if let maxWait {
@@ -179,7 +184,9 @@ public struct Compare: ToolCommand {
     let interval = try parseDuration(self.interval, option: "--interval")
     let maxWait = try maxWait.map { text throws(ToolError) in try parseDuration(text, option: "--max-wait") }
     let trace = try loadTrace(events: events, path: trace)
-    let results = try Simulator.runAll(trace, strategies: Strategy.all(interval: interval, maxWait: maxWait))
+    // Only the SVG draws invocations; the table and the JSON need the statistics alone.
+    let results = try Simulator.runAll(
+      trace, strategies: Strategy.all(interval: interval, maxWait: maxWait), keepingInvocations: svg != nil)
     if let svg {
       let text = SVGDiagram.render(
         title: "\(trace.source): every strategy at \(DurationText.format(interval))", subtitle: "\(trace.count) calls",
@@ -191,12 +198,20 @@ public struct Compare: ToolCommand {
   }
 }
 
+/// `text` as a duration of at most ``ToolLimits/maximumDuration``; errors start with `option`.
 func parseDuration(_ text: String, option: String) throws(ToolError) -> Duration {
+  let duration: Duration
   do {
-    return try DurationText.parse(text)
+    duration = try DurationText.parse(text)
+  } catch where error.reason == .tooLarge {
+    throw ToolError("\(option): \(Excerpt.quoted(text)) is too large: the limit is \(ToolLimits.maximumDurationText)")
   } catch {
     throw ToolError("\(option): \(error)")
   }
+  guard duration.wholeNanoseconds <= ToolLimits.maximumDuration else {
+    throw ToolError("\(option): \(Excerpt.quoted(text)) is too large: the limit is \(ToolLimits.maximumDurationText)")
+  }
+  return duration
 }
 
 func loadTrace(events: String?, path: String?) throws(ToolError) -> Trace {
@@ -209,16 +224,26 @@ func loadTrace(events: String?, path: String?) throws(ToolError) -> Trace {
 }
 
 func write(_ text: String, to path: String) throws(ToolError) {
+  // An atomic write renames a temporary file over the path: right for a file, wrong for
+  // /dev/stdout or a pipe, which it would replace (as root, even /dev/full). Those are written in place.
+  let resolved = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+  let type = try? FileManager.default.attributesOfItem(atPath: resolved)[.type] as? FileAttributeType
   do {
-    try text.write(toFile: path, atomically: true, encoding: .utf8)
+    if let type, type != .typeRegular {
+      try Data(text.utf8).write(to: URL(fileURLWithPath: resolved))
+    } else {
+      try text.write(toFile: path, atomically: true, encoding: .utf8)
+    }
   } catch {
-    throw ToolError("\(path): cannot write the SVG file (\(error.localizedDescription))")
+    let reason = Excerpt.escaped(error.localizedDescription, limit: 200)
+    throw ToolError("\(ToolError.name(path)): cannot write the SVG file (\(reason))")
   }
 }
 
 /// The entry point, with the exit status spelled out: 0 on success and for `--help`, 2 for any
 /// bad input — the tool's own messages and swift-argument-parser's alike, whose default
-/// would be 64 — with one line on standard error and no stack trace.
+/// would be 64 — with one line on standard error and no stack trace. The line quotes at most
+/// 60 characters of any offending text, with control characters escaped.
 public enum PaceCLI {
   /// The status for bad input.
   public static let badInputStatus: Int32 = 2
@@ -227,7 +252,8 @@ public enum PaceCLI {
   public static func main(
     _ arguments: [String],
     standardOutput: (String) -> Void = { print($0, terminator: "") },
-    standardError: (String) -> Void = { FileHandle.standardError.write(Data($0.utf8)) }
+    // `try?`: with standard error closed there is nowhere to say so, and `write(_:)` would trap.
+    standardError: (String) -> Void = { try? FileHandle.standardError.write(contentsOf: Data($0.utf8)) }
   ) -> Int32 {
     // swift-argument-parser's own outcomes: help (status 0) or a usage error (status 2).
     func argumentParserOutcome(_ error: any Error) -> Int32 {
@@ -235,7 +261,7 @@ public enum PaceCLI {
         standardOutput(PaceCommand.fullMessage(for: error) + "\n")
         return 0
       }
-      standardError("pace: error: \(PaceCommand.message(for: error)) (see pace --help)\n")
+      standardError(errorLine(PaceCommand.message(for: error) + " (see pace --help)"))
       return badInputStatus
     }
     var command: any ParsableCommand
@@ -257,8 +283,18 @@ public enum PaceCLI {
       standardOutput(try toolCommand.execute())
       return 0
     } catch {
-      standardError("pace: error: \(error.message)\n")
+      standardError(errorLine(error.message))
       return badInputStatus
     }
+  }
+
+  /// The longest error line, for messages that quote an argument swift-argument-parser echoes.
+  static let maximumErrorLength = 500
+
+  /// `message` as one line on standard error: the tool's messages are already escaped, and this
+  /// is the net under swift-argument-parser's, which echo arguments whole and raw.
+  static func errorLine(_ message: String) -> String {
+    let oneLine = message.split(whereSeparator: \.isNewline).joined(separator: " ")
+    return "pace: error: \(Excerpt.escaped(oneLine, limit: maximumErrorLength))\n"
   }
 }

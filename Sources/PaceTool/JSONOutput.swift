@@ -33,7 +33,7 @@ enum JSONOutput {
     var json = "{\n"
     json += "  \"command\": \"compare\",\n"
     json += "  \"trace\": \(traceObject(trace)),\n"
-    json += "  \"interval_ms\": \(milliseconds(interval.nanoseconds)),\n"
+    json += "  \"interval_ms\": \(milliseconds(interval.wholeNanoseconds)),\n"
     json += "  \"results\": [\n"
     json += results.map { result in
       "    {\"strategy\": \(strategyObject(result.strategy)), \"summary\": \(summaryObject(result.statistics))}"
@@ -51,14 +51,14 @@ enum JSONOutput {
     var fields = [
       "\"name\": \(string(strategy.label))",
       "\"primitive\": \(string(strategy.kind.rawValue))",
-      "\"interval_ms\": \(milliseconds(strategy.interval.nanoseconds))",
+      "\"interval_ms\": \(milliseconds(strategy.interval.wholeNanoseconds))",
     ]
     if strategy.kind != .coalesce {
       fields.append("\"leading\": \(strategy.edges.contains(.leading))")
       fields.append("\"trailing\": \(strategy.edges.contains(.trailing))")
     }
     if strategy.kind == .debounce {
-      fields.append("\"max_wait_ms\": \(strategy.maxWait.map { milliseconds($0.nanoseconds) } ?? "null")")
+      fields.append("\"max_wait_ms\": \(strategy.maxWait.map { milliseconds($0.wholeNanoseconds) } ?? "null")")
     }
     fields.append("\"merge\": \(string(strategy.merge.rawValue))")
     return "{" + fields.joined(separator: ", ") + "}"
@@ -91,11 +91,20 @@ enum JSONOutput {
       case "\r": escaped += "\\r"
       case "\t": escaped += "\\t"
       case _ where scalar.value < 0x20:
-        let hex = String(scalar.value, radix: 16)
-        escaped += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+        escaped += unicodeEscape(UInt16(scalar.value))
+      case _ where scalar.value >= 0x7F && !Excerpt.isPlain(String(scalar)):
+        // Valid JSON either way, but `jq` or a terminal would show bidirectional overrides and
+        // C1 controls raw: escape them, as UTF-16 code units (a pair above the BMP).
+        for unit in String(scalar).utf16 { escaped += unicodeEscape(unit) }
       default: escaped.unicodeScalars.append(scalar)
       }
     }
     return escaped + "\""
+  }
+
+  /// `\u001b` for 0x1B.
+  static func unicodeEscape(_ unit: UInt16) -> String {
+    let hex = String(unit, radix: 16)
+    return "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
   }
 }

@@ -2,8 +2,20 @@ import PaceMarbles
 
 /// The text the commands print; pure functions of their inputs, so tests compare exact output.
 enum Report {
-  /// The widest a diagram gets, in columns.
+  /// The widest a diagram gets, in columns, when the tool chooses the step.
   static let maxColumns = 60
+
+  /// Refuses a `--step` that would draw more than ``ToolLimits/maximumColumns`` columns up to
+  /// `horizon`, suggesting the shortest step that fits.
+  static func checkWidth(step: Int64, horizon: Int64) throws(ToolError) {
+    let columns = horizon / step + 1
+    guard columns > Int64(ToolLimits.maximumColumns) else { return }
+    let fitting = TextDiagram.step(horizon: horizon, maxColumns: ToolLimits.maximumColumns)
+    throw ToolError(
+      "--step \(DurationText.format(.nanoseconds(step))) would draw \(columns) columns, more than the limit of "
+        + "\(ToolLimits.maximumColumns): use --step \(DurationText.format(.nanoseconds(fitting))) or longer, "
+        + "or leave --step out to fit \(maxColumns) columns")
+  }
 
   /// The diagrams of `trace` and `results` with a ruler, labels, and a stats column per lane.
   ///
@@ -69,7 +81,10 @@ enum Report {
       let longest = invocation.time - trace.times[first]
       let delay =
         shortest == longest ? formatMilliseconds(longest) : "\(formatMilliseconds(shortest)) to \(formatMilliseconds(longest))"
-      table.rows.append([String(index + 1), formatMilliseconds(invocation.time), truncate(invocation.value, to: 24), calls, delay])
+      table.rows.append([
+        String(index + 1), formatMilliseconds(invocation.time), Excerpt.escaped(invocation.value, limit: 24), calls,
+        delay,
+      ])
     }
     if result.invocations.isEmpty {
       lines.append("  no invocations")

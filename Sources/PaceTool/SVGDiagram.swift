@@ -75,7 +75,9 @@ enum SVGDiagram {
       svg += "<line x1=\"\(tickX)\" y1=\"\(axisY)\" x2=\"\(tickX)\" y2=\"\(axisY + 5)\" stroke=\"#333333\"/>"
       let label = time == 0 ? "0" : DurationText.format(.nanoseconds(time))
       svg += "<text x=\"\(tickX)\" y=\"\(axisY + 20)\" fill=\"#555555\" text-anchor=\"middle\">\(label)</text>\n"
-      time += tick
+      let (next, overflow) = time.addingReportingOverflow(tick)
+      if overflow { break }
+      time = next
     }
     svg += "</svg>\n"
     return svg

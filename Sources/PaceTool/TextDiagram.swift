@@ -32,9 +32,12 @@ enum TextDiagram {
   static let niceSteps: [Int64] = {
     var steps: [Int64] = []
     var scale: Int64 = 1_000  // 1 µs
-    while scale <= 1_000_000_000_000 {
+    // Up to 5e18 ns: the longest trace the tool reads (ToolLimits.maximumTime) still gets a round step.
+    while scale <= 100_000_000_000_000_000 {
       steps += [1, 2, 5, 10, 20, 25, 50].map { $0 * scale }
-      scale *= 100
+      let (next, overflow) = scale.multipliedReportingOverflow(by: 100)
+      if overflow { break }
+      scale = next
     }
     return steps.sorted()
   }()
@@ -119,9 +122,4 @@ struct TextTable {
 func formatPercent(_ fraction: Double) -> String {
   let tenths = (fraction * 1000).rounded()
   return "\(Int(tenths) / 10).\(abs(Int(tenths)) % 10)%"
-}
-
-/// `value` cut to `width` characters with a trailing `…`.
-func truncate(_ value: String, to width: Int) -> String {
-  value.count <= width ? value : String(value.prefix(width - 1)) + "…"
 }

@@ -6,7 +6,8 @@ import PaceMarbles
 /// Times are nanoseconds from the start of the recording; they never go backwards, and calls
 /// at the same instant keep their order (they happened in one run-loop turn).
 public struct Trace: Sendable, Equatable {
-  /// Where the trace came from, for messages: a file path, `--events`, or a bundled name.
+  /// Where the trace came from, for messages: a file path (escaped, see ``ToolError``),
+  /// `--events`, or a bundled name.
   public var source: String
   /// The time of each call, in nanoseconds.
   public var times: [Int64]
@@ -52,8 +53,9 @@ public struct Trace: Sendable, Equatable {
 ///   double-quoted (`"a, b"`, with `""` for a quote). A line with only a time gets the value `x`.
 /// - JSON lines: one object per line with a number `time_ms` and an optional `value` (a string,
 ///   or a number taken as written); other keys are ignored. Blank lines are skipped.
-/// - Times are milliseconds, not negative, with at most 6 decimals (nanoseconds), and never go
-///   backwards. Equal times are calls in one run-loop turn.
+/// - Times are milliseconds, not negative, with at most 6 decimals (nanoseconds), at most
+///   ``ToolLimits/maximumTime``, and never go backwards. Equal times are calls in one run-loop turn.
+/// - A UTF-8 byte-order mark (as Excel's CSV export writes) is skipped; UTF-16 is refused.
 ///
 /// The format comes from the extension (`.csv`; `.jsonl`, `.ndjson`, `.json`), else from the
 /// first line (`{` means JSON lines).
@@ -65,21 +67,41 @@ public enum TraceReader {
   ///
   /// - Throws: ``ToolError`` naming the file, the line and the reason.
   public static func read(path: String) throws(ToolError) -> Trace {
+    let name = ToolError.name(path)
     var isDirectory: ObjCBool = false
     guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-      throw ToolError("\(path): no such file")
+      throw ToolError("\(name): no such file")
     }
-    guard !isDirectory.boolValue else { throw ToolError("\(path): is a directory, not a trace file") }
-    guard let data = FileManager.default.contents(atPath: path) else {
-      throw ToolError("\(path): cannot be read")
+    guard !isDirectory.boolValue else { throw ToolError("\(name): is a directory, not a trace file") }
+    guard let file = FileHandle(forReadingAtPath: path) else { throw ToolError("\(name): cannot be read") }
+    defer { try? file.close() }
+    // Read in chunks up to the limit rather than all at once: the path may be a pipe or
+    // /dev/zero, which never ends.
+    var data = Data()
+    do {
+      while let chunk = try file.read(upToCount: 1 << 20), !chunk.isEmpty {
+        data.append(chunk)
+        if data.count > ToolLimits.maximumTraceBytes {
+          throw ToolError("\(name): the trace is larger than the limit of \(ToolLimits.maximumTraceBytes >> 20) MiB")
+        }
+      }
+    } catch let error as ToolError {
+      throw error
+    } catch {
+      throw ToolError("\(name): cannot be read (\(Excerpt.escaped(error.localizedDescription, limit: 200)))")
     }
     return try parse(data, source: path)
   }
 
   /// Parses the bytes of a trace; `source` names it in messages and picks the format.
   public static func parse(_ data: Data, source: String) throws(ToolError) -> Trace {
-    let bytes = [UInt8](data)
+    var bytes = [UInt8](data)
     let lowered = source.lowercased()
+    let source = ToolError.name(source)
+    if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { bytes.removeFirst(3) }
+    if bytes.starts(with: [0xFF, 0xFE]) || bytes.starts(with: [0xFE, 0xFF]) {
+      throw ToolError("\(source): the trace is UTF-16; save it as UTF-8")
+    }
     let isJSON: Bool
     if lowered.hasSuffix(".csv") {
       isJSON = false
@@ -102,21 +124,24 @@ public enum TraceReader {
     for (index, token) in tokens.enumerated() {
       let position = index + 1
       func fail(_ reason: String) -> ToolError {
-        ToolError("--events: event \(position) '\(token)': \(reason)")
+        ToolError("--events: event \(position) \(Excerpt.quoted(token)): \(reason)")
       }
       guard let at = token.lastIndex(of: "@") else { throw fail("expected value@time, like a@40") }
       let value = String(token[..<at])
       let timeText = String(token[token.index(after: at)...])
       let time: Int64
       guard let firstCharacter = timeText.first, firstCharacter.isNumber || firstCharacter == "." else {
-        throw fail("'\(timeText)' is not a time: write milliseconds like 40, or a duration like 1.5s")
+        throw fail("\(Excerpt.quoted(timeText)) is not a time: write milliseconds like 40, or a duration like 1.5s")
       }
       if let unit = timeText.last, unit.isLetter {
         do {
-          time = try DurationText.parse(timeText).nanoseconds
+          time = try DurationText.parse(timeText).wholeNanoseconds
+        } catch where error.reason == .tooLarge {
+          throw fail(TimeError.tooLarge.text(for: timeText))
         } catch {
           throw fail(error.description)
         }
+        guard time <= ToolLimits.maximumTime else { throw fail(TimeError.tooLarge.text(for: timeText)) }
       } else {
         switch parseMilliseconds(Array(timeText.utf8)[...]) {
         case .success(let nanos): time = nanos
@@ -140,12 +165,15 @@ public enum TraceReader {
     case tooPrecise
     case tooLarge
 
-    func text(for time: String) -> String {
+    /// The reason, quoting at most 60 characters of `time`, escaped.
+    func text(for time: some StringProtocol) -> String {
       switch self {
-      case .notANumber: "'\(time)' is not a time in milliseconds"
-      case .negative: "time \(time) is negative"
-      case .tooPrecise: "time \(time) has more than 6 decimals (finer than a nanosecond)"
-      case .tooLarge: "time \(time) is too large"
+      case .notANumber: "\(Excerpt.quoted(time)) is not a time in milliseconds"
+      case .negative: "time \(Excerpt.escaped(time, limit: Excerpt.limit)) is negative"
+      case .tooPrecise:
+        "time \(Excerpt.escaped(time, limit: Excerpt.limit)) has more than 6 decimals (finer than a nanosecond)"
+      case .tooLarge:
+        "time \(Excerpt.escaped(time, limit: Excerpt.limit)) is too large: the limit is \(ToolLimits.maximumTimeText)"
       }
     }
   }
@@ -188,7 +216,7 @@ public enum TraceReader {
       fractionDigits += 1
     }
     let (wholeNanos, overflow) = whole.multipliedReportingOverflow(by: 1_000_000)
-    if overflow || wholeNanos > Int64.max - fraction { return .failure(.tooLarge) }
+    if overflow || wholeNanos > ToolLimits.maximumTime - fraction { return .failure(.tooLarge) }
     return .success(wholeNanos + fraction)
   }
 }
@@ -200,13 +228,6 @@ func formatMilliseconds(_ nanoseconds: Int64) -> String {
   // Round to the microsecond: tables need no more.
   let micros = (magnitude + 500) / 1_000
   return sign + decimalString(micros, per: 1_000) + "ms"
-}
-
-extension Duration {
-  var nanoseconds: Int64 {
-    let (seconds, attoseconds) = components
-    return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
-  }
 }
 
 /// The line-by-line reader behind ``TraceReader``; works on bytes so a million lines take
@@ -262,7 +283,7 @@ private struct LineParser {
         guard headerText == "time_ms,value" || headerText == "time_ms" else {
           throw ToolError.at(
             source, line: lineNumber,
-            "expected 'time_ms,value' lines, got '\(String(decoding: line, as: UTF8.self))'")
+            "expected 'time_ms,value' lines, got \(Excerpt.quoted(excerpt(of: line)))")
         }
         sawHeaderOrEvent = true
         continue
@@ -295,7 +316,7 @@ private struct LineParser {
     switch TraceReader.parseMilliseconds(field) {
     case .success(let nanos): return nanos
     case .failure(let error):
-      throw ToolError.at(source, line: lineNumber, error.text(for: String(decoding: field, as: UTF8.self)))
+      throw ToolError.at(source, line: lineNumber, error.text(for: excerpt(of: field)))
     }
   }
 
@@ -330,6 +351,11 @@ private struct LineParser {
     metadata[key] = value
   }
 
+  /// The start of `bytes` as text for a message: enough for ``Excerpt``, not the whole line.
+  private func excerpt(of bytes: ArraySlice<UInt8>) -> String {
+    String(decoding: bytes.prefix(4 * Excerpt.limit), as: UTF8.self)
+  }
+
   private func trim(_ slice: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
     var lower = slice.startIndex
     var upper = slice.endIndex
@@ -358,7 +384,7 @@ private struct LineParser {
           scanner.skipSpaces()
           let key = try scanner.string()
           scanner.skipSpaces()
-          try scanner.expect(.colon, "':' after the key \"\(key)\"")
+          try scanner.expect(.colon, "':' after the key \(Excerpt.quoted(key, limit: 30))")
           scanner.skipSpaces()
           let item = try scanner.value()
           switch key {
@@ -366,7 +392,7 @@ private struct LineParser {
             guard case .number(let raw) = item else { throw fail("\"time_ms\" must be a number") }
             switch TraceReader.parseMilliseconds(raw) {
             case .success(let nanos): time = nanos
-            case .failure(let error): throw fail(error.text(for: String(decoding: raw, as: UTF8.self)))
+            case .failure(let error): throw fail(error.text(for: excerpt(of: raw)))
             }
           case "value":
             switch item {
@@ -393,7 +419,7 @@ private struct LineParser {
     } catch let error as ToolError {
       throw error
     } catch {
-      throw fail("\(error)")
+      throw fail(Excerpt.escaped("\(error)", limit: 200))
     }
     guard let time else { throw fail("the object has no \"time_ms\"") }
     let text = value ?? TraceReader.defaultValue
@@ -431,7 +457,7 @@ private struct JSONScanner {
 
   mutating func expect(_ byte: UInt8, _ what: String) throws {
     guard peek == byte else {
-      let found = peek.map { "'\(String(decoding: [$0], as: UTF8.self))'" } ?? "the end of the line"
+      let found = peek.map { Excerpt.quoted(String(decoding: [$0], as: UTF8.self)) } ?? "the end of the line"
       throw Failure(reason: "expected \(what), found \(found)")
     }
     index += 1

@@ -210,12 +210,14 @@ public final class TestScheduler: PaceScheduler {
     }
   }
 
+  /// A strong reference, not a weak one: the scheduler holds no handles, so there is no cycle,
+  /// and a weak reference cost a side-table allocation per timer (a tenth of `pace compare`).
   private struct ScheduledJob: PaceCancellable {
-    weak var scheduler: TestScheduler?
+    let scheduler: TestScheduler
     let sequence: UInt64
 
     func cancel() {
-      scheduler?.cancel(sequence: sequence)
+      scheduler.cancel(sequence: sequence)
     }
   }
 }

@@ -1,0 +1,39 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+// libFuzzer targets for Pace's parsers, kept out of the main package so that `swift build` and
+// `swift test` stay fast and need no sanitizer runtime. Sources/Pace, Sources/PaceMarbles and
+// Sources/PaceTool are symlinks to the main package's sources, compiled here with the fuzzer's
+// instrumentation; see CONTRIBUTING.md for the commands.
+//
+//   swift build --package-path Fuzz -c release --sanitize=fuzzer --sanitize=address
+//   Fuzz/.build/release/FuzzTraceReader Fuzz/Corpus/TraceReader -max_total_time=300
+
+let swiftSettings: [SwiftSetting] = [
+  .enableUpcomingFeature("ExistentialAny"),
+  .enableUpcomingFeature("MemberImportVisibility"),
+]
+// libFuzzer supplies `main`; each target defines LLVMFuzzerTestOneInput instead.
+let fuzzTargetSettings = swiftSettings + [.unsafeFlags(["-parse-as-library"])]
+
+let package = Package(
+  name: "PaceFuzz",
+  platforms: [.macOS(.v13)],
+  dependencies: [
+    .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0")
+  ],
+  targets: [
+    .target(name: "Pace", swiftSettings: swiftSettings),
+    .target(name: "PaceMarbles", dependencies: ["Pace"], swiftSettings: swiftSettings),
+    .target(
+      name: "PaceTool",
+      dependencies: ["Pace", "PaceMarbles", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+      resources: [.copy("Traces")],
+      swiftSettings: swiftSettings
+    ),
+    .executableTarget(name: "FuzzTraceReader", dependencies: ["PaceTool"], swiftSettings: fuzzTargetSettings),
+    .executableTarget(name: "FuzzDurationText", dependencies: ["PaceMarbles"], swiftSettings: fuzzTargetSettings),
+    .executableTarget(name: "FuzzMarbleParser", dependencies: ["PaceMarbles"], swiftSettings: fuzzTargetSettings),
+  ],
+  swiftLanguageModes: [.v6]
+)
