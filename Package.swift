@@ -64,6 +64,7 @@ let package = Package(
       swiftSettings: swiftSettings
     ),
     .testTarget(name: "PaceAsyncTests", dependencies: ["Pace"], swiftSettings: swiftSettings),
+    .testTarget(name: "PaceKeyedTests", dependencies: ["Pace"], swiftSettings: swiftSettings),
     .testTarget(
       name: "PaceAsyncAlgorithmsInteropTests",
       dependencies: ["Pace", .product(name: "AsyncAlgorithms", package: "swift-async-algorithms")],
