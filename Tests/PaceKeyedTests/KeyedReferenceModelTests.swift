@@ -27,14 +27,21 @@ import Testing
     }
   }
 
+  /// The synchronous, in-memory decision (from async code, `tryAcquire` is the async overload).
+  static func decide(_ limiter: KeyedRateLimiter<Int>, _ key: Int, cost: Int) -> RateLimitDecision {
+    limiter.tryAcquire(key, cost: cost)
+  }
+
   /// The edges, with both being as likely as each alone.
   static func edges(_ generator: inout SeededGenerator) -> Edges {
     [Edges.leading, .trailing, .both].randomElement(using: &generator)!
   }
 
   @Test(arguments: 0..<4)
-  func keyedDebouncerMatchesOneDebouncerPerKey(batch: UInt64) {
+  func keyedDebouncerMatchesOneDebouncerPerKey(batch: UInt64) async {
     for seed in batch * 500..<(batch + 1) * 500 {
+      // Seconds of synchronous work: let the real-clock tests of other suites run meanwhile.
+      await Task.yield()
       var generator = SeededGenerator(seed: seed)
       let interval = Duration.milliseconds([0, 100, 200, 300].randomElement(using: &generator)!)
       let edges = Self.edges(&generator)
@@ -88,8 +95,10 @@ import Testing
   }
 
   @Test(arguments: 0..<4)
-  func keyedThrottlerMatchesOneThrottlerPerKey(batch: UInt64) {
+  func keyedThrottlerMatchesOneThrottlerPerKey(batch: UInt64) async {
     for seed in batch * 500..<(batch + 1) * 500 {
+      // Seconds of synchronous work: let the real-clock tests of other suites run meanwhile.
+      await Task.yield()
       var generator = SeededGenerator(seed: seed)
       let interval = Duration.milliseconds([0, 100, 200, 300].randomElement(using: &generator)!)
       let edges = Self.edges(&generator)
@@ -141,8 +150,10 @@ import Testing
   }
 
   @Test(arguments: 0..<4)
-  func keyedRateLimiterMatchesOneRateLimiterPerKey(batch: UInt64) {
+  func keyedRateLimiterMatchesOneRateLimiterPerKey(batch: UInt64) async {
     for seed in batch * 500..<(batch + 1) * 500 {
+      // Seconds of synchronous work: let the real-clock tests of other suites run meanwhile.
+      await Task.yield()
       var generator = SeededGenerator(seed: seed)
       let permits = Int.random(in: 1...5, using: &generator)
       let interval = Duration.milliseconds([100, 300, 1_000].randomElement(using: &generator)!)
@@ -160,7 +171,7 @@ import Testing
         scheduler.advance(to: ms(step.time))
         for reference in references { reference.0.advance(to: ms(step.time)) }
         let cost = step.operation == .flush ? burst + 1 : step.operation == .cancel ? 0 : 1
-        let decision = keyed.tryAcquire(step.key, cost: cost)
+        let decision = Self.decide(keyed, step.key, cost: cost)
         let limiter = references[step.key].1
         #expect(decision.isAllowed == limiter.tryAcquire(cost), "seed \(seed)")
         if case .allowed(let remaining) = decision {

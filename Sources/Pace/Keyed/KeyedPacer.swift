@@ -60,7 +60,7 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
 
   @usableFromInline let configuration: Machine.Configuration
   @usableFromInline let scheduler: any PaceScheduler
-  @usableFromInline let shards: [LockedState<Shard>]
+  @usableFromInline let shards: [ShardLock<Shard>]
   private let perform: @Sendable (Key, Value) -> Void
 
   init(
@@ -70,7 +70,7 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
     self.configuration = configuration
     self.scheduler = scheduler
     self.perform = perform
-    shards = (0..<keyedShardCount).map { _ in LockedState(Shard()) }
+    shards = (0..<keyedShardCount).map { _ in ShardLock(Shard()) }
   }
 
   deinit {
@@ -299,6 +299,8 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
     while let (key, value) = shards[index].withLock({ shard -> (Key, Value)? in
       guard let invocation = shard.outbox.popFirst() else {
         shard.isDelivering = false
+        // After a spike of invocations, give the outbox's storage back.
+        if shard.outbox.slots.capacity > 64 { shard.outbox = FIFO() }
         return nil
       }
       return invocation

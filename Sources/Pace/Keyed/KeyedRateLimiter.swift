@@ -68,8 +68,8 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   private let clock: AsyncClock
   private let sleep: @Sendable (Duration) async throws -> Void
   private let store: (any RateLimitStore<Key>)?
-  private let shards: [LockedState<Shard>]
-  private let nextID = LockedState<UInt64>(0)
+  private let shards: [ShardLock<Shard>]
+  private let nextID = ShardLock<UInt64>(0)
 
   /// An in-memory keyed rate limiter granting each key `permits` per `interval`.
   ///
@@ -113,7 +113,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     self.clock = AsyncClock(clock)
     sleep = { duration in try await clock.sleep(for: duration) }
     self.store = store
-    shards = (0..<keyedShardCount).map { _ in LockedState(Shard()) }
+    shards = (0..<keyedShardCount).map { _ in ShardLock(Shard()) }
   }
 
   deinit {
