@@ -28,7 +28,11 @@ import Glibc
 func mallocTrim(_ pad: Int) -> Int32
 #endif
 
-let keyCount = CommandLine.arguments.dropFirst().first.flatMap(Int.init) ?? 1_000_000
+let keyCount = 1_000_000
+/// With no argument, the run: each contender in a fresh process of its own (resident memory is
+/// per process, and a contender's leftovers must not count for the next), then the locks.
+/// With an argument, the contender of that index only.
+let only = CommandLine.arguments.dropFirst().first.flatMap(Int.init)
 let hotKeys = 1_000
 let hotCallsPerRun = 2_000_000
 let queue = DispatchQueue(label: "pace.benchmarks.keyed")
@@ -88,6 +92,11 @@ func onThreads(_ threads: Int, _ body: @escaping @Sendable (Int) -> Void) -> Dou
 /// The naive pattern: a dictionary of debouncers behind one lock, never evicted.
 final class DictionaryOfDebouncers: Sendable {
   let debouncers = Mutex<[Int: Debouncer<Int>]>([:])
+  let interval: Duration
+
+  init(interval: Duration) {
+    self.interval = interval
+  }
 
   func call(_ key: Int, _ value: Int) {
     let debouncer = debouncers.withLock { debouncers in
@@ -103,11 +112,19 @@ final class DictionaryOfDebouncers: Sendable {
 /// The naive pattern for rate limits: a dictionary of rate limiters behind one lock.
 final class DictionaryOfRateLimiters: Sendable {
   let limiters = Mutex<[Int: RateLimiter]>([:])
+  let long: Bool
+
+  init(long: Bool) {
+    self.long = long
+  }
 
   func tryAcquire(_ key: Int) -> Bool {
     let limiter = limiters.withLock { limiters in
       if let limiter = limiters[key] { return limiter }
-      let limiter = RateLimiter(permits: 100, per: .seconds(60), burst: 20)
+      let limiter =
+        long
+        ? RateLimiter(permits: 1, per: .seconds(3600), burst: 20)
+        : RateLimiter(permits: 100, per: .seconds(60), burst: 20)
       limiters[key] = limiter
       return limiter
     }
@@ -115,62 +132,97 @@ final class DictionaryOfRateLimiters: Sendable {
   }
 }
 
+/// One contender. `make(true)` builds it with timing long enough that no key goes idle during a
+/// run (a 1 h debounce, 1 permit per hour), for resident memory per active key; `make(false)`
+/// with a 50 ms debounce and 100 permits per 60 s (a key that took one permit is full again after
+/// 600 ms), for memory once everything has gone quiet.
 struct Subject {
   var name: String
-  var make: () -> any AnyObject & Sendable
+  var make: (_ long: Bool) -> any AnyObject & Sendable
   var call: @Sendable (any AnyObject & Sendable, Int) -> Void
 }
 
+func debounceInterval(_ long: Bool) -> Duration { long ? .seconds(3600) : interval }
+
 let subjects = [
   Subject(
-    name: "Dictionary of Debouncers + lock", make: { DictionaryOfDebouncers() },
-    call: { ($0 as! DictionaryOfDebouncers).call($1, $1) }),
+    name: "Dictionary of Debouncers + lock", make: { DictionaryOfDebouncers(interval: debounceInterval($0)) },
+    call: { unsafeDowncast($0, to: DictionaryOfDebouncers.self).call($1, $1) }),
   Subject(
-    name: "KeyedDebouncer", make: { KeyedDebouncer<Int, Int>(for: interval, scheduler: .queue(queue)) { _, _ in } },
-    call: { ($0 as! KeyedDebouncer<Int, Int>).call($1, $1) }),
+    name: "KeyedDebouncer",
+    make: { KeyedDebouncer<Int, Int>(for: debounceInterval($0), scheduler: .queue(queue)) { _, _ in } },
+    call: { unsafeDowncast($0, to: KeyedDebouncer<Int, Int>.self).call($1, $1) }),
   Subject(
-    name: "Dictionary of RateLimiters + lock", make: { DictionaryOfRateLimiters() },
-    call: { _ = ($0 as! DictionaryOfRateLimiters).tryAcquire($1) }),
+    name: "Dictionary of RateLimiters + lock", make: { DictionaryOfRateLimiters(long: $0) },
+    call: { _ = unsafeDowncast($0, to: DictionaryOfRateLimiters.self).tryAcquire($1) }),
   Subject(
-    name: "KeyedRateLimiter", make: { KeyedRateLimiter<Int>(permits: 100, per: .seconds(60), burst: 20) },
-    call: { _ = ($0 as! KeyedRateLimiter<Int>).tryAcquire($1) }),
+    name: "KeyedRateLimiter",
+    make: { long in
+      long
+        ? KeyedRateLimiter<Int>(permits: 1, per: .seconds(3600), burst: 20)
+        : KeyedRateLimiter<Int>(permits: 100, per: .seconds(60), burst: 20)
+    },
+    call: { _ = unsafeDowncast($0, to: KeyedRateLimiter<Int>.self).tryAcquire($1) }),
 ]
 
-print("keys: \(keyCount), hot set: \(hotKeys) keys, \(hotCallsPerRun) calls per thread count")
-print("load average: \((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "?")", terminator: "")
-for subject in subjects {
-  let baseline = residentBytes()
-  var instance: (any AnyObject & Sendable)? = subject.make()
+if only == nil {
+  print("keys: \(keyCount), hot set: \(hotKeys) keys, \(hotCallsPerRun) calls per thread count")
+  print("load average: \((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "?")", terminator: "")
+  fflush(stdout)
+  for index in subjects.indices {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+    process.arguments = [String(index)]
+    try process.run()
+    process.waitUntilExit()
+  }
+}
+for subject in only.map({ [subjects[$0]] }) ?? [] {
   let call = subject.call
-  let object = instance!
+
+  // 1. Active keys: resident bytes per key and CPU per call.
+  var baseline = residentBytes()
+  var instance: (any AnyObject & Sendable)? = subject.make(true)
+  var object = instance!
   let elapsed = cpuSeconds {
     for key in 0..<keyCount { call(object, key) }
   }
   let active = residentBytes()
   let bytesPerKey = Double(active - baseline) / Double(keyCount)
   let nsPerCall = elapsed * 1e9 / Double(keyCount)
+  instance = nil
+  object = subject.make(true)
 
+  // 2. A hot set from threads.
   var throughput: [String] = []
   for threads in [1, 2, 4, 8] {
     let perThread = hotCallsPerRun / threads
+    let hot = object
     let wall = onThreads(threads) { thread in
       var key = thread &* 7919
       for _ in 0..<perThread {
         key = (key &+ 1) % hotKeys
-        call(object, key)
+        call(hot, key)
       }
     }
     throughput.append("\(threads): \(String(format: "%.1f", Double(hotCallsPerRun) / wall / 1e6)) M/s")
   }
+  object = DictionaryOfDebouncers(interval: interval)
+  Thread.sleep(forTimeInterval: 0.2)
 
-  // Quiet: the debouncers' trailing edges fire after 50 ms, the buckets refill within 100 ms.
-  Thread.sleep(forTimeInterval: 2.0)
+  // 3. The same population with short timing, then quiet.
+  baseline = residentBytes()
+  instance = subject.make(false)
+  let short = instance!
+  for key in 0..<keyCount { call(short, key) }
+  // The debouncers' trailing edges fire after 50 ms, the buckets are full again after 600 ms.
+  Thread.sleep(forTimeInterval: 3.0)
   let quiet = residentBytes()
   print(
     """
 
     \(subject.name)
-      \(keyCount) distinct keys: \(String(format: "%.0f", bytesPerKey)) resident bytes per key, \
+      \(keyCount) distinct active keys: \(String(format: "%.0f", bytesPerKey)) resident bytes per key, \
     \(String(format: "%.0f", nsPerCall)) ns CPU per call (1 thread)
       hot set, calls per second by threads: \(throughput.joined(separator: ", "))
       quiet: resident \(String(format: "%+.1f", Double(quiet - baseline) / 1e6)) MB over the empty baseline \
@@ -227,6 +279,7 @@ final class PthreadStripes: Striped, @unchecked Sendable {
   }
 }
 
+if only != nil { exit(0) }
 print("\nLocks, hot set of \(hotKeys) keys, calls per second by threads:")
 for (name, make) in [
   ("Mutex, 1 lock", { MutexStripes(1) as any Striped }), ("pthread_mutex, 1 lock", { PthreadStripes(1) }),

@@ -249,6 +249,10 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     key.hashValue & (keyedShardCount - 1)
   }
 
+  // Not `@inlinable` (the bucket arithmetic is internal), so specialised here for the usual keys:
+  // unspecialised, the table's hashing goes through witness tables on every call.
+  @_specialize(exported: false, where Key == Int)
+  @_specialize(exported: false, where Key == String)
   private func decide(_ key: Key, cost: Int) -> RateLimitDecision {
     let now = clock.now()
     let rate = self.rate

@@ -88,7 +88,11 @@ struct ShardTimer<Key> {
     }
     // Keys that went idle leave the heap small; give the memory back (amortised O(1)).
     if heap.capacity > 64, heap.count < heap.capacity / 4 {
-      heap = Array(heap)
+      // A new buffer: `Array(heap)` would share the old one, capacity and all.
+      var smaller: [Entry] = []
+      smaller.reserveCapacity(heap.count * 2)
+      smaller.append(contentsOf: heap)
+      heap = smaller
     }
     return due
   }
