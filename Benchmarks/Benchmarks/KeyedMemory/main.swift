@@ -168,7 +168,7 @@ let subjects = [
 if only == nil {
   print("keys: \(keyCount), hot set: \(hotKeys) keys, \(hotCallsPerRun) calls per thread count")
   print("load average: \((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "?")", terminator: "")
-  fflush(stdout)
+  fflush(nil)  // every stream, so the header comes before the children's output
   for index in subjects.indices {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
