@@ -118,6 +118,7 @@ let package = Package(
     .testTarget(
       name: "PaceLockTests", dependencies: ["PaceLockOnDarwinStandIn", "DarwinStandIn"], swiftSettings: swiftSettings
     ),
+    .testTarget(name: "PaceKeyedTests", dependencies: ["Pace", "PaceTestSupport"], swiftSettings: swiftSettings),
     .testTarget(
       name: "PaceAsyncAlgorithmsInteropTests",
       dependencies: ["Pace", .product(name: "AsyncAlgorithms", package: "swift-async-algorithms")],

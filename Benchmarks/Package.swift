@@ -30,6 +30,14 @@ let package = Package(
       "AsyncBenchmarks",
       dependencies: [.product(name: "AsyncAlgorithms", package: "swift-async-algorithms")]
     ),
+    // KeyedDebouncer and KeyedRateLimiter beside a dictionary of Debouncers / RateLimiters.
+    benchmark("KeyedBenchmarks"),
+    // Resident bytes per key and memory after quiet, from /proc/self/statm (see its header).
+    .executableTarget(
+      name: "KeyedMemory",
+      dependencies: [.product(name: "Pace", package: pacePackage)],
+      path: "Benchmarks/KeyedMemory"
+    ),
   ],
   swiftLanguageModes: [.v6]
 )

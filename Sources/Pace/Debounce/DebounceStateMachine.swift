@@ -16,33 +16,56 @@
 ///
 /// Its storage is `@usableFromInline` and ``call(_:now:)`` `@inlinable` so that ``Pacer``'s hot
 /// path specialises in the caller's module; only the machine itself writes the state.
+///
+/// The machine is its ``DebounceConfiguration`` (shared by every key of a ``KeyedDebouncer``)
+/// and its ``DebounceKeyState`` (one per key); the methods below read and write both through
+/// the forwarding properties, so their logic is written once for ``Debouncer`` and the keyed one.
 @usableFromInline
 struct DebounceStateMachine<Value: Sendable>: PacerStateMachine {
-  /// The interval in whole nanoseconds, converted once: `Duration.paceNanoseconds` divides
-  /// 128-bit integers, too slow for every call.
-  @usableFromInline let interval: Int64
+  @usableFromInline let configuration: DebounceConfiguration<Value>
+  @usableFromInline var state: DebounceKeyState<Value>
+
+  /// In whole nanoseconds.
+  @inlinable var interval: Int64 { configuration.interval }
   /// In nanoseconds; `nil` when calls may wait forever; otherwise at least `interval`.
-  @usableFromInline let maxWait: Int64?
-  @usableFromInline let leading: Bool
-  @usableFromInline let trailing: Bool
-  @usableFromInline let merge: Merge<Value>
+  @inlinable var maxWait: Int64? { configuration.maxWait }
+  @inlinable var leading: Bool { configuration.leading }
+  @inlinable var trailing: Bool { configuration.trailing }
+  @inlinable var merge: Merge<Value> { configuration.merge }
 
   /// The time of the latest call; `nil` before the first call and after ``cancel()``.
-  @usableFromInline var lastCall: PaceInstant?
+  @inlinable var lastCall: PaceInstant? {
+    get { state.lastCall }
+    set { state.lastCall = newValue }
+  }
   /// The time of the latest invocation, or of the start of the burst (lodash's `lastInvokeTime`).
-  @usableFromInline var lastInvoke = PaceInstant.zero
+  @inlinable var lastInvoke: PaceInstant {
+    get { state.lastInvoke }
+    set { state.lastInvoke = newValue }
+  }
   /// The merge of the calls since the latest invocation; kept only for the trailing edge.
-  @usableFromInline var pending: Value?
+  @inlinable var pending: Value? {
+    get { state.pending }
+    set { state.pending = newValue }
+    _modify { yield &state.pending }
+  }
   /// The deadline of the armed timer; `nil` when no burst is active.
-  @usableFromInline var armedDeadline: PaceInstant?
+  @inlinable var armedDeadline: PaceInstant? {
+    get { state.armedDeadline }
+    set { state.armedDeadline = newValue }
+  }
 
   init(interval: Duration, edges: Edges, maxWait: Duration?, merge: Merge<Value>) {
-    let interval = interval.paceNanoseconds
-    self.interval = interval
-    self.maxWait = maxWait.map { Swift.max($0.paceNanoseconds, interval) }
-    self.leading = edges.contains(.leading)
-    self.trailing = edges.contains(.trailing)
-    self.merge = merge
+    self.init(
+      configuration: DebounceConfiguration(interval: interval, edges: edges, maxWait: maxWait, merge: merge),
+      state: DebounceKeyState()
+    )
+  }
+
+  @inlinable
+  init(configuration: DebounceConfiguration<Value>, state: DebounceKeyState<Value>) {
+    self.configuration = configuration
+    self.state = state
   }
 
   @usableFromInline
@@ -139,4 +162,42 @@ struct DebounceStateMachine<Value: Sendable>: PacerStateMachine {
     guard let maxWait else { return quiet }
     return Swift.min(quiet, lastInvoke.advanced(byNanoseconds: maxWait))
   }
+}
+
+/// What every key of a debouncer shares: its timing, edges and merge.
+@usableFromInline
+struct DebounceConfiguration<Value: Sendable>: Sendable {
+  /// The interval in whole nanoseconds, converted once: `Duration.paceNanoseconds` divides
+  /// 128-bit integers, too slow for every call.
+  @usableFromInline let interval: Int64
+  /// In nanoseconds; `nil` when calls may wait forever; otherwise at least `interval`.
+  @usableFromInline let maxWait: Int64?
+  @usableFromInline let leading: Bool
+  @usableFromInline let trailing: Bool
+  @usableFromInline let merge: Merge<Value>
+
+  init(interval: Duration, edges: Edges, maxWait: Duration?, merge: Merge<Value>) {
+    let interval = interval.paceNanoseconds
+    self.interval = interval
+    self.maxWait = maxWait.map { Swift.max($0.paceNanoseconds, interval) }
+    self.leading = edges.contains(.leading)
+    self.trailing = edges.contains(.trailing)
+    self.merge = merge
+  }
+}
+
+/// What one key of a debouncer remembers between events; fresh, it is the state of a debouncer
+/// that was never called.
+@usableFromInline
+struct DebounceKeyState<Value: Sendable>: Sendable {
+  /// The time of the latest call; `nil` before the first call and after a cancel.
+  @usableFromInline var lastCall: PaceInstant?
+  /// The time of the latest invocation, or of the start of the burst (lodash's `lastInvokeTime`).
+  @usableFromInline var lastInvoke = PaceInstant.zero
+  /// The merge of the calls since the latest invocation; kept only for the trailing edge.
+  @usableFromInline var pending: Value?
+  /// The deadline of the armed timer; `nil` when no burst is active.
+  @usableFromInline var armedDeadline: PaceInstant?
+
+  @inlinable init() {}
 }

@@ -12,24 +12,43 @@
 ///
 /// Its storage is `@usableFromInline` and ``call(_:now:)`` `@inlinable` so that ``Pacer``'s hot
 /// path specialises in the caller's module; only the machine itself writes the state.
+///
+/// The machine is its ``ThrottleConfiguration`` (shared by every key of a ``KeyedThrottler``)
+/// and its ``ThrottleKeyState`` (one per key), read and written through forwarding properties.
 @usableFromInline
 struct ThrottleStateMachine<Value: Sendable>: PacerStateMachine {
-  @usableFromInline let interval: Duration
-  @usableFromInline let leading: Bool
-  @usableFromInline let trailing: Bool
-  @usableFromInline let merge: Merge<Value>
+  @usableFromInline let configuration: ThrottleConfiguration<Value>
+  @usableFromInline var state: ThrottleKeyState<Value>
+
+  @inlinable var interval: Duration { configuration.interval }
+  @inlinable var leading: Bool { configuration.leading }
+  @inlinable var trailing: Bool { configuration.trailing }
+  @inlinable var merge: Merge<Value> { configuration.merge }
 
   /// The end of the open window; `nil` when quiet. The timer is armed exactly while a window
   /// is open, for this instant.
-  @usableFromInline var windowEnd: PaceInstant?
+  @inlinable var windowEnd: PaceInstant? {
+    get { state.windowEnd }
+    set { state.windowEnd = newValue }
+  }
   /// The merge of the calls made in the open window since its last invocation.
-  @usableFromInline var pending: Value?
+  @inlinable var pending: Value? {
+    get { state.pending }
+    set { state.pending = newValue }
+    _modify { yield &state.pending }
+  }
 
   init(interval: Duration, edges: Edges, merge: Merge<Value>) {
-    self.interval = interval
-    self.leading = edges.contains(.leading)
-    self.trailing = edges.contains(.trailing)
-    self.merge = merge
+    self.init(
+      configuration: ThrottleConfiguration(interval: interval, edges: edges, merge: merge),
+      state: ThrottleKeyState()
+    )
+  }
+
+  @inlinable
+  init(configuration: ThrottleConfiguration<Value>, state: ThrottleKeyState<Value>) {
+    self.configuration = configuration
+    self.state = state
   }
 
   @usableFromInline
@@ -82,4 +101,31 @@ struct ThrottleStateMachine<Value: Sendable>: PacerStateMachine {
     pending = nil
     return hadWindow
   }
+}
+
+/// What every key of a throttler shares: its window, edges and merge.
+@usableFromInline
+struct ThrottleConfiguration<Value: Sendable>: Sendable {
+  @usableFromInline let interval: Duration
+  @usableFromInline let leading: Bool
+  @usableFromInline let trailing: Bool
+  @usableFromInline let merge: Merge<Value>
+
+  init(interval: Duration, edges: Edges, merge: Merge<Value>) {
+    self.interval = interval
+    self.leading = edges.contains(.leading)
+    self.trailing = edges.contains(.trailing)
+    self.merge = merge
+  }
+}
+
+/// What one key of a throttler remembers between events; fresh, it is a quiet throttler.
+@usableFromInline
+struct ThrottleKeyState<Value: Sendable>: Sendable {
+  /// The end of the open window; `nil` when quiet.
+  @usableFromInline var windowEnd: PaceInstant?
+  /// The merge of the calls made in the open window since its last invocation.
+  @usableFromInline var pending: Value?
+
+  @inlinable init() {}
 }

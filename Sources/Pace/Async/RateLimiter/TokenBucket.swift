@@ -10,30 +10,37 @@
 /// `Int64.max`, a capacity or cost beyond `Int64.max` units saturates, and a ready time beyond
 /// the end of the timeline is `nil` (never), not ``PaceInstant/max``, so the limiter never grants
 /// early at the end of the timeline.
+///
+/// The bucket is its ``TokenBucketRate`` (shared by every key of a ``KeyedRateLimiter``) and its
+/// ``TokenBucketLevel`` (one per key), read and written through forwarding properties.
 struct TokenBucket: Sendable, Equatable {
-  let unitsPerPermit: Int64
-  let unitsPerNanosecond: Int64
+  let rate: TokenBucketRate
+  var level: TokenBucketLevel
+
+  var unitsPerPermit: Int64 { rate.unitsPerPermit }
+  var unitsPerNanosecond: Int64 { rate.unitsPerNanosecond }
   /// `burst` permits' worth of units.
-  let capacity: Int64
+  var capacity: Int64 { rate.capacity }
   /// Units in the bucket; negative after a request larger than the burst.
-  private(set) var balance: Int64
+  private(set) var balance: Int64 {
+    get { level.balance }
+    set { level.balance = newValue }
+  }
   /// When `balance` was last brought up to date.
-  private(set) var updated: PaceInstant
+  private(set) var updated: PaceInstant {
+    get { level.updated }
+    set { level.updated = newValue }
+  }
 
   /// A full bucket at `now`.
   init(permits: Int, per interval: Duration, burst: Int, now: PaceInstant) {
-    let nanoseconds = interval.paceNanoseconds
-    precondition(permits > 0, "RateLimiter: permits must be positive (got \(permits))")
-    precondition(nanoseconds > 0, "RateLimiter: interval must be positive (got \(interval))")
-    precondition(burst > 0, "RateLimiter: burst must be positive (got \(burst))")
-    let divisor = greatestCommonDivisor(Int64(permits), nanoseconds)
-    unitsPerPermit = nanoseconds / divisor
-    unitsPerNanosecond = Int64(permits) / divisor
-    // Billions of permits of a slow rate: the bucket holds what 64 bits can count.
-    let (capacity, overflow) = Int64(burst).multipliedReportingOverflow(by: unitsPerPermit)
-    self.capacity = overflow ? .max : capacity
-    balance = self.capacity
-    updated = now
+    let rate = TokenBucketRate(permits: permits, per: interval, burst: burst)
+    self.init(rate: rate, level: rate.full(at: now))
+  }
+
+  init(rate: TokenBucketRate, level: TokenBucketLevel) {
+    self.rate = rate
+    self.level = level
   }
 
   /// Whole permits in the bucket; 0 while in debt.
@@ -83,6 +90,40 @@ struct TokenBucket: Sendable, Equatable {
     let (cost, overflow) = Int64(permits).multipliedReportingOverflow(by: unitsPerPermit)
     return overflow ? .max : cost
   }
+}
+
+/// What every key of a rate limiter shares: the rate in exact units.
+struct TokenBucketRate: Sendable, Equatable {
+  let unitsPerPermit: Int64
+  let unitsPerNanosecond: Int64
+  /// `burst` permits' worth of units.
+  let capacity: Int64
+
+  init(permits: Int, per interval: Duration, burst: Int) {
+    let nanoseconds = interval.paceNanoseconds
+    precondition(permits > 0, "RateLimiter: permits must be positive (got \(permits))")
+    precondition(nanoseconds > 0, "RateLimiter: interval must be positive (got \(interval))")
+    precondition(burst > 0, "RateLimiter: burst must be positive (got \(burst))")
+    let divisor = greatestCommonDivisor(Int64(permits), nanoseconds)
+    unitsPerPermit = nanoseconds / divisor
+    unitsPerNanosecond = Int64(permits) / divisor
+    // Billions of permits of a slow rate: the bucket holds what 64 bits can count.
+    let (capacity, overflow) = Int64(burst).multipliedReportingOverflow(by: unitsPerPermit)
+    self.capacity = overflow ? .max : capacity
+  }
+
+  /// A full bucket at `now`.
+  func full(at now: PaceInstant) -> TokenBucketLevel {
+    TokenBucketLevel(balance: capacity, updated: now)
+  }
+}
+
+/// What one key of a rate limiter remembers: its balance and when it was brought up to date.
+struct TokenBucketLevel: Sendable, Equatable {
+  /// Units in the bucket; negative after a request larger than the burst.
+  var balance: Int64
+  /// When `balance` was last brought up to date.
+  var updated: PaceInstant
 }
 
 private func greatestCommonDivisor(_ a: Int64, _ b: Int64) -> Int64 {

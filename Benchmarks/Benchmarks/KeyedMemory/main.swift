@@ -1,0 +1,302 @@
+// Resident memory and call cost of keyed pacing at server scale, beside the naive pattern, in
+// one run (issue 11). A plain release executable rather than a Benchmark target, because
+// resident memory per key is a before/after difference of /proc/self/statm around one big
+// population of keys, which the harness's per-iteration metrics do not give.
+//
+//   cd Benchmarks && swift run -c release KeyedMemory [keys]
+//
+// For each of "a dictionary of Debouncers behind one lock", KeyedDebouncer, "a dictionary of
+// RateLimiters behind one lock" and KeyedRateLimiter, in a fresh state:
+//   1. resident bytes per key and ns per call for `keys` (1M) distinct active keys, one thread;
+//   2. calls per second on a hot set of 1,000 keys from 1, 2, 4 and 8 threads;
+//   3. resident memory once everything has gone quiet, against the empty baseline.
+// The debouncers wait 50 ms on a DispatchQueue; the rate limiters allow 100 per 60 s, burst 20
+// (a key that took one permit is full again after 600 ms).
+// ns per call is the calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID), so that it means
+// something on a loaded machine; calls per second from threads is wall clock.
+
+import Dispatch
+import Foundation
+import Pace
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+
+/// glibc's `malloc_trim`, which the Glibc module does not export.
+@_silgen_name("malloc_trim")
+func mallocTrim(_ pad: Int) -> Int32
+#endif
+
+let keyCount = 1_000_000
+/// With no argument, the run: each contender in a fresh process of its own (resident memory is
+/// per process, and a contender's leftovers must not count for the next), then the locks.
+/// With an argument, the contender of that index only.
+let only = CommandLine.arguments.dropFirst().first.flatMap(Int.init)
+let hotKeys = 1_000
+let hotCallsPerRun = 2_000_000
+let queue = DispatchQueue(label: "pace.benchmarks.keyed")
+let interval = Duration.milliseconds(50)
+
+/// Resident set size in bytes, from /proc/self/statm (pages).
+func residentBytes() -> Int {
+  #if canImport(Glibc)
+  _ = mallocTrim(0)  // give freed heap pages back, so "resident" means "in use"
+  #endif
+  guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+  let fields = text.split(separator: " ")
+  return (Int(fields[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE)))
+}
+
+/// The calling thread's CPU time for `body`, in seconds.
+func cpuSeconds(_ body: () -> Void) -> Double {
+  func now() -> Double {
+    var time = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+    return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+  }
+  let start = now()
+  body()
+  return now() - start
+}
+
+func seconds(_ body: () -> Void) -> Double {
+  let start = ContinuousClock.now
+  body()
+  let elapsed = start.duration(to: .now)
+  return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+}
+
+/// Runs `body(thread)` on `threads` threads at once; returns the wall time.
+func onThreads(_ threads: Int, _ body: @escaping @Sendable (Int) -> Void) -> Double {
+  let ready = DispatchGroup()
+  let done = DispatchGroup()
+  let start = DispatchSemaphore(value: 0)
+  for thread in 0..<threads {
+    ready.enter()
+    done.enter()
+    Thread.detachNewThread {
+      ready.leave()
+      start.wait()
+      body(thread)
+      done.leave()
+    }
+  }
+  ready.wait()
+  return seconds {
+    for _ in 0..<threads { start.signal() }
+    done.wait()
+  }
+}
+
+/// The naive pattern: a dictionary of debouncers behind one lock, never evicted.
+final class DictionaryOfDebouncers: Sendable {
+  let debouncers = Mutex<[Int: Debouncer<Int>]>([:])
+  let interval: Duration
+
+  init(interval: Duration) {
+    self.interval = interval
+  }
+
+  func call(_ key: Int, _ value: Int) {
+    let debouncer = debouncers.withLock { debouncers in
+      if let debouncer = debouncers[key] { return debouncer }
+      let debouncer = Debouncer<Int>(for: interval, scheduler: .queue(queue)) { _ in }
+      debouncers[key] = debouncer
+      return debouncer
+    }
+    debouncer.call(value)
+  }
+}
+
+/// The naive pattern for rate limits: a dictionary of rate limiters behind one lock.
+final class DictionaryOfRateLimiters: Sendable {
+  let limiters = Mutex<[Int: RateLimiter]>([:])
+  let long: Bool
+
+  init(long: Bool) {
+    self.long = long
+  }
+
+  func tryAcquire(_ key: Int) -> Bool {
+    let limiter = limiters.withLock { limiters in
+      if let limiter = limiters[key] { return limiter }
+      let limiter =
+        long
+        ? RateLimiter(permits: 1, per: .seconds(3600), burst: 20)
+        : RateLimiter(permits: 100, per: .seconds(60), burst: 20)
+      limiters[key] = limiter
+      return limiter
+    }
+    return limiter.tryAcquire()
+  }
+}
+
+/// One contender. `make(true)` builds it with timing long enough that no key goes idle during a
+/// run (a 1 h debounce, 1 permit per hour), for resident memory per active key; `make(false)`
+/// with a 50 ms debounce and 100 permits per 60 s (a key that took one permit is full again after
+/// 600 ms), for memory once everything has gone quiet.
+struct Subject {
+  var name: String
+  var make: (_ long: Bool) -> any AnyObject & Sendable
+  var call: @Sendable (any AnyObject & Sendable, Int) -> Void
+}
+
+func debounceInterval(_ long: Bool) -> Duration { long ? .seconds(3600) : interval }
+
+let subjects = [
+  Subject(
+    name: "Dictionary of Debouncers + lock", make: { DictionaryOfDebouncers(interval: debounceInterval($0)) },
+    call: { unsafeDowncast($0, to: DictionaryOfDebouncers.self).call($1, $1) }),
+  Subject(
+    name: "KeyedDebouncer",
+    make: { KeyedDebouncer<Int, Int>(for: debounceInterval($0), scheduler: .queue(queue)) { _, _ in } },
+    call: { unsafeDowncast($0, to: KeyedDebouncer<Int, Int>.self).call($1, $1) }),
+  Subject(
+    name: "Dictionary of RateLimiters + lock", make: { DictionaryOfRateLimiters(long: $0) },
+    call: { _ = unsafeDowncast($0, to: DictionaryOfRateLimiters.self).tryAcquire($1) }),
+  Subject(
+    name: "KeyedRateLimiter",
+    make: { long in
+      long
+        ? KeyedRateLimiter<Int>(permits: 1, per: .seconds(3600), burst: 20)
+        : KeyedRateLimiter<Int>(permits: 100, per: .seconds(60), burst: 20)
+    },
+    call: { _ = unsafeDowncast($0, to: KeyedRateLimiter<Int>.self).tryAcquire($1) }),
+]
+
+if only == nil {
+  print("keys: \(keyCount), hot set: \(hotKeys) keys, \(hotCallsPerRun) calls per thread count")
+  print("load average: \((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "?")", terminator: "")
+  fflush(nil)  // every stream, so the header comes before the children's output
+  for index in subjects.indices {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+    process.arguments = [String(index)]
+    try process.run()
+    process.waitUntilExit()
+  }
+}
+for subject in only.map({ [subjects[$0]] }) ?? [] {
+  let call = subject.call
+
+  // 1. Active keys: resident bytes per key and CPU per call.
+  var baseline = residentBytes()
+  var instance: (any AnyObject & Sendable)? = subject.make(true)
+  var object = instance!
+  let elapsed = cpuSeconds {
+    for key in 0..<keyCount { call(object, key) }
+  }
+  let active = residentBytes()
+  let bytesPerKey = Double(active - baseline) / Double(keyCount)
+  let nsPerCall = elapsed * 1e9 / Double(keyCount)
+  instance = nil
+  object = subject.make(true)
+
+  // 2. A hot set from threads.
+  var throughput: [String] = []
+  for threads in [1, 2, 4, 8] {
+    let perThread = hotCallsPerRun / threads
+    let hot = object
+    let wall = onThreads(threads) { thread in
+      var key = thread &* 7919
+      for _ in 0..<perThread {
+        key = (key &+ 1) % hotKeys
+        call(hot, key)
+      }
+    }
+    throughput.append("\(threads): \(String(format: "%.1f", Double(hotCallsPerRun) / wall / 1e6)) M/s")
+  }
+  object = DictionaryOfDebouncers(interval: interval)
+  Thread.sleep(forTimeInterval: 0.2)
+
+  // 3. The same population with short timing, then quiet.
+  baseline = residentBytes()
+  instance = subject.make(false)
+  let short = instance!
+  for key in 0..<keyCount { call(short, key) }
+  // The debouncers' trailing edges fire after 50 ms, the buckets are full again after 600 ms.
+  Thread.sleep(forTimeInterval: 3.0)
+  let quiet = residentBytes()
+  print(
+    """
+
+    \(subject.name)
+      \(keyCount) distinct active keys: \(String(format: "%.0f", bytesPerKey)) resident bytes per key, \
+    \(String(format: "%.0f", nsPerCall)) ns CPU per call (1 thread)
+      hot set, calls per second by threads: \(throughput.joined(separator: ", "))
+      quiet: resident \(String(format: "%+.1f", Double(quiet - baseline) / 1e6)) MB over the empty baseline \
+    (\(String(format: "%.1f", Double(baseline) / 1e6)) MB)
+    """)
+  withExtendedLifetime(instance) {}
+  instance = nil
+  Thread.sleep(forTimeInterval: 0.2)
+}
+
+// MARK: The lock
+
+// The shards' lock: `Synchronization.Mutex` (a priority-inheritance futex on Linux) beside a
+// plain `pthread_mutex_t`, both striped over 64 shards as the keyed primitives are and with one
+// lock for everything, each guarding a small table updated per call: calls per second by threads.
+
+protocol Striped: Sendable {
+  func update(_ key: Int)
+}
+
+final class MutexTable: Sendable {
+  let counts = Mutex<[Int: Int]>([:])
+}
+
+final class MutexStripes: Striped {
+  let shards: [MutexTable]
+  init(_ count: Int) { shards = (0..<count).map { _ in MutexTable() } }
+  func update(_ key: Int) {
+    shards[key & (shards.count - 1)].counts.withLock { $0[key, default: 0] += 1 }
+  }
+}
+
+final class Table {
+  var counts: [Int: Int] = [:]
+}
+
+final class PthreadStripes: Striped, @unchecked Sendable {
+  // @unchecked Sendable: each table is only touched under its `locks` entry.
+  let locks: [UnsafeMutablePointer<pthread_mutex_t>]
+  let tables: [Table]
+  init(_ count: Int) {
+    locks = (0..<count).map { _ in
+      let lock = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+      pthread_mutex_init(lock, nil)
+      return lock
+    }
+    tables = (0..<count).map { _ in Table() }
+  }
+  func update(_ key: Int) {
+    let shard = key & (locks.count - 1)
+    pthread_mutex_lock(locks[shard])
+    tables[shard].counts[key, default: 0] += 1
+    pthread_mutex_unlock(locks[shard])
+  }
+}
+
+if only != nil { exit(0) }
+print("\nLocks, hot set of \(hotKeys) keys, calls per second by threads:")
+for (name, make) in [
+  ("Mutex, 1 lock", { MutexStripes(1) as any Striped }), ("pthread_mutex, 1 lock", { PthreadStripes(1) }),
+  ("Mutex, 64 shards", { MutexStripes(64) }), ("pthread_mutex, 64 shards", { PthreadStripes(64) }),
+] as [(String, () -> any Striped)] {
+  let striped = make()
+  var line: [String] = []
+  for threads in [1, 2, 4, 8] {
+    let perThread = hotCallsPerRun / threads
+    let wall = onThreads(threads) { thread in
+      var key = thread &* 7919
+      for _ in 0..<perThread {
+        key = (key &+ 1) % hotKeys
+        striped.update(key)
+      }
+    }
+    line.append("\(threads): \(String(format: "%.1f", Double(hotCallsPerRun) / wall / 1e6)) M/s")
+  }
+  print("  \(name): \(line.joined(separator: ", "))")
+}

@@ -1,0 +1,100 @@
+/// One ``Debouncer`` per key, for as many keys as a server has users or documents.
+///
+/// ```swift
+/// let reindex = KeyedDebouncer<DocumentID, [Edit]>(
+///   for: .seconds(2), maxWait: .seconds(10), merge: .append, scheduler: .queue(indexQueue)
+/// ) { id, edits in index(id, edits) }
+/// reindex.call(id, [edit])   // 2 s after a document's last edit (10 s at most): index(id, edits)
+/// ```
+///
+/// Each key behaves exactly as its own ``Debouncer`` with the same parameters, driven by that
+/// key's calls alone: the same edges, `maxWait` and merge, on the same scheduler. Keys never
+/// interfere.
+///
+/// Unlike a dictionary of debouncers, a key costs no timer, lock or closure of its own: keys are
+/// spread over shards, each with one lock, one table of small per-key states and one heap of
+/// deadlines behind a single scheduler timer. A key whose burst is over is forgotten, so idle
+/// keys take no memory; pending work is never dropped.
+///
+/// Call it from any thread. `perform` runs on the scheduler, never under a lock, and may call
+/// the debouncer again; invocations of one key never overlap and arrive in order. Releasing the
+/// debouncer drops what is pending.
+public final class KeyedDebouncer<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+  @usableFromInline let pacer: KeyedPacer<Key, DebounceStateMachine<Value>>
+
+  /// A keyed debouncer that runs `perform` on `scheduler`.
+  ///
+  /// - Parameters:
+  ///   - interval: How long a key's calls must stop before its trailing invocation. Not negative.
+  ///   - edges: Which edges invoke: `.trailing` (the default), `.leading`, or both. Not empty.
+  ///   - maxWait: The longest a call waits for its invocation; `nil` (the default) for no bound.
+  ///   - merge: How the values of a key's covered calls combine; `.latest` by default.
+  ///   - scheduler: Where time is read and `perform` runs; the main queue by default.
+  ///   - perform: The function being debounced, with the key and the merged value.
+  public init(
+    for interval: Duration,
+    edges: Edges = .trailing,
+    maxWait: Duration? = nil,
+    merge: Merge<Value> = .latest,
+    scheduler: some PaceScheduler = .main,
+    perform: @escaping @Sendable (Key, Value) -> Void
+  ) {
+    checkTiming("KeyedDebouncer", interval: interval, maxWait: maxWait, edges: edges)
+    pacer = KeyedPacer(
+      configuration: DebounceConfiguration(interval: interval, edges: edges, maxWait: maxWait, merge: merge),
+      scheduler: scheduler,
+      perform: perform
+    )
+  }
+
+  /// Records a call for `key` with `value`.
+  @inlinable
+  public func call(_ key: Key, _ value: Value) {
+    pacer.call(key, value)
+  }
+
+  /// Records a call for `key` with `value`; the same as ``call(_:_:)``.
+  @inlinable
+  public func callAsFunction(_ key: Key, _ value: Value) {
+    pacer.call(key, value)
+  }
+
+  /// Performs `key`'s pending invocation now; does nothing if nothing is pending for it.
+  public func flush(_ key: Key) {
+    pacer.flush(key)
+  }
+
+  /// Performs every key's pending invocation now (before a graceful shutdown, say).
+  public func flushAll() {
+    pacer.flushAll()
+  }
+
+  /// Drops `key`'s pending invocation and forgets the key, so its next call may lead again.
+  public func cancel(_ key: Key) {
+    pacer.cancel(key)
+  }
+
+  /// Drops every pending invocation and forgets every key.
+  public func cancelAll() {
+    pacer.cancelAll()
+  }
+
+  /// Whether an invocation is waiting to happen for `key`.
+  public func isPending(_ key: Key) -> Bool {
+    pacer.isPending(key)
+  }
+
+  /// How many keys hold state now: a burst in progress, or a pending invocation. Idle keys are
+  /// forgotten and not counted.
+  public var trackedKeyCount: Int {
+    pacer.trackedKeyCount
+  }
+}
+
+extension KeyedDebouncer where Value == Void {
+  /// Records a call for `key`.
+  @inlinable
+  public func call(_ key: Key) {
+    pacer.call(key, ())
+  }
+}

@@ -1,0 +1,29 @@
+extension DebounceStateMachine: KeyedPacerMachine {
+  @inlinable
+  static var idleState: DebounceKeyState<Value> { DebounceKeyState() }
+
+  /// Once no timer is armed and nothing is pending, the state still matters until `interval`
+  /// after the latest call: a call before then continues the burst (after a `maxWait`
+  /// invocation, say); a call after it leads a new one, exactly as on a fresh debouncer.
+  @inlinable
+  var idleFrom: PaceInstant? {
+    guard armedDeadline == nil, pending == nil else { return nil }
+    guard let lastCall else { return PaceInstant(nanoseconds: .min) }
+    return lastCall.advanced(byNanoseconds: interval)
+  }
+}
+
+extension ThrottleStateMachine: KeyedPacerMachine {
+  @inlinable
+  static var idleState: ThrottleKeyState<Value> { ThrottleKeyState() }
+
+  /// The timer is armed exactly while a window is open.
+  @inlinable
+  var armedDeadline: PaceInstant? { windowEnd }
+
+  /// A closed window with nothing pending is the state of a fresh throttler.
+  @inlinable
+  var idleFrom: PaceInstant? {
+    windowEnd == nil && pending == nil ? PaceInstant(nanoseconds: .min) : nil
+  }
+}

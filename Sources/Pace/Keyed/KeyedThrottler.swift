@@ -1,0 +1,93 @@
+/// One ``Throttler`` per key, for as many keys as a server has users or connections.
+///
+/// ```swift
+/// let notify = KeyedThrottler<UserID, Event>(for: .seconds(30), edges: .leading, scheduler: .queue(q)) {
+///   user, event in push(user, event)
+/// }
+/// notify.call(user, event)   // at most one push per user every 30 s
+/// ```
+///
+/// Each key behaves exactly as its own ``Throttler`` with the same parameters, driven by that
+/// key's calls alone: windows of `interval`, the same edges and merge. Keys never interfere.
+///
+/// A key costs no timer, lock or closure of its own (see ``KeyedDebouncer``); a key whose window
+/// has closed with nothing pending is forgotten, so idle keys take no memory.
+///
+/// Call it from any thread. `perform` runs on the scheduler, never under a lock, and may call
+/// the throttler again; invocations of one key never overlap and arrive in order.
+public final class KeyedThrottler<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+  @usableFromInline let pacer: KeyedPacer<Key, ThrottleStateMachine<Value>>
+
+  /// A keyed throttler that runs `perform` on `scheduler`.
+  ///
+  /// - Parameters:
+  ///   - interval: The window length: the least time between a key's invocations. Not negative.
+  ///   - edges: Which edges invoke; both by default. Not empty.
+  ///   - merge: How the values of a key's calls in a window combine; `.latest` by default.
+  ///   - scheduler: Where time is read and `perform` runs; the main queue by default.
+  ///   - perform: The function being throttled, with the key and the merged value.
+  public init(
+    for interval: Duration,
+    edges: Edges = [.leading, .trailing],
+    merge: Merge<Value> = .latest,
+    scheduler: some PaceScheduler = .main,
+    perform: @escaping @Sendable (Key, Value) -> Void
+  ) {
+    checkTiming("KeyedThrottler", interval: interval, edges: edges)
+    pacer = KeyedPacer(
+      configuration: ThrottleConfiguration(interval: interval, edges: edges, merge: merge),
+      scheduler: scheduler,
+      perform: perform
+    )
+  }
+
+  /// Records a call for `key` with `value`.
+  @inlinable
+  public func call(_ key: Key, _ value: Value) {
+    pacer.call(key, value)
+  }
+
+  /// Records a call for `key` with `value`; the same as ``call(_:_:)``.
+  @inlinable
+  public func callAsFunction(_ key: Key, _ value: Value) {
+    pacer.call(key, value)
+  }
+
+  /// Performs `key`'s pending trailing invocation now; its open window keeps its end.
+  public func flush(_ key: Key) {
+    pacer.flush(key)
+  }
+
+  /// Performs every key's pending trailing invocation now.
+  public func flushAll() {
+    pacer.flushAll()
+  }
+
+  /// Drops `key`'s pending invocation and closes its window, so its next call may lead again.
+  public func cancel(_ key: Key) {
+    pacer.cancel(key)
+  }
+
+  /// Drops every pending invocation and closes every window.
+  public func cancelAll() {
+    pacer.cancelAll()
+  }
+
+  /// Whether a trailing invocation is waiting to happen for `key`.
+  public func isPending(_ key: Key) -> Bool {
+    pacer.isPending(key)
+  }
+
+  /// How many keys hold state now: an open window. Idle keys are forgotten and not counted.
+  public var trackedKeyCount: Int {
+    pacer.trackedKeyCount
+  }
+}
+
+extension KeyedThrottler where Value == Void {
+  /// Records a call for `key`.
+  @inlinable
+  public func call(_ key: Key) {
+    pacer.call(key, ())
+  }
+}

@@ -1,0 +1,114 @@
+import PaceTestSupport
+import Testing
+
+@testable import Pace
+
+/// `KeyedRateLimiter` on virtual time, in memory and over a fake store.
+@Suite(.timeLimit(.minutes(1))) struct KeyedRateLimiterTests {
+  let scheduler = TestScheduler()
+
+  @Test func decisionsSayWhatRemainsAndWhenToRetry() {
+    let limiter = KeyedRateLimiter<String>(permits: 100, per: .seconds(60), burst: 20, clock: scheduler)
+    for remaining in (0..<20).reversed() {
+      #expect(limiter.tryAcquire("api-key-42") == .allowed(remaining: remaining))
+    }
+    // One permit comes back every 600 ms.
+    #expect(limiter.tryAcquire("api-key-42") == .limited(retryAfter: .milliseconds(600)))
+    #expect(limiter.tryAcquire("other") == .allowed(remaining: 19))
+    scheduler.advance(by: .milliseconds(599))
+    #expect(limiter.tryAcquire("api-key-42") == .limited(retryAfter: .milliseconds(1)))
+    scheduler.advance(by: .milliseconds(1))
+    #expect(limiter.tryAcquire("api-key-42") == .allowed(remaining: 0))
+    #expect(limiter.tryAcquire("api-key-42", cost: 0) == .allowed(remaining: 0))
+    // "other" took one permit at 0 ms; its bucket was full again at 600 ms, so it was forgotten.
+    #expect(limiter.trackedKeyCount == 1)
+    // A full bucket is forgotten.
+    scheduler.advance(by: .seconds(12))
+    #expect(limiter.trackedKeyCount == 0)
+    #expect(scheduler.pendingDeadlines.isEmpty)
+    #expect(limiter.availablePermits(for: "api-key-42") == 20)
+  }
+
+  @Test func theAsyncOverloadGivesTheSameDecisionInMemory() async throws {
+    let limiter = KeyedRateLimiter<Int>(permits: 1, per: .seconds(1), clock: scheduler)
+    #expect(try await limiter.tryAcquire(1) == .allowed(remaining: 0))
+    #expect(try await limiter.tryAcquire(1) == .limited(retryAfter: .seconds(1)))
+  }
+
+  @Test func acquireWaitsItsTurnInOrderPerKey() async throws {
+    let limiter = KeyedRateLimiter<Int>(permits: 10, per: .seconds(1), clock: scheduler)
+    #expect(try await limiter.tryAcquire(1, cost: 10).isAllowed)
+    let large = Task.immediate { try await limiter.acquire(1, cost: 5) }
+    let small = Task.immediate { try await limiter.acquire(1, cost: 1) }
+    try await limiter.acquire(2)  // another key is not held up
+    scheduler.advance(to: ms(100))
+    #expect(limiter.waitingCount == 2)
+    #expect(try await !limiter.tryAcquire(1).isAllowed)  // nor does tryAcquire overtake
+    scheduler.advance(to: ms(500))
+    try await large.value
+    #expect(limiter.waitingCount == 1)
+    scheduler.advance(to: ms(599))
+    #expect(limiter.waitingCount == 1)
+    scheduler.advance(to: ms(600))
+    try await small.value
+    #expect(limiter.waitingCount == 0)
+    scheduler.advance(by: .seconds(2))
+    #expect(limiter.trackedKeyCount == 0)
+  }
+
+  @Test func aCancelledAcquireThrowsAndTakesNothing() async throws {
+    let limiter = KeyedRateLimiter<Int>(permits: 10, per: .seconds(1), clock: scheduler)
+    #expect(try await limiter.tryAcquire(1, cost: 10).isAllowed)
+    let large = Task.immediate { try await limiter.acquire(1, cost: 5) }
+    let small = Task.immediate { try await limiter.acquire(1, cost: 1) }
+    scheduler.advance(to: ms(100))
+    large.cancel()
+    await #expect(throws: CancellationError.self) { try await large.value }
+    try await small.value  // its permit was already there
+    #expect(limiter.waitingCount == 0)
+    #expect(limiter.availablePermits(for: 1) == 0)
+  }
+
+  /// A store that decides with one in-memory limiter per key, and counts what it is asked.
+  final class FakeStore: RateLimitStore {
+    let local: KeyedRateLimiter<String>
+    let asked = LockedState<[RateLimit]>([])
+
+    init(clock: TestScheduler) {
+      local = KeyedRateLimiter(permits: 2, per: .seconds(1), clock: clock)
+    }
+
+    func tryAcquire(_ key: String, cost: Int, limit: RateLimit) async throws -> RateLimitDecision {
+      asked.withLock { $0.append(limit) }
+      return decide(key, cost: cost)
+    }
+
+    /// Synchronous, so that it calls the in-memory limiter's synchronous decision.
+    private func decide(_ key: String, cost: Int) -> RateLimitDecision {
+      local.tryAcquire(key, cost: cost)
+    }
+  }
+
+  @Test func aStoreBackedLimiterAsksTheStore() async throws {
+    let store = FakeStore(clock: scheduler)
+    let limiter = KeyedRateLimiter<String>(permits: 2, per: .seconds(1), clock: scheduler, store: store)
+    #expect(try await limiter.tryAcquire("k") == .allowed(remaining: 1))
+    #expect(try await limiter.tryAcquire("k") == .allowed(remaining: 0))
+    #expect(try await limiter.tryAcquire("k") == .limited(retryAfter: .milliseconds(500)))
+    #expect(store.asked.withLock { $0 } == Array(repeating: RateLimit(permits: 2, per: .seconds(1)), count: 3))
+    #expect(limiter.trackedKeyCount == 0)  // the state is the store's
+  }
+
+  @Test func aStoreBackedAcquirePollsAfterEachRetryAfter() async throws {
+    let store = FakeStore(clock: scheduler)
+    let limiter = KeyedRateLimiter<String>(permits: 2, per: .seconds(1), clock: scheduler, store: store)
+    _ = try await limiter.tryAcquire("k", cost: 2)
+    let waiting = Task { try await limiter.acquire("k") }
+    // The waiter asks, is told 500 ms, and sleeps that long on the limiter's clock.
+    while store.asked.withLock({ $0.count }) < 2 || scheduler.pendingDeadlines.isEmpty { await Task.yield() }
+    #expect(scheduler.pendingDeadlines.contains(ms(500)))
+    scheduler.advance(to: ms(500))
+    try await waiting.value
+    #expect(store.asked.withLock { $0.count } == 3)
+  }
+}
