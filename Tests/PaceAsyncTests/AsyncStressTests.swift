@@ -34,7 +34,7 @@ import PaceTesting
       }
     }
     #expect(seen.last! >= .milliseconds(190))
-    #expect(seen.last! < .seconds(5))
+    #expect(seen.last! < .seconds(60))  // generous: TSAN and a loaded machine slow the task group
   }
 
   /// Many callers at once, from many threads: each gets the result of an invocation that covers

@@ -8,7 +8,7 @@ import Testing
 @Suite struct ConcurrencyTests {
   /// Waits (real time) until `condition` holds or `seconds` pass; returns whether it held.
   func eventually(
-    within seconds: Double = 10, isolation: isolated (any Actor)? = #isolation, _ condition: () -> Bool
+    within seconds: Double = 30, isolation: isolated (any Actor)? = #isolation, _ condition: () -> Bool
   ) async -> Bool {
     let deadline = ContinuousClock.now + .seconds(seconds)
     while ContinuousClock.now < deadline {
