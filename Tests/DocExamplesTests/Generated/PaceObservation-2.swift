@@ -6,12 +6,15 @@ import Pace
 import PaceObservation
 
 struct DocExample_PaceObservation_2 {
+  @MainActor @Observable
   final class SearchModel {
     var query = ""
     private(set) var searches: [String] = []
 
     func search(_ query: String) { searches.append(query) }
   }
+
+  @MainActor
   final class SearchController {
     private var connection: AnyDisposable?
 
@@ -22,11 +25,5 @@ struct DocExample_PaceObservation_2 {
           MainActor.assumeIsolated { model?.search(query) }
         }
     }
-  }
-
-  @MainActor func example() async throws {
-    @MainActor @Observable
-
-    @MainActor
   }
 }
