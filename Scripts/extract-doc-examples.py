@@ -9,20 +9,26 @@ articles), they are edited like prose, and a stale copy is caught by `--check`; 
 move the code out of the article into `Snippets/` and leave README's code unchecked.
 
 Each block (with the blocks that continue it) becomes one file,
-`Tests/DocExamplesTests/Generated/<Document>-<n>.swift`, in the `DocExamplesTests` test target:
+`Tests/DocExamplesTests/Generated/<Document>-<n>.swift`, in the `DocExamplesTests` test target,
+and its declarations live in a namespace of their own, `struct DocExample_<Document>_<n>`:
 
-- A block that declares tests (a line starting with `@Test` or `@Suite`) is compiled as written,
-  as the members of `struct DocExample_<Document>_<n>` (so two documents may both declare
-  `searchIsDebounced()`); its `@Test`s *run* with the other tests. A block with an `extension`
-  or a `protocol`, which cannot be nested, is put at file scope as written.
-- Any other block is a fragment of app code: its statements become the body of
-  `@MainActor func example() async throws` in that struct, so `let`s, calls, `try` and `await`
-  all compile, and its top-level types become members of the struct. The names such fragments
-  assume (`api`, `searchField`, `tableView`, ...) are declared once in
-  `Tests/DocExamplesTests/Context.swift`, with UIKit's stand-ins.
+- Why a namespace: articles are complete programs that declare their own `Item`, `SearchService`,
+  `SearchModel`...; in one module those would clash with each other and with Context.swift.
+  Inside the struct they shadow the module's names, and the article's code stays exactly as
+  users copy it (no renaming). Protocols nest too (SE-0404, Swift 5.10; the struct is not
+  generic). Only a block with a top-level `extension`, which cannot nest, is put at file scope as
+  written; its names then share the module's scope (none does today).
+- A block that declares tests (a line starting with `@Test` or `@Suite`), or only declarations,
+  is compiled as written as the struct's members; its `@Test`s *run* with the other tests.
+- Any other block is a fragment of app code: its top-level declarations (types, protocols,
+  functions, with the attribute lines before them) become members of the struct, and its
+  statements the body of `@MainActor func example() async throws`, so `let`s, calls, `try` and
+  `await` all compile. The names such fragments assume (`api`, `searchField`, `tableView`, ...)
+  are declared once in `Tests/DocExamplesTests/Context.swift`, with UIKit's stand-ins.
 - Imports: `Combine`, `SwiftUI` and `PaceSwiftUI` become OpenCombine, the SwiftUI stand-in and
-  PaceSwiftUI compiled against it where Apple's modules do not exist. A block with `import` lines gets exactly those (it claims to be complete: a missing
-  import is an error). A block without gets `Foundation`, `Pace`, `PaceTesting`, `Testing`,
+  PaceSwiftUI compiled against it where Apple's modules do not exist. A block with `import` lines
+  (its own, or its context's) gets exactly those (it claims to be complete: a missing import is
+  an error). A block without gets `Foundation`, `Pace`, `PaceTesting`, `Testing`,
   `Synchronization` and the UIKit stand-ins, as an app's file would have them.
 
 Markers, an HTML comment on the line(s) just before the opening fence (invisible in DocC and on
@@ -31,10 +37,18 @@ GitHub):
 - `<!-- example: continues -->`: the block goes on from the previous block of the document, in
   the same scope (split an example with prose, compile it whole).
 - `<!-- example-context: SWIFT -->`: Swift code put before the block, in its scope (the names a
-  fragment assumes that Context.swift does not declare). May span lines.
+  fragment assumes that Context.swift does not declare). May span lines; its `import`s count as
+  the block's.
+- `<!-- example-in: SWIFT -->`: Swift code with a line `/* example */`, which the block replaces
+  (indented as that line). For a fragment that is only valid inside something: view modifiers
+  (`.task(id:) { ... }`) inside a view's `body`, calls on an object's properties inside a function
+  that receives them. Its `import`s count as the block's.
 - `<!-- example: not-compiled REASON -->`: not compiled, and reported on every run. For listings
-  that are not code (declarations without bodies, a signature summary), or for a while, for an
-  example of API that another branch is adding (the reason says which; remove it on merge).
+  that are not code (declarations without bodies, a signature summary), for code that needs an
+  Apple-only API with no stand-in here (the reason says which), or for a while, for an example of
+  API that another branch is adding or fixing (the reason says which; remove it on merge).
+
+A catalog reached through a symlinked target (`PaceSwiftUIOnStandIn` -> `PaceSwiftUI`) is read once.
 """
 
 import pathlib
@@ -48,7 +62,7 @@ DEFAULT_IMPORTS = ["Foundation", "Pace", "PaceTesting", "PaceUI", "PaceUIOnStand
 FENCE = re.compile(r"^```swift[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
 MARKER = re.compile(r"<!--\s*(example(?:-context|-in)?):?(.*?)-->", re.S)
 PLACEHOLDER = "/* example */"
-IMPORT = re.compile(r"^import (\w+)\s*(//.*)?$")
+IMPORT = re.compile(r"^\s*import (\w+)\s*(//.*)?$")
 FILE_SCOPE = re.compile(r"^extension\b", re.M)
 DECLARATIONS = re.compile(r"^(@Test|@Suite|@MainActor @Test|@MainActor\s+@Suite)\b", re.M)
 
@@ -100,7 +114,9 @@ def groups(path):
         if code is None:
             continue
         if template is not None:
-            code = template.replace(PLACEHOLDER, code.strip("\n"))
+            # The block takes the placeholder's indentation, so that its lines stay inside the template's.
+            margin = re.search(r"^([ \t]*)" + re.escape(PLACEHOLDER), template, re.M).group(1)
+            code = template.replace(margin + PLACEHOLDER, indent(code.strip("\n"), len(margin)))
         if continues:
             if not result:
                 sys.exit(f"{path.relative_to(ROOT)}:{line}: 'example: continues' has no block to continue")
@@ -164,7 +180,7 @@ def import_lines(module):
     return [f"#if canImport({condition})", f"import {real}", "#else", f"import {stand_in}", "#endif"]
 
 
-TYPE = re.compile(r"^(@\w+(\(.*?\))?\s+)*(public |final )*(struct|enum|class|actor|protocol) \w+")
+TYPE = re.compile(r"^(@\w+(\(.*?\))?\s+)*(public |final )*(struct|enum|class|actor|protocol|func) \w+")
 
 
 ATTRIBUTES = re.compile(r"^(@\w+(\(.*?\))?\s*)+$")
@@ -182,7 +198,9 @@ def split_types(code):
             attributes.append(line)   # `@MainActor @Observable` on a line of its own
         elif TYPE.match(line):
             types += attributes + [line]
-            attributes, inside = [], line.count("{") > line.count("}")
+            # Until a `}` at the start of a line, unless the declaration closes on its own line.
+            attributes = []
+            inside = line.count("{") > line.count("}") or not line.rstrip().endswith("}")
         else:
             statements += attributes + [line]
             attributes = []

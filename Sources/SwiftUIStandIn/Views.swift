@@ -14,15 +14,17 @@ extension ViewBuilder {
   }
 }
 
-/// A view of several views, as a `ViewBuilder` block builds it.
-@MainActor @preconcurrency
-public struct TupleView<T>: View {
+/// A view of several views, as a `ViewBuilder` block builds it. Not main-actor isolated (its
+/// conformance is in an extension), as `ViewBuilder`'s nonisolated functions create it.
+public struct TupleView<T> {
   public var value: T
 
   public init(_ value: T) {
     self.value = value
   }
+}
 
+extension TupleView: View {
   public var body: Never { fatalError("TupleView has no body") }
 }
 
