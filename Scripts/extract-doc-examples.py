@@ -48,6 +48,9 @@ GitHub):
   Apple-only API with no stand-in here (the reason says which), or for a while, for an example of
   API that another branch is adding or fixing (the reason says which; remove it on merge).
 
+In markers, write `\\@` for `@` at the start of a line (`\\@State private var draft = ""`): DocC
+reads such a line as a directive, even inside an HTML comment, and fails the docs build.
+
 A catalog reached through a symlinked target (`PaceSwiftUIOnStandIn` -> `PaceSwiftUI`) is read once.
 """
 
@@ -98,6 +101,7 @@ def groups(path):
         line = text.count("\n", 0, fence.start()) + 1
         code, context, continues, template = fence.group(1), [], False, None
         for kind, value in markers_before(text, fence.start()):
+            value = value.replace("\\@", "@")   # `\@State`: DocC reads a line starting with `@` as a directive
             if kind == "example-context":
                 context.append(value)
             elif kind == "example-in":
