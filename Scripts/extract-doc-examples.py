@@ -9,20 +9,26 @@ articles), they are edited like prose, and a stale copy is caught by `--check`; 
 move the code out of the article into `Snippets/` and leave README's code unchecked.
 
 Each block (with the blocks that continue it) becomes one file,
-`Tests/DocExamplesTests/Generated/<Document>-<n>.swift`, in the `DocExamplesTests` test target:
+`Tests/DocExamplesTests/Generated/<Document>-<n>.swift`, in the `DocExamplesTests` test target,
+and its declarations live in a namespace of their own, `struct DocExample_<Document>_<n>`:
 
-- A block that declares tests (a line starting with `@Test` or `@Suite`) is compiled as written,
-  as the members of `struct DocExample_<Document>_<n>` (so two documents may both declare
-  `searchIsDebounced()`); its `@Test`s *run* with the other tests. A block with an `extension`
-  or a `protocol`, which cannot be nested, is put at file scope as written.
-- Any other block is a fragment of app code: its statements become the body of
-  `@MainActor func example() async throws` in that struct, so `let`s, calls, `try` and `await`
-  all compile, and its top-level types become members of the struct. The names such fragments
-  assume (`api`, `searchField`, `tableView`, ...) are declared once in
-  `Tests/DocExamplesTests/Context.swift`, with UIKit's stand-ins.
+- Why a namespace: articles are complete programs that declare their own `Item`, `SearchService`,
+  `SearchModel`...; in one module those would clash with each other and with Context.swift.
+  Inside the struct they shadow the module's names, and the article's code stays exactly as
+  users copy it (no renaming). Protocols nest too (SE-0404, Swift 5.10; the struct is not
+  generic). Only a block with a top-level `extension`, which cannot nest, is put at file scope as
+  written; its names then share the module's scope (none does today).
+- A block that declares tests (a line starting with `@Test` or `@Suite`), or only declarations,
+  is compiled as written as the struct's members; its `@Test`s *run* with the other tests.
+- Any other block is a fragment of app code: its top-level declarations (types, protocols,
+  functions, with the attribute lines before them) become members of the struct, and its
+  statements the body of `@MainActor func example() async throws`, so `let`s, calls, `try` and
+  `await` all compile. The names such fragments assume (`api`, `searchField`, `tableView`, ...)
+  are declared once in `Tests/DocExamplesTests/Context.swift`, with UIKit's stand-ins.
 - Imports: `Combine`, `SwiftUI` and `PaceSwiftUI` become OpenCombine, the SwiftUI stand-in and
-  PaceSwiftUI compiled against it where Apple's modules do not exist. A block with `import` lines gets exactly those (it claims to be complete: a missing
-  import is an error). A block without gets `Foundation`, `Pace`, `PaceTesting`, `Testing`,
+  PaceSwiftUI compiled against it where Apple's modules do not exist. A block with `import` lines
+  (its own, or its context's) gets exactly those (it claims to be complete: a missing import is
+  an error). A block without gets `Foundation`, `Pace`, `PaceTesting`, `Testing`,
   `Synchronization` and the UIKit stand-ins, as an app's file would have them.
 
 Markers, an HTML comment on the line(s) just before the opening fence (invisible in DocC and on
@@ -31,10 +37,21 @@ GitHub):
 - `<!-- example: continues -->`: the block goes on from the previous block of the document, in
   the same scope (split an example with prose, compile it whole).
 - `<!-- example-context: SWIFT -->`: Swift code put before the block, in its scope (the names a
-  fragment assumes that Context.swift does not declare). May span lines.
+  fragment assumes that Context.swift does not declare). May span lines; its `import`s count as
+  the block's.
+- `<!-- example-in: SWIFT -->`: Swift code with a line `/* example */`, which the block replaces
+  (indented as that line). For a fragment that is only valid inside something: view modifiers
+  (`.task(id:) { ... }`) inside a view's `body`, calls on an object's properties inside a function
+  that receives them. Its `import`s count as the block's.
 - `<!-- example: not-compiled REASON -->`: not compiled, and reported on every run. For listings
-  that are not code (declarations without bodies, a signature summary), or for a while, for an
-  example of API that another branch is adding (the reason says which; remove it on merge).
+  that are not code (declarations without bodies, a signature summary), for code that needs an
+  Apple-only API with no stand-in here (the reason says which), or for a while, for an example of
+  API that another branch is adding or fixing (the reason says which; remove it on merge).
+
+In markers, write `\\@` for `@` at the start of a line (`\\@State private var draft = ""`): DocC
+reads such a line as a directive, even inside an HTML comment, and fails the docs build.
+
+A catalog reached through a symlinked target (`PaceSwiftUIOnStandIn` -> `PaceSwiftUI`) is read once.
 """
 
 import pathlib
@@ -46,14 +63,20 @@ OUTPUT = ROOT / "Tests" / "DocExamplesTests" / "Generated"
 DEFAULT_IMPORTS = ["Foundation", "Pace", "PaceTesting", "PaceUI", "PaceUIOnStandIns", "Synchronization", "Testing",
                    "UIKitStandIn"]
 FENCE = re.compile(r"^```swift[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
-MARKER = re.compile(r"<!--\s*(example(?:-context)?):?(.*?)-->", re.S)
-FILE_SCOPE = re.compile(r"^(extension|protocol)\b", re.M)
+MARKER = re.compile(r"<!--\s*(example(?:-context|-in)?):?(.*?)-->", re.S)
+PLACEHOLDER = "/* example */"
+IMPORT = re.compile(r"^\s*import (\w+)\s*(//.*)?$")
+FILE_SCOPE = re.compile(r"^extension\b", re.M)
 DECLARATIONS = re.compile(r"^(@Test|@Suite|@MainActor @Test|@MainActor\s+@Suite)\b", re.M)
 
 
 def documents():
     yield ROOT / "README.md"
-    yield from sorted((ROOT / "Sources").glob("*/*.docc/**/*.md"))
+    # A catalog reached through a symlinked target (PaceSwiftUIOnStandIn -> PaceSwiftUI) is the
+    # same document: read it once, under its real target.
+    for path in sorted((ROOT / "Sources").glob("*/*.docc/**/*.md")):
+        if path.resolve() == path.absolute():
+            yield path
 
 
 def markers_before(text, start):
@@ -76,10 +99,15 @@ def groups(path):
     result, skipped = [], []
     for fence in FENCE.finditer(text):
         line = text.count("\n", 0, fence.start()) + 1
-        code, context, continues = fence.group(1), [], False
+        code, context, continues, template = fence.group(1), [], False, None
         for kind, value in markers_before(text, fence.start()):
+            value = value.replace("\\@", "@")   # `\@State`: DocC reads a line starting with `@` as a directive
             if kind == "example-context":
                 context.append(value)
+            elif kind == "example-in":
+                if PLACEHOLDER not in value:
+                    sys.exit(f"{path.relative_to(ROOT)}:{line}: 'example-in' has no {PLACEHOLDER} line")
+                template = value
             elif value == "continues":
                 continues = True
             elif value.startswith("not-compiled"):
@@ -89,6 +117,10 @@ def groups(path):
                 sys.exit(f"{path.relative_to(ROOT)}:{line}: unknown marker 'example: {value}'")
         if code is None:
             continue
+        if template is not None:
+            # The block takes the placeholder's indentation, so that its lines stay inside the template's.
+            margin = re.search(r"^([ \t]*)" + re.escape(PLACEHOLDER), template, re.M).group(1)
+            code = template.replace(margin + PLACEHOLDER, indent(code.strip("\n"), len(margin)))
         if continues:
             if not result:
                 sys.exit(f"{path.relative_to(ROOT)}:{line}: 'example: continues' has no block to continue")
@@ -107,13 +139,16 @@ def render(path, index, group):
     source = str(path.relative_to(ROOT))
     lines = ", ".join(str(line) for line, _, _ in group)
     body, imports = [], []
-    for _, code, context in group:
+    for _, code, _ in group:
         for line in code.splitlines():
-            (imports if re.match(r"^import \w+$", line) else body).append(line)
-    # Context goes first, in the order the blocks give it.
-    context = [piece for _, _, pieces in group for piece in pieces]
+            (imports if IMPORT.match(line) else body).append(line)
+    # Context goes first, in the order the blocks give it; its imports join the block's.
+    context = []
+    for piece in (piece for _, _, pieces in group for piece in pieces):
+        for line in piece.splitlines():
+            (imports if IMPORT.match(line) else context).append(line)
     code = "\n".join(context + body).strip("\n")
-    imports = sorted(set(line.split()[1] for line in imports)) or DEFAULT_IMPORTS
+    imports = sorted(set(IMPORT.match(line).group(1) for line in imports)) or DEFAULT_IMPORTS
     name = f"DocExample_{swift_name(path)}_{index}"
     out = [
         f"// Generated by Scripts/extract-doc-examples.py from {source} (lines {lines}). Do not edit:",
@@ -124,7 +159,7 @@ def render(path, index, group):
     ]
     if FILE_SCOPE.search(code):
         out.append(code)
-    elif DECLARATIONS.search(code):
+    elif DECLARATIONS.search(code) or not split_types(code)[1]:
         out += [f"struct {name} {{", indent(code), "}"]
     else:
         types, statements = split_types(code)
@@ -149,22 +184,31 @@ def import_lines(module):
     return [f"#if canImport({condition})", f"import {real}", "#else", f"import {stand_in}", "#endif"]
 
 
-TYPE = re.compile(r"^(@\w+ )*(public |final )*(struct|enum|class|actor) \w+")
+TYPE = re.compile(r"^(@\w+(\(.*?\))?\s+)*(public |final )*(struct|enum|class|actor|protocol|func) \w+")
+
+
+ATTRIBUTES = re.compile(r"^(@\w+(\(.*?\))?\s*)+$")
 
 
 def split_types(code):
     """Splits a fragment into its top-level type declarations (members of the example's struct,
     so the statements may use them in any order) and its statements (the function body)."""
-    types, statements, inside = [], [], False
+    types, statements, attributes, inside = [], [], [], False
     for line in code.splitlines():
-        if not inside and TYPE.match(line):
-            types.append(line)
-            inside = line.count("{") > line.count("}")
-        elif inside:
+        if inside:
             types.append(line)
             inside = line != "}"
+        elif ATTRIBUTES.match(line):
+            attributes.append(line)   # `@MainActor @Observable` on a line of its own
+        elif TYPE.match(line):
+            types += attributes + [line]
+            # Until a `}` at the start of a line, unless the declaration closes on its own line.
+            attributes = []
+            inside = line.count("{") > line.count("}") or not line.rstrip().endswith("}")
         else:
-            statements.append(line)
+            statements += attributes + [line]
+            attributes = []
+    statements += attributes
     return "\n".join(types).strip("\n"), "\n".join(statements).strip("\n")
 
 

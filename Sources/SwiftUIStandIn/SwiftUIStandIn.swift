@@ -187,8 +187,12 @@ extension View {
   }
 
   /// Adds an asynchronous task to perform before this view appears or when a specified value changes.
+  ///
+  /// The action inherits the view's main actor, as SwiftUI's does (`@_inheritActorContext` in its
+  /// interface), so it may set the view's `@State`.
   public func task<T: Equatable>(
-    id value: T, priority: TaskPriority = .userInitiated, _ action: @escaping @Sendable () async -> Void
+    id value: T, priority: TaskPriority = .userInitiated,
+    @_inheritActorContext _ action: @escaping @Sendable () async -> Void
   ) -> some View {
     StandInNode(content: self, kind: .task(StandInTask(id: value, priority: priority, action: action)))
   }

@@ -140,7 +140,7 @@ import Testing
       var callers: [(Int, Task<[Int], any Error>)] = []
       for step in 0..<Int.random(in: 1...20, using: &random) {
         if Bool.random(using: &random) {
-          callers.append((step, Task.immediate { try await pacer.call([step]) }))
+          callers.append((step, Task.immediate { try await pacer.call([step], isolation: #isolation) }))
         } else {
           scheduler.advance(by: AsyncExtremeSetup.gap(&random))
         }

@@ -3,33 +3,35 @@
 
 import Pace
 
-struct Item: Sendable {
-  var title: String
-}
-
-protocol SearchService: Sendable {
-  func search(_ query: String) async throws -> [Item]
-}
-
-@MainActor final class SearchModel {
-  private(set) var items: [Item] = []
-  private let search: AsyncDebouncer<String, [Item]>
-
-  init(service: any SearchService, clock: some Clock<Duration> = ContinuousClock()) {
-    search = AsyncDebouncer(for: .milliseconds(300), clock: clock) { query in
-      try await service.search(query)
-    }
+struct DocExample_AsyncDebouncer_1 {
+  struct Item: Sendable {
+    var title: String
   }
 
-  /// The text field's handler, once per keystroke.
-  func queryChanged(_ query: String) {
-    let results = search.submit(query)   // registered now, synchronously
-    Task { [weak self] in
-      do {
-        let items = try await results.value
-        self?.items = items
-      } catch {
-        // CancellationError: a newer keystroke superseded this one; its results will come instead.
+  protocol SearchService: Sendable {
+    func search(_ query: String) async throws -> [Item]
+  }
+
+  @MainActor final class SearchModel {
+    private(set) var items: [Item] = []
+    private let search: AsyncDebouncer<String, [Item]>
+
+    init(service: any SearchService, clock: some Clock<Duration> = ContinuousClock()) {
+      search = AsyncDebouncer(for: .milliseconds(300), clock: clock) { query in
+        try await service.search(query)
+      }
+    }
+
+    /// The text field's handler, once per keystroke.
+    func queryChanged(_ query: String) {
+      let results = search.submit(query)   // registered now, synchronously
+      Task { [weak self] in
+        do {
+          let items = try await results.value
+          self?.items = items
+        } catch {
+          // CancellationError: a newer keystroke superseded this one; its results will come instead.
+        }
       }
     }
   }

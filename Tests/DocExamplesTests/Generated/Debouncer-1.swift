@@ -18,8 +18,4 @@ struct DocExample_Debouncer_1 {
       search?(query)
     }
   }
-
-  @MainActor func example() async throws {
-
-  }
 }

@@ -27,8 +27,4 @@ struct DocExample_MainActorApps_2 {
       showStatus?("Paying…")
     }
   }
-
-  @MainActor func example() async throws {
-
-  }
 }

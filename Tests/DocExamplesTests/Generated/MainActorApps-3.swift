@@ -16,8 +16,4 @@ struct DocExample_MainActorApps_3 {
       }
     }
   }
-
-  @MainActor func example() async throws {
-
-  }
 }

@@ -3,37 +3,39 @@
 
 import Pace
 
-struct Item: Sendable, Equatable {
-  var title: String
-}
-
-protocol SearchService: Sendable {
-  func search(_ query: String) async throws -> [Item]
-}
-
-@MainActor final class ResultsModel {
-  private(set) var items: [Item] = []
-  private let search: AsyncDebouncer<String, [Item]>
-
-  init(service: any SearchService, clock: some Clock<Duration> = ContinuousClock()) {
-    // The operation captures the service, not self: no owner needed.
-    search = AsyncDebouncer(for: .milliseconds(300), clock: clock) { query in
-      try await service.search(query)
-    }
+struct DocExample_MainActorApps_4 {
+  struct Item: Sendable, Equatable {
+    var title: String
   }
 
-  /// From the text field's handler: registered now, answered after the pause.
-  func queryChanged(_ query: String) {
-    let results = search.submit(query)
-    Task { [weak self] in
-      // CancellationError: a newer query superseded this one; its results will come instead.
-      guard let items = try? await results.value else { return }
-      self?.items = items
-    }
+  protocol SearchService: Sendable {
+    func search(_ query: String) async throws -> [Item]
   }
 
-  /// From async code: registered before the first suspension, on the main actor.
-  func refresh(_ query: String) async throws {
-    items = try await search(query)
+  @MainActor final class ResultsModel {
+    private(set) var items: [Item] = []
+    private let search: AsyncDebouncer<String, [Item]>
+
+    init(service: any SearchService, clock: some Clock<Duration> = ContinuousClock()) {
+      // The operation captures the service, not self: no owner needed.
+      search = AsyncDebouncer(for: .milliseconds(300), clock: clock) { query in
+        try await service.search(query)
+      }
+    }
+
+    /// From the text field's handler: registered now, answered after the pause.
+    func queryChanged(_ query: String) {
+      let results = search.submit(query)
+      Task { [weak self] in
+        // CancellationError: a newer query superseded this one; its results will come instead.
+        guard let items = try? await results.value else { return }
+        self?.items = items
+      }
+    }
+
+    /// From async code: registered before the first suspension, on the main actor.
+    func refresh(_ query: String) async throws {
+      items = try await search(query)
+    }
   }
 }

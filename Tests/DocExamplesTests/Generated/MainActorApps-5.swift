@@ -3,25 +3,27 @@
 
 import Pace
 
-protocol PaymentService: Sendable {
-  func pay() async throws -> String
-}
-
-@MainActor final class PayModel {
-  let service: any PaymentService
-  private(set) var receipt: String?
-  private var pay: AsyncThrottler<Void, String>?
-
-  init(service: any PaymentService, clock: some Clock<Duration> = ContinuousClock()) {
-    self.service = service
-    pay = AsyncThrottler(
-      for: .seconds(1), edges: .leading, staleWork: .dropCallsWhileRunning, clock: clock, owner: self
-    ) { owner, _ in
-      try await owner.service.pay()
-    }
+struct DocExample_MainActorApps_5 {
+  protocol PaymentService: Sendable {
+    func pay() async throws -> String
   }
 
-  func payTapped() async {
-    receipt = try? await pay?()
+  @MainActor final class PayModel {
+    let service: any PaymentService
+    private(set) var receipt: String?
+    private var pay: AsyncThrottler<Void, String>?
+
+    init(service: any PaymentService, clock: some Clock<Duration> = ContinuousClock()) {
+      self.service = service
+      pay = AsyncThrottler(
+        for: .seconds(1), edges: .leading, staleWork: .dropCallsWhileRunning, clock: clock, owner: self
+      ) { owner, _ in
+        try await owner.service.pay()
+      }
+    }
+
+    func payTapped() async {
+      receipt = try? await pay?()
+    }
   }
 }

@@ -25,8 +25,4 @@ struct DocExample_PaceCombine_1 {
         .store(in: &cancellables)
     }
   }
-
-  @MainActor func example() async throws {
-
-  }
 }

@@ -29,8 +29,4 @@ struct DocExample_README_1 {
     func didScroll(to offset: Double) { render?(offset) }
     func itemChanged() { reload?() }
   }
-
-  @MainActor func example() async throws {
-
-  }
 }

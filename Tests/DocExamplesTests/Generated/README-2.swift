@@ -23,8 +23,4 @@ struct DocExample_README_2 {
       DispatchQueue.main.asyncAfter(deadline: .now() + delay, execute: item)
     }
   }
-
-  @MainActor func example() async throws {
-
-  }
 }

@@ -19,8 +19,4 @@ struct DocExample_Throttler_1 {
       render?(offset)
     }
   }
-
-  @MainActor func example() async throws {
-
-  }
 }
