@@ -6,7 +6,7 @@ import OpenCombine
 import Foundation
 import Pace
 
-/// The driver behind ``Combine/Publishers/Paced``: upstream's subscriber and downstream's
+/// The driver behind `Publishers.Paced`: upstream's subscriber and downstream's
 /// subscription at once, in the shape of Pace's `Pacer`.
 ///
 /// It takes the lock, asks the machine what to do, releases the lock, then does it: arms the

@@ -6,8 +6,8 @@ import OpenCombine
 import Pace
 
 extension Publisher where Output: Sendable {
-  /// Republishes elements once they stop for `interval`, with ``Pace/Debouncer``'s exact
-  /// semantics: leading and trailing edges, `maxWait`, merged values, on any ``PaceScheduler``.
+  /// Republishes elements once they stop for `interval`, with `Debouncer`'s exact
+  /// semantics: leading and trailing edges, `maxWait`, merged values, on any `PaceScheduler`.
   ///
   /// ```swift
   /// $query
@@ -40,7 +40,7 @@ extension Publisher where Output: Sendable {
   }
 
   /// Republishes at most one element per `interval`, at a steady cadence, with
-  /// ``Pace/Throttler``'s exact semantics.
+  /// `Throttler`'s exact semantics.
   ///
   /// ```swift
   /// scrollOffsets
@@ -48,7 +48,7 @@ extension Publisher where Output: Sendable {
   ///   .sink { render($0) }
   /// ```
   ///
-  /// Completion, failure and demand behave as in ``Combine/Publisher/debounced(for:edges:maxWait:merge:scheduler:)``.
+  /// Completion, failure and demand behave as in `Publisher.debounced(for:edges:maxWait:merge:scheduler:)`.
   ///
   /// - Parameters:
   ///   - interval: The window length: the least time between elements. Not negative.
@@ -68,7 +68,7 @@ extension Publisher where Output: Sendable {
 
 extension Publisher where Output: Sendable {
   /// Republishes the elements of one turn of `scheduler` as one merged element, with
-  /// ``Pace/Coalescer``'s semantics: several `@Published` changes made together arrive once.
+  /// `Coalescer`'s semantics: several `@Published` changes made together arrive once.
   ///
   /// ```swift
   /// model.$filters.combineLatest(model.$sort)
@@ -78,7 +78,7 @@ extension Publisher where Output: Sendable {
   ///
   /// The first element schedules one delivery on the scheduler's next turn (or `window` later);
   /// the elements until then merge. Completion, failure and demand behave as in
-  /// ``Combine/Publisher/debounced(for:edges:maxWait:merge:scheduler:)``.
+  /// `Publisher.debounced(for:edges:maxWait:merge:scheduler:)`.
   ///
   /// - Parameters:
   ///   - window: How long after the first element the delivery happens; `.zero` (the default)
@@ -97,9 +97,9 @@ extension Publisher where Output: Sendable {
 
 extension Publishers {
   /// A publisher that paces its upstream with one of Pace's machines: what
-  /// ``Combine/Publisher/debounced(for:edges:maxWait:merge:scheduler:)``,
-  /// ``Combine/Publisher/throttled(for:edges:merge:scheduler:)`` and
-  /// ``Combine/Publisher/coalesced(window:merge:scheduler:)`` return.
+  /// `Publisher.debounced(for:edges:maxWait:merge:scheduler:)`,
+  /// `Publisher.throttled(for:edges:merge:scheduler:)` and
+  /// `Publisher.coalesced(window:merge:scheduler:)` return.
   ///
   /// Each subscription has its own machine and timer.
   public struct Paced<Upstream: Publisher>: Publisher where Upstream.Output: Sendable {

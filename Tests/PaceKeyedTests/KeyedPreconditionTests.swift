@@ -66,6 +66,6 @@ import Testing
       let limiter = KeyedRateLimiter<Int>(permits: 1, per: .seconds(1), clock: TestScheduler(), store: Store())
       _ = limiter.tryAcquire(1)
     }
-    #expect(Self.message(result).contains("use `try await limiter.tryAcquire(key)`"))
+    #expect(Self.message(result).contains("use `try await limiter.decide(key)`"))
   }
 }

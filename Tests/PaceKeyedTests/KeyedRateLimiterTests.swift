@@ -31,19 +31,19 @@ import Testing
 
   @Test func theAsyncOverloadGivesTheSameDecisionInMemory() async throws {
     let limiter = KeyedRateLimiter<Int>(permits: 1, per: .seconds(1), clock: scheduler)
-    #expect(try await limiter.tryAcquire(1) == .allowed(remaining: 0))
-    #expect(try await limiter.tryAcquire(1) == .limited(retryAfter: .seconds(1)))
+    #expect(try await limiter.decide(1) == .allowed(remaining: 0))
+    #expect(try await limiter.decide(1) == .limited(retryAfter: .seconds(1)))
   }
 
   @Test func acquireWaitsItsTurnInOrderPerKey() async throws {
     let limiter = KeyedRateLimiter<Int>(permits: 10, per: .seconds(1), clock: scheduler)
-    #expect(try await limiter.tryAcquire(1, cost: 10).isAllowed)
+    #expect(try await limiter.decide(1, cost: 10).isAllowed)
     let large = Task.immediate { try await limiter.acquire(1, cost: 5) }
     let small = Task.immediate { try await limiter.acquire(1, cost: 1) }
     try await limiter.acquire(2)  // another key is not held up
     scheduler.advance(to: ms(100))
     #expect(limiter.waitingCount == 2)
-    #expect(try await !limiter.tryAcquire(1).isAllowed)  // nor does tryAcquire overtake
+    #expect(try await !limiter.decide(1).isAllowed)  // nor does tryAcquire overtake
     scheduler.advance(to: ms(500))
     try await large.value
     #expect(limiter.waitingCount == 1)
@@ -58,7 +58,7 @@ import Testing
 
   @Test func aCancelledAcquireThrowsAndTakesNothing() async throws {
     let limiter = KeyedRateLimiter<Int>(permits: 10, per: .seconds(1), clock: scheduler)
-    #expect(try await limiter.tryAcquire(1, cost: 10).isAllowed)
+    #expect(try await limiter.decide(1, cost: 10).isAllowed)
     let large = Task.immediate { try await limiter.acquire(1, cost: 5) }
     let small = Task.immediate { try await limiter.acquire(1, cost: 1) }
     scheduler.advance(to: ms(100))
@@ -92,9 +92,9 @@ import Testing
   @Test func aStoreBackedLimiterAsksTheStore() async throws {
     let store = FakeStore(clock: scheduler)
     let limiter = KeyedRateLimiter<String>(permits: 2, per: .seconds(1), clock: scheduler, store: store)
-    #expect(try await limiter.tryAcquire("k") == .allowed(remaining: 1))
-    #expect(try await limiter.tryAcquire("k") == .allowed(remaining: 0))
-    #expect(try await limiter.tryAcquire("k") == .limited(retryAfter: .milliseconds(500)))
+    #expect(try await limiter.decide("k") == .allowed(remaining: 1))
+    #expect(try await limiter.decide("k") == .allowed(remaining: 0))
+    #expect(try await limiter.decide("k") == .limited(retryAfter: .milliseconds(500)))
     #expect(store.asked.withLock { $0 } == Array(repeating: RateLimit(permits: 2, per: .seconds(1)), count: 3))
     #expect(limiter.trackedKeyCount == 0)  // the state is the store's
   }
@@ -102,7 +102,7 @@ import Testing
   @Test func aStoreBackedAcquirePollsAfterEachRetryAfter() async throws {
     let store = FakeStore(clock: scheduler)
     let limiter = KeyedRateLimiter<String>(permits: 2, per: .seconds(1), clock: scheduler, store: store)
-    _ = try await limiter.tryAcquire("k", cost: 2)
+    _ = try await limiter.decide("k", cost: 2)
     let waiting = Task { try await limiter.acquire("k") }
     // The waiter asks, is told 500 ms, and sleeps that long on the limiter's clock.
     while store.asked.withLock({ $0.count }) < 2 || scheduler.pendingDeadlines.isEmpty { await Task.yield() }

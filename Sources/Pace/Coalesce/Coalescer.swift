@@ -66,7 +66,7 @@ public final class Coalescer<Value: Sendable>: Sendable {
   /// A coalescer whose handler runs on the main actor, on the main queue, for UI code.
   ///
   /// Stored in a property of `self`, it must not capture `self` strongly: use
-  /// ``init(window:merge:scheduler:owner:perform:)-(_,_,_,_,(Owner,Value)->Void)`` or `[weak self]`.
+  /// `init(window:merge:scheduler:owner:perform:)` or `[weak self]`.
   ///
   /// - Parameters:
   ///   - window: How long after the first signal the run happens; `.zero` for the next turn.

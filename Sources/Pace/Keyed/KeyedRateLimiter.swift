@@ -12,7 +12,7 @@
 /// Each key has its own token bucket with exactly the arithmetic of ``RateLimiter``: it starts
 /// full with `burst` permits, and permits come back at `permits` per `interval`, exactly.
 /// ``acquire(_:cost:)`` waits in first-come first-served order per key and is cancellable;
-/// ``tryAcquire(_:cost:)-(_,Int)`` never waits. Keys never interfere.
+/// `tryAcquire(_:cost:)` never waits. Keys never interfere.
 ///
 /// A key costs 16 bytes of bucket state, an entry in its shard's table and one deadline in its
 /// shard's heap; once its bucket is full again and nobody waits, the key is forgotten, so idle
@@ -21,9 +21,9 @@
 /// ## Shared limits
 ///
 /// With a ``RateLimitStore`` (``init(permits:per:burst:clock:store:)``) the decisions are the
-/// store's, shared by every process that uses it: call the async
-/// ``tryAcquire(_:cost:)-(_,Int)`` and ``acquire(_:cost:)`` with `try await`. The synchronous
-/// ``tryAcquire(_:cost:)-(_,Int)`` of a store-backed limiter is a programming error. A waiting
+/// store's, shared by every process that uses it: call ``decide(_:cost:)`` and
+/// ``acquire(_:cost:)`` with `try await`. The synchronous `tryAcquire(_:cost:)` decides in
+/// memory, so calling it on a store-backed limiter is a programming error. A waiting
 /// ``acquire(_:cost:)`` asks the store again after each `retryAfter` the store returns, slept on
 /// the limiter's clock; so with a store, waiters of one key are not served in strict FIFO order.
 public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
@@ -87,7 +87,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
 
   /// A keyed rate limiter whose decisions are made by `store`, shared beyond this process.
   ///
-  /// Call its async ``tryAcquire(_:cost:)-(_,Int)`` and ``acquire(_:cost:)`` with `try await`.
+  /// Call its ``decide(_:cost:)`` and ``acquire(_:cost:)`` with `try await`.
   ///
   /// - Parameters:
   ///   - permits: How many permits come back to a key per `interval`. Positive.
@@ -137,25 +137,27 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   public func tryAcquire(_ key: Key, cost: Int = 1) -> RateLimitDecision {
     precondition(
       store == nil,
-      "KeyedRateLimiter.tryAcquire: this limiter decides in its RateLimitStore; use `try await limiter.tryAcquire(key)`"
+      "KeyedRateLimiter.tryAcquire: this limiter decides in its RateLimitStore; use `try await limiter.decide(key)`"
     )
     precondition(cost >= 0, "KeyedRateLimiter.tryAcquire: cost must not be negative (got \(cost))")
-    return decide(key, cost: cost)
+    return decideLocally(key, cost: cost)
   }
 
-  /// Takes `cost` permits for `key` if they are available now; never waits for them.
+  /// Takes `cost` permits for `key` if they are available now, deciding where the limiter's state
+  /// lives; never waits for the permits.
   ///
-  /// In memory, the same decision as the synchronous ``tryAcquire(_:cost:)-(_,Int)``; with a
-  /// store, the store's.
+  /// In memory, the same decision as the synchronous `tryAcquire(_:cost:)`; with a store, the
+  /// store's. It is not an async overload of `tryAcquire` on purpose: in async code Swift would
+  /// always pick such an overload, so `limiter.tryAcquire(key)` would stop compiling there.
   ///
   /// - Parameters:
   ///   - key: Whose bucket to take from.
   ///   - cost: How many permits to take; 1 by default. Not negative.
   /// - Throws: What the store throws when it cannot decide.
-  public func tryAcquire(_ key: Key, cost: Int = 1) async throws -> RateLimitDecision {
-    precondition(cost >= 0, "KeyedRateLimiter.tryAcquire: cost must not be negative (got \(cost))")
+  public func decide(_ key: Key, cost: Int = 1) async throws -> RateLimitDecision {
+    precondition(cost >= 0, "KeyedRateLimiter.decide: cost must not be negative (got \(cost))")
     if let store { return try await store.tryAcquire(key, cost: cost, limit: limit) }
-    return decide(key, cost: cost)
+    return decideLocally(key, cost: cost)
   }
 
   /// Waits until `cost` permits are available for `key`, then takes them.
@@ -180,7 +182,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
         }
       }
     }
-    if decide(key, cost: cost).isAllowed { return }
+    if decideLocally(key, cost: cost).isAllowed { return }
     let id = nextID.withLock { id in
       id &+= 1
       return id
@@ -253,7 +255,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   // unspecialised, the table's hashing goes through witness tables on every call.
   @_specialize(exported: false, where Key == Int)
   @_specialize(exported: false, where Key == String)
-  private func decide(_ key: Key, cost: Int) -> RateLimitDecision {
+  private func decideLocally(_ key: Key, cost: Int) -> RateLimitDecision {
     let now = clock.now()
     let rate = self.rate
     let index = shardIndex(for: key)

@@ -101,7 +101,7 @@ extension View {
     priority: TaskPriority = .userInitiated,
     control: PacingControl? = nil,
     scheduler: some PaceScheduler = .main,
-    _ action: @escaping @Sendable () async -> Void
+    @_inheritActorContext _ action: @escaping @Sendable () async -> Void
   ) -> some View {
     modifier(
       PacedTaskModifier(
