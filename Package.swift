@@ -1,4 +1,4 @@
-// swift-tools-version: 6.0
+// swift-tools-version: 6.1
 import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [
@@ -15,11 +15,25 @@ let package = Package(
     .library(name: "PaceTesting", targets: ["PaceTesting"]),
     .library(name: "PaceUI", targets: ["PaceUI"]),
     .executable(name: "pace", targets: ["pace"]),
+    // Server side, behind traits: see "Server side" below.
+    .library(name: "PacePostgres", targets: ["PacePostgres"]),
+    .library(name: "PaceHummingbird", targets: ["PaceHummingbird"]),
+  ],
+  // Server side: apps never resolve, fetch or build postgres-nio or Hummingbird, because SwiftPM
+  // (6.1 and later) leaves the dependencies of disabled traits out of the graph entirely.
+  // A server enables them: `.package(url: "…/Pace", from: "…", traits: ["PostgreSQL", "Hummingbird"])`.
+  traits: [
+    .trait(name: "PostgreSQL", description: "PacePostgres: shared rate limits and debouncing on PostgreSQL"),
+    .trait(name: "Hummingbird", description: "PaceHummingbird: a rate-limit middleware for Hummingbird 2"),
+    .default(enabledTraits: []),
   ],
   dependencies: [
     .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
     // Tests only: proves that Pace's operators and swift-async-algorithms' can be imported together.
     .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.0.0"),
+    // Server side only, behind the traits above.
+    .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
+    .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0"),
   ],
   targets: [
     // MARK: Library: toolchain only (Dispatch, Synchronization).
@@ -55,6 +69,39 @@ let package = Package(
     ),
     .executableTarget(name: "pace", dependencies: ["PaceTool"], swiftSettings: swiftSettings),
 
+    // MARK: Server side, behind the PostgreSQL and Hummingbird traits (empty modules without them).
+    .target(
+      name: "PacePostgres",
+      dependencies: ["Pace", .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"]))],
+      swiftSettings: swiftSettings
+    ),
+    .target(
+      name: "PaceHummingbird",
+      dependencies: ["Pace", .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"]))],
+      swiftSettings: swiftSettings
+    ),
+    // `swift run --traits PostgreSQL,Hummingbird pace-example-server [--postgres postgres://…]`
+    .executableTarget(
+      name: "pace-example-server",
+      dependencies: ["PacePostgres", "PaceHummingbird"],
+      path: "Sources/PaceExampleServer",
+      swiftSettings: swiftSettings
+    ),
+    // `swift run -c release --traits PostgreSQL pace-postgres-benchmark` (Scripts/with-postgres.sh gives a database)
+    .executableTarget(
+      name: "pace-postgres-benchmark",
+      dependencies: ["PacePostgres"],
+      path: "Sources/PacePostgresBenchmark",
+      swiftSettings: swiftSettings
+    ),
+    // A separate process for PaceServerTests: an instance of a server that dies mid-execution, or hammers a key.
+    .executableTarget(
+      name: "pace-postgres-test-instance",
+      dependencies: ["PacePostgres"],
+      path: "Sources/PacePostgresTestInstance",
+      swiftSettings: swiftSettings
+    ),
+
     // MARK: Tests
     .testTarget(name: "PaceTests", dependencies: ["Pace", "PaceTesting"], swiftSettings: swiftSettings),
     .testTarget(name: "PaceCompositionTests", dependencies: ["Pace", "PaceTesting"], swiftSettings: swiftSettings),
@@ -71,6 +118,17 @@ let package = Package(
     ),
     .testTarget(name: "PaceMarblesTests", dependencies: ["PaceMarbles", "PaceTesting"], swiftSettings: swiftSettings),
     .testTarget(name: "PaceToolTests", dependencies: ["PaceTool"], swiftSettings: swiftSettings),
+    // Needs both traits and a database: Scripts/with-postgres.sh swift test --traits PostgreSQL,Hummingbird
+    // --filter PaceServerTests (CI's last step). Empty without the traits.
+    .testTarget(
+      name: "PaceServerTests",
+      dependencies: [
+        "PacePostgres", "PaceHummingbird", "pace-postgres-test-instance",
+        .product(name: "HummingbirdTesting", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
+        .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
+      ],
+      swiftSettings: swiftSettings
+    ),
   ],
   swiftLanguageModes: [.v6]
 )
