@@ -34,6 +34,8 @@ let package = Package(
     // Server side only, behind the traits above.
     .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
     .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0"),
+    .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
+    .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
   ],
   targets: [
     // MARK: Library: toolchain only (Dispatch, Synchronization).
@@ -72,32 +74,50 @@ let package = Package(
     // MARK: Server side, behind the PostgreSQL and Hummingbird traits (empty modules without them).
     .target(
       name: "PacePostgres",
-      dependencies: ["Pace", .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"]))],
+      dependencies: [
+        "Pace", .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
+      ],
       swiftSettings: swiftSettings
     ),
     .target(
       name: "PaceHummingbird",
-      dependencies: ["Pace", .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"]))],
+      dependencies: [
+        "Pace",
+        .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
+        .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["Hummingbird"])),
+      ],
       swiftSettings: swiftSettings
     ),
     // `swift run --traits PostgreSQL,Hummingbird pace-example-server [--postgres postgres://…]`
     .executableTarget(
       name: "pace-example-server",
-      dependencies: ["PacePostgres", "PaceHummingbird"],
+      dependencies: [
+        "Pace", "PacePostgres", "PaceHummingbird",
+        .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
+        .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
+        .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["Hummingbird"])),
+        .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Hummingbird"])),
+      ],
       path: "Sources/PaceExampleServer",
       swiftSettings: swiftSettings
     ),
     // `swift run -c release --traits PostgreSQL pace-postgres-benchmark` (Scripts/with-postgres.sh gives a database)
     .executableTarget(
       name: "pace-postgres-benchmark",
-      dependencies: ["PacePostgres"],
+      dependencies: [
+        "Pace", "PacePostgres",
+        .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
+      ],
       path: "Sources/PacePostgresBenchmark",
       swiftSettings: swiftSettings
     ),
     // A separate process for PaceServerTests: an instance of a server that dies mid-execution, or hammers a key.
     .executableTarget(
       name: "pace-postgres-test-instance",
-      dependencies: ["PacePostgres"],
+      dependencies: [
+        "Pace", "PacePostgres",
+        .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
+      ],
       path: "Sources/PacePostgresTestInstance",
       swiftSettings: swiftSettings
     ),
@@ -123,8 +143,10 @@ let package = Package(
     .testTarget(
       name: "PaceServerTests",
       dependencies: [
-        "PacePostgres", "PaceHummingbird", "pace-postgres-test-instance",
+        "Pace", "PacePostgres", "PaceHummingbird", "pace-postgres-test-instance",
+        .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
         .product(name: "HummingbirdTesting", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
+        .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["Hummingbird"])),
         .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
       ],
       swiftSettings: swiftSettings
