@@ -38,10 +38,20 @@ struct Options {
     while let flag = arguments.popFirst() {
       guard let value = arguments.popFirst() else { Self.usage("\(flag) needs a value") }
       switch flag {
-      case "--port": port = Int(value) ?? Self.usage("--port takes a number")
-      case "--postgres": postgres = URL(string: value) ?? Self.usage("--postgres takes a postgres:// URL")
-      case "--permits": permits = Int(value).flatMap { $0 > 0 ? $0 : nil } ?? Self.usage("--permits is positive")
-      case "--per": seconds = Int64(value).flatMap { $0 > 0 ? $0 : nil } ?? Self.usage("--per is positive seconds")
+      case "--port":
+        guard let number = Int(value), (0...65535).contains(number) else { Self.usage("--port takes a port number") }
+        port = number
+      case "--postgres":
+        guard let url = URL(string: value), url.scheme?.hasPrefix("postgres") == true else {
+          Self.usage("--postgres takes a postgres:// URL")
+        }
+        postgres = url
+      case "--permits":
+        guard let number = Int(value), number > 0 else { Self.usage("--permits takes a positive number") }
+        permits = number
+      case "--per":
+        guard let number = Int64(value), number > 0 else { Self.usage("--per takes a positive number of seconds") }
+        seconds = number
       default: Self.usage("unknown option \(flag)")
       }
     }

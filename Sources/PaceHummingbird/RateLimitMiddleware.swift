@@ -63,7 +63,7 @@ public struct RateLimitMiddleware<Context: RequestContext>: RouterMiddleware {
   ) async throws -> Response {
     guard let key = key(request, context) else { return try await next(request, context) }
     let decision = try await decide(key, cost(request, context))
-    var fields = RateLimitFields(limit: limit, policyName: policyName)
+    let fields = RateLimitFields(limit: limit, policyName: policyName)
     switch decision {
     case .allowed(let remaining):
       var response = try await next(request, context)

@@ -337,6 +337,7 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
 
   /// Runs `operation`, turning the errors that mean "the database is unreachable" into
   /// ``PacePostgresError/unavailable(reason:)``.
+  @discardableResult
   private func unavailableAsError<Result>(_ operation: () async throws -> Result) async throws -> Result {
     do {
       return try await operation()

@@ -20,7 +20,7 @@ struct TableName: Sendable, Hashable, CustomStringConvertible {
 
   /// `name` with a suffix, for an index or a companion table.
   func suffixed(_ suffix: String) -> String {
-    "\(description)_\(suffix)".replacingOccurrences(of: ".", with: "_")
+    String("\(description)_\(suffix)".map { $0 == "." ? "_" : $0 })
   }
 }
 
@@ -42,7 +42,13 @@ func isUnavailability(_ error: any Error) -> Bool {
     return [error.beginError, error.closureError, error.commitError].contains { $0.map(isUnavailability) ?? false }
   }
   guard let error = error as? PSQLError else { return false }
-  return error.code != .server && error.code != .tooManyParameters && error.code != .messageDecodingFailure
+  if error.code == .server {
+    // Class 08 (connection exception) and 57 (operator intervention: a shutdown, a terminated
+    // backend) are outages; every other server error is about the query.
+    let state = error.serverInfo?[.sqlState] ?? ""
+    return state.hasPrefix("08") || state.hasPrefix("57")
+  }
+  return error.code != .tooManyParameters && error.code != .messageDecodingFailure
 }
 
 /// The database did not answer within the configured time.

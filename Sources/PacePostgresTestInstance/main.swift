@@ -48,7 +48,7 @@ case ("hammer", 7):
     fatalError("hammer: ATTEMPTS, PERMITS and INTERVAL_SECONDS are integers")
   }
   try await withClient(url) { client in
-    let store = try PostgresRateLimitStore(client: client, table: table)
+    let store = try PostgresRateLimitStore(client: client, table: table, timeout: .seconds(60))
     let limit = RateLimit(permits: permits, per: .seconds(seconds))
     let granted = try await withThrowingTaskGroup(of: Int?.self) { group in
       for _ in 0..<attempts {
@@ -68,8 +68,7 @@ case ("debounce-worker", 4):
     let debouncer = try PostgresDebouncer<[Int]>(
       client: client, table: values[2], quiet: .milliseconds(100), lease: .seconds(2), merge: .append
     ) { key, payload in
-      print("started \(key) \(payload)")
-      fflush(stdout)
+      FileHandle.standardOutput.write(Data("started \(key) \(payload)\n".utf8))
       try await Task.sleep(for: .seconds(seconds))
     }
     try await debouncer.run()
