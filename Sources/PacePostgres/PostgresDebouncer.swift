@@ -42,6 +42,9 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
   public let maximumPayloadBytes: Int
   /// How often ``run()`` looks for due keys when none was due.
   public let pollInterval: Duration
+  /// How long one of the debouncer's statements (or transactions) may wait for the database
+  /// before it counts as unavailable.
+  public let timeout: Duration
 
   let keys: TableName
   let calls: TableName
@@ -62,6 +65,7 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
   ///   - merge: How the payloads combine; `.latest` by default, `.append` loses nothing.
   ///   - maximumPayloadBytes: The largest payload accepted, in bytes of JSON; 64 KiB by default.
   ///   - pollInterval: How often ``run()`` looks for due keys; 100 ms by default. Positive.
+  ///   - timeout: How long a statement may wait for the database; 5 seconds by default. Positive.
   ///   - perform: The handler: the key and its merged payload.
   /// - Throws: ``PacePostgresError/invalidTableName(_:)`` if `table` is not a plain identifier.
   public init(
@@ -73,6 +77,7 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
     merge: Merge<Payload> = .latest,
     maximumPayloadBytes: Int = 64 * 1024,
     pollInterval: Duration = .milliseconds(100),
+    timeout: Duration = .seconds(5),
     perform: @escaping @Sendable (_ key: String, _ payload: Payload) async throws -> Void
   ) throws(PacePostgresError) {
     precondition(quiet >= .zero, "PostgresDebouncer: quiet must not be negative (got \(quiet))")
@@ -81,6 +86,7 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
     }
     precondition(lease > .zero, "PostgresDebouncer: lease must be positive (got \(lease))")
     precondition(pollInterval > .zero, "PostgresDebouncer: pollInterval must be positive (got \(pollInterval))")
+    precondition(timeout > .zero, "PostgresDebouncer: timeout must be positive (got \(timeout))")
     precondition(maximumPayloadBytes > 0, "PostgresDebouncer: maximumPayloadBytes must be positive")
     guard let quietMicroseconds = quiet.wholeMicroseconds, let leaseMicroseconds = lease.wholeMicroseconds,
       maxWait.map({ $0.wholeMicroseconds != nil }) ?? true
@@ -94,6 +100,7 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
     self.merge = merge
     self.maximumPayloadBytes = maximumPayloadBytes
     self.pollInterval = pollInterval
+    self.timeout = timeout
     self.perform = perform
     self.quietMicroseconds = quietMicroseconds
     self.maxWaitMicroseconds = maxWait?.wholeMicroseconds
@@ -162,9 +169,8 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
     binds.append(quietMicroseconds)
     binds.append(maxWaitMicroseconds)
     binds.append(ByteBuffer(bytes: json))
-    try await unavailableAsError {
-      try await client.query(PostgresQuery(unsafeSQL: callSQL, binds: binds))
-    }
+    let (client, query) = (client, PostgresQuery(unsafeSQL: callSQL, binds: binds))
+    try await unavailableAsError { try await client.query(query) }
   }
 
   /// `$1` key, `$2` quiet and `$3` maxWait in microseconds (NULL: none), `$4` the payload. The key's
@@ -210,9 +216,10 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
     var binds = PostgresBindings()
     binds.append(leaseMicroseconds)
     binds.append(limit)
+    let (client, query) = (client, PostgresQuery(unsafeSQL: claimSQL, binds: binds))
     let claims = try await unavailableAsError {
       var claims: [Claim] = []
-      let rows = try await client.query(PostgresQuery(unsafeSQL: claimSQL, binds: binds))
+      let rows = try await client.query(query)
       for try await (key, through, token) in rows.decode((String, Int64?, UUID).self) {
         claims.append(Claim(key: key, through: through, token: token))
       }
@@ -256,13 +263,15 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
   private func execute(_ claim: Claim) async throws -> Bool {
     var payloads: [Payload] = []
     if let through = claim.through {
-      let rows = try await unavailableAsError {
-        try await client.query(
-          "SELECT payload FROM \(unescaped: calls.description) WHERE key = \(claim.key) AND id <= \(through) ORDER BY id"
+      let (client, calls) = (client, calls.description)
+      let stored = try await unavailableAsError {
+        let rows = try await client.query(
+          "SELECT payload FROM \(unescaped: calls) WHERE key = \(claim.key) AND id <= \(through) ORDER BY id"
         )
+        return try await rows.decode(ByteBuffer.self).reduce(into: [ByteBuffer]()) { $0.append($1) }
       }
       let decoder = JSONDecoder()
-      for try await payload in rows.decode(ByteBuffer.self) {
+      for payload in stored {
         do {
           payloads.append(try decoder.decode(Payload.self, from: Data(payload.readableBytesView)))
         } catch {
@@ -283,6 +292,7 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
 
   /// Gives a key whose handler failed back, due a quiet period from now, payloads untouched.
   private func release(_ claim: Claim) async throws {
+    let (client, keys, quietMicroseconds) = (client, keys, quietMicroseconds)
     try await unavailableAsError {
       try await client.query(
         """
@@ -298,7 +308,7 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
   /// In one transaction, if the lease is still ours: deletes the merged payloads, then either
   /// deletes the key (no newer call) or makes it due for the calls that came during the execution.
   private func acknowledge(_ claim: Claim) async throws -> Bool {
-    let (keys, calls, key, through) = (keys.description, calls.description, claim.key, claim.through ?? 0)
+    let (client, keys, calls, key, through) = (client, keys.description, calls.description, claim.key, claim.through ?? 0)
     let (quiet, maxWait) = (quietMicroseconds, maxWaitMicroseconds)
     return try await unavailableAsError {
       try await client.withTransaction(logger: Self.logger) { connection in
@@ -335,14 +345,18 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
     }
   }
 
-  /// Runs `operation`, turning the errors that mean "the database is unreachable" into
-  /// ``PacePostgresError/unavailable(reason:)``.
+  /// Runs `operation` within ``timeout``, turning the errors that mean "the database is
+  /// unreachable" into ``PacePostgresError/unavailable(reason:)``.
   @discardableResult
-  private func unavailableAsError<Result>(_ operation: () async throws -> Result) async throws -> Result {
+  private func unavailableAsError<Result: Sendable>(
+    _ operation: @escaping @Sendable () async throws -> Result
+  ) async throws -> Result {
     do {
-      return try await operation()
+      return try await withTimeout(timeout, operation)
+    } catch is DatabaseTimeout {
+      throw PacePostgresError.unavailable(reason: "no answer within \(timeout)")
     } catch where isUnavailability(error) {
-      throw PacePostgresError.unavailable(reason: String(describing: error))
+      throw PacePostgresError.unavailable(reason: String(reflecting: error))
     }
   }
 }

@@ -133,11 +133,10 @@ struct PostgresDebouncerTests {
       let debouncer = try debouncers(
         clients, table: table, quiet: .milliseconds(100), lease: .seconds(2), executions: executions)[0]
       try await debouncer.migrate()
-      let doomed = try TestInstance(["debounce-worker", url.absoluteString, table, "60"])
       for value in [1, 2, 3] { try await debouncer.call("k", [value]) }
+      let doomed = try TestInstance(["debounce-worker", url.absoluteString, table, "60"])
       let started = try await doomed.readLine(within: .seconds(20))
       #expect(started == "started k [1, 2, 3]")
-      doomed.process.interrupt()  // SIGINT: no cleanup in the worker, it just ends
       kill(doomed.process.processIdentifier, SIGKILL)
       let clock = ContinuousClock()
       let killedAt = clock.now
@@ -207,7 +206,7 @@ struct PostgresDebouncerTests {
         group.addTask { await victim.run() }
         defer { group.cancelAll() }
         let debouncer = try PostgresDebouncer<[Int]>(
-          client: victim, table: TestDatabase.uniqueTable("db"), quiet: .zero, merge: .append
+          client: victim, table: TestDatabase.uniqueTable("db"), quiet: .zero, merge: .append, timeout: .seconds(10)
         ) { key, payload in try await executions.record(key, payload) }
         try await debouncer.migrate()
         var acknowledged: [Int] = []
