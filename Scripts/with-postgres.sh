@@ -56,9 +56,10 @@ port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0));
 
 "${run_as[@]}" "$bin/initdb" -D "$dir/data" -U "$owner" --auth=trust --no-sync -E UTF8 >"$dir/initdb.log" 2>&1 ||
   { cat "$dir/initdb.log" >&2; exit 1; }
-# fsync off: a throwaway cluster; max_connections: four instances' pools and the benchmark's clients.
+# fsync off: a throwaway cluster. max_connections: the server tests run in parallel, each
+# "instance" with its own pool (about 250 connections at the peak).
 "${run_as[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-  -o "-h 127.0.0.1 -p $port -k $dir -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
+  -o "-h 127.0.0.1 -p $port -k $dir -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=500" \
   start >/dev/null || { cat "$dir/server.log" >&2; exit 1; }
 
 export PACE_POSTGRES_URL="postgres://$owner@127.0.0.1:$port/postgres"

@@ -17,17 +17,16 @@ func client(_ text: String) -> PostgresClient {
   guard let url = URL(string: text) else { fatalError("not a URL: \(text)") }
   var logger = Logger(label: "pace-postgres-test-instance")
   logger.logLevel = .critical
-  return PostgresClient(
-    configuration: PostgresClient.Configuration(
-      host: url.host ?? "127.0.0.1",
-      port: url.port ?? 5432,
-      username: url.user ?? "postgres",
-      password: url.password,
-      database: url.path.isEmpty ? nil : String(url.path.dropFirst()),
-      tls: .disable
-    ),
-    backgroundLogger: logger
+  var configuration = PostgresClient.Configuration(
+    host: url.host ?? "127.0.0.1",
+    port: url.port ?? 5432,
+    username: url.user ?? "postgres",
+    password: url.password,
+    database: url.path.isEmpty ? nil : String(url.path.dropFirst()),
+    tls: .disable
   )
+  configuration.options.maximumConnections = 10
+  return PostgresClient(configuration: configuration, backgroundLogger: logger)
 }
 
 func withClient(_ url: String, _ body: @Sendable (PostgresClient) async throws -> Void) async throws {

@@ -32,7 +32,7 @@ struct PostgresRateLimitStoreTests {
   /// Four instances, each with its own pool, ask 300 times at once for a key allowed 100 an hour:
   /// exactly 100 are granted, and each `remaining` from 99 down to 0 is reported exactly once.
   @Test func fourInstancesNeverShareOutMoreThanTheLimit() async throws {
-    try await TestDatabase.withClients(4) { clients in
+    try await TestDatabase.withClients(4, connections: 10) { clients in
       let table = TestDatabase.uniqueTable("rl")
       // A long timeout: 300 requests queue for 80 connections on a busy 2-core machine.
       let stores = try clients.map { try PostgresRateLimitStore(client: $0, table: table, timeout: .seconds(60)) }
