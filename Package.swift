@@ -1,4 +1,4 @@
-// swift-tools-version: 6.0
+// swift-tools-version: 6.1
 import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [
@@ -23,6 +23,17 @@ let package = Package(
     .library(name: "PaceObservation", targets: ["PaceObservation"]),
     .library(name: "PaceSwiftUI", targets: ["PaceSwiftUI"]),
     .executable(name: "pace", targets: ["pace"]),
+    // Server side, behind traits: see "Server side" below.
+    .library(name: "PacePostgres", targets: ["PacePostgres"]),
+    .library(name: "PaceHummingbird", targets: ["PaceHummingbird"]),
+  ],
+  // Server side: apps never resolve, fetch or build postgres-nio or Hummingbird, because SwiftPM
+  // (6.1 and later) leaves the dependencies of disabled traits out of the graph entirely.
+  // A server enables them: `.package(url: "…/Pace", from: "…", traits: ["PostgreSQL", "Hummingbird"])`.
+  traits: [
+    .trait(name: "PostgreSQL", description: "PacePostgres: shared rate limits and debouncing on PostgreSQL"),
+    .trait(name: "Hummingbird", description: "PaceHummingbird: a rate-limit middleware for Hummingbird 2"),
+    .default(enabledTraits: []),
   ],
   dependencies: [
     .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -32,6 +43,11 @@ let package = Package(
     .package(url: "https://github.com/OpenCombine/OpenCombine", from: "0.14.0"),
     // Docs only: `swift package generate-documentation` (CI builds the docs with warnings as errors).
     .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
+    // Server side only, behind the traits above.
+    .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
+    .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0"),
+    .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
+    .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
   ],
   targets: [
     // MARK: Library: toolchain only (Dispatch, Synchronization).
@@ -93,6 +109,57 @@ let package = Package(
     ),
     .executableTarget(name: "pace", dependencies: ["PaceTool"], swiftSettings: swiftSettings),
 
+    // MARK: Server side, behind the PostgreSQL and Hummingbird traits (empty modules without them).
+    .target(
+      name: "PacePostgres",
+      dependencies: [
+        "Pace", .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
+      ],
+      swiftSettings: swiftSettings
+    ),
+    .target(
+      name: "PaceHummingbird",
+      dependencies: [
+        "Pace",
+        .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
+        .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["Hummingbird"])),
+      ],
+      swiftSettings: swiftSettings
+    ),
+    // `swift run --traits PostgreSQL,Hummingbird pace-example-server [--postgres postgres://…]`
+    .executableTarget(
+      name: "pace-example-server",
+      dependencies: [
+        "Pace", "PacePostgres", "PaceHummingbird",
+        .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
+        .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
+        .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["Hummingbird"])),
+        .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Hummingbird"])),
+      ],
+      path: "Sources/PaceExampleServer",
+      swiftSettings: swiftSettings
+    ),
+    // `swift run -c release --traits PostgreSQL pace-postgres-benchmark` (Scripts/with-postgres.sh gives a database)
+    .executableTarget(
+      name: "pace-postgres-benchmark",
+      dependencies: [
+        "Pace", "PacePostgres",
+        .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
+      ],
+      path: "Sources/PacePostgresBenchmark",
+      swiftSettings: swiftSettings
+    ),
+    // A separate process for PaceServerTests: an instance of a server that dies mid-execution, or hammers a key.
+    .executableTarget(
+      name: "pace-postgres-test-instance",
+      dependencies: [
+        "Pace", "PacePostgres",
+        .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
+      ],
+      path: "Sources/PacePostgresTestInstance",
+      swiftSettings: swiftSettings
+    ),
+
     // MARK: Tests
     // Helpers shared by the test targets (`ms`, `Recorder`, `Counter`, `SeededGenerator`); in no product.
     .target(name: "PaceTestSupport", dependencies: ["Pace"], path: "Tests/PaceTestSupport", swiftSettings: swiftSettings),
@@ -133,6 +200,19 @@ let package = Package(
       dependencies: [
         "Pace", "PaceTesting", "PaceUI", "PaceUIOnStandIns", "UIKitStandIn", "PaceCombine", openCombine,
         "PaceObservation", "PaceSwiftUI", "PaceSwiftUIOnStandIn", "SwiftUIStandIn",
+      ],
+      swiftSettings: swiftSettings
+    ),
+    // Needs both traits and a database: Scripts/with-postgres.sh swift test --traits PostgreSQL,Hummingbird
+    // --filter PaceServerTests (CI's last step). Empty without the traits.
+    .testTarget(
+      name: "PaceServerTests",
+      dependencies: [
+        "Pace", "PacePostgres", "PaceHummingbird", "pace-postgres-test-instance",
+        .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
+        .product(name: "HummingbirdTesting", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
+        .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["Hummingbird"])),
+        .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
       ],
       swiftSettings: swiftSettings
     ),

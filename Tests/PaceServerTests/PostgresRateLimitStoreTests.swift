@@ -1,0 +1,185 @@
+#if PostgreSQL && Hummingbird
+import Foundation
+import Pace
+import PacePostgres
+import PaceHummingbird
+import PostgresNIO
+import Testing
+
+@Suite("PostgresRateLimitStore, on a real PostgreSQL server")
+struct PostgresRateLimitStoreTests {
+  let hour = RateLimit(permits: 100, per: .seconds(3600))
+
+  @Test func grantsUpToTheBurstThenSaysWhenToRetry() async throws {
+    try await TestDatabase.withClients { clients in
+      let store = try PostgresRateLimitStore(client: clients[0], table: TestDatabase.uniqueTable("rl"))
+      try await store.migrate()
+      try await store.migrate()  // idempotent
+      // One permit back every 1000 s: a slow machine cannot refill the bucket during the test.
+      let limit = RateLimit(permits: 3, per: .seconds(3000))
+      #expect(try await store.tryAcquire("k", cost: 1, limit: limit) == .allowed(remaining: 2))
+      #expect(try await store.tryAcquire("k", cost: 2, limit: limit) == .allowed(remaining: 0))
+      guard case .limited(let retryAfter) = try await store.tryAcquire("k", cost: 1, limit: limit) else {
+        Issue.record("the fourth permit of a burst of 3 was granted")
+        return
+      }
+      // Allowed again when the first permit comes back: 1000 s after it was taken, less the time since.
+      #expect(retryAfter > .seconds(900) && retryAfter <= .seconds(1000))
+      #expect(try await store.tryAcquire("other", cost: 3, limit: limit) == .allowed(remaining: 0))
+    }
+  }
+
+  /// Four instances, each with its own pool, ask 300 times at once for a key allowed 100 an hour:
+  /// exactly 100 are granted. (`remaining` comes from the statement's clock reading, taken before it
+  /// waits for the row lock, so under contention two grants can report the same value.)
+  @Test func fourInstancesNeverShareOutMoreThanTheLimit() async throws {
+    try await TestDatabase.withClients(4, connections: 10) { clients in
+      let table = TestDatabase.uniqueTable("rl")
+      // A long timeout: 300 requests queue for 80 connections on a busy 2-core machine.
+      let stores = try clients.map { try PostgresRateLimitStore(client: $0, table: table, timeout: .seconds(60)) }
+      try await stores[0].migrate()
+      let limit = hour
+      let decisions = try await withThrowingTaskGroup(of: RateLimitDecision.self) { group in
+        for attempt in 0..<300 {
+          let store = stores[attempt % 4]
+          group.addTask { try await store.tryAcquire("api-key", cost: 1, limit: limit) }
+        }
+        return try await group.reduce(into: []) { $0.append($1) }
+      }
+      let remaining = decisions.compactMap { decision -> Int? in
+        if case .allowed(let remaining) = decision { return remaining }
+        return nil
+      }
+      #expect(remaining.count == 100)
+      #expect(remaining.allSatisfy { (0..<100).contains($0) } && remaining.contains(0))
+    }
+  }
+
+  /// The same in four separate processes (`pace-postgres-test-instance hammer`).
+  @Test func fourProcessesNeverShareOutMoreThanTheLimit() async throws {
+    let url = try TestDatabase.url()
+    let table = TestDatabase.uniqueTable("rl")
+    try await TestDatabase.withClients { clients in
+      try await PostgresRateLimitStore(client: clients[0], table: table).migrate()
+    }
+    let instances = try (0..<4).map { _ in
+      try TestInstance(["hammer", url.absoluteString, table, "api-key", "75", "100", "3600"])
+    }
+    var granted: [Int] = []
+    for instance in instances {
+      let result = await instance.finish()
+      #expect(result.status == 0, "pace-postgres-test-instance failed: \(result.errors)")
+      granted += result.output.split(separator: "\n").compactMap { Int($0) }
+    }
+    #expect(granted.count == 100)
+    #expect(granted.allSatisfy { (0..<100).contains($0) } && granted.contains(0))
+  }
+
+  // real-time: four instances hammer a key allowed 50 a second (burst 10) for about 1.5 s; the
+  // grants never exceed the burst plus the rate times the elapsed time, measured generously wide.
+  @Test func grantsFollowTheRateOverTime() async throws {
+    try await TestDatabase.withClients(4, connections: 4) { clients in
+      let table = TestDatabase.uniqueTable("rl")
+      let stores = try clients.map { try PostgresRateLimitStore(client: $0, table: table, timeout: .seconds(60)) }
+      try await stores[0].migrate()
+      let limit = RateLimit(permits: 50, per: .seconds(1), burst: 10)
+      let clock = ContinuousClock()
+      let start = clock.now
+      let granted = try await withThrowingTaskGroup(of: Int.self) { group in
+        for store in stores {
+          for _ in 0..<4 {
+            group.addTask {
+              var granted = 0
+              while clock.now - start < .milliseconds(1500) {
+                if try await store.tryAcquire("k", cost: 1, limit: limit).isAllowed { granted += 1 }
+              }
+              return granted
+            }
+          }
+        }
+        return try await group.reduce(0, +)
+      }
+      let elapsed = clock.now - start
+      let ceiling = 10 + Int((elapsed / .seconds(1)) * 50) + 1
+      #expect(granted <= ceiling, "\(granted) grants in \(elapsed); at most \(ceiling)")
+      #expect(granted >= 10, "\(granted) grants in \(elapsed); not even the burst was granted")
+    }
+  }
+
+  @Test func purgeDeletesOnlyRowsWhoseBucketIsFull() async throws {
+    try await TestDatabase.withClients { clients in
+      let store = try PostgresRateLimitStore(client: clients[0], table: TestDatabase.uniqueTable("rl"))
+      try await store.migrate()
+      let short = RateLimit(permits: 1000, per: .milliseconds(10))
+      for key in 0..<5 { _ = try await store.tryAcquire("short-\(key)", cost: 1, limit: short) }
+      _ = try await store.tryAcquire("long", cost: 1, limit: hour)
+      try await Task.sleep(for: .milliseconds(50))  // real-time: the short buckets fill up again
+      #expect(try await store.purgeExpired(batchSize: 3) == 3)
+      #expect(try await store.purgeExpired(batchSize: 3) == 2)
+      #expect(try await store.purgeExpired() == 0)
+      #expect(try await store.tryAcquire("long", cost: 1, limit: hour) == .allowed(remaining: 98))
+    }
+  }
+
+  @Test func badInputIsAClearErrorAndTakesNothing() async throws {
+    try await TestDatabase.withClients { clients in
+      let store = try PostgresRateLimitStore(client: clients[0], table: TestDatabase.uniqueTable("rl"))
+      try await store.migrate()
+      await #expect(throws: PacePostgresError.emptyKey) { try await store.tryAcquire("", cost: 1, limit: hour) }
+      let long = String(repeating: "k", count: 1025)
+      await #expect(throws: PacePostgresError.keyTooLong(bytes: 1025)) {
+        try await store.tryAcquire(long, cost: 1, limit: hour)
+      }
+      for cost in [0, -1, 101, Int.max] {
+        await #expect(throws: PacePostgresError.invalidCost(cost: cost, burst: 100)) {
+          try await store.tryAcquire("k", cost: cost, limit: hour)
+        }
+      }
+      let huge = RateLimit(permits: 1, per: .seconds(Int64.max))
+      await #expect(throws: PacePostgresError.self) { try await store.tryAcquire("k", cost: 1, limit: huge) }
+      let tiny = RateLimit(permits: Int.max, per: .nanoseconds(1))
+      await #expect(throws: PacePostgresError.self) { try await store.tryAcquire("k", cost: 1, limit: tiny) }
+      #expect(throws: PacePostgresError.invalidTableName("x; DROP TABLE y")) {
+        try PostgresRateLimitStore(client: clients[0], table: "x; DROP TABLE y")
+      }
+      // Nothing was taken by the refused calls.
+      #expect(try await store.tryAcquire("k", cost: 1, limit: hour) == .allowed(remaining: 99))
+    }
+  }
+
+  @Test func aMissingTableIsThrownWhateverThePolicy() async throws {
+    try await TestDatabase.withClients { clients in
+      let store = try PostgresRateLimitStore(client: clients[0], table: "pace_never_migrated", whenUnavailable: .allow)
+      await #expect(throws: PSQLError.self) { try await store.tryAcquire("k", cost: 1, limit: hour) }
+    }
+  }
+
+  /// A stopped server (nothing listens on the port): each policy answers as documented, fast.
+  @Test func anUnreachableDatabaseFollowsTheChosenPolicy() async throws {
+    let port = try TestDatabase.closedPort()
+    try await TestDatabase.withClients(port: port) { clients in
+      let client = clients[0]
+      let limit = hour
+      let timeout = Duration.milliseconds(300)
+      let throwing = try PostgresRateLimitStore(client: client, timeout: timeout)
+      await #expect {
+        try await throwing.tryAcquire("k", cost: 1, limit: limit)
+      } throws: { error in
+        guard case .unavailable = error as? PacePostgresError else { return false }
+        return true
+      }
+      let open = try PostgresRateLimitStore(client: client, whenUnavailable: .allow, timeout: timeout)
+      #expect(try await open.tryAcquire("k", cost: 1, limit: limit) == .allowed(remaining: 0))
+      let closed = try PostgresRateLimitStore(
+        client: client, whenUnavailable: .deny(retryAfter: .seconds(5)), timeout: timeout)
+      #expect(try await closed.tryAcquire("k", cost: 1, limit: limit) == .limited(retryAfter: .seconds(5)))
+      let local = try PostgresRateLimitStore(
+        client: client, whenUnavailable: .fallback(InMemoryRateLimitStore<String>()), timeout: timeout)
+      let small = RateLimit(permits: 2, per: .seconds(3600))
+      #expect(try await local.tryAcquire("k", cost: 1, limit: small) == .allowed(remaining: 1))
+      #expect(try await local.tryAcquire("k", cost: 1, limit: small) == .allowed(remaining: 0))
+      #expect(try await local.tryAcquire("k", cost: 1, limit: small).isAllowed == false)
+    }
+  }
+}
+#endif
