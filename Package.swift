@@ -200,6 +200,11 @@ let package = Package(
       dependencies: [
         "Pace", "PaceTesting", "PaceUI", "PaceUIOnStandIns", "UIKitStandIn", "PaceCombine", openCombine,
         "PaceObservation", "PaceSwiftUI", "PaceSwiftUIOnStandIn", "SwiftUIStandIn",
+        // The server articles' examples, compiled with the traits on (see the script).
+        "PacePostgres", "PaceHummingbird",
+        .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
+        .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
+        .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["Hummingbird"])),
       ],
       swiftSettings: swiftSettings
     ),

@@ -11,7 +11,7 @@
 ///   let search = AsyncDebouncer(for: .milliseconds(300), clock: scheduler) { (query: String) in
 ///     query.uppercased()
 ///   }
-///   let swift = Task.immediate { try await search("swift") }   // the call registers at 0 ms
+///   let swift = search.submit("swift")        // registered now, at 0 ms
 ///   scheduler.advance(by: .milliseconds(300))                   // the invocation starts at 300 ms
 ///   #expect(try await swift.value == "SWIFT")
 /// }

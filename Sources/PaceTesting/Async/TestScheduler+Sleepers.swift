@@ -16,7 +16,7 @@ extension TestScheduler {
   ///     try await scheduler.sleep(for: .seconds(1))     // the "network"
   ///     return query.uppercased()
   ///   }
-  ///   let result = Task.immediate { try await search("swift") }
+  ///   let result = search.submit("swift")                // registered now, at 0 ms
   ///   scheduler.advance(by: .milliseconds(300))          // the work starts at 300 ms
   ///   await scheduler.waitForSleepers(1)                 // and sleeps until 1300 ms
   ///   scheduler.advance(by: .seconds(1))
@@ -35,9 +35,10 @@ extension TestScheduler {
   /// Returns once at least `count` work items are scheduled: timers that Pace's primitives arm
   /// on this scheduler, and tasks sleeping on it (see `pendingCount`).
   ///
-  /// From a `@MainActor` test, a call such as `limiter.acquire()` or `search("swift")` leaves the
-  /// main actor before it reaches the primitive, so `Task.immediate` does not make it register
-  /// at once. Wait for its timer instead of yielding:
+  /// A call such as `limiter.acquire()` made in a new task registers some time after the task
+  /// starts (an `AsyncDebouncer` call does not need this: `submit` registers at once, and
+  /// `try await search(q)` registers before it first suspends). Wait for its timer instead of
+  /// yielding:
   ///
   /// ```swift
   /// @MainActor @Test func theSecondRequestWaitsForItsPermit() async throws {
