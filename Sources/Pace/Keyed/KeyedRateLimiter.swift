@@ -258,55 +258,37 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     let rate = self.rate
     let index = shardIndex(for: key)
     var arming: ShardTimer<Key>.Arming?
-    let burst = limit.burst
     let decision = shards[index].withLock { shard -> RateLimitDecision in
-      // Requests wait for a key only while it has a bucket; no lookup while nobody waits at all.
-      let waitingPermits = shard.queues.isEmpty ? nil : shard.queues[key].flatMap { queue in
-        queue.order.isEmpty ? nil : queue.permits
-      }
-      // One lookup of the key, which finds, inserts or updates its bucket in place.
-      let (decision, checkAt) = Self.decide(
-        &shard.buckets[key], cost: cost, waitingPermits: waitingPermits, now: now, rate: rate, burst: burst)
-      if let checkAt {
-        shard.timer.add(checkAt, for: key)
+      guard var bucket = shard.buckets[key] else {
+        // A key with no state has a full bucket, which any request fits (a larger one than
+        // the burst leaves it in debt).
+        guard cost > 0 else { return .allowed(remaining: limit.burst) }
+        var tokens = TokenBucket(rate: rate, level: rate.full(at: now))
+        tokens.take(cost)
+        // A bucket that fills again only beyond the end of the timeline is never checked.
+        let checkAt = tokens.fullTime
+        shard.buckets[key] = KeyBucket(level: tokens.level, checkAt: checkAt ?? .max)
+        if let checkAt { shard.timer.add(checkAt, for: key) }
         arming = shard.timer.armIfNeeded()
+        return .allowed(remaining: tokens.availablePermits)
       }
-      return decision
+      var tokens = TokenBucket(rate: rate, level: bucket.level)
+      tokens.refill(now: now)
+      defer {
+        bucket.level = tokens.level
+        shard.buckets[key] = bucket
+      }
+      if let queue = shard.queues[key], !queue.order.isEmpty {
+        return .limited(retryAfter: now.duration(to: tokens.readyTime(for: queue.permits &+ cost) ?? .max))
+      }
+      guard tokens.canTake(cost) else {
+        return .limited(retryAfter: now.duration(to: tokens.readyTime(for: cost) ?? .max))
+      }
+      tokens.take(cost)
+      return .allowed(remaining: tokens.availablePermits)
     }
     if let arming { carryOut(Effects(arming: arming), shard: index) }
     return decision
-  }
-
-  /// Decides a request on a key's bucket in place: `nil` is a key with no state, whose bucket is
-  /// full. Returns the decision and, for a bucket it creates, the deadline of its heap entry.
-  private static func decide(
-    _ bucket: inout KeyBucket?, cost: Int, waitingPermits: Int?, now: PaceInstant, rate: TokenBucketRate, burst: Int
-  ) -> (RateLimitDecision, checkAt: PaceInstant?) {
-    guard var current = bucket else {
-      // A key with no state has a full bucket, which any request fits (a larger one than the
-      // burst leaves it in debt).
-      guard cost > 0 else { return (.allowed(remaining: burst), nil) }
-      var tokens = TokenBucket(rate: rate, level: rate.full(at: now))
-      tokens.take(cost)
-      // A bucket that fills again only beyond the end of the timeline is never checked.
-      let checkAt = tokens.fullTime
-      bucket = KeyBucket(level: tokens.level, checkAt: checkAt ?? .max)
-      return (.allowed(remaining: tokens.availablePermits), checkAt)
-    }
-    var tokens = TokenBucket(rate: rate, level: current.level)
-    tokens.refill(now: now)
-    defer {
-      current.level = tokens.level
-      bucket = current
-    }
-    if let waitingPermits {
-      return (.limited(retryAfter: now.duration(to: tokens.readyTime(for: waitingPermits &+ cost) ?? .max)), nil)
-    }
-    guard tokens.canTake(cost) else {
-      return (.limited(retryAfter: now.duration(to: tokens.readyTime(for: cost) ?? .max)), nil)
-    }
-    tokens.take(cost)
-    return (.allowed(remaining: tokens.availablePermits), nil)
   }
 
   /// Grants `key`'s waiting requests that fit, in order, then forgets the key if its bucket is
