@@ -7,9 +7,12 @@
 //
 // For each of "a dictionary of Debouncers behind one lock", KeyedDebouncer, "a dictionary of
 // RateLimiters behind one lock" and KeyedRateLimiter, in a fresh state:
-//   1. resident bytes per key and ns per call for `keys` (1M) distinct active keys, one thread;
+//   1. resident bytes per key and ns per call for `keys` (1M) distinct active keys, one thread,
+//      then ns per call on those same keys again;
 //   2. calls per second on a hot set of 1,000 keys from 1, 2, 4 and 8 threads;
-//   3. resident memory once everything has gone quiet, against the empty baseline.
+//   3. resident memory once everything has gone quiet, against the empty baseline, and once the
+//      instance is released too (what the process keeps: runtime threads, malloc arenas).
+// Then the floor: the same keys inserted into a bare dictionary, with no lock, clock or deadline.
 // The debouncers wait 50 ms on a DispatchQueue; the rate limiters allow 100 per 60 s, burst 20
 // (a key that took one permit is full again after 600 ms).
 // ns per call is the calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID), so that it means
@@ -165,6 +168,38 @@ let subjects = [
     call: { _ = unsafeDowncast($0, to: KeyedRateLimiter<Int>.self).tryAcquire($1) }),
 ]
 
+/// The floor under a call that creates a key: inserting `keyCount` distinct Int keys into a bare
+/// dictionary of a 16-byte state (no lock, clock or deadline), in one table and spread over 64
+/// tables as the keyed primitives' shards are; then updating them all once more.
+func measureFloor() {
+  struct State {
+    var first: Int64
+    var second: Int64
+  }
+  var table: [Int: State] = [:]
+  let insert = cpuSeconds {
+    for key in 0..<keyCount { table[key] = State(first: Int64(key), second: 0) }
+  }
+  let update = cpuSeconds {
+    for key in 0..<keyCount { table[key]?.second += 1 }
+  }
+  withExtendedLifetime(table) {}
+  table = [:]
+  var shards = [[Int: State]](repeating: [:], count: 64)
+  let sharded = cpuSeconds {
+    for key in 0..<keyCount { shards[key.hashValue & 63][key] = State(first: Int64(key), second: 0) }
+  }
+  withExtendedLifetime(shards) {}
+  let ns = { (seconds: Double) in String(format: "%.0f", seconds * 1e9 / Double(keyCount)) }
+  print(
+    """
+
+    Floor: a bare Dictionary<Int, 16-byte struct>
+      \(keyCount) distinct keys: \(ns(insert)) ns CPU per insert (1 table), \(ns(sharded)) ns (64 tables), \
+    \(ns(update)) ns per update of an existing key
+    """)
+}
+
 if only == nil {
   print("keys: \(keyCount), hot set: \(hotKeys) keys, \(hotCallsPerRun) calls per thread count")
   print("load average: \((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "?")", terminator: "")
@@ -176,6 +211,7 @@ if only == nil {
     try process.run()
     process.waitUntilExit()
   }
+  measureFloor()
 }
 for subject in only.map({ [subjects[$0]] }) ?? [] {
   let call = subject.call
@@ -190,6 +226,11 @@ for subject in only.map({ [subjects[$0]] }) ?? [] {
   let active = residentBytes()
   let bytesPerKey = Double(active - baseline) / Double(keyCount)
   let nsPerCall = elapsed * 1e9 / Double(keyCount)
+  // The same keys again: each call finds its key's state among a million.
+  let nsPerExistingCall =
+    cpuSeconds {
+      for key in 0..<keyCount { call(object, key) }
+    } * 1e9 / Double(keyCount)
   instance = nil
   object = subject.make(true)
 
@@ -213,24 +254,30 @@ for subject in only.map({ [subjects[$0]] }) ?? [] {
   // 3. The same population with short timing, then quiet.
   baseline = residentBytes()
   instance = subject.make(false)
-  let short = instance!
-  for key in 0..<keyCount { call(short, key) }
+  do {
+    let short = instance!
+    for key in 0..<keyCount { call(short, key) }
+  }
   // The debouncers' trailing edges fire after 50 ms, the buckets are full again after 600 ms.
   Thread.sleep(forTimeInterval: 3.0)
   let quiet = residentBytes()
+  // What the process keeps once the instance is gone too: the difference with `quiet` is what
+  // the quiet instance itself holds.
+  instance = nil
+  Thread.sleep(forTimeInterval: 0.2)
+  let released = residentBytes()
   print(
     """
 
     \(subject.name)
       \(keyCount) distinct active keys: \(String(format: "%.0f", bytesPerKey)) resident bytes per key, \
-    \(String(format: "%.0f", nsPerCall)) ns CPU per call (1 thread)
+    \(String(format: "%.0f", nsPerCall)) ns CPU per call (1 thread), \
+    \(String(format: "%.0f", nsPerExistingCall)) ns on the same keys again
       hot set, calls per second by threads: \(throughput.joined(separator: ", "))
       quiet: resident \(String(format: "%+.1f", Double(quiet - baseline) / 1e6)) MB over the empty baseline \
-    (\(String(format: "%.1f", Double(baseline) / 1e6)) MB)
+    (\(String(format: "%.1f", Double(baseline) / 1e6)) MB), \
+    \(String(format: "%+.1f", Double(released - baseline) / 1e6)) MB once released
     """)
-  withExtendedLifetime(instance) {}
-  instance = nil
-  Thread.sleep(forTimeInterval: 0.2)
 }
 
 // MARK: The lock
