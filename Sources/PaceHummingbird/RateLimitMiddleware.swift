@@ -42,7 +42,7 @@ public struct RateLimitMiddleware<Context: RequestContext>: RouterMiddleware {
   /// A middleware that takes permits from `limiter`: in memory, or shared through its store.
   ///
   /// - Parameters:
-  ///   - limiter: Where the decisions are made; its ``Pace/KeyedRateLimiter/limit`` is the policy.
+  ///   - limiter: Where the decisions are made; its `KeyedRateLimiter.limit` is the policy.
   ///   - policyName: The policy's name in the fields; `"default"` by default.
   ///   - cost: How many permits a request takes; 1 by default. Not negative.
   ///   - key: The key a request counts against, or nil to let it through unlimited.

@@ -33,7 +33,7 @@ public struct PostgresRateLimitStore: RateLimitStore {
     case deny(retryAfter: Duration)
     /// Decide with another limiter, typically an in-memory `KeyedRateLimiter<String>`, so that
     /// each instance still enforces a limit on its own while the database is down. The fallback's
-    /// own ``Pace/KeyedRateLimiter/limit`` applies: the same limit lets N instances allow up to N
+    /// own `KeyedRateLimiter.limit` applies: the same limit lets N instances allow up to N
     /// times it; a limit divided by N keeps the total.
     case fallback(KeyedRateLimiter<String>)
   }
