@@ -83,11 +83,11 @@ struct SharedReindexer: Reindexer {
   func changed(_ id: Int) async throws { try await debouncer.call("search-index", [id]) }
 }
 
-func makeRouter(limit: RateLimit, store: some RateLimitStore<String>, reindexer: some Reindexer) -> Router<ExampleContext> {
+func makeRouter(limiter: KeyedRateLimiter<String>, reindexer: some Reindexer) -> Router<ExampleContext> {
   let router = Router(context: ExampleContext.self)
   let apiKey = HTTPField.Name("X-API-Key")!
   router.add(
-    middleware: RateLimitMiddleware(limit: limit, store: store) { request, context in
+    middleware: RateLimitMiddleware(limiter: limiter) { request, context in
       request.headers[apiKey].map { "key:\($0)" } ?? context.remoteAddress?.ipAddress.map { "ip:\($0)" }
     })
   router.get("/") { _, _ in "Hello from Pace\n" }
@@ -115,7 +115,9 @@ if let url = options.postgres {
     backgroundLogger: logger
   )
   // Each instance enforces the limit alone while the database is down, rather than refusing all.
-  let store = try PostgresRateLimitStore(client: client, whenUnavailable: .fallback(InMemoryRateLimitStore<String>()))
+  let fallback = KeyedRateLimiter<String>(permits: limit.permits, per: limit.interval, burst: limit.burst)
+  let store = try PostgresRateLimitStore(client: client, whenUnavailable: .fallback(fallback))
+  let limiter = KeyedRateLimiter(permits: limit.permits, per: limit.interval, burst: limit.burst, store: store)
   let debouncer = try PostgresDebouncer<[Int]>(client: client, quiet: .seconds(2), maxWait: .seconds(10), merge: .append) {
     _, ids in print("reindexing documents \(ids)")
   }
@@ -131,13 +133,16 @@ if let url = options.postgres {
         while try await store.purgeExpired() == 1000 {}
       }
     }
-    let app = Application(router: makeRouter(limit: limit, store: store, reindexer: SharedReindexer(debouncer: debouncer)), configuration: configuration)
+    let app = Application(
+      router: makeRouter(limiter: limiter, reindexer: SharedReindexer(debouncer: debouncer)), configuration: configuration)
     try await app.runService()
     group.cancelAll()
   }
 } else {
   let app = Application(
-    router: makeRouter(limit: limit, store: InMemoryRateLimitStore<String>(), reindexer: LocalReindexer()),
+    router: makeRouter(
+      limiter: KeyedRateLimiter<String>(permits: limit.permits, per: limit.interval, burst: limit.burst),
+      reindexer: LocalReindexer()),
     configuration: configuration
   )
   try await app.runService()

@@ -14,46 +14,67 @@ import Pace
 /// RateLimit: "default";r=42;t=35
 /// ```
 ///
-/// In memory (each instance alone) by default; give it `PostgresRateLimitStore` to share the
-/// limit between instances:
+/// In memory (each instance counts alone) by default; give it a `KeyedRateLimiter` backed by
+/// `PostgresRateLimitStore` (PacePostgres) to share the limit between instances:
 ///
 /// ```swift
+/// let apiKey = HTTPField.Name("X-API-Key")!
 /// router.add(middleware: RateLimitMiddleware(limit: RateLimit(permits: 100, per: .seconds(60))) { request, _ in
-///   request.headers[HTTPField.Name("X-API-Key")!]
+///   request.headers[apiKey]
 /// })
+/// // Shared: every instance that uses the database makes the same decisions.
+/// let shared = KeyedRateLimiter(permits: 100, per: .seconds(60), store: try PostgresRateLimitStore(client: client))
+/// router.add(middleware: RateLimitMiddleware(limiter: shared) { request, _ in request.headers[apiKey] })
 /// ```
 ///
-/// Errors the store throws propagate (Hummingbird answers 500); a store with a failure policy,
+/// Errors the limiter throws propagate (Hummingbird answers 500); a store with a failure policy,
 /// such as `PostgresRateLimitStore(client:whenUnavailable:)`, decides before that.
 public struct RateLimitMiddleware<Context: RequestContext>: RouterMiddleware {
-  /// The limit for every key.
-  public let limit: RateLimit
+  /// Where the decisions are made: in memory, or in the limiter's store.
+  public let limiter: KeyedRateLimiter<String>
+  /// The limit for every key: the limiter's.
+  public var limit: RateLimit { limiter.limit }
   /// The policy's name in the `RateLimit-Policy` and `RateLimit` fields.
   public let policyName: String
-  private let decide: @Sendable (String, Int) async throws -> RateLimitDecision
   private let key: @Sendable (Request, Context) -> String?
   private let cost: @Sendable (Request, Context) -> Int
 
-  /// A middleware that takes permits from `store`.
+  /// A middleware that takes permits from `limiter`: in memory, or shared through its store.
+  ///
+  /// - Parameters:
+  ///   - limiter: Where the decisions are made; its `KeyedRateLimiter.limit` is the policy.
+  ///   - policyName: The policy's name in the fields; `"default"` by default.
+  ///   - cost: How many permits a request takes; 1 by default. Not negative.
+  ///   - key: The key a request counts against, or nil to let it through unlimited.
+  public init(
+    limiter: KeyedRateLimiter<String>,
+    policyName: String = "default",
+    cost: @escaping @Sendable (Request, Context) -> Int = { _, _ in 1 },
+    key: @escaping @Sendable (Request, Context) -> String?
+  ) {
+    self.limiter = limiter
+    self.policyName = policyName
+    self.key = key
+    self.cost = cost
+  }
+
+  /// A middleware with its own in-memory limiter: each instance of the server counts alone, so N
+  /// instances allow up to N times `limit`.
   ///
   /// - Parameters:
   ///   - limit: The rate per key.
   ///   - policyName: The policy's name in the fields; `"default"` by default.
-  ///   - store: Where the decisions are made; a new ``InMemoryRateLimitStore`` by default.
-  ///   - cost: How many permits a request takes; 1 by default.
+  ///   - cost: How many permits a request takes; 1 by default. Not negative.
   ///   - key: The key a request counts against, or nil to let it through unlimited.
   public init(
     limit: RateLimit,
     policyName: String = "default",
-    store: some RateLimitStore<String> = InMemoryRateLimitStore<String>(),
     cost: @escaping @Sendable (Request, Context) -> Int = { _, _ in 1 },
     key: @escaping @Sendable (Request, Context) -> String?
   ) {
-    self.limit = limit
-    self.policyName = policyName
-    self.decide = { key, cost in try await store.tryAcquire(key, cost: cost, limit: limit) }
-    self.key = key
-    self.cost = cost
+    self.init(
+      limiter: KeyedRateLimiter<String>(permits: limit.permits, per: limit.interval, burst: limit.burst),
+      policyName: policyName, cost: cost, key: key)
   }
 
   public func handle(
@@ -62,7 +83,7 @@ public struct RateLimitMiddleware<Context: RequestContext>: RouterMiddleware {
     next: (Request, Context) async throws -> Response
   ) async throws -> Response {
     guard let key = key(request, context) else { return try await next(request, context) }
-    let decision = try await decide(key, cost(request, context))
+    let decision = try await limiter.decide(key, cost: cost(request, context))
     let fields = RateLimitFields(limit: limit, policyName: policyName)
     switch decision {
     case .allowed(let remaining):

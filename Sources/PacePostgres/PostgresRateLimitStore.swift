@@ -31,9 +31,11 @@ public struct PostgresRateLimitStore: RateLimitStore {
     case allow
     /// Fail closed: deny every request, asking to retry after the given duration.
     case deny(retryAfter: Duration)
-    /// Decide with another store, typically an in-process one, so that each instance still
-    /// enforces the limit on its own (N instances then allow up to N times the limit).
-    case fallback(any RateLimitStore<String>)
+    /// Decide with another limiter, typically an in-memory `KeyedRateLimiter<String>`, so that
+    /// each instance still enforces a limit on its own while the database is down. The fallback's
+    /// own `KeyedRateLimiter.limit` applies: the same limit lets N instances allow up to N
+    /// times it; a limit divided by N keeps the total.
+    case fallback(KeyedRateLimiter<String>)
   }
 
   /// The client the store queries; the caller runs it (`client.run()`).
@@ -85,26 +87,38 @@ public struct PostgresRateLimitStore: RateLimitStore {
   }
 
   /// The decision. `$1` key, `$2` the cost's increment of the TAT, `$3` the burst tolerance, both
-  /// in microseconds. `granted` holds the new TAT if the permits were taken; otherwise `denied`
-  /// reads the row's current TAT (`FOR SHARE` reads the latest committed version, not the
-  /// statement's snapshot), to say when the request would be allowed.
+  /// in microseconds.
+  ///
+  /// The clock that decides is read after the row is locked: `locked` is a materialized CTE, read
+  /// when the `ON CONFLICT` clause first asks for it, once the row is locked, so decisions on one
+  /// key see non-decreasing clocks in the order they hold the row (read before the lock, a
+  /// statement that waited would decide, and report `remaining`, with an older clock than the
+  /// statement before it). `proposed` is the clock of a new row, which no other statement holds.
+  /// `granted` holds the new TAT and the clock it was computed with if the permits were taken
+  /// (a TAT of `proposed + $2` is the new row's, or a locked clock equal to `proposed`);
+  /// otherwise `denied` reads the row's current TAT (`FOR SHARE` reads the latest committed
+  /// version, not the statement's snapshot), to say when the request would be allowed.
   static func decisionSQL(table: TableName) -> String {
     """
-    WITH clock AS (
+    WITH proposed AS (
+      SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint AS now
+    ), locked AS MATERIALIZED (
       SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint AS now
     ), granted AS (
       INSERT INTO \(table) AS r (key, tat)
-      SELECT $1, clock.now + $2 FROM clock
+      SELECT $1, proposed.now + $2 FROM proposed
       ON CONFLICT (key) DO UPDATE
-        SET tat = GREATEST(r.tat + $2, excluded.tat)
-        WHERE GREATEST(r.tat + $2, excluded.tat) - (excluded.tat - $2) <= $3
-      RETURNING r.tat
+        SET tat = GREATEST(r.tat, (SELECT now FROM locked)) + $2
+        WHERE GREATEST(r.tat, (SELECT now FROM locked)) + $2 - (SELECT now FROM locked) <= $3
+      RETURNING r.tat, CASE WHEN r.tat = (SELECT now FROM proposed) + $2
+        THEN (SELECT now FROM proposed) ELSE (SELECT now FROM locked) END AS now
     ), denied AS (
       SELECT r.tat FROM \(table) AS r
       WHERE r.key = $1 AND NOT EXISTS (SELECT 1 FROM granted)
       FOR SHARE
     )
-    SELECT (SELECT tat FROM granted), (SELECT tat FROM denied), (SELECT now FROM clock)
+    SELECT (SELECT tat FROM granted), (SELECT tat FROM denied),
+      COALESCE((SELECT now FROM granted), (SELECT now FROM locked))
     """
   }
 
@@ -148,7 +162,7 @@ public struct PostgresRateLimitStore: RateLimitStore {
         return answer
       }
     } catch where isUnavailability(error) {
-      return try await decideUnavailable(key, cost: cost, limit: limit, error: error)
+      return try await decideUnavailable(key, cost: cost, error: error)
     }
     return arithmetic.decision(grantedTAT: row.0, currentTAT: row.1, now: row.2)
   }
@@ -156,7 +170,6 @@ public struct PostgresRateLimitStore: RateLimitStore {
   private func decideUnavailable(
     _ key: String,
     cost: Int,
-    limit: RateLimit,
     error: any Error
   ) async throws -> RateLimitDecision {
     switch whenUnavailable {
@@ -167,8 +180,8 @@ public struct PostgresRateLimitStore: RateLimitStore {
       return .allowed(remaining: 0)
     case .deny(let retryAfter):
       return .limited(retryAfter: retryAfter)
-    case .fallback(let store):
-      return try await store.tryAcquire(key, cost: cost, limit: limit)
+    case .fallback(let limiter):
+      return try await limiter.decide(key, cost: cost)
     }
   }
 }

@@ -57,20 +57,34 @@ struct DatabaseTimeout: Error {}
 /// Runs `operation`, giving up with ``DatabaseTimeout`` after `timeout`.
 ///
 /// A pool whose server is down keeps a query waiting for a connection; the timeout turns that wait
-/// into an answer the caller's policy can act on.
+/// into an answer the caller's policy can act on. The caller never waits for `operation` to
+/// notice its cancellation (a task group would: it awaits every child, and a query on a dropped
+/// connection can ignore cancellation); on a timeout, or when the caller is cancelled, the
+/// operation is cancelled and left to finish on its own.
 func withTimeout<Result: Sendable>(
   _ timeout: Duration,
   _ operation: @escaping @Sendable () async throws -> Result
 ) async throws -> Result {
-  try await withThrowingTaskGroup(of: Result?.self) { group in
-    group.addTask { try await operation() }
-    group.addTask {
-      try await Task.sleep(for: timeout)
-      return nil
+  // The first of the operation's answer, the timeout and the caller's cancellation wins; the
+  // stream ignores whatever comes after it has finished.
+  let (answers, answer) = AsyncThrowingStream<Result, any Error>.makeStream()
+  let work = Task {
+    do {
+      answer.yield(try await operation())
+      answer.finish()
+    } catch {
+      answer.finish(throwing: error)
     }
-    defer { group.cancelAll() }
-    guard let first = try await group.next(), let result = first else { throw DatabaseTimeout() }
-    return result
   }
+  let timer = Task {
+    try await Task.sleep(for: timeout)
+    answer.finish(throwing: DatabaseTimeout())
+  }
+  defer {
+    work.cancel()
+    timer.cancel()
+  }
+  for try await result in answers { return result }
+  throw CancellationError()  // the caller was cancelled: the stream ended without an answer
 }
 #endif

@@ -36,7 +36,7 @@ func eventually(within timeout: Duration = .seconds(10), _ condition: () async -
   return await condition()
 }
 
-@Suite("PostgresDebouncer, on a real PostgreSQL server")
+@Suite("PostgresDebouncer, on a real PostgreSQL server", .timeLimit(.minutes(2)))
 struct PostgresDebouncerTests {
   func debouncers(
     _ clients: [PostgresClient],
@@ -202,9 +202,7 @@ struct PostgresDebouncerTests {
     configuration.options.additionalStartupParameters = [("application_name", "pace_dropped")]
     let victim = PostgresClient(configuration: configuration, backgroundLogger: TestDatabase.quietLogger)
     try await TestDatabase.withClients { clients in
-      try await withThrowingTaskGroup(of: Void.self) { group in
-        group.addTask { await victim.run() }
-        defer { group.cancelAll() }
+      try await TestDatabase.running([victim]) {
         let debouncer = try PostgresDebouncer<[Int]>(
           client: victim, table: TestDatabase.uniqueTable("db"), quiet: .zero, merge: .append, timeout: .seconds(10)
         ) { key, payload in try await executions.record(key, payload) }

@@ -49,11 +49,46 @@ enum TestDatabase {
         backgroundLogger: quietLogger
       )
     }
-    return try await withThrowingTaskGroup(of: Result?.self) { group in
-      for client in clients { group.addTask { await client.run(); return nil } }
-      defer { group.cancelAll() }
-      return try await body(clients)
+    return try await running(clients) { try await body(clients) }
+  }
+
+  /// Runs `clients` while `body` runs, then stops them, waiting at most 10 s for each to stop: a
+  /// client whose `run()` ignores the cancellation is left behind (with a note on standard error)
+  /// rather than hanging the test process.
+  static func running<Result: Sendable>(
+    _ clients: [PostgresClient],
+    _ body: @Sendable () async throws -> Result
+  ) async throws -> Result {
+    let runs = clients.map { client in Task { await client.run() } }
+    let result: Swift.Result<Result, any Error>
+    do {
+      result = .success(try await body())
+    } catch {
+      result = .failure(error)
     }
+    for run in runs { run.cancel() }
+    let (stopped, stop) = AsyncStream<Bool>.makeStream()
+    let waiter = Task {
+      for run in runs { await run.value }
+      stop.yield(true)
+      stop.finish()
+    }
+    let timer = Task {
+      try await Task.sleep(for: .seconds(10))  // real-time: a bound, never a wait in a passing run
+      stop.yield(false)
+      stop.finish()
+    }
+    var allStopped = false
+    for await value in stopped {
+      allStopped = value
+      break
+    }
+    timer.cancel()
+    waiter.cancel()
+    if !allStopped {
+      FileHandle.standardError.write(Data("note: a PostgresClient did not stop within 10 s of its cancellation\n".utf8))
+    }
+    return try result.get()
   }
 
   /// A logger for the clients' background work that keeps the expected connection failures quiet.
