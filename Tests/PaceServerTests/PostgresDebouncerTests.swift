@@ -31,7 +31,7 @@ func eventually(within timeout: Duration = .seconds(10), _ condition: () async -
   let deadline = clock.now + timeout
   while clock.now < deadline {
     if await condition() { return true }
-    try await Task.sleep(for: .milliseconds(20))
+    try await Task.sleep(for: .milliseconds(20))  // real-time: polling a real database, generous bound
   }
   return await condition()
 }
@@ -113,7 +113,7 @@ struct PostgresDebouncerTests {
       try await running(debouncers) {
         for call in 0..<30 {
           try await debouncers[call % 2].call("stream", [call])
-          try await Task.sleep(for: .milliseconds(40))
+          try await Task.sleep(for: .milliseconds(40))  // real-time: calls 40 ms apart on the database's clock
         }
         #expect(try await eventually { await executions.payloads.count == 30 })
       }
