@@ -198,7 +198,7 @@ let package = Package(
     .testTarget(
       name: "DocExamplesTests",
       dependencies: [
-        "Pace", "PaceTesting", "PaceUI", "PaceUIOnStandIns", "UIKitStandIn", "PaceCombine", openCombine,
+        "Pace", "PaceTesting", "PaceTestSupport", "PaceUI", "PaceUIOnStandIns", "UIKitStandIn", "PaceCombine", openCombine,
         "PaceObservation", "PaceSwiftUI", "PaceSwiftUIOnStandIn", "SwiftUIStandIn",
         // The server articles' examples, compiled with the traits on (see the script).
         "PacePostgres", "PaceHummingbird",

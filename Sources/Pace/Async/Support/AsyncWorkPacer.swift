@@ -165,13 +165,13 @@ final class AsyncWorkPacer<Machine: PacerStateMachine, Output: Sendable>: Sendab
       register(Caller(id: id, waiter: .promise(promise)), input, cancelled: false, in: &state)
     }
     effects.carryOut()
-    // The task does not keep the pacer alive: releasing it fails the promise.
+    // The task does not keep the pacer alive, not even while it waits (a strong local here kept a
+    // released debouncer's timer armed and let its work run): releasing the pacer fails the promise.
     return Task { [weak self] in
-      let pacer = self
-      return try await withTaskCancellationHandler {
+      try await withTaskCancellationHandler {
         try await promise.value
-      } onCancel: {
-        pacer?.callerCancelled(id)
+      } onCancel: { [weak self] in
+        self?.callerCancelled(id)
       }
     }
   }
