@@ -51,7 +51,9 @@ let package = Package(
   ],
   targets: [
     // MARK: Library: toolchain only (Dispatch, Synchronization).
-    .target(name: "Pace", swiftSettings: swiftSettings),
+    .target(name: "Pace", dependencies: ["CPaceSupport"], swiftSettings: swiftSettings),
+    // The one thing Swift cannot spell: a cache prefetch, for the keyed primitives' tables.
+    .target(name: "CPaceSupport"),
 
     // MARK: Marble diagrams: parsing, rendering, and running primitives on virtual time.
     .target(name: "PaceMarbles", dependencies: ["Pace"], swiftSettings: swiftSettings),

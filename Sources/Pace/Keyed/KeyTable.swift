@@ -1,98 +1,99 @@
+import CPaceSupport
+
 /// The keys of one shard of a keyed primitive and their states: an open-addressing hash table
-/// that stores each key beside its state, so that finding a key among a million touches one slot.
+/// that stores each key beside its state, so that a call on one key among a million touches one
+/// slot, whose address the caller can compute, and prefetch, before it takes the shard's lock.
 ///
 /// `Dictionary` keeps keys and values in two arrays (and its occupancy in a third), so a call on
-/// one of a million keys missed the cache two or three times under the shard's lock; it also
-/// hashes with a seed of its own, so the hash the shard was chosen by could not be reused. With
-/// this table a call hashes its key once (``KeyedPacer`` and ``KeyedRateLimiter`` pass the hash
-/// in) and misses the cache once, on its slot; the control bytes are a byte per slot and stay
-/// in the cache.
+/// one of a million keys missed the cache two or three times under the shard's lock, one miss
+/// waiting for the other; it also hashes with a seed of its own, so the hash the shard was chosen
+/// by could not be reused. Here a call hashes its key once (``KeyedPacer`` and
+/// ``KeyedRateLimiter`` pass the hash in), prefetches the key's home slot with ``prefetch(_:hash:)``
+/// while it reads the clock and takes the lock, and then usually finds its key, or the free slot
+/// for it, there.
 ///
-/// The layout is that of Abseil's SwissTable, probed with plain integer arithmetic: slots come in
-/// groups of 8, each slot has a control byte (empty, deleted, or the top 7 bits of the key's
-/// hash), a lookup compares a group's 8 control bytes at once as one `UInt64` and visits the
-/// groups in triangular order until one has an empty slot. Removal leaves a tombstone unless the
-/// group has an empty slot (then no probe can have passed through it). At most 7/8 of the slots
-/// are used; a table that has shrunk to a quarter of that is rebuilt smaller, and an empty one
-/// holds no memory at all, so evicted keys give their memory back.
+/// Linear probing with the mixed hash stored in each slot (so most mismatches never compare
+/// keys, and a rebuild never hashes again), at most 3/4 full, the home slot taken from the top
+/// bits of a multiplicative hash; removal shifts the following slots back instead of leaving
+/// tombstones. Slots are aligned to 64 bytes, so a slot of 64 bytes (an `Int` key and a
+/// debouncer's state) is one cache line. A table that has shrunk to an eighth of its slots is
+/// rebuilt smaller, and an empty one holds no memory at all, so evicted keys give their memory
+/// back.
 ///
-/// A class, because its storage is two raw allocations it frees in `deinit`; it is only used
-/// under its shard's lock and never copied. Slot indices stay valid until the next insertion or
-/// ``shrinkIfSparse()``.
+/// Noncopyable, because it owns its slots, which `deinit` frees; it lives inside its shard's
+/// state and is only used under the shard's lock, except ``prefetchHint``, which is immutable
+/// and whose words are read and written atomically. Slot indices stay valid until the next
+/// insertion, removal or ``shrinkIfSparse()``.
 @usableFromInline
-final class KeyTable<Key: Hashable, Value> {
+struct KeyTable<Key: Hashable, Value>: ~Copyable {
   @usableFromInline
   struct Slot {
+    /// The mixed hash with its lowest bit set; 0 in an empty slot.
+    @usableFromInline var tag: UInt64
     @usableFromInline var key: Key
     @usableFromInline var value: Value
 
-    @inlinable init(key: Key, value: Value) {
+    @inlinable init(tag: UInt64, key: Key, value: Value) {
+      self.tag = tag
       self.key = key
       self.value = value
     }
   }
 
-  /// One `UInt64` per group of 8 slots, the control byte of slot `8 * group + j` in byte `j`
-  /// (little-endian); `nil` while the table has no slots.
-  @usableFromInline var controls: UnsafeMutablePointer<UInt64>?
+  /// `capacity` slots, a power of two; `nil` while the table has none. Only the tags of empty
+  /// slots are initialised.
   @usableFromInline var slots: UnsafeMutablePointer<Slot>?
-  /// The number of groups minus one; groups are a power of two.
-  @usableFromInline var groupMask = 0
-  /// Mixed into every hash; a new one at each rebuild, so that rebuilding never inserts keys in
-  /// an order that clusters them.
-  @usableFromInline var seed: UInt64 = 0
+  @usableFromInline var mask = 0
+  /// `64 - log2(capacity)`: a slot's home is the mixed hash shifted right by this.
+  @usableFromInline var shift: UInt64 = 64
+  /// Mixed into every hash, so that two tables place the same keys differently. Fixed for the
+  /// table's life, so that a rebuild moves tags without hashing keys again: homes are the top
+  /// bits of the tag, so a rebuild, which goes through the old slots in home order, inserts in
+  /// home order in the new table too, and never clusters.
+  @usableFromInline let seed: UInt64
   @usableFromInline var count = 0
-  /// How many empty slots may still be filled before the table grows or is rebuilt.
-  @usableFromInline var growthLeft = 0
+  /// Three words, `slots`, `shift` and `seed`, published with relaxed atomic stores whenever
+  /// they change, for ``prefetch(_:hash:)`` to read without the lock. A stale hint only
+  /// prefetches the wrong line.
+  @usableFromInline let prefetchHint: UnsafeMutablePointer<UInt>
 
-  @usableFromInline init() {}
+  @usableFromInline init() {
+    prefetchHint = .allocate(capacity: 3)
+    prefetchHint.initialize(repeating: 0, count: 3)
+    // Different for each table (the allocation's address); Swift's per-process hash seed
+    // already keeps the placement unpredictable from outside.
+    seed = UInt64(UInt(bitPattern: prefetchHint)) &* 0xBF58_476D_1CE4_E5B9
+  }
 
+  @inlinable
   deinit {
-    release()
+    freeSlots()
+    prefetchHint.deallocate()
   }
 
   /// The number of slots.
-  var capacity: Int { controls == nil ? 0 : (groupMask + 1) * 8 }
+  @inlinable var capacity: Int { slots == nil ? 0 : mask + 1 }
 
-  // MARK: Control bytes
+  // MARK: Hashing
 
-  @usableFromInline static var empty: UInt8 { 0x80 }
-  @usableFromInline static var deleted: UInt8 { 0xFE }
-  @usableFromInline static var lowBits: UInt64 { 0x0101_0101_0101_0101 }
-  @usableFromInline static var highBits: UInt64 { 0x8080_8080_8080_8080 }
-
-  /// The high bit of each byte of `group` that may hold `tag` (false positives are full slots,
-  /// which the caller tells apart by comparing keys).
   @inlinable @inline(__always)
-  static func matching(_ tag: UInt8, in group: UInt64) -> UInt64 {
-    let difference = group ^ (lowBits &* UInt64(tag))
-    return (difference &- lowBits) & ~difference & highBits
+  static func mix(_ hash: Int, seed: UInt64) -> UInt64 {
+    (UInt64(UInt(bitPattern: hash)) ^ seed) &* 0x9E37_79B9_7F4A_7C15 | 1
   }
 
   @inlinable @inline(__always)
-  static func emptySlots(in group: UInt64) -> UInt64 { group & ~(group << 6) & highBits }
+  func home(of tag: UInt64) -> Int { Int(truncatingIfNeeded: tag >> shift) }
 
+  /// Starts loading the home slot of a key whose `hashValue` is `hash` into the cache, without
+  /// the lock, from the table's `prefetchHint`.
   @inlinable @inline(__always)
-  static func emptyOrDeletedSlots(in group: UInt64) -> UInt64 { group & ~(group << 7) & highBits }
-
-  /// The slot of the lowest byte set in `matches`, within its group.
-  @inlinable @inline(__always)
-  static func firstSlot(in matches: UInt64) -> Int { matches.trailingZeroBitCount >> 3 }
-
-  /// The mixed hash: the tag is its top 7 bits, the first group comes from the bits below.
-  @inlinable @inline(__always)
-  func mix(_ hash: Int) -> UInt64 {
-    (UInt64(UInt(bitPattern: hash)) ^ seed) &* 0x9E37_79B9_7F4A_7C15
-  }
-
-  @inlinable @inline(__always)
-  func group(_ index: Int) -> UInt64 { UInt64(littleEndian: controls.unsafelyUnwrapped[index]) }
-
-  @inlinable @inline(__always)
-  func setControl(_ control: UInt8, at slot: Int) {
-    let controls = UnsafeMutableRawPointer(self.controls.unsafelyUnwrapped).assumingMemoryBound(to: UInt8.self)
-    // Byte `j` of group `g` is byte `8g + j` in memory, since the groups are little-endian.
-    controls[slot] = control
+  static func prefetch(_ hint: UnsafeMutablePointer<UInt>, hash: Int) {
+    let base = pace_load_relaxed(hint)
+    guard base != 0 else { return }
+    let shift = UInt64(pace_load_relaxed(hint + 1))
+    let seed = UInt64(pace_load_relaxed(hint + 2))
+    let home = Int(truncatingIfNeeded: mix(hash, seed: seed) >> shift)
+    pace_prefetch_for_writing(UnsafeRawPointer(bitPattern: base &+ UInt(home &* MemoryLayout<Slot>.stride)))
   }
 
   // MARK: Lookup and insertion
@@ -101,73 +102,54 @@ final class KeyTable<Key: Hashable, Value> {
   @inlinable
   func index(of key: Key, hash: Int) -> Int? {
     guard let slots else { return nil }
-    let mixed = mix(hash)
-    let tag = UInt8(truncatingIfNeeded: mixed >> 57)
-    var groupIndex = Int(truncatingIfNeeded: mixed >> 7) & groupMask
-    var step = 0
+    let tag = Self.mix(hash, seed: seed)
+    var index = home(of: tag)
     while true {
-      let group = self.group(groupIndex)
-      var matches = Self.matching(tag, in: group)
-      while matches != 0 {
-        let slot = groupIndex &* 8 &+ Self.firstSlot(in: matches)
-        if slots[slot].key == key { return slot }
-        matches &= matches &- 1
-      }
-      if Self.emptySlots(in: group) != 0 { return nil }
-      step &+= 1
-      groupIndex = (groupIndex &+ step) & groupMask
+      let found = slots[index].tag
+      if found == 0 { return nil }
+      if found == tag, slots[index].key == key { return index }
+      index = (index &+ 1) & mask
     }
   }
 
   /// The slot holding `key`, inserting it with `makeValue()` if the table has none.
   @inlinable
-  func indexInserting(_ key: Key, hash: Int, _ makeValue: @autoclosure () -> Value) -> Int {
+  mutating func indexInserting(_ key: Key, hash: Int, _ makeValue: @autoclosure () -> Value) -> Int {
+    if count >= capacity / 4 * 3 { grow() }
+    let slots = self.slots.unsafelyUnwrapped
+    let tag = Self.mix(hash, seed: seed)
+    var index = home(of: tag)
     while true {
-      if let slots {
-        let mixed = mix(hash)
-        let tag = UInt8(truncatingIfNeeded: mixed >> 57)
-        var groupIndex = Int(truncatingIfNeeded: mixed >> 7) & groupMask
-        var step = 0
-        var free = -1
-        while true {
-          let group = self.group(groupIndex)
-          var matches = Self.matching(tag, in: group)
-          while matches != 0 {
-            let slot = groupIndex &* 8 &+ Self.firstSlot(in: matches)
-            if slots[slot].key == key { return slot }
-            matches &= matches &- 1
-          }
-          if free < 0 {
-            let available = Self.emptyOrDeletedSlots(in: group)
-            if available != 0 { free = groupIndex &* 8 &+ Self.firstSlot(in: available) }
-          }
-          if Self.emptySlots(in: group) != 0 { break }
-          step &+= 1
-          groupIndex = (groupIndex &+ step) & groupMask
-        }
-        // Reusing a tombstone takes no growth; filling an empty slot does.
-        let reusesTombstone = controlByte(at: free) == Self.deleted
-        if reusesTombstone || growthLeft > 0 {
-          if !reusesTombstone { growthLeft -= 1 }
-          setControl(tag, at: free)
-          (slots + free).initialize(to: Slot(key: key, value: makeValue()))
-          count += 1
-          return free
-        }
-      }
-      grow()
+      let found = slots[index].tag
+      if found == 0 { break }
+      if found == tag, slots[index].key == key { return index }
+      index = (index &+ 1) & mask
     }
+    (slots + index).initialize(to: Slot(tag: tag, key: key, value: makeValue()))
+    count += 1
+    return index
   }
 
+  /// The value in `slot`, valid until the next insertion, removal or rebuild.
   @inlinable @inline(__always)
-  func controlByte(at slot: Int) -> UInt8 {
-    UnsafeMutableRawPointer(controls.unsafelyUnwrapped).assumingMemoryBound(to: UInt8.self)[slot]
+  func valuePointer(at slot: Int) -> UnsafeMutablePointer<Value> {
+    let slot = UnsafeMutableRawPointer(slots.unsafelyUnwrapped + slot)
+    return (slot + Self.valueOffset).assumingMemoryBound(to: Value.self)
+  }
+
+  /// Where `value` lies in a ``Slot``: Swift lays out a struct's stored properties in order,
+  /// each at the next offset its alignment allows (checked in a test).
+  @inlinable
+  static var valueOffset: Int {
+    func aligned(_ offset: Int, _ alignment: Int) -> Int { (offset + alignment - 1) / alignment * alignment }
+    let keyOffset = aligned(MemoryLayout<UInt64>.size, MemoryLayout<Key>.alignment)
+    return aligned(keyOffset + MemoryLayout<Key>.size, MemoryLayout<Value>.alignment)
   }
 
   /// Calls `body` with the value in `slot`, in place.
   @inlinable @inline(__always)
   func withValue<Result>(at slot: Int, _ body: (inout Value) -> Result) -> Result {
-    body(&slots.unsafelyUnwrapped[slot].value)
+    body(&valuePointer(at: slot).pointee)
   }
 
   @inlinable @inline(__always)
@@ -175,32 +157,40 @@ final class KeyTable<Key: Hashable, Value> {
 
   // MARK: Removal
 
-  /// Removes the key in `slot`. Call ``shrinkIfSparse()`` once done removing.
+  /// Removes the key in `slot`, moving back the slots after it that belong nearer their home
+  /// (so no tombstones are needed). Other slot indices change; call ``shrinkIfSparse()`` once
+  /// done removing.
   @inlinable
-  func remove(at slot: Int) {
+  mutating func remove(at slot: Int) {
     let slots = self.slots.unsafelyUnwrapped
-    _ = (slots + slot).move()
+    (slots + slot).deinitialize(count: 1)
     count -= 1
-    // A probe stops at a group with an empty slot, so none can have gone past this one: its
-    // slot can be empty again. Otherwise a probe may have, and the slot becomes a tombstone.
-    if Self.emptySlots(in: group(slot >> 3)) != 0 {
-      setControl(Self.empty, at: slot)
-      growthLeft += 1
-    } else {
-      setControl(Self.deleted, at: slot)
+    var hole = slot
+    var next = slot
+    while true {
+      next = (next &+ 1) & mask
+      let tag = slots[next].tag
+      if tag == 0 { break }
+      // The slot at `next` may move to the hole unless its home lies after the hole.
+      if (next &- home(of: tag)) & mask >= (next &- hole) & mask {
+        (slots + hole).moveInitialize(from: slots + next, count: 1)
+        hole = next
+      }
     }
+    (UnsafeMutableRawPointer(slots + hole)).storeBytes(of: 0, as: UInt64.self)
   }
 
   /// Removes every key and gives the memory back.
-  func removeAll() {
+  mutating func removeAll() {
     release()
   }
 
   /// Gives the memory back once the table is empty, and rebuilds it smaller once an eighth of
   /// its slots or fewer hold keys; amortised O(1) per removal.
-  func shrinkIfSparse() {
+  @inlinable
+  mutating func shrinkIfSparse() {
     if count == 0 {
-      if controls != nil { release() }
+      if slots != nil { release() }
     } else if capacity > 64, count < capacity / 8 {
       rebuild(capacity: Self.capacity(for: count * 2))
     }
@@ -217,95 +207,76 @@ final class KeyTable<Key: Hashable, Value> {
   /// Calls `body` with each occupied slot; `body` may change values but not add or remove keys.
   @inlinable
   func forEachSlot(_ body: (Int) -> Void) {
-    guard controls != nil else { return }
-    for groupIndex in 0...groupMask {
-      var full = ~group(groupIndex) & Self.highBits
-      while full != 0 {
-        body(groupIndex &* 8 &+ Self.firstSlot(in: full))
-        full &= full &- 1
-      }
+    guard let slots else { return }
+    for index in 0...mask where slots[index].tag != 0 {
+      body(index)
     }
   }
 
   // MARK: Growth
 
-  /// The smallest power of two of at least 8 slots whose 7/8 hold `count` keys.
+  /// The smallest power of two of at least 16 slots whose 3/4 hold `count` keys.
+  @inlinable
   static func capacity(for count: Int) -> Int {
-    var capacity = 8
-    while capacity / 8 * 7 < count { capacity *= 2 }
+    var capacity = 16
+    while capacity / 4 * 3 < count { capacity *= 2 }
     return capacity
   }
 
-  /// Makes room for one more key: doubles the table, or rebuilds it at its size when
-  /// tombstones, not keys, took the room.
-  @usableFromInline
-  func grow() {
-    let capacity = self.capacity
-    if capacity == 0 {
-      rebuild(capacity: 8)
-    } else if count < capacity / 8 * 7 / 2 {
-      rebuild(capacity: capacity)
-    } else {
-      rebuild(capacity: capacity * 2)
-    }
+  @inlinable @inline(never)  // specialised for the key and value types, but out of the hot path
+  mutating func grow() {
+    rebuild(capacity: Swift.max(16, capacity * 2))
   }
 
-  func rebuild(capacity: Int) {
-    let groups = capacity / 8
-    let newControls = UnsafeMutablePointer<UInt64>.allocate(capacity: groups)
-    newControls.initialize(repeating: Self.highBits, count: groups)  // every byte empty
-    let newSlots = UnsafeMutablePointer<Slot>.allocate(capacity: capacity)
-    let oldControls = controls
+  @inlinable
+  mutating func rebuild(capacity: Int) {
+    let newSlots = UnsafeMutableRawPointer.allocate(
+      byteCount: capacity * MemoryLayout<Slot>.stride, alignment: Swift.max(64, MemoryLayout<Slot>.alignment)
+    ).bindMemory(to: Slot.self, capacity: capacity)
+    for index in 0..<capacity {
+      UnsafeMutableRawPointer(newSlots + index).storeBytes(of: 0, as: UInt64.self)
+    }
     let oldSlots = slots
-    let oldGroupMask = groupMask
-    controls = newControls
+    let oldMask = mask
     slots = newSlots
-    groupMask = groups - 1
-    // A different multiplier input per rebuild; the address is as good as any.
-    seed = UInt64(UInt(bitPattern: newControls)) &* 0xBF58_476D_1CE4_E5B9
-    growthLeft = capacity / 8 * 7 - count
-    if let oldControls, let oldSlots {
-      for groupIndex in 0...oldGroupMask {
-        var full = ~UInt64(littleEndian: oldControls[groupIndex]) & Self.highBits
-        while full != 0 {
-          let slot = groupIndex &* 8 &+ Self.firstSlot(in: full)
-          let moved = (oldSlots + slot).move()
-          place(moved, hash: moved.key.hashValue)
-          full &= full &- 1
-        }
+    mask = capacity - 1
+    shift = UInt64(64 - capacity.trailingZeroBitCount)
+    if let oldSlots {
+      for index in 0...oldMask where oldSlots[index].tag != 0 {
+        var target = home(of: oldSlots[index].tag)
+        while newSlots[target].tag != 0 { target = (target &+ 1) & mask }
+        (newSlots + target).moveInitialize(from: oldSlots + index, count: 1)
       }
-      oldControls.deallocate()
-      oldSlots.deallocate()
+      UnsafeMutableRawPointer(oldSlots).deallocate()
     }
+    publishHint()
   }
 
-  /// Puts a slot known to be absent into the first empty slot of its probe sequence.
-  private func place(_ slot: Slot, hash: Int) {
-    let mixed = mix(hash)
-    var groupIndex = Int(truncatingIfNeeded: mixed >> 7) & groupMask
-    var step = 0
-    while true {
-      let empty = Self.emptySlots(in: group(groupIndex))
-      if empty != 0 {
-        let index = groupIndex &* 8 &+ Self.firstSlot(in: empty)
-        setControl(UInt8(truncatingIfNeeded: mixed >> 57), at: index)
-        (slots.unsafelyUnwrapped + index).initialize(to: slot)
-        return
-      }
-      step &+= 1
-      groupIndex = (groupIndex &+ step) & groupMask
-    }
+  @inlinable
+  func publishHint() {
+    pace_store_relaxed(prefetchHint, UInt(bitPattern: slots))
+    pace_store_relaxed(prefetchHint + 1, UInt(shift))
+    pace_store_relaxed(prefetchHint + 2, UInt(truncatingIfNeeded: seed))
   }
 
-  private func release() {
-    guard let controls, let slots else { return }
+  /// Deinitialises the keys and values and frees the slots, leaving the fields as they are (for
+  /// `deinit`; ``release()`` resets them).
+  @inlinable
+  func freeSlots() {
+    guard let slots else { return }
     forEachSlot { slot in (slots + slot).deinitialize(count: 1) }
-    controls.deallocate()
-    slots.deallocate()
-    self.controls = nil
-    self.slots = nil
-    groupMask = 0
+    UnsafeMutableRawPointer(slots).deallocate()
+  }
+
+  @usableFromInline
+  mutating func release() {
+    // Unpublish first: a prefetch of freed memory is harmless, but pointless.
+    pace_store_relaxed(prefetchHint, 0)
+    freeSlots()
+    slots = nil
+    mask = 0
+    shift = 64
     count = 0
-    growthLeft = 0
   }
 }
+

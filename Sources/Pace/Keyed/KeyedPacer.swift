@@ -23,105 +23,119 @@ protocol KeyedPacerMachine: PacerStateMachine {
 /// The thin, sharded driver of ``KeyedDebouncer`` and ``KeyedThrottler``: ``Pacer`` for many keys.
 ///
 /// Keys are spread over ``keyedShardCount`` shards by hash; each shard has its own lock, its
-/// table of key states, one ``ShardTimer`` for all its keys' deadlines and one outbox. Under the
-/// lock it runs the key's machine (built from the shared configuration and the key's state) and
-/// records what to do; after the lock it arms the scheduler timer or delivers. A key whose state
-/// stops mattering is removed from the table at once, or when its ``KeyedPacerMachine/idleFrom``
-/// comes, so idle keys take no memory.
+/// ``KeyTable`` of key states, one ``ShardTimer`` for all its keys' deadlines and one outbox.
+/// Under the lock it runs the key's state on the shard's machine and records what to do; after
+/// the lock it arms the scheduler timer or delivers. A key whose state stops mattering is removed
+/// from the table at once, or when its ``KeyedPacerMachine/idleFrom`` comes, so idle keys take no
+/// memory.
 ///
 /// Each shard's outbox is drained by one deliverer at a time, so invocations of one key never
 /// overlap and arrive in order (and so do those of keys that share a shard).
+///
+/// A call hashes its key once, reads the clock before taking the lock, copies nothing that is
+/// reference-counted and retains nothing: the measured cost of a call is a clock read, a hash,
+/// a lock and one cache miss on the key's slot (see `Benchmarks/KeyedMemory`).
 @usableFromInline
 final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Sendable {
   @usableFromInline typealias Value = Machine.Value
 
   @usableFromInline
-  struct Shard {
-    @usableFromInline var keys: [Key: Machine.KeyState] = [:]
+  struct Shard: ~Copyable {
+    @usableFromInline var keys = KeyTable<Key, Machine.KeyState>()
+    /// The machine every key of the shard runs on: a key's state is swapped in and back out, so
+    /// the shared configuration (with its merge function) is never copied per call.
+    @usableFromInline var machine: Machine
     @usableFromInline var timer = ShardTimer<Key>()
     /// Invocations waiting for `perform`, oldest first.
     @usableFromInline var outbox = FIFO<(Key, Value)>()
     /// Whether a deliverer is draining the outbox or has been dispatched to.
     @usableFromInline var isDelivering = false
 
-    @usableFromInline init() {}
+    init(machine: Machine) {
+      self.machine = machine
+    }
   }
 
   /// What to do once the lock is released.
   @usableFromInline
   struct Effects {
-    @usableFromInline var arming: ShardTimer<Key>.Arming?
+    /// The shard's earliest deadline is earlier than its scheduler timer.
+    @usableFromInline var arm = false
     @usableFromInline var startDelivery = false
 
     @inlinable init() {}
-
-    @inlinable var isEmpty: Bool { arming == nil && !startDelivery }
   }
 
-  @usableFromInline let configuration: Machine.Configuration
   @usableFromInline let scheduler: any PaceScheduler
-  @usableFromInline let shards: [ShardLock<Shard>]
+  @usableFromInline let shards: Shards<Shard>
   private let perform: @Sendable (Key, Value) -> Void
 
   init(
     configuration: Machine.Configuration, scheduler: any PaceScheduler,
     perform: @escaping @Sendable (Key, Value) -> Void
   ) {
-    self.configuration = configuration
     self.scheduler = scheduler
     self.perform = perform
-    shards = (0..<keyedShardCount).map { _ in ShardLock(Shard()) }
+    shards = Shards(count: keyedShardCount) {
+      Shard(machine: Machine(configuration: configuration, state: Machine.idleState))
+    }
   }
 
   deinit {
     // Pending work is dropped with the instance; the timers hold it only weakly.
-    for shard in shards {
-      shard.withLock { $0.timer.removeAll() }?.cancel()
+    for index in shards.indices {
+      shards.withLock(index) { $0.timer.removeAll() }?.cancel()
     }
   }
 
-  @inlinable
-  func shardIndex(for key: Key) -> Int {
-    // The table hashes with its own per-instance seed, so reusing `hashValue`'s low bits here
-    // does not crowd the table.
-    key.hashValue & (keyedShardCount - 1)
+  /// The shard of a key whose `hashValue` is `hash`: its top bits (``KeyTable`` places keys by
+  /// the bits below and takes its tags from a product that mixes in every bit).
+  @inlinable @inline(__always)
+  static func shardIndex(hash: Int) -> Int {
+    Int(truncatingIfNeeded: UInt64(UInt(bitPattern: hash)) >> keyedShardShift)
   }
 
   // MARK: Events
 
   @inlinable
   func call(_ key: Key, _ value: Value) {
-    let index = shardIndex(for: key)
-    let this = Unmanaged.passUnretained(self)
-    let configuration = self.configuration
-    let effects = shards[index].withLock { shard -> Effects in
-      var armed: PaceInstant?
-      let action = Self.run(on: &shard.keys[key, default: Machine.idleState], configuration) { machine in
-        let action = machine.call(value, now: this._withUnsafeGuaranteedRef { $0.scheduler.now })
-        armed = machine.armedDeadline
-        return action
+    let hash = key.hashValue
+    let index = Self.shardIndex(hash: hash)
+    // The key's slot is most likely not in the cache: start loading it, and read the clock and
+    // take the lock meanwhile. (`prefetchHint` is immutable; its words are atomic.)
+    KeyTable<Key, Machine.KeyState>.prefetch(shards.shard(index).pointee.state.keys.prefetchHint, hash: hash)
+    // Read before the lock, to keep it short; the machines never go back in time, so a call
+    // that read the clock first but locks second counts as simultaneous with the other.
+    let now = scheduler.now
+    let effects = shards.withLock(index) { shard -> Effects in
+      let slot = shard.keys.indexInserting(key, hash: hash, Machine.idleState)
+      let (action, armed) = Self.run(slot: slot, in: &shard) { machine in
+        (machine.call(value, now: now), machine.armedDeadline)
       }
       var effects = Self.apply(action, for: key, to: &shard)
       // Both machines leave a timer armed after a call; were one not to, the key is settled
       // as after any other event.
       if armed == nil {
-        Self.settle(key, now: this._withUnsafeGuaranteedRef { $0.scheduler.now }, configuration, in: &shard)
+        Self.settle(slot: slot, now: now, in: &shard)
+        shard.keys.shrinkIfSparse()
       }
-      effects.arming = shard.timer.armIfNeeded()
+      effects.arm = shard.timer.needsArming
       return effects
     }
-    carryOut(effects, shard: index)
+    if effects.arm || effects.startDelivery { carryOut(effects, shard: index) }
   }
 
   func flush(_ key: Key) {
+    let hash = key.hashValue
+    let index = Self.shardIndex(hash: hash)
     let now = scheduler.now
-    let index = shardIndex(for: key)
-    let effects = shards[index].withLock { shard -> Effects in
-      guard shard.keys[key] != nil else { return Effects() }
-      let value = Self.run(on: &shard.keys[key]!, configuration) { $0.flush(now: now) }
+    let effects = shards.withLock(index) { shard -> Effects in
+      guard let slot = shard.keys.index(of: key, hash: hash) else { return Effects() }
+      let value = Self.run(slot: slot, in: &shard) { $0.flush(now: now) }
       var effects = Self.apply(value.map(PacerAction.invoke) ?? .none, for: key, to: &shard)
-      Self.settle(key, now: now, configuration, in: &shard)
-      effects.arming = shard.timer.armIfNeeded()
+      Self.settle(slot: slot, now: now, in: &shard)
+      shard.keys.shrinkIfSparse()
+      effects.arm = shard.timer.needsArming
       return effects
     }
     carryOut(effects, shard: index)
@@ -130,13 +144,11 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
   func flushAll() {
     let now = scheduler.now
     for index in shards.indices {
-      let effects = shards[index].withLock { shard -> Effects in
+      let effects = shards.withLock(index) { shard -> Effects in
         var effects = Effects()
-        for position in shard.keys.values.indices {
-          let value = Self.run(on: &shard.keys.values[position], configuration) { $0.flush(now: now) }
-          if let value {
-            let key = shard.keys.keys[position]
-            effects.startDelivery = Self.enqueue((key, value), in: &shard) || effects.startDelivery
+        for slot in shard.keys.occupiedSlots {
+          if let value = Self.run(slot: slot, in: &shard, { $0.flush(now: now) }) {
+            effects.startDelivery = Self.enqueue((shard.keys.key(at: slot), value), in: &shard) || effects.startDelivery
           }
         }
         // Flushing leaves the timers armed: keys are settled when they fire.
@@ -147,61 +159,61 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
   }
 
   func cancel(_ key: Key) {
-    let index = shardIndex(for: key)
+    let hash = key.hashValue
     // A cancelled key is idle: forgetting its state is the cancel. Its heap entry goes stale.
-    shards[index].withLock { shard in
-      _ = shard.keys.removeValue(forKey: key)
+    shards.withLock(Self.shardIndex(hash: hash)) { shard in
+      guard let slot = shard.keys.index(of: key, hash: hash) else { return }
+      shard.keys.remove(at: slot)
       shard.keys.shrinkIfSparse()
     }
   }
 
   func cancelAll() {
-    for shard in shards {
-      shard.withLock { shard -> (any PaceCancellable)? in
-        shard.keys = [:]
+    for index in shards.indices {
+      shards.withLock(index) { shard -> (any PaceCancellable)? in
+        shard.keys.removeAll()
         return shard.timer.removeAll()
       }?.cancel()
     }
   }
 
   func isPending(_ key: Key) -> Bool {
-    let configuration = self.configuration
-    return shards[shardIndex(for: key)].withLock { shard in
-      guard let state = shard.keys[key] else { return false }
-      return Machine(configuration: configuration, state: state).isPending
+    let hash = key.hashValue
+    return shards.withLock(Self.shardIndex(hash: hash)) { shard in
+      guard let slot = shard.keys.index(of: key, hash: hash) else { return false }
+      return Self.run(slot: slot, in: &shard) { $0.isPending }
     }
   }
 
   /// How many keys hold state.
   var trackedKeyCount: Int {
-    shards.reduce(0) { count, shard in count + shard.withLock { $0.keys.count } }
+    shards.indices.reduce(0) { count, index in count + shards.withLock(index) { $0.keys.count } }
   }
 
   /// How many deadlines the shards' heaps hold, stale ones included; for tests.
   var timerEntryCount: Int {
-    shards.reduce(0) { count, shard in count + shard.withLock { $0.timer.count } }
+    shards.indices.reduce(0) { count, index in count + shards.withLock(index) { $0.timer.count } }
   }
 
   private func timerFired(shard index: Int, generation: UInt64) {
     let now = scheduler.now
-    let configuration = self.configuration
-    let effects = shards[index].withLock { shard -> Effects in
+    let effects = shards.withLock(index) { shard -> Effects in
       guard let due = shard.timer.fired(generation: generation, now: now) else { return Effects() }
       var effects = Effects()
       for entry in due {
         // Stale: the key was cancelled or evicted since.
-        guard shard.keys[entry.key] != nil else { continue }
-        let action = Self.run(on: &shard.keys[entry.key]!, configuration) { machine in
+        guard let slot = shard.keys.index(of: entry.key, hash: entry.key.hashValue) else { continue }
+        let action = Self.run(slot: slot, in: &shard) { machine in
           // Otherwise the entry is stale, or it is the check for the key's `idleFrom`.
           machine.armedDeadline == entry.deadline ? machine.timerFired(now: now) : .none
         }
         effects.startDelivery = Self.apply(action, for: entry.key, to: &shard).startDelivery || effects.startDelivery
-        Self.settle(entry.key, now: now, configuration, in: &shard)
+        Self.settle(slot: slot, now: now, in: &shard)
       }
       shard.keys.shrinkIfSparse()
       // Deadlines added above that are already due run at the scheduler's next turn, after
       // this turn's invocations, as a single-key ``Pacer``'s timer would.
-      effects.arming = shard.timer.armIfNeeded()
+      effects.arm = shard.timer.needsArming
       return effects
     }
     carryOut(effects, shard: index)
@@ -209,20 +221,18 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
 
   // MARK: Under the lock
 
-  /// Runs `body` on the machine of a key's state, in place: the state is moved into the machine
-  /// and back, so a merged `pending` array is never copied.
+  /// Runs `body` on the shard's machine holding the state of the key in `slot`: the state is
+  /// swapped in and back out, so a merged `pending` array is never copied either.
   @inlinable @inline(__always)
-  static func run<Result>(
-    on state: inout Machine.KeyState, _ configuration: Machine.Configuration, _ body: (inout Machine) -> Result
-  ) -> Result {
-    var machine = Machine(configuration: configuration, state: Machine.idleState)
-    swap(&state, &machine.state)
-    defer { swap(&state, &machine.state) }
-    return body(&machine)
+  static func run<Result>(slot: Int, in shard: inout Shard, _ body: (inout Machine) -> Result) -> Result {
+    let state = shard.keys.valuePointer(at: slot)
+    swap(&state.pointee, &shard.machine.state)
+    defer { swap(&state.pointee, &shard.machine.state) }
+    return body(&shard.machine)
   }
 
   /// Records the machine's action: a deadline in the heap, a value in the outbox. The caller
-  /// asks ``ShardTimer/armIfNeeded()`` once before releasing the lock.
+  /// asks ``ShardTimer/needsArming`` once before releasing the lock.
   @inlinable @inline(__always)
   static func apply(_ action: PacerAction<Value>, for key: Key, to shard: inout Shard) -> Effects {
     var effects = Effects()
@@ -240,18 +250,16 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
     return effects
   }
 
-  /// Forgets the key if its state no longer matters, or adds a check for when it will not.
+  /// Forgets the key in `slot` if its state no longer matters, or adds a check for when it will
+  /// not. The caller asks ``KeyTable/shrinkIfSparse()`` once done.
   @usableFromInline
-  static func settle(
-    _ key: Key, now: PaceInstant, _ configuration: Machine.Configuration, in shard: inout Shard
-  ) {
-    guard shard.keys[key] != nil else { return }
-    let (armed, idleFrom) = run(on: &shard.keys[key]!, configuration) { ($0.armedDeadline, $0.idleFrom) }
+  static func settle(slot: Int, now: PaceInstant, in shard: inout Shard) {
+    let (armed, idleFrom) = run(slot: slot, in: &shard) { ($0.armedDeadline, $0.idleFrom) }
     guard armed == nil, let idleFrom else { return }
     if idleFrom <= now {
-      shard.keys.removeValue(forKey: key)
+      shard.keys.remove(at: slot)
     } else {
-      shard.timer.add(idleFrom, for: key)
+      shard.timer.add(idleFrom, for: shard.keys.key(at: slot))
     }
   }
 
@@ -266,22 +274,16 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
 
   // MARK: After the lock
 
-  @inlinable
-  func carryOut(_ effects: Effects, shard index: Int) {
-    if effects.isEmpty { return }
-    carryOutSlowly(effects, shard: index)
-  }
-
   @usableFromInline
-  func carryOutSlowly(_ effects: Effects, shard index: Int) {
-    if let arming = effects.arming {
+  func carryOut(_ effects: Effects, shard index: Int) {
+    if effects.arm, let arming = shards.withLock(index, { $0.timer.armIfNeeded() }) {
       arming.superseded?.cancel()
       // Armed outside the lock: a scheduler may take locks of its own.
       let generation = arming.generation
       let timer = scheduler.schedule(at: arming.deadline) { [weak self] in
         self?.timerFired(shard: index, generation: generation)
       }
-      if !shards[index].withLock({ $0.timer.armed(timer, generation: generation) }) {
+      if !shards.withLock(index, { $0.timer.armed(timer, generation: generation) }) {
         timer.cancel()
       }
     }
@@ -296,7 +298,7 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
 
   /// Drains the shard's outbox, one invocation at a time, never holding the lock during `perform`.
   private func deliver(shard index: Int) {
-    while let (key, value) = shards[index].withLock({ shard -> (Key, Value)? in
+    while let (key, value) = shards.withLock(index, { shard -> (Key, Value)? in
       guard let invocation = shard.outbox.popFirst() else {
         shard.isDelivering = false
         // After a spike of invocations, give the outbox's storage back.

@@ -47,8 +47,8 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     var permits = 0
   }
 
-  private struct Shard {
-    var buckets: [Key: KeyBucket] = [:]
+  private struct Shard: ~Copyable {
+    var buckets = KeyTable<Key, KeyBucket>()
     var queues: [Key: WaitQueue] = [:]
     var waiters: [UInt64: Waiter] = [:]
     var timer = ShardTimer<Key>()
@@ -57,9 +57,10 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   private struct Effects {
     var granted: [Continuation] = []
     var refused: Continuation?
-    var arming: ShardTimer<Key>.Arming?
+    /// The shard's earliest deadline is earlier than its timer.
+    var arm = false
 
-    var isEmpty: Bool { granted.isEmpty && refused == nil && arming == nil }
+    var isEmpty: Bool { granted.isEmpty && refused == nil && !arm }
   }
 
   /// The limit every key has.
@@ -68,8 +69,8 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   private let clock: AsyncClock
   private let sleep: @Sendable (Duration) async throws -> Void
   private let store: (any RateLimitStore<Key>)?
-  private let shards: [ShardLock<Shard>]
-  private let nextID = ShardLock<UInt64>(0)
+  private let shards: Shards<Shard>
+  private let nextID = LockedState<UInt64>(0)
 
   /// An in-memory keyed rate limiter granting each key `permits` per `interval`.
   ///
@@ -113,13 +114,13 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     self.clock = AsyncClock(clock)
     sleep = { duration in try await clock.sleep(for: duration) }
     self.store = store
-    shards = (0..<keyedShardCount).map { _ in ShardLock(Shard()) }
+    shards = Shards(count: keyedShardCount) { Shard() }
   }
 
   deinit {
     // Waiters hold the limiter while they wait, so only the timers can be left.
-    for shard in shards {
-      shard.withLock { $0.timer.removeAll() }?.cancel()
+    for index in shards.indices {
+      shards.withLock(index) { $0.timer.removeAll() }?.cancel()
     }
   }
 
@@ -187,34 +188,34 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       id &+= 1
       return id
     }
-    let index = shardIndex(for: key)
+    let hash = key.hashValue
+    let index = Self.shardIndex(hash: hash)
     try await withTaskCancellationHandler {
       try await withUnsafeThrowingContinuation { (continuation: Continuation) in
         let now = clock.now()
-        let effects = shards[index].withLock { shard -> Effects in
+        let effects = shards.withLock(index) { shard -> Effects in
           guard !Task.isCancelled else { return Effects(refused: continuation) }
           shard.waiters[id] = Waiter(key: key, permits: cost, continuation: continuation)
           shard.queues[key, default: WaitQueue()].order.append(id)
           shard.queues[key]!.permits += cost
-          if shard.buckets[key] == nil {
-            shard.buckets[key] = KeyBucket(level: rate.full(at: now), checkAt: PaceInstant(nanoseconds: .max))
-          }
+          _ = shard.buckets.indexInserting(
+            key, hash: hash, KeyBucket(level: rate.full(at: now), checkAt: PaceInstant(nanoseconds: .max)))
           var effects = Effects()
-          effects.granted = grant(key, now: now, consumedCheck: false, in: &shard)
-          effects.arming = shard.timer.armIfNeeded()
+          effects.granted = grant(key, hash: hash, now: now, consumedCheck: false, in: &shard)
+          effects.arm = shard.timer.needsArming
           return effects
         }
         carryOut(effects, shard: index)
       }
     } onCancel: {
       let now = clock.now()
-      let effects = shards[index].withLock { shard -> Effects in
+      let effects = shards.withLock(index) { shard -> Effects in
         guard let waiter = shard.waiters.removeValue(forKey: id) else { return Effects() }
         shard.queues[key]?.permits -= waiter.permits
         // The head may have changed: the next requests may fit now, or need another deadline.
         var effects = Effects(refused: waiter.continuation)
-        effects.granted = grant(key, now: now, consumedCheck: false, in: &shard)
-        effects.arming = shard.timer.armIfNeeded()
+        effects.granted = grant(key, hash: hash, now: now, consumedCheck: false, in: &shard)
+        effects.arm = shard.timer.needsArming
         return effects
       }
       carryOut(effects, shard: index)
@@ -226,8 +227,10 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   public func availablePermits(for key: Key) -> Int {
     let now = clock.now()
     let rate = self.rate
-    return shards[shardIndex(for: key)].withLock { shard in
-      guard let bucket = shard.buckets[key] else { return limit.burst }
+    let hash = key.hashValue
+    return shards.withLock(Self.shardIndex(hash: hash)) { shard in
+      guard let slot = shard.buckets.index(of: key, hash: hash) else { return limit.burst }
+      let bucket = shard.buckets.valuePointer(at: slot).pointee
       var tokens = TokenBucket(rate: rate, level: bucket.level)
       tokens.refill(now: now)
       return tokens.availablePermits
@@ -237,18 +240,18 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   /// How many keys hold state now: a bucket that is not full, or waiting requests. Idle keys
   /// are forgotten and not counted.
   public var trackedKeyCount: Int {
-    shards.reduce(0) { count, shard in count + shard.withLock { $0.buckets.count } }
+    shards.indices.reduce(0) { count, index in count + shards.withLock(index) { $0.buckets.count } }
   }
 
   /// How many ``acquire(_:cost:)`` calls wait, over all keys.
   public var waitingCount: Int {
-    shards.reduce(0) { count, shard in count + shard.withLock { $0.waiters.count } }
+    shards.indices.reduce(0) { count, index in count + shards.withLock(index) { $0.waiters.count } }
   }
 
   // MARK: Under the lock
 
-  private func shardIndex(for key: Key) -> Int {
-    key.hashValue & (keyedShardCount - 1)
+  private static func shardIndex(hash: Int) -> Int {
+    KeyedPacer<Key, DebounceStateMachine<Int>>.shardIndex(hash: hash)
   }
 
   // Not `@inlinable` (the bucket arithmetic is internal), so specialised here for the usual keys:
@@ -256,12 +259,15 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   @_specialize(exported: false, where Key == Int)
   @_specialize(exported: false, where Key == String)
   private func decideLocally(_ key: Key, cost: Int) -> RateLimitDecision {
+    let hash = key.hashValue
+    let index = Self.shardIndex(hash: hash)
+    // As in ``KeyedPacer/call(_:_:)``: the slot loads while the clock is read and the lock taken.
+    KeyTable<Key, KeyBucket>.prefetch(shards.shard(index).pointee.state.buckets.prefetchHint, hash: hash)
     let now = clock.now()
     let rate = self.rate
-    let index = shardIndex(for: key)
-    var arming: ShardTimer<Key>.Arming?
-    let decision = shards[index].withLock { shard -> RateLimitDecision in
-      guard var bucket = shard.buckets[key] else {
+    var arm = false
+    let decision = shards.withLock(index) { shard -> RateLimitDecision in
+      guard let slot = shard.buckets.index(of: key, hash: hash) else {
         // A key with no state has a full bucket, which any request fits (a larger one than
         // the burst leaves it in debt).
         guard cost > 0 else { return .allowed(remaining: limit.burst) }
@@ -269,18 +275,17 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
         tokens.take(cost)
         // A bucket that fills again only beyond the end of the timeline is never checked.
         let checkAt = tokens.fullTime
-        shard.buckets[key] = KeyBucket(level: tokens.level, checkAt: checkAt ?? .max)
+        _ = shard.buckets.indexInserting(key, hash: hash, KeyBucket(level: tokens.level, checkAt: checkAt ?? .max))
         if let checkAt { shard.timer.add(checkAt, for: key) }
-        arming = shard.timer.armIfNeeded()
+        arm = shard.timer.needsArming
         return .allowed(remaining: tokens.availablePermits)
       }
-      var tokens = TokenBucket(rate: rate, level: bucket.level)
+      let bucket = shard.buckets.valuePointer(at: slot)
+      var tokens = TokenBucket(rate: rate, level: bucket.pointee.level)
       tokens.refill(now: now)
-      defer {
-        bucket.level = tokens.level
-        shard.buckets[key] = bucket
-      }
-      if let queue = shard.queues[key], !queue.order.isEmpty {
+      defer { bucket.pointee.level = tokens.level }
+      // Requests queued in `acquire` go first; the queues are looked up only in a shard that has any.
+      if !shard.queues.isEmpty, let queue = shard.queues[key], !queue.order.isEmpty {
         return .limited(retryAfter: now.duration(to: tokens.readyTime(for: queue.permits &+ cost) ?? .max))
       }
       guard tokens.canTake(cost) else {
@@ -289,7 +294,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       tokens.take(cost)
       return .allowed(remaining: tokens.availablePermits)
     }
-    if let arming { carryOut(Effects(arming: arming), shard: index) }
+    if arm { carryOut(Effects(arm: true), shard: index) }
     return decision
   }
 
@@ -297,8 +302,11 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   /// full and nobody waits, or makes sure its heap entry comes by its next event.
   ///
   /// - Parameter consumedCheck: Whether the key's heap entry has just come out of the heap.
-  private func grant(_ key: Key, now: PaceInstant, consumedCheck: Bool, in shard: inout Shard) -> [Continuation] {
-    guard var bucket = shard.buckets[key] else { return [] }
+  private func grant(
+    _ key: Key, hash: Int, now: PaceInstant, consumedCheck: Bool, in shard: inout Shard
+  ) -> [Continuation] {
+    guard let slot = shard.buckets.index(of: key, hash: hash) else { return [] }
+    var bucket = shard.buckets.valuePointer(at: slot).pointee
     var tokens = TokenBucket(rate: rate, level: bucket.level)
     tokens.refill(now: now)
     var granted: [Continuation] = []
@@ -322,7 +330,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       shard.queues[key] = queue.order.isEmpty ? nil : queue
     }
     if shard.queues[key] == nil, tokens.isFull {
-      shard.buckets[key] = nil
+      shard.buckets.remove(at: slot)
       return granted
     }
     bucket.level = tokens.level
@@ -334,21 +342,25 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       // with RateLimiter.
       bucket.checkAt = .max
     }
-    shard.buckets[key] = bucket
+    shard.buckets.valuePointer(at: slot).pointee = bucket
     return granted
   }
 
   private func timerFired(shard index: Int, generation: UInt64) {
     let now = clock.now()
-    let effects = shards[index].withLock { shard -> Effects in
+    let effects = shards.withLock(index) { shard -> Effects in
       guard let due = shard.timer.fired(generation: generation, now: now) else { return Effects() }
       var effects = Effects()
-      for entry in due where shard.buckets[entry.key]?.checkAt == entry.deadline {
-        effects.granted += grant(entry.key, now: now, consumedCheck: true, in: &shard)
+      for entry in due {
+        let hash = entry.key.hashValue
+        guard let slot = shard.buckets.index(of: entry.key, hash: hash),
+          shard.buckets.valuePointer(at: slot).pointee.checkAt == entry.deadline
+        else { continue }
+        effects.granted += grant(entry.key, hash: hash, now: now, consumedCheck: true, in: &shard)
       }
       shard.buckets.shrinkIfSparse()
       shard.queues.shrinkIfSparse()
-      effects.arming = shard.timer.armIfNeeded()
+      effects.arm = shard.timer.needsArming
       return effects
     }
     carryOut(effects, shard: index)
@@ -358,13 +370,13 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
 
   private func carryOut(_ effects: Effects, shard index: Int) {
     if effects.isEmpty { return }
-    if let arming = effects.arming {
+    if effects.arm, let arming = shards.withLock(index, { $0.timer.armIfNeeded() }) {
       arming.superseded?.cancel()
       let generation = arming.generation
       let timer = clock.schedule(arming.deadline) { [weak self] in
         self?.timerFired(shard: index, generation: generation)
       }
-      if !shards[index].withLock({ $0.timer.armed(timer, generation: generation) }) {
+      if !shards.withLock(index, { $0.timer.armed(timer, generation: generation) }) {
         timer.cancel()
       }
     }

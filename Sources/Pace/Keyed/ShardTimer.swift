@@ -58,6 +58,15 @@ struct ShardTimer<Key> {
     }
   }
 
+  /// Whether ``armIfNeeded()`` would arm: a cheap test for the hot path, which then arms after
+  /// releasing the lock (taking it again briefly).
+  @inlinable
+  var needsArming: Bool {
+    guard let earliest = heap.first?.deadline else { return false }
+    guard let armedAt else { return true }
+    return earliest < armedAt
+  }
+
   /// Arms the scheduler timer for the earliest deadline unless it is armed for that or earlier.
   @inlinable
   mutating func armIfNeeded() -> Arming? {
@@ -129,6 +138,10 @@ struct ShardTimer<Key> {
 /// stays small.
 @usableFromInline
 let keyedShardCount = 64
+
+/// A key's shard is the top `log2(keyedShardCount)` bits of its hash.
+@usableFromInline
+let keyedShardShift: UInt64 = 58
 
 extension Dictionary {
   /// Gives back the storage of a table that has shrunk to a quarter of its capacity, so that
