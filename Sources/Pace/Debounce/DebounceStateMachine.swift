@@ -188,16 +188,49 @@ struct DebounceConfiguration<Value: Sendable>: Sendable {
 
 /// What one key of a debouncer remembers between events; fresh, it is the state of a debouncer
 /// that was never called.
+///
+/// Packed: the two optional instants are stored as nanoseconds plus one byte of flags, so that
+/// the state of a `KeyedDebouncer<Int, Int>` key is 34 bytes instead of 49, and its slot, key
+/// included, fits one cache line.
 @usableFromInline
 struct DebounceKeyState<Value: Sendable>: Sendable {
-  /// The time of the latest call; `nil` before the first call and after a cancel.
-  @usableFromInline var lastCall: PaceInstant?
+  @usableFromInline var lastCallNanoseconds: Int64 = 0
+  @usableFromInline var armedDeadlineNanoseconds: Int64 = 0
   /// The time of the latest invocation, or of the start of the burst (lodash's `lastInvokeTime`).
   @usableFromInline var lastInvoke = PaceInstant.zero
   /// The merge of the calls since the latest invocation; kept only for the trailing edge.
   @usableFromInline var pending: Value?
-  /// The deadline of the armed timer; `nil` when no burst is active.
-  @usableFromInline var armedDeadline: PaceInstant?
+  /// Which of `lastCallNanoseconds` and `armedDeadlineNanoseconds` hold a value.
+  @usableFromInline var flags: UInt8 = 0
+
+  @inlinable static var hasLastCall: UInt8 { 1 }
+  @inlinable static var hasArmedDeadline: UInt8 { 2 }
 
   @inlinable init() {}
+
+  /// The time of the latest call; `nil` before the first call and after a cancel.
+  @inlinable var lastCall: PaceInstant? {
+    get { flags & Self.hasLastCall != 0 ? PaceInstant(nanoseconds: lastCallNanoseconds) : nil }
+    set {
+      if let newValue {
+        lastCallNanoseconds = newValue.nanoseconds
+        flags |= Self.hasLastCall
+      } else {
+        flags &= ~Self.hasLastCall
+      }
+    }
+  }
+
+  /// The deadline of the armed timer; `nil` when no burst is active.
+  @inlinable var armedDeadline: PaceInstant? {
+    get { flags & Self.hasArmedDeadline != 0 ? PaceInstant(nanoseconds: armedDeadlineNanoseconds) : nil }
+    set {
+      if let newValue {
+        armedDeadlineNanoseconds = newValue.nanoseconds
+        flags |= Self.hasArmedDeadline
+      } else {
+        flags &= ~Self.hasArmedDeadline
+      }
+    }
+  }
 }

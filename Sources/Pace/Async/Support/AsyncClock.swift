@@ -19,6 +19,21 @@ struct AsyncClock: Sendable {
     if let scheduler = clock as? TestScheduler {
       now = { scheduler.now }
       schedule = { deadline, work in scheduler.schedule(at: deadline, work) }
+    } else if C.self == ContinuousClock.self {
+      // The default clock, read without going through `Clock`'s witnesses: the keyed rate
+      // limiter reads it on every decision.
+      let origin = ContinuousClock.now
+      now = { PaceInstant(origin.duration(to: ContinuousClock.now)) }
+      schedule = { deadline, work in
+        Task {
+          do {
+            try await ContinuousClock().sleep(until: origin.advanced(by: deadline.offset), tolerance: nil)
+          } catch {
+            return  // cancelled
+          }
+          work()
+        }
+      }
     } else {
       let origin = clock.now
       now = { PaceInstant(origin.duration(to: clock.now)) }
