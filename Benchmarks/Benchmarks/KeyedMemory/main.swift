@@ -10,8 +10,11 @@
 //   1. resident bytes per key and ns per call for `keys` (1M) distinct active keys, one thread,
 //      then ns per call on those same keys again;
 //   2. calls per second on a hot set of 1,000 keys from 1, 2, 4 and 8 threads;
-//   3. resident memory once everything has gone quiet, against the empty baseline, and once the
-//      instance is released too (what the process keeps: runtime threads, malloc arenas).
+//   3. resident memory once everything has gone quiet, against the baseline of a process that has
+//      already used the same contender once (1,000 keys, released), so that the threads,
+//      malloc arenas and library code pages any process that paces keeps are in the baseline;
+//      split into anonymous memory (the heap) and file-backed pages (library code); and once the
+//      instance is released too.
 // Then the floor: the same keys inserted into a bare dictionary, with no lock, clock or deadline.
 // The debouncers wait 50 ms on a DispatchQueue; the rate limiters allow 100 per 60 s, burst 20
 // (a key that took one permit is full again after 600 ms).
@@ -40,6 +43,22 @@ let hotKeys = 1_000
 let hotCallsPerRun = 2_000_000
 let queue = DispatchQueue(label: "pace.benchmarks.keyed")
 let interval = Duration.milliseconds(50)
+
+/// Resident anonymous and file-backed bytes, from /proc/self/status (`RssAnon`, `RssFile`).
+func residentParts() -> (anonymous: Int, file: Int) {
+  #if canImport(Glibc)
+  _ = mallocTrim(0)
+  #endif
+  guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return (0, 0) }
+  var parts = (anonymous: 0, file: 0)
+  for line in text.split(separator: "\n") {
+    let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+    guard fields.count >= 2, let kilobytes = Int(fields[1]) else { continue }
+    if fields[0] == "RssAnon:" { parts.anonymous = kilobytes * 1024 }
+    if fields[0] == "RssFile:" { parts.file = kilobytes * 1024 }
+  }
+  return parts
+}
 
 /// Resident set size in bytes, from /proc/self/statm (pages).
 func residentBytes() -> Int {
@@ -252,7 +271,15 @@ for subject in only.map({ [subjects[$0]] }) ?? [] {
   Thread.sleep(forTimeInterval: 0.2)
 
   // 3. The same population with short timing, then quiet.
+  // Warm-up: the same contender once, on 1,000 keys, gone quiet and released.
+  do {
+    let warmUp = subject.make(false)
+    for key in 0..<hotKeys { call(warmUp, key) }
+    Thread.sleep(forTimeInterval: 1.0)
+  }
+  Thread.sleep(forTimeInterval: 0.2)
   baseline = residentBytes()
+  let baselineParts = residentParts()
   instance = subject.make(false)
   do {
     let short = instance!
@@ -261,6 +288,7 @@ for subject in only.map({ [subjects[$0]] }) ?? [] {
   // The debouncers' trailing edges fire after 50 ms, the buckets are full again after 600 ms.
   Thread.sleep(forTimeInterval: 3.0)
   let quiet = residentBytes()
+  let quietParts = residentParts()
   // What the process keeps once the instance is gone too: the difference with `quiet` is what
   // the quiet instance itself holds.
   instance = nil
@@ -274,8 +302,10 @@ for subject in only.map({ [subjects[$0]] }) ?? [] {
     \(String(format: "%.0f", nsPerCall)) ns CPU per call (1 thread), \
     \(String(format: "%.0f", nsPerExistingCall)) ns on the same keys again
       hot set, calls per second by threads: \(throughput.joined(separator: ", "))
-      quiet: resident \(String(format: "%+.1f", Double(quiet - baseline) / 1e6)) MB over the empty baseline \
-    (\(String(format: "%.1f", Double(baseline) / 1e6)) MB), \
+      quiet: resident \(String(format: "%+.1f", Double(quiet - baseline) / 1e6)) MB over the warmed-up baseline \
+    (\(String(format: "%.1f", Double(baseline) / 1e6)) MB; \(String(format: "%+.1f", Double(quiet - baseline) / Double(baseline) * 100)) %): \
+    anonymous \(String(format: "%+.1f", Double(quietParts.anonymous - baselineParts.anonymous) / 1e6)) MB, \
+    file-backed \(String(format: "%+.1f", Double(quietParts.file - baselineParts.file) / 1e6)) MB; \
     \(String(format: "%+.1f", Double(released - baseline) / 1e6)) MB once released
     """)
 }
