@@ -51,9 +51,11 @@ struct TokenBucket: Sendable, Equatable {
   /// Adds the credit accrued since the last update, up to the capacity.
   mutating func refill(now: PaceInstant) {
     guard now > updated else { return }
-    let elapsed = updated.duration(to: now).paceNanoseconds
+    // In 64-bit nanoseconds (a `Duration` would divide 128-bit integers on every decision); a
+    // gap too large for `Int64` fills any bucket.
+    let (elapsed, wrapped) = now.nanoseconds.subtractingReportingOverflow(updated.nanoseconds)
     let (accrued, overflow) = elapsed.multipliedReportingOverflow(by: unitsPerNanosecond)
-    balance = overflow ? capacity : min(capacity, balance.addingSaturating(accrued))
+    balance = wrapped || overflow ? capacity : min(capacity, balance.addingSaturating(accrued))
     updated = now
   }
 
