@@ -1,3 +1,19 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+#if os(Linux)
+/// `CLOCK_BOOTTIME` in nanoseconds: what `ContinuousClock` reads on Linux.
+@inlinable
+func bootTimeNanoseconds() -> Int64 {
+  var time = timespec()
+  clock_gettime(CLOCK_BOOTTIME, &time)
+  return Int64(time.tv_sec) &* 1_000_000_000 &+ Int64(time.tv_nsec)
+}
+#endif
+
 /// How Pace's async primitives read the time and arm their timers, for any clock.
 ///
 /// A ``TestScheduler`` is used directly, so its timers fire synchronously inside
@@ -20,10 +36,19 @@ struct AsyncClock: Sendable {
       now = { scheduler.now }
       schedule = { deadline, work in scheduler.schedule(at: deadline, work) }
     } else if C.self == ContinuousClock.self {
-      // The default clock, read without going through `Clock`'s witnesses: the keyed rate
-      // limiter reads it on every decision.
+      // The default clock, read without going through `Clock`'s witnesses and `Duration`'s
+      // 128-bit arithmetic: the keyed rate limiter reads it on every decision.
+      #if os(Linux)
+      // `ContinuousClock` is `CLOCK_BOOTTIME` on Linux (swift_get_time). The origin is read
+      // before the clock's own instant, so an elapsed time read here is never behind the
+      // clock's: a sleep until `origin + deadline` always wakes to find `now >= deadline`.
+      let originNanoseconds = bootTimeNanoseconds()
+      let origin = ContinuousClock.now
+      now = { PaceInstant(nanoseconds: bootTimeNanoseconds() &- originNanoseconds) }
+      #else
       let origin = ContinuousClock.now
       now = { PaceInstant(origin.duration(to: ContinuousClock.now)) }
+      #endif
       schedule = { deadline, work in
         Task {
           do {
