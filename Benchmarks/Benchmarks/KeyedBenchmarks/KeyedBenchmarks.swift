@@ -3,7 +3,8 @@
 //
 // Every benchmark makes 1M calls per iteration (`scalingFactor: .mega`), so the rows marked `*`
 // read per call. "1M keys" calls 1M distinct keys, each once, on a fresh instance: the cost of
-// a call that creates a key's state and arms its deadline. "hot set, N threads" has N threads
+// a call that creates a key's state and arms its deadline. "1M active keys again" calls them
+// once more, measured after the population: a call on one of a million keys that have state. "hot set, N threads" has N threads
 // call 1,000 keys round-robin: wall clock per call shows how the locks scale.
 // Resident bytes per key and memory after quiet come from the KeyedMemory executable beside
 // this one (see its header), which reads /proc/self/statm.
@@ -101,6 +102,44 @@ let benchmarks: @Sendable () -> Void = {
   Benchmark("Rate limit, 1M keys: KeyedRateLimiter") { benchmark in
     let keyed = KeyedRateLimiter<Int>(permits: 100, per: .seconds(60), burst: 20)
     for key in benchmark.scaledIterations { blackHole(keyed.tryAcquire(key).isAllowed) }
+  }
+
+  // MARK: 1M active keys, each called again, one thread
+
+  // The population is made before the measurement starts: these read what a call costs on one
+  // of a million keys that already have state, the steady state of a server.
+  Benchmark("Debounce, 1M active keys again: dictionary of Debouncers + lock") { benchmark in
+    let naive = DictionaryOfDebouncers()
+    for key in benchmark.scaledIterations { naive.call(key, key) }
+    benchmark.startMeasurement()
+    for key in benchmark.scaledIterations { naive.call(key, key) }
+    benchmark.stopMeasurement()
+    naive.cancelAll()
+  }
+
+  Benchmark("Debounce, 1M active keys again: KeyedDebouncer") { benchmark in
+    let keyed = KeyedDebouncer<Int, Int>(for: quietInterval, scheduler: .queue(queue)) { _, _ in }
+    for key in benchmark.scaledIterations { keyed.call(key, key) }
+    benchmark.startMeasurement()
+    for key in benchmark.scaledIterations { keyed.call(key, key) }
+    benchmark.stopMeasurement()
+    keyed.cancelAll()
+  }
+
+  Benchmark("Rate limit, 1M active keys again: dictionary of RateLimiters + lock") { benchmark in
+    let naive = DictionaryOfRateLimiters()
+    for key in benchmark.scaledIterations { blackHole(naive.tryAcquire(key)) }
+    benchmark.startMeasurement()
+    for key in benchmark.scaledIterations { blackHole(naive.tryAcquire(key)) }
+    benchmark.stopMeasurement()
+  }
+
+  Benchmark("Rate limit, 1M active keys again: KeyedRateLimiter") { benchmark in
+    let keyed = KeyedRateLimiter<Int>(permits: 100, per: .seconds(60), burst: 20)
+    for key in benchmark.scaledIterations { blackHole(keyed.tryAcquire(key).isAllowed) }
+    benchmark.startMeasurement()
+    for key in benchmark.scaledIterations { blackHole(keyed.tryAcquire(key).isAllowed) }
+    benchmark.stopMeasurement()
   }
 
   // MARK: A hot set of 1,000 keys from 1, 2, 4 and 8 threads

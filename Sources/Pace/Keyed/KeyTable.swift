@@ -15,10 +15,10 @@ import CPaceSupport
 /// Linear probing with the mixed hash stored in each slot (so most mismatches never compare
 /// keys, and a rebuild never hashes again), at most 3/4 full, the home slot taken from the top
 /// bits of a multiplicative hash; removal shifts the following slots back instead of leaving
-/// tombstones. Slots are aligned to 64 bytes, so a slot of 64 bytes (an `Int` key and a
-/// debouncer's state) is one cache line. A table that has shrunk to an eighth of its slots is
-/// rebuilt smaller, and an empty one holds no memory at all, so evicted keys give their memory
-/// back.
+/// tombstones. The slots start on a cache line and ``prefetch(_:hash:)`` loads both lines of a
+/// slot that straddles two. A table of more than 64 slots that holds keys in fewer than an
+/// eighth of them is rebuilt smaller, and an empty one holds no memory at all, so evicted keys
+/// give their memory back.
 ///
 /// Noncopyable, because it owns its slots, which `deinit` frees; it lives inside its shard's
 /// state and is only used under the shard's lock, except ``prefetchHint``, which is immutable
@@ -131,17 +131,24 @@ struct KeyTable<Key: Hashable, Value>: ~Copyable {
   /// The slot holding `key`, inserting it with `makeValue()` if the table has none.
   @inlinable
   mutating func indexInserting(_ key: Key, hash: Int, _ makeValue: @autoclosure () -> Value) -> Int {
-    if count >= capacity / 4 * 3 { grow() }
-    let slots = self.slots.unsafelyUnwrapped
     let tag = Self.mix(hash, seed: seed)
-    var index = home(of: tag)
-    while true {
-      let found = Self.slot(slots, index).pointee.tag
-      if found == 0 { break }
-      if found == tag, Self.slot(slots, index).pointee.key == key { return index }
-      index = (index &+ 1) & mask
+    var index = 0
+    if let slots {
+      index = home(of: tag)
+      while true {
+        let found = Self.slot(slots, index).pointee.tag
+        if found == 0 { break }
+        if found == tag, Self.slot(slots, index).pointee.key == key { return index }
+        index = (index &+ 1) & mask
+      }
     }
-    Self.slot(slots, index).initialize(to: Slot(tag: tag, key: key, value: makeValue()))
+    // A new key: grow first if the table is 3/4 full, then take the first empty slot of its run.
+    if count >= capacity / 4 * 3 {
+      grow()
+      index = home(of: tag)
+      while Self.slot(slots.unsafelyUnwrapped, index).pointee.tag != 0 { index = (index &+ 1) & mask }
+    }
+    Self.slot(slots.unsafelyUnwrapped, index).initialize(to: Slot(tag: tag, key: key, value: makeValue()))
     count += 1
     return index
   }
@@ -201,8 +208,9 @@ struct KeyTable<Key: Hashable, Value>: ~Copyable {
     release()
   }
 
-  /// Gives the memory back once the table is empty, and rebuilds it smaller once an eighth of
-  /// its slots or fewer hold keys; amortised O(1) per removal.
+  /// Gives the memory back once the table is empty, and rebuilds it smaller (at most 3/8
+  /// full) once it has more than 64 slots and keys in fewer than an eighth of them; amortised
+  /// O(1) per removal.
   @inlinable
   mutating func shrinkIfSparse() {
     if count == 0 {
