@@ -6,7 +6,8 @@
 //   cd Benchmarks && swift run -c release KeyedMemory [keys]
 //
 // For each of "a dictionary of Debouncers behind one lock", KeyedDebouncer, "a dictionary of
-// RateLimiters behind one lock" and KeyedRateLimiter, in a fresh state:
+// RateLimiters behind one lock" and KeyedRateLimiter (with `Int` keys, then the keyed two again
+// with keys of a struct type), in a fresh state:
 //   1. resident bytes per key and ns per call for `keys` (1M) distinct active keys, one thread,
 //      then ns per call on those same keys again;
 //   2. calls per second on a hot set of 1,000 keys from 1, 2, 4 and 8 threads;
@@ -14,7 +15,8 @@
 //      already used the same contender once (1,000 keys, released), so that the threads,
 //      malloc arenas and library code pages any process that paces keeps are in the baseline;
 //      split into anonymous memory (the heap) and file-backed pages (library code); and once the
-//      instance is released too.
+//      instance is released too; and the CPU time the scheduler's threads spend per key while
+//      the population goes quiet (timers firing, trailing invocations, keys forgotten).
 // Then the floor: the same keys inserted into a bare dictionary, with no lock, clock or deadline.
 // The debouncers wait 50 ms on a DispatchQueue; the rate limiters allow 100 per 60 s, burst 20
 // (a key that took one permit is full again after 600 ms).
@@ -80,6 +82,14 @@ func cpuSeconds(_ body: () -> Void) -> Double {
   let start = now()
   body()
   return now() - start
+}
+
+/// The whole process's CPU time, in seconds: while the main thread sleeps, the work of the
+/// scheduler's threads.
+func processCPUSeconds() -> Double {
+  var time = timespec()
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &time)
+  return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
 }
 
 func seconds(_ body: () -> Void) -> Double {
@@ -185,7 +195,26 @@ let subjects = [
         : KeyedRateLimiter<Int>(permits: 100, per: .seconds(60), burst: 20)
     },
     call: { _ = unsafeDowncast($0, to: KeyedRateLimiter<Int>.self).tryAcquire($1) }),
+  // A key type of the caller's own, as most servers have: the keyed primitives are specialised
+  // for it in this module, as for `Int`.
+  Subject(
+    name: "KeyedDebouncer, struct keys",
+    make: { KeyedDebouncer<UserID, Int>(for: debounceInterval($0), scheduler: .queue(queue)) { _, _ in } },
+    call: { unsafeDowncast($0, to: KeyedDebouncer<UserID, Int>.self).call(UserID(raw: $1), $1) }),
+  Subject(
+    name: "KeyedRateLimiter, struct keys",
+    make: { long in
+      long
+        ? KeyedRateLimiter<UserID>(permits: 1, per: .seconds(3600), burst: 20)
+        : KeyedRateLimiter<UserID>(permits: 100, per: .seconds(60), burst: 20)
+    },
+    call: { _ = unsafeDowncast($0, to: KeyedRateLimiter<UserID>.self).tryAcquire(UserID(raw: $1)) }),
 ]
+
+/// A key of the caller's own type, with synthesised `Hashable`.
+struct UserID: Hashable, Sendable {
+  var raw: Int
+}
 
 /// The floor under a call that creates a key: inserting `keyCount` distinct Int keys into a bare
 /// dictionary of a 16-byte state (no lock, clock or deadline), in one table and spread over 64
@@ -281,12 +310,16 @@ for subject in only.map({ [subjects[$0]] }) ?? [] {
   baseline = residentBytes()
   let baselineParts = residentParts()
   instance = subject.make(false)
-  do {
+  // The scheduler's threads start firing while the calls still go on: their CPU time is the
+  // process's less the calling thread's.
+  let processStart = processCPUSeconds()
+  let callingCPU = cpuSeconds {
     let short = instance!
     for key in 0..<keyCount { call(short, key) }
   }
   // The debouncers' trailing edges fire after 50 ms, the buckets are full again after 600 ms.
   Thread.sleep(forTimeInterval: 3.0)
+  let quietCPU = processCPUSeconds() - processStart - callingCPU
   let quiet = residentBytes()
   let quietParts = residentParts()
   // What the process keeps once the instance is gone too: the difference with `quiet` is what
@@ -307,6 +340,8 @@ for subject in only.map({ [subjects[$0]] }) ?? [] {
     anonymous \(String(format: "%+.1f", Double(quietParts.anonymous - baselineParts.anonymous) / 1e6)) MB, \
     file-backed \(String(format: "%+.1f", Double(quietParts.file - baselineParts.file) / 1e6)) MB; \
     \(String(format: "%+.1f", Double(released - baseline) / 1e6)) MB once released
+      going quiet: \(String(format: "%.0f", quietCPU * 1e9 / Double(keyCount))) ns CPU per key on the scheduler's \
+    threads (timers firing, trailing invocations, keys forgotten)
     """)
 }
 

@@ -68,7 +68,7 @@ struct DebounceStateMachine<Value: Sendable>: PacerStateMachine {
     self.state = state
   }
 
-  @usableFromInline
+  @inlinable
   var isPending: Bool { pending != nil }
 
   @inlinable
@@ -108,7 +108,7 @@ struct DebounceStateMachine<Value: Sendable>: PacerStateMachine {
     return .schedule(at: deadline)
   }
 
-  @usableFromInline
+  @inlinable
   mutating func timerFired(now: PaceInstant) -> PacerAction<Value> {
     guard armedDeadline != nil, let lastCall else { return .none }
     armedDeadline = nil
@@ -124,7 +124,7 @@ struct DebounceStateMachine<Value: Sendable>: PacerStateMachine {
     return .schedule(at: deadline)
   }
 
-  @usableFromInline
+  @inlinable
   mutating func flush(now: PaceInstant) -> Value? {
     guard let merged = pending.take() else { return nil }
     lastInvoke = Swift.max(now, lastCall ?? now)

@@ -60,6 +60,7 @@ public final class KeyedDebouncer<Key: Hashable & Sendable, Value: Sendable>: Se
   }
 
   /// Performs `key`'s pending invocation now; does nothing if nothing is pending for it.
+  @inlinable
   public func flush(_ key: Key) {
     pacer.flush(key)
   }
@@ -70,6 +71,7 @@ public final class KeyedDebouncer<Key: Hashable & Sendable, Value: Sendable>: Se
   }
 
   /// Drops `key`'s pending invocation and forgets the key, so its next call may lead again.
+  @inlinable
   public func cancel(_ key: Key) {
     pacer.cancel(key)
   }
@@ -80,6 +82,7 @@ public final class KeyedDebouncer<Key: Hashable & Sendable, Value: Sendable>: Se
   }
 
   /// Whether an invocation is waiting to happen for `key`.
+  @inlinable
   public func isPending(_ key: Key) -> Bool {
     pacer.isPending(key)
   }

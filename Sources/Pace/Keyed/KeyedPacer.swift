@@ -68,7 +68,7 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
 
   @usableFromInline let scheduler: any PaceScheduler
   @usableFromInline let shards: Shards<Shard>
-  private let perform: @Sendable (Key, Value) -> Void
+  @usableFromInline let perform: @Sendable (Key, Value) -> Void
 
   init(
     configuration: Machine.Configuration, scheduler: any PaceScheduler,
@@ -125,6 +125,7 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
     if effects.arm || effects.startDelivery { carryOut(effects, shard: index) }
   }
 
+  @inlinable
   func flush(_ key: Key) {
     let hash = key.hashValue
     let index = Self.shardIndex(hash: hash)
@@ -158,6 +159,7 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
     }
   }
 
+  @inlinable
   func cancel(_ key: Key) {
     let hash = key.hashValue
     // A cancelled key is idle: forgetting its state is the cancel. Its heap entry goes stale.
@@ -177,6 +179,7 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
     }
   }
 
+  @inlinable
   func isPending(_ key: Key) -> Bool {
     let hash = key.hashValue
     return shards.withLock(Self.shardIndex(hash: hash)) { shard in
@@ -195,7 +198,8 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
     shards.indices.reduce(0) { count, index in count + shards.withLock(index) { $0.timer.count } }
   }
 
-  private func timerFired(shard index: Int, generation: UInt64) {
+  @inlinable
+  func timerFired(shard index: Int, generation: UInt64) {
     let now = scheduler.now
     let effects = shards.withLock(index) { shard -> Effects in
       guard let due = shard.timer.fired(generation: generation, now: now) else { return Effects() }
@@ -252,7 +256,7 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
 
   /// Forgets the key in `slot` if its state no longer matters, or adds a check for when it will
   /// not. The caller asks ``KeyTable/shrinkIfSparse()`` once done.
-  @usableFromInline
+  @inlinable
   static func settle(slot: Int, now: PaceInstant, in shard: inout Shard) {
     let (armed, idleFrom) = run(slot: slot, in: &shard) { ($0.armedDeadline, $0.idleFrom) }
     guard armed == nil, let idleFrom else { return }
@@ -274,7 +278,7 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
 
   // MARK: After the lock
 
-  @usableFromInline
+  @inlinable
   func carryOut(_ effects: Effects, shard index: Int) {
     if effects.arm, let arming = shards.withLock(index, { $0.timer.armIfNeeded() }) {
       arming.superseded?.cancel()
@@ -297,7 +301,8 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
   }
 
   /// Drains the shard's outbox, one invocation at a time, never holding the lock during `perform`.
-  private func deliver(shard index: Int) {
+  @inlinable
+  func deliver(shard index: Int) {
     while let (key, value) = shards.withLock(index, { shard -> (Key, Value)? in
       guard let invocation = shard.outbox.popFirst() else {
         shard.isDelivering = false

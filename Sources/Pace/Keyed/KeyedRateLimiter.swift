@@ -27,49 +27,69 @@
 /// ``acquire(_:cost:)`` asks the store again after each `retryAfter` the store returns, slept on
 /// the limiter's clock; so with a store, waiters of one key are not served in strict FIFO order.
 public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
-  private typealias Continuation = UnsafeContinuation<Void, any Error>
+  // The decisions and the timer's path are `@inlinable` (with what they touch
+  // `@usableFromInline`), so that they are specialised for `Key` in the module that calls them:
+  // unspecialised, every table operation goes through witness tables and generic metadata,
+  // which doubles the cost of a decision (measured with a struct key in `Benchmarks`).
+  @usableFromInline typealias Continuation = UnsafeContinuation<Void, any Error>
 
-  private struct Waiter {
-    let key: Key
-    let permits: Int
-    let continuation: Continuation
+  @usableFromInline
+  struct Waiter {
+    @usableFromInline let key: Key
+    @usableFromInline let permits: Int
+    @usableFromInline let continuation: Continuation
   }
 
   /// A key's bucket level and the deadline of its one live entry in the shard's heap.
-  private struct KeyBucket {
-    var level: TokenBucketLevel
-    var checkAt: PaceInstant
+  @usableFromInline
+  struct KeyBucket {
+    @usableFromInline var level: TokenBucketLevel
+    @usableFromInline var checkAt: PaceInstant
+
+    @inlinable init(level: TokenBucketLevel, checkAt: PaceInstant) {
+      self.level = level
+      self.checkAt = checkAt
+    }
   }
 
   /// The requests waiting for one key, in order; cancelled ones are skipped.
-  private struct WaitQueue {
-    var order = FIFO<UInt64>()
-    var permits = 0
+  @usableFromInline
+  struct WaitQueue {
+    @usableFromInline var order = FIFO<UInt64>()
+    @usableFromInline var permits = 0
   }
 
-  private struct Shard: ~Copyable {
-    var buckets = KeyTable<Key, KeyBucket>()
-    var queues: [Key: WaitQueue] = [:]
-    var waiters: [UInt64: Waiter] = [:]
-    var timer = ShardTimer<Key>()
+  @usableFromInline
+  struct Shard: ~Copyable {
+    @usableFromInline var buckets = KeyTable<Key, KeyBucket>()
+    @usableFromInline var queues: [Key: WaitQueue] = [:]
+    @usableFromInline var waiters: [UInt64: Waiter] = [:]
+    @usableFromInline var timer = ShardTimer<Key>()
   }
 
-  private struct Effects {
-    var granted: [Continuation] = []
-    var refused: Continuation?
+  @usableFromInline
+  struct Effects {
+    @usableFromInline var granted: [Continuation] = []
+    @usableFromInline var refused: Continuation?
     /// The shard's earliest deadline is earlier than its timer.
-    var arm = false
+    @usableFromInline var arm = false
 
-    var isEmpty: Bool { granted.isEmpty && refused == nil && !arm }
+    @inlinable init(granted: [Continuation] = [], refused: Continuation? = nil, arm: Bool = false) {
+      self.granted = granted
+      self.refused = refused
+      self.arm = arm
+    }
+
+    @inlinable var isEmpty: Bool { granted.isEmpty && refused == nil && !arm }
   }
 
   /// The limit every key has.
   public let limit: RateLimit
-  private let rate: TokenBucketRate
-  private let clock: AsyncClock
+  @usableFromInline let rate: TokenBucketRate
+  @usableFromInline let clock: AsyncClock
   private let sleep: @Sendable (Duration) async throws -> Void
-  private let store: (any RateLimitStore<Key>)?
-  private let shards: Shards<Shard>
+  @usableFromInline let store: (any RateLimitStore<Key>)?
+  @usableFromInline let shards: Shards<Shard>
   private let nextID = LockedState<UInt64>(0)
 
   /// An in-memory keyed rate limiter granting each key `permits` per `interval`.
@@ -135,6 +155,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   /// - Returns: `.allowed(remaining:)` with the whole permits left for `key`, or
   ///   `.limited(retryAfter:)` with how long until the same request would be allowed if nothing
   ///   else is taken (an estimate that counts the waiting requests' permits, while some wait).
+  @inlinable
   public func tryAcquire(_ key: Key, cost: Int = 1) -> RateLimitDecision {
     precondition(
       store == nil,
@@ -250,15 +271,13 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
 
   // MARK: Under the lock
 
-  private static func shardIndex(hash: Int) -> Int {
+  @inlinable
+  static func shardIndex(hash: Int) -> Int {
     KeyedPacer<Key, DebounceStateMachine<Int>>.shardIndex(hash: hash)
   }
 
-  // Not `@inlinable` (the bucket arithmetic is internal), so specialised here for the usual keys:
-  // unspecialised, the table's hashing goes through witness tables on every call.
-  @_specialize(exported: false, where Key == Int)
-  @_specialize(exported: false, where Key == String)
-  private func decideLocally(_ key: Key, cost: Int) -> RateLimitDecision {
+  @inlinable
+  func decideLocally(_ key: Key, cost: Int) -> RateLimitDecision {
     let hash = key.hashValue
     let index = Self.shardIndex(hash: hash)
     // As in ``KeyedPacer/call(_:_:)``: the slot loads while the clock is read and the lock taken.
@@ -302,7 +321,8 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   /// full and nobody waits, or makes sure its heap entry comes by its next event.
   ///
   /// - Parameter consumedCheck: Whether the key's heap entry has just come out of the heap.
-  private func grant(
+  @inlinable
+  func grant(
     _ key: Key, hash: Int, now: PaceInstant, consumedCheck: Bool, in shard: inout Shard
   ) -> [Continuation] {
     guard let slot = shard.buckets.index(of: key, hash: hash) else { return [] }
@@ -346,7 +366,8 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     return granted
   }
 
-  private func timerFired(shard index: Int, generation: UInt64) {
+  @inlinable
+  func timerFired(shard index: Int, generation: UInt64) {
     let now = clock.now()
     let effects = shards.withLock(index) { shard -> Effects in
       guard let due = shard.timer.fired(generation: generation, now: now) else { return Effects() }
@@ -368,7 +389,8 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
 
   // MARK: After the lock
 
-  private func carryOut(_ effects: Effects, shard index: Int) {
+  @inlinable
+  func carryOut(_ effects: Effects, shard index: Int) {
     if effects.isEmpty { return }
     if effects.arm, let arming = shards.withLock(index, { $0.timer.armIfNeeded() }) {
       arming.superseded?.cancel()
@@ -388,8 +410,8 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
 extension TokenBucket {
   /// When the bucket is full again if nothing is taken: a request larger than the burst waits
   /// for exactly that. `nil` if that is beyond the end of the timeline.
-  var fullTime: PaceInstant? { readyTime(for: .max) }
+  @inlinable var fullTime: PaceInstant? { readyTime(for: .max) }
 
   /// Whether the bucket holds its whole capacity.
-  var isFull: Bool { balance >= capacity }
+  @inlinable var isFull: Bool { balance >= capacity }
 }

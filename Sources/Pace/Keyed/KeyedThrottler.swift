@@ -54,6 +54,7 @@ public final class KeyedThrottler<Key: Hashable & Sendable, Value: Sendable>: Se
   }
 
   /// Performs `key`'s pending trailing invocation now; its open window keeps its end.
+  @inlinable
   public func flush(_ key: Key) {
     pacer.flush(key)
   }
@@ -64,6 +65,7 @@ public final class KeyedThrottler<Key: Hashable & Sendable, Value: Sendable>: Se
   }
 
   /// Drops `key`'s pending invocation and closes its window, so its next call may lead again.
+  @inlinable
   public func cancel(_ key: Key) {
     pacer.cancel(key)
   }
@@ -74,6 +76,7 @@ public final class KeyedThrottler<Key: Hashable & Sendable, Value: Sendable>: Se
   }
 
   /// Whether a trailing invocation is waiting to happen for `key`.
+  @inlinable
   public func isPending(_ key: Key) -> Bool {
     pacer.isPending(key)
   }

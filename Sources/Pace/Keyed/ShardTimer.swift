@@ -43,7 +43,7 @@ struct ShardTimer<Key> {
 
   @usableFromInline init() {}
 
-  var count: Int { heap.count }
+  @inlinable var count: Int { heap.count }
 
   /// Adds `key`'s deadline. Call ``armIfNeeded()`` before releasing the lock.
   @inlinable
@@ -79,6 +79,7 @@ struct ShardTimer<Key> {
 
   /// Keeps the handle of the timer armed for `generation`; `false` if a newer arming or
   /// ``removeAll()`` came in between, so the caller must cancel it.
+  @inlinable
   mutating func armed(_ timer: any PaceCancellable, generation: UInt64) -> Bool {
     guard generation == self.generation else { return false }
     handle = timer
@@ -87,6 +88,7 @@ struct ShardTimer<Key> {
 
   /// The scheduler timer of `generation` fired at `now`: takes the entries due by then, earliest
   /// first, or returns `nil` if that timer was stale. Call ``armIfNeeded()`` afterwards.
+  @inlinable
   mutating func fired(generation: UInt64, now: PaceInstant) -> [Entry]? {
     guard generation == self.generation else { return nil }
     handle = nil
@@ -107,6 +109,7 @@ struct ShardTimer<Key> {
   }
 
   /// Forgets every deadline and disarms; returns the timer to cancel.
+  @inlinable
   mutating func removeAll() -> (any PaceCancellable)? {
     heap = []
     armedAt = nil
@@ -114,7 +117,8 @@ struct ShardTimer<Key> {
     return handle.take()
   }
 
-  private mutating func popFirst() -> Entry {
+  @inlinable
+  mutating func popFirst() -> Entry {
     let first = heap[0]
     let last = heap.removeLast()
     guard !heap.isEmpty else { return first }
@@ -146,6 +150,7 @@ let keyedShardShift: UInt64 = 58
 extension Dictionary {
   /// Gives back the storage of a table that has shrunk to a quarter of its capacity, so that
   /// evicted keys take no memory; amortised O(1) per removal.
+  @inlinable
   mutating func shrinkIfSparse() {
     if isEmpty {
       if capacity > 0 { self = [:] }

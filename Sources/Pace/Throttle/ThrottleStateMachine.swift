@@ -51,7 +51,7 @@ struct ThrottleStateMachine<Value: Sendable>: PacerStateMachine {
     self.state = state
   }
 
-  @usableFromInline
+  @inlinable
   var isPending: Bool { pending != nil }
 
   @inlinable
@@ -67,7 +67,7 @@ struct ThrottleStateMachine<Value: Sendable>: PacerStateMachine {
     return .schedule(at: end)
   }
 
-  @usableFromInline
+  @inlinable
   mutating func timerFired(now: PaceInstant) -> PacerAction<Value> {
     guard let end = windowEnd else { return .none }
     guard let merged = pending.take() else {
@@ -89,7 +89,7 @@ struct ThrottleStateMachine<Value: Sendable>: PacerStateMachine {
     return .invokeAndSchedule(merged, at: next)
   }
 
-  @usableFromInline
+  @inlinable
   mutating func flush(now: PaceInstant) -> Value? {
     pending.take()
   }

@@ -13,21 +13,25 @@
 ///
 /// The bucket is its ``TokenBucketRate`` (shared by every key of a ``KeyedRateLimiter``) and its
 /// ``TokenBucketLevel`` (one per key), read and written through forwarding properties.
+///
+/// `@inlinable` throughout, so that a ``KeyedRateLimiter``'s decision is specialised, and its
+/// arithmetic inlined, in the module that calls it.
+@usableFromInline
 struct TokenBucket: Sendable, Equatable {
-  let rate: TokenBucketRate
-  var level: TokenBucketLevel
+  @usableFromInline let rate: TokenBucketRate
+  @usableFromInline var level: TokenBucketLevel
 
-  var unitsPerPermit: Int64 { rate.unitsPerPermit }
-  var unitsPerNanosecond: Int64 { rate.unitsPerNanosecond }
+  @inlinable var unitsPerPermit: Int64 { rate.unitsPerPermit }
+  @inlinable var unitsPerNanosecond: Int64 { rate.unitsPerNanosecond }
   /// `burst` permits' worth of units.
-  var capacity: Int64 { rate.capacity }
+  @inlinable var capacity: Int64 { rate.capacity }
   /// Units in the bucket; negative after a request larger than the burst.
-  private(set) var balance: Int64 {
+  @inlinable var balance: Int64 {
     get { level.balance }
     set { level.balance = newValue }
   }
   /// When `balance` was last brought up to date.
-  private(set) var updated: PaceInstant {
+  @inlinable var updated: PaceInstant {
     get { level.updated }
     set { level.updated = newValue }
   }
@@ -38,17 +42,20 @@ struct TokenBucket: Sendable, Equatable {
     self.init(rate: rate, level: rate.full(at: now))
   }
 
+  @inlinable
   init(rate: TokenBucketRate, level: TokenBucketLevel) {
     self.rate = rate
     self.level = level
   }
 
   /// Whole permits in the bucket; 0 while in debt.
+  @inlinable
   var availablePermits: Int {
     Int(max(0, balance / unitsPerPermit))
   }
 
   /// Adds the credit accrued since the last update, up to the capacity.
+  @inlinable
   mutating func refill(now: PaceInstant) {
     guard now > updated else { return }
     // In 64-bit nanoseconds (a `Duration` would divide 128-bit integers on every decision); a
@@ -60,17 +67,20 @@ struct TokenBucket: Sendable, Equatable {
   }
 
   /// Whether `permits` can be taken from the balance as it is.
+  @inlinable
   func canTake(_ permits: Int) -> Bool {
     balance >= threshold(for: permits)
   }
 
   /// Takes `permits`; call only when ``canTake(_:)`` says so.
+  @inlinable
   mutating func take(_ permits: Int) {
     balance = balance.addingSaturating(-cost(of: permits))
   }
 
   /// The earliest instant at which `permits` can be taken, if nothing else is taken meanwhile;
   /// `nil` if that is beyond the end of the timeline (``PaceInstant/max``).
+  @inlinable
   func readyTime(for permits: Int) -> PaceInstant? {
     let threshold = threshold(for: permits)
     guard threshold > balance else { return updated }
@@ -84,22 +94,25 @@ struct TokenBucket: Sendable, Equatable {
   }
 
   /// The balance a request needs: its cost, or a full bucket if it costs more than the burst.
-  private func threshold(for permits: Int) -> Int64 {
+  @inlinable
+  func threshold(for permits: Int) -> Int64 {
     min(cost(of: permits), capacity)
   }
 
-  private func cost(of permits: Int) -> Int64 {
+  @inlinable
+  func cost(of permits: Int) -> Int64 {
     let (cost, overflow) = Int64(permits).multipliedReportingOverflow(by: unitsPerPermit)
     return overflow ? .max : cost
   }
 }
 
 /// What every key of a rate limiter shares: the rate in exact units.
+@usableFromInline
 struct TokenBucketRate: Sendable, Equatable {
-  let unitsPerPermit: Int64
-  let unitsPerNanosecond: Int64
+  @usableFromInline let unitsPerPermit: Int64
+  @usableFromInline let unitsPerNanosecond: Int64
   /// `burst` permits' worth of units.
-  let capacity: Int64
+  @usableFromInline let capacity: Int64
 
   init(permits: Int, per interval: Duration, burst: Int) {
     let nanoseconds = interval.paceNanoseconds
@@ -115,17 +128,25 @@ struct TokenBucketRate: Sendable, Equatable {
   }
 
   /// A full bucket at `now`.
+  @inlinable
   func full(at now: PaceInstant) -> TokenBucketLevel {
     TokenBucketLevel(balance: capacity, updated: now)
   }
 }
 
 /// What one key of a rate limiter remembers: its balance and when it was brought up to date.
+@usableFromInline
 struct TokenBucketLevel: Sendable, Equatable {
   /// Units in the bucket; negative after a request larger than the burst.
-  var balance: Int64
+  @usableFromInline var balance: Int64
   /// When `balance` was last brought up to date.
-  var updated: PaceInstant
+  @usableFromInline var updated: PaceInstant
+
+  @inlinable
+  init(balance: Int64, updated: PaceInstant) {
+    self.balance = balance
+    self.updated = updated
+  }
 }
 
 private func greatestCommonDivisor(_ a: Int64, _ b: Int64) -> Int64 {
