@@ -1,2 +1,2 @@
-// The module is header-only (one inline function); SwiftPM needs a source file to build it.
+// The module is header-only (inline functions); SwiftPM needs a source file to build it.
 #include "CPaceSupport.h"

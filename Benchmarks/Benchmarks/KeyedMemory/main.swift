@@ -3,15 +3,15 @@
 // resident memory per key is a before/after difference of /proc/self/statm around one big
 // population of keys, which the harness's per-iteration metrics do not give.
 //
-//   cd Benchmarks && swift run -c release KeyedMemory [keys]
+//   cd Benchmarks && swift run -c release KeyedMemory
 //
 // For each of "a dictionary of Debouncers behind one lock", KeyedDebouncer, "a dictionary of
 // RateLimiters behind one lock" and KeyedRateLimiter (with `Int` keys, then the keyed two again
-// with keys of a struct type), in a fresh state:
+// with keys of a struct type), phases 1 and 2 in a fresh process, phase 3 in another:
 //   1. resident bytes per key and ns per call for `keys` (1M) distinct active keys, one thread,
 //      then ns per call on those same keys again;
 //   2. calls per second on a hot set of 1,000 keys from 1, 2, 4 and 8 threads;
-//   3. resident memory once everything has gone quiet, against the baseline of a process that has
+//   3. resident memory once 1M keys have gone quiet, against the baseline of a process that has
 //      already used the same contender once (1,000 keys, released), so that the threads,
 //      malloc arenas and library code pages any process that paces keeps are in the baseline;
 //      split into anonymous memory (the heap) and file-backed pages (library code); and once the
@@ -39,7 +39,8 @@ func mallocTrim(_ pad: Int) -> Int32
 let keyCount = 1_000_000
 /// With no argument, the run: each contender in a fresh process of its own (resident memory is
 /// per process, and a contender's leftovers must not count for the next), then the locks.
-/// With an argument, the contender of that index only.
+/// With an argument, phases 1 and 2 of the contender of that index only; with `N quiet`, its
+/// phase 3.
 let only = CommandLine.arguments.dropFirst().first.flatMap(Int.init)
 let hotKeys = 1_000
 let hotCallsPerRun = 2_000_000
@@ -253,23 +254,25 @@ if only == nil {
   print("load average: \((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "?")", terminator: "")
   fflush(nil)  // every stream, so the header comes before the children's output
   for index in subjects.indices {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-    process.arguments = [String(index)]
-    try process.run()
-    process.waitUntilExit()
+    for phases in [[String(index)], [String(index), "quiet"]] {
+      let process = Process()
+      process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+      process.arguments = phases
+      try process.run()
+      process.waitUntilExit()
+    }
   }
   measureFloor()
 }
-for subject in only.map({ [subjects[$0]] }) ?? [] {
+/// Phases 1 and 2 of one contender, printed.
+func measureActiveKeys(_ subject: Subject) {
   let call = subject.call
 
   // 1. Active keys: resident bytes per key and CPU per call.
-  var baseline = residentBytes()
+  let baseline = residentBytes()
   var instance: (any AnyObject & Sendable)? = subject.make(true)
-  var object = instance!
   let elapsed = cpuSeconds {
-    for key in 0..<keyCount { call(object, key) }
+    for key in 0..<keyCount { call(instance!, key) }
   }
   let active = residentBytes()
   let bytesPerKey = Double(active - baseline) / Double(keyCount)
@@ -277,16 +280,15 @@ for subject in only.map({ [subjects[$0]] }) ?? [] {
   // The same keys again: each call finds its key's state among a million.
   let nsPerExistingCall =
     cpuSeconds {
-      for key in 0..<keyCount { call(object, key) }
+      for key in 0..<keyCount { call(instance!, key) }
     } * 1e9 / Double(keyCount)
   instance = nil
-  object = subject.make(true)
 
   // 2. A hot set from threads.
+  let hot = subject.make(true)
   var throughput: [String] = []
   for threads in [1, 2, 4, 8] {
     let perThread = hotCallsPerRun / threads
-    let hot = object
     let wall = onThreads(threads) { thread in
       var key = thread &* 7919
       for _ in 0..<perThread {
@@ -296,10 +298,22 @@ for subject in only.map({ [subjects[$0]] }) ?? [] {
     }
     throughput.append("\(threads): \(String(format: "%.1f", Double(hotCallsPerRun) / wall / 1e6)) M/s")
   }
-  object = DictionaryOfDebouncers(interval: interval)
-  Thread.sleep(forTimeInterval: 0.2)
+  print(
+    """
 
-  // 3. The same population with short timing, then quiet.
+    \(subject.name)
+      \(keyCount) distinct active keys: \(String(format: "%.0f", bytesPerKey)) resident bytes per key, \
+    \(String(format: "%.0f", nsPerCall)) ns CPU per call (1 thread), \
+    \(String(format: "%.0f", nsPerExistingCall)) ns on the same keys again
+      hot set, calls per second by threads: \(throughput.joined(separator: ", "))
+    """)
+}
+
+/// Phase 3 of one contender, printed: in a process of its own, so that the baseline is a process
+/// that has paced nothing but the warm-up (the threads of phase 2 leave allocations in their
+/// malloc arenas that would count here).
+func measureQuiet(_ subject: Subject) {
+  let call = subject.call
   // Warm-up: the same contender once, on 1,000 keys, gone quiet and released.
   do {
     let warmUp = subject.make(false)
@@ -307,15 +321,14 @@ for subject in only.map({ [subjects[$0]] }) ?? [] {
     Thread.sleep(forTimeInterval: 1.0)
   }
   Thread.sleep(forTimeInterval: 0.2)
-  baseline = residentBytes()
+  let baseline = residentBytes()
   let baselineParts = residentParts()
-  instance = subject.make(false)
+  var instance: (any AnyObject & Sendable)? = subject.make(false)
   // The scheduler's threads start firing while the calls still go on: their CPU time is the
   // process's less the calling thread's.
   let processStart = processCPUSeconds()
   let callingCPU = cpuSeconds {
-    let short = instance!
-    for key in 0..<keyCount { call(short, key) }
+    for key in 0..<keyCount { call(instance!, key) }
   }
   // The debouncers' trailing edges fire after 50 ms, the buckets are full again after 600 ms.
   Thread.sleep(forTimeInterval: 3.0)
@@ -329,12 +342,6 @@ for subject in only.map({ [subjects[$0]] }) ?? [] {
   let released = residentBytes()
   print(
     """
-
-    \(subject.name)
-      \(keyCount) distinct active keys: \(String(format: "%.0f", bytesPerKey)) resident bytes per key, \
-    \(String(format: "%.0f", nsPerCall)) ns CPU per call (1 thread), \
-    \(String(format: "%.0f", nsPerExistingCall)) ns on the same keys again
-      hot set, calls per second by threads: \(throughput.joined(separator: ", "))
       quiet: resident \(String(format: "%+.1f", Double(quiet - baseline) / 1e6)) MB over the warmed-up baseline \
     (\(String(format: "%.1f", Double(baseline) / 1e6)) MB; \(String(format: "%+.1f", Double(quiet - baseline) / Double(baseline) * 100)) %): \
     anonymous \(String(format: "%+.1f", Double(quietParts.anonymous - baselineParts.anonymous) / 1e6)) MB, \
@@ -343,6 +350,14 @@ for subject in only.map({ [subjects[$0]] }) ?? [] {
       going quiet: \(String(format: "%.0f", quietCPU * 1e9 / Double(keyCount))) ns CPU per key on the scheduler's \
     threads (timers firing, trailing invocations, keys forgotten)
     """)
+}
+
+if let only {
+  if CommandLine.arguments.dropFirst(2).first == "quiet" {
+    measureQuiet(subjects[only])
+  } else {
+    measureActiveKeys(subjects[only])
+  }
 }
 
 // MARK: The lock

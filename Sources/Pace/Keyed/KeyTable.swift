@@ -18,7 +18,8 @@ import CPaceSupport
 /// tombstones. The slots start on a cache line and ``prefetch(_:hash:)`` loads both lines of a
 /// slot that straddles two. A table of more than 64 slots that holds keys in fewer than an
 /// eighth of them is rebuilt smaller, and an empty one holds no memory at all, so evicted keys
-/// give their memory back.
+/// give their memory back. On Linux, slots of 256 KiB or more are pages mapped for the table
+/// alone (`pace_allocate_table`), so that memory goes back to the system, not to a malloc arena.
 ///
 /// Noncopyable, because it owns its slots, which `deinit` frees; it lives inside its shard's
 /// state and is only used under the shard's lock, except ``prefetchHint``, which is immutable
@@ -81,6 +82,9 @@ struct KeyTable<Key: Hashable, Value>: ~Copyable {
   /// slot, so slots are packed.)
   @inlinable
   static var slotStride: Int { MemoryLayout<Slot>.stride }
+
+  /// Slots of this many bytes or more are pages mapped for the table alone, on Linux.
+  static var mappedBytes: Int { Int(PACE_MAPPED_TABLE_BYTES) }
 
   @inlinable @inline(__always)
   static func slot(_ slots: UnsafeMutablePointer<Slot>, _ index: Int) -> UnsafeMutablePointer<Slot> {
@@ -254,12 +258,11 @@ struct KeyTable<Key: Hashable, Value>: ~Copyable {
 
   @inlinable
   mutating func rebuild(capacity: Int) {
-    let newSlots = UnsafeMutableRawPointer.allocate(
-      byteCount: capacity * Self.slotStride, alignment: Swift.max(64, MemoryLayout<Slot>.alignment)
-    ).assumingMemoryBound(to: Slot.self)
-    for index in 0..<capacity {
-      UnsafeMutableRawPointer(Self.slot(newSlots, index)).storeBytes(of: 0, as: UInt64.self)
+    // Zeroed: every tag says empty.
+    guard let memory = pace_allocate_table(capacity * Self.slotStride) else {
+      fatalError("KeyTable: out of memory for \(capacity) slots")
     }
+    let newSlots = memory.assumingMemoryBound(to: Slot.self)
     let oldSlots = slots
     let oldMask = mask
     slots = newSlots
@@ -271,7 +274,7 @@ struct KeyTable<Key: Hashable, Value>: ~Copyable {
         while Self.slot(newSlots, target).pointee.tag != 0 { target = (target &+ 1) & mask }
         Self.slot(newSlots, target).moveInitialize(from: Self.slot(oldSlots, index), count: 1)
       }
-      UnsafeMutableRawPointer(oldSlots).deallocate()
+      pace_free_table(oldSlots, (oldMask + 1) * Self.slotStride)
     }
     publishHint()
   }
@@ -289,7 +292,7 @@ struct KeyTable<Key: Hashable, Value>: ~Copyable {
   func freeSlots() {
     guard let slots else { return }
     forEachSlot { slot in Self.slot(slots, slot).deinitialize(count: 1) }
-    UnsafeMutableRawPointer(slots).deallocate()
+    pace_free_table(slots, capacity * Self.slotStride)
   }
 
   @usableFromInline
