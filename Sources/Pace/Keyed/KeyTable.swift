@@ -258,7 +258,8 @@ struct KeyTable<Key: Hashable, Value>: ~Copyable {
 
   @inlinable
   mutating func rebuild(capacity: Int) {
-    // Zeroed: every tag says empty.
+    // Zeroed: every tag says empty. Aligned to a cache line, which no Swift type exceeds.
+    assert(MemoryLayout<Slot>.alignment <= 64, "KeyTable: slots aligned beyond a cache line")
     guard let memory = pace_allocate_table(capacity * Self.slotStride) else {
       fatalError("KeyTable: out of memory for \(capacity) slots")
     }
