@@ -114,6 +114,10 @@ struct KeyTable<Key: Hashable, Value>: ~Copyable {
     pace_prefetch_for_writing(UnsafeRawPointer(bitPattern: slot))
     // A slot that is not a whole cache line may end on the next one.
     pace_prefetch_for_writing(UnsafeRawPointer(bitPattern: slot &+ UInt(MemoryLayout<Slot>.size &- 1)))
+    // Linear probing finds a key one slot past its home about as often as at home; that slot
+    // often ends on a line of its own. (Past the end of the table, the hint prefetches nothing
+    // useful, and a prefetch never faults.)
+    pace_prefetch_for_writing(UnsafeRawPointer(bitPattern: slot &+ UInt(slotStride &+ MemoryLayout<Slot>.size &- 1)))
   }
 
   // MARK: Lookup and insertion
