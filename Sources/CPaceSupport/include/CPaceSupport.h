@@ -3,11 +3,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
 
 /// Asks the processor to start loading the cache line at `address` for writing. A hint only:
 /// it never faults, whatever the address, and changes nothing a program can observe but time.
@@ -26,37 +21,22 @@ static inline __attribute__((always_inline)) void pace_store_relaxed(uintptr_t *
   __atomic_store_n(address, value, __ATOMIC_RELAXED);
 }
 
-/// Tables at least this large map pages of their own (on Linux).
-#define PACE_MAPPED_TABLE_BYTES 262144 /* 256 KiB */
-
 /// Zeroed memory for a keyed table's slots, aligned to 64 bytes; `NULL` if there is none.
 ///
-/// On Linux a large table maps pages of its own, which `pace_free_table` gives back to the
-/// system at once: from glibc's malloc, a table that grows on one thread and shrinks on another
-/// leaves freed pages in the arenas of both threads, and a process whose keys have all gone
-/// quiet stays larger than it was (measured in `Benchmarks/KeyedMemory`). Fresh pages are zero.
-static inline void *pace_allocate_table(size_t bytes) {
-#if defined(__linux__)
-  if (bytes >= PACE_MAPPED_TABLE_BYTES) {
-    void *pages = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return pages == MAP_FAILED ? NULL : pages;
-  }
-#endif
-  void *memory = NULL;
-  if (posix_memalign(&memory, 64, bytes) != 0) return NULL;
-  memset(memory, 0, bytes);
-  return memory;
-}
+/// On Linux a table of 256 KiB or more maps pages of its own, which `pace_free_table` gives back
+/// to the system at once: from glibc's malloc, a table that grows on one thread and shrinks on
+/// another leaves freed pages in the arenas of both threads, and a process whose keys have all
+/// gone quiet stays larger than it was (measured in `Benchmarks/KeyedMemory`).
+///
+/// Compiled once, in this target, not inline: the table's code is `@inlinable`, so it is
+/// compiled into every module that uses a keyed primitive, and the choice between the two
+/// allocators must be the same wherever a table is allocated and freed.
+void *pace_allocate_table(size_t bytes);
 
 /// Frees what `pace_allocate_table(bytes)` returned, given the same `bytes`.
-static inline void pace_free_table(void *table, size_t bytes) {
-#if defined(__linux__)
-  if (bytes >= PACE_MAPPED_TABLE_BYTES) {
-    munmap(table, bytes);
-    return;
-  }
-#endif
-  free(table);
-}
+void pace_free_table(void *table, size_t bytes);
+
+/// The size from which `pace_allocate_table` maps pages of its own (on Linux).
+size_t pace_mapped_table_bytes(void);
 
 #endif

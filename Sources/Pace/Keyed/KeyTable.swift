@@ -84,7 +84,7 @@ struct KeyTable<Key: Hashable, Value>: ~Copyable {
   static var slotStride: Int { MemoryLayout<Slot>.stride }
 
   /// Slots of this many bytes or more are pages mapped for the table alone, on Linux.
-  static var mappedBytes: Int { Int(PACE_MAPPED_TABLE_BYTES) }
+  static var mappedBytes: Int { pace_mapped_table_bytes() }
 
   @inlinable @inline(__always)
   static func slot(_ slots: UnsafeMutablePointer<Slot>, _ index: Int) -> UnsafeMutablePointer<Slot> {
