@@ -26,7 +26,7 @@ import Testing
     // It advances with the clock it stands for.
     let before = ContinuousClock.now
     let elapsed = clock.now()
-    try await Task.sleep(for: .milliseconds(3))
+    try await Task.sleep(for: .milliseconds(3))  // real-time: the real clock must advance with it
     let later = clock.now()
     #expect(later.nanoseconds - elapsed.nanoseconds >= 3_000_000)
     #expect(later.nanoseconds - elapsed.nanoseconds <= before.duration(to: .now).paceNanoseconds + 1_000_000)
