@@ -127,6 +127,10 @@ public final class MarbleHarness: Sendable {
   /// The output recorded so far.
   public var output: [MarbleTimeline<String>.Event] { recorded.events }
 
+  // The pacers below capture the runner strongly on purpose: the runner never stores them (the
+  // caller holds the pacer for the run), so there is no cycle, and the output must outlive the
+  // caller's last reference to the runner while the pacer still has invocations to make.
+
   /// A `Debouncer<String>` on this run's scheduler whose invocations are the output.
   public func debouncer(
     for interval: Duration, edges: Edges = .trailing, maxWait: Duration? = nil, merge: Merge<String> = .latest
