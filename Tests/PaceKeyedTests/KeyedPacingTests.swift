@@ -53,6 +53,8 @@ import Testing
     #expect(debouncer.trackedKeyCount == 0)
     #expect(debouncer.pacer.timerEntryCount == 0)
     #expect(scheduler.pendingDeadlines.isEmpty)
+    // Quiet keys hold no memory: tables, heaps and outboxes are all given back.
+    #expect(debouncer.pacer.heldStorageBytes == 0)
   }
 
   @Test func aKeyAfterAMaxWaitInvocationIsKeptUntilItsBurstIsOver() {

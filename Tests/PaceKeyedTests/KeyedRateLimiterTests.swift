@@ -26,6 +26,7 @@ import Testing
     scheduler.advance(by: .seconds(12))
     #expect(limiter.trackedKeyCount == 0)
     #expect(scheduler.pendingDeadlines.isEmpty)
+    #expect(limiter.heldStorageBytes == 0)
     #expect(limiter.availablePermits(for: "api-key-42") == 20)
   }
 

@@ -92,6 +92,7 @@ import Testing
       // Everything went quiet: every key was forgotten and no timer is left.
       #expect(keyed.trackedKeyCount == 0, "seed \(seed)")
       #expect(scheduler.pendingDeadlines.isEmpty, "seed \(seed)")
+      #expect(keyed.pacer.heldStorageBytes == 0, "seed \(seed): storage held once quiet")
     }
   }
 
@@ -147,6 +148,7 @@ import Testing
       }
       #expect(keyed.trackedKeyCount == 0, "seed \(seed)")
       #expect(scheduler.pendingDeadlines.isEmpty, "seed \(seed)")
+      #expect(keyed.pacer.heldStorageBytes == 0, "seed \(seed): storage held once quiet")
     }
   }
 
@@ -186,6 +188,7 @@ import Testing
       scheduler.advance(to: ms((steps.last?.time ?? 0) + 60_000))
       #expect(keyed.trackedKeyCount == 0, "seed \(seed)")
       #expect(scheduler.pendingDeadlines.isEmpty, "seed \(seed)")
+      #expect(keyed.heldStorageBytes == 0, "seed \(seed): storage held once quiet")
     }
   }
 }

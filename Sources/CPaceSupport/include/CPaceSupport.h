@@ -36,6 +36,14 @@ void *pace_allocate_table(size_t bytes);
 /// Frees what `pace_allocate_table(bytes)` returned, given the same `bytes`.
 void pace_free_table(void *table, size_t bytes);
 
+/// Shrinks what `pace_allocate_table(bytes)` returned to `newBytes` (less than `bytes`), keeping
+/// its first `newBytes` bytes, in place where it can: on Linux a mapped table gives its tail pages
+/// back, and a smaller one goes through `realloc`, which shrinks a block where it lies. The result
+/// is aligned to 64 bytes, is freed with `pace_free_table(result, newBytes)`, and may be `table`
+/// itself; `NULL` only when memory runs out, and then the table is lost (callers stop). Bytes are
+/// moved, not copied: only for values that are bitwise movable.
+void *pace_shrink_table(void *table, size_t bytes, size_t newBytes);
+
 /// The size from which `pace_allocate_table` maps pages of its own (on Linux).
 size_t pace_mapped_table_bytes(void);
 

@@ -58,6 +58,15 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
     init(machine: Machine) {
       self.machine = machine
     }
+
+    /// Gives back the outbox's storage once it is empty and either large, after a spike of
+    /// invocations, or the last the shard holds: a shard whose keys have all gone quiet holds no
+    /// memory (it would pin a page of the malloc arena of the thread that grew it).
+    @inlinable
+    mutating func releaseIdleOutbox() {
+      guard outbox.isEmpty, !isDelivering, outbox.slots.capacity > 0 else { return }
+      if outbox.slots.capacity > 64 || keys.count == 0 { outbox = FIFO() }
+    }
   }
 
   /// What to do once the lock is released.
@@ -197,6 +206,19 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
     shards.indices.reduce(0) { count, index in count + shards.withLock(index) { $0.keys.count } }
   }
 
+  /// The bytes of storage the shards hold beyond their fixed fields (tables, heaps, outboxes);
+  /// 0 once every key has gone quiet. For tests.
+  var heldStorageBytes: Int {
+    shards.indices.reduce(0) { bytes, index in
+      bytes
+        + shards.withLock(index) { shard in
+          shard.keys.capacity * KeyTable<Key, Machine.KeyState>.slotStride
+            + shard.timer.capacity * MemoryLayout<ShardTimer<Key>.Entry>.stride
+            + shard.outbox.slots.capacity * MemoryLayout<(Key, Value)?>.stride
+        }
+    }
+  }
+
   /// How many deadlines the shards' heaps hold, stale ones included; for tests.
   var timerEntryCount: Int {
     shards.indices.reduce(0) { count, index in count + shards.withLock(index) { $0.timer.count } }
@@ -206,9 +228,9 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
   func timerFired(shard index: Int, generation: UInt64) {
     let now = scheduler.now
     let effects = shards.withLock(index) { shard -> Effects in
-      guard let due = shard.timer.fired(generation: generation, now: now) else { return Effects() }
+      guard shard.timer.beginFiring(generation: generation, now: now) else { return Effects() }
       var effects = Effects()
-      for entry in due {
+      while let entry = shard.timer.nextDue() {
         // Stale: the key was cancelled or evicted since.
         guard let slot = shard.keys.index(of: entry.key, hash: entry.key.hashValue) else { continue }
         let action = Self.run(slot: slot, in: &shard) { machine in
@@ -218,9 +240,11 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
         effects.startDelivery = Self.apply(action, for: entry.key, to: &shard).startDelivery || effects.startDelivery
         Self.settle(slot: slot, now: now, in: &shard)
       }
-      shard.keys.shrinkIfSparse()
       // Deadlines added above that are already due run at the scheduler's next turn, after
       // this turn's invocations, as a single-key ``Pacer``'s timer would.
+      shard.timer.endFiring()
+      shard.keys.shrinkIfSparse()
+      shard.releaseIdleOutbox()
       effects.arm = shard.timer.needsArming
       return effects
     }
@@ -310,8 +334,7 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
     while let (key, value) = shards.withLock(index, { shard -> (Key, Value)? in
       guard let invocation = shard.outbox.popFirst() else {
         shard.isDelivering = false
-        // After a spike of invocations, give the outbox's storage back.
-        if shard.outbox.slots.capacity > 64 { shard.outbox = FIFO() }
+        shard.releaseIdleOutbox()
         return nil
       }
       return invocation

@@ -264,6 +264,20 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     shards.indices.reduce(0) { count, index in count + shards.withLock(index) { $0.buckets.count } }
   }
 
+  /// The bytes of storage the shards hold beyond their fixed fields (tables, heaps, queues); 0
+  /// once every key has gone quiet. For tests.
+  var heldStorageBytes: Int {
+    shards.indices.reduce(0) { bytes, index in
+      bytes
+        + shards.withLock(index) { shard in
+          shard.buckets.capacity * KeyTable<Key, KeyBucket>.slotStride
+            + shard.timer.capacity * MemoryLayout<ShardTimer<Key>.Entry>.stride
+            + shard.queues.capacity * MemoryLayout<(Key, WaitQueue)>.stride
+            + shard.waiters.capacity * MemoryLayout<(UInt64, Waiter)>.stride
+        }
+    }
+  }
+
   /// How many ``acquire(_:cost:)`` calls wait, over all keys.
   public var waitingCount: Int {
     shards.indices.reduce(0) { count, index in count + shards.withLock(index) { $0.waiters.count } }
@@ -370,15 +384,16 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   func timerFired(shard index: Int, generation: UInt64) {
     let now = clock.now()
     let effects = shards.withLock(index) { shard -> Effects in
-      guard let due = shard.timer.fired(generation: generation, now: now) else { return Effects() }
+      guard shard.timer.beginFiring(generation: generation, now: now) else { return Effects() }
       var effects = Effects()
-      for entry in due {
+      while let entry = shard.timer.nextDue() {
         let hash = entry.key.hashValue
         guard let slot = shard.buckets.index(of: entry.key, hash: hash),
           shard.buckets.valuePointer(at: slot).pointee.checkAt == entry.deadline
         else { continue }
         effects.granted += grant(entry.key, hash: hash, now: now, consumedCheck: true, in: &shard)
       }
+      shard.timer.endFiring()
       shard.buckets.shrinkIfSparse()
       shard.queues.shrinkIfSparse()
       effects.arm = shard.timer.needsArming

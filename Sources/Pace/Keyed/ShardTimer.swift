@@ -1,3 +1,5 @@
+import CPaceSupport
+
 /// The deadlines of every key in one shard, in a binary min-heap, behind one scheduler timer.
 ///
 /// A keyed primitive never arms a scheduler timer per key: each key's deadline goes in its
@@ -6,8 +8,17 @@
 /// timer at all. Entries are never removed from the middle: an entry whose key has moved on
 /// (cancelled, re-armed, evicted) is recognised as stale when it comes out, which keeps
 /// re-arming O(1) for the caller.
+///
+/// The heap's storage comes from the keyed tables' allocator (`pace_allocate_table`), shrinks in
+/// place (`pace_shrink_table`) as keys go idle, and is freed once empty; a firing takes its due
+/// entries out one at a time instead of into an array. Both keep the timer thread, which runs
+/// the firings, from allocating: memory that thread allocates lands in its own malloc arena, and
+/// a process whose keys have all gone quiet stayed measurably larger (`Benchmarks/KeyedMemory`).
+///
+/// Noncopyable, because it owns its storage; it lives in its shard's state, under the shard's
+/// lock.
 @usableFromInline
-struct ShardTimer<Key> {
+struct ShardTimer<Key>: ~Copyable {
   @usableFromInline
   struct Entry {
     @usableFromInline let deadline: PaceInstant
@@ -34,35 +45,61 @@ struct ShardTimer<Key> {
     }
   }
 
-  @usableFromInline var heap: [Entry] = []
+  /// `capacity` entries, the first `count` of them initialised, in heap order; `nil` while the
+  /// capacity is 0.
+  @usableFromInline var entries: UnsafeMutablePointer<Entry>?
+  @usableFromInline var capacity = 0
+  @usableFromInline var count = 0
   /// The deadline the scheduler timer is armed for; `nil` when none is.
   @usableFromInline var armedAt: PaceInstant?
   @usableFromInline var handle: (any PaceCancellable)?
   /// Identifies the latest arming; a timer that fires with an older generation is stale.
   @usableFromInline var generation: UInt64 = 0
+  /// While a firing takes its entries out, the instant it fires at: a deadline added meanwhile
+  /// that is already due waits in `deferred`, for the scheduler's next turn.
+  @usableFromInline var firingAt: PaceInstant?
+  @usableFromInline var deferred: [Entry] = []
 
   @usableFromInline init() {}
 
-  @inlinable var count: Int { heap.count }
+  @inlinable
+  deinit {
+    if let entries {
+      entries.deinitialize(count: count)
+      pace_free_table(entries, capacity * MemoryLayout<Entry>.stride)
+    }
+  }
 
   /// Adds `key`'s deadline. Call ``armIfNeeded()`` before releasing the lock.
   @inlinable
   mutating func add(_ deadline: PaceInstant, for key: Key) {
-    heap.append(Entry(deadline: deadline, key: key))
-    var child = heap.count - 1
+    if let firingAt, deadline <= firingAt {
+      deferred.append(Entry(deadline: deadline, key: key))
+      return
+    }
+    if count == capacity { resize(to: Swift.max(16, capacity * 2)) }
+    let entries = self.entries.unsafelyUnwrapped
+    // Sift the hole up from the end, then fill it.
+    var child = count
     while child > 0 {
       let parent = (child - 1) / 2
-      guard heap[child].deadline < heap[parent].deadline else { break }
-      heap.swapAt(child, parent)
+      guard deadline < entries[parent].deadline else { break }
+      (entries + child).moveInitialize(from: entries + parent, count: 1)
       child = parent
     }
+    (entries + child).initialize(to: Entry(deadline: deadline, key: key))
+    count += 1
   }
+
+  /// The earliest deadline; `nil` when the heap is empty.
+  @inlinable
+  var earliest: PaceInstant? { count == 0 ? nil : entries.unsafelyUnwrapped.pointee.deadline }
 
   /// Whether ``armIfNeeded()`` would arm: a cheap test for the hot path, which then arms after
   /// releasing the lock (taking it again briefly).
   @inlinable
   var needsArming: Bool {
-    guard let earliest = heap.first?.deadline else { return false }
+    guard let earliest else { return false }
     guard let armedAt else { return true }
     return earliest < armedAt
   }
@@ -70,7 +107,7 @@ struct ShardTimer<Key> {
   /// Arms the scheduler timer for the earliest deadline unless it is armed for that or earlier.
   @inlinable
   mutating func armIfNeeded() -> Arming? {
-    guard let earliest = heap.first?.deadline else { return nil }
+    guard let earliest else { return nil }
     if let armedAt, armedAt <= earliest { return nil }
     generation &+= 1
     armedAt = earliest
@@ -86,54 +123,114 @@ struct ShardTimer<Key> {
     return true
   }
 
-  /// The scheduler timer of `generation` fired at `now`: takes the entries due by then, earliest
-  /// first, or returns `nil` if that timer was stale. Call ``armIfNeeded()`` afterwards.
+  // MARK: Firing
+
+  /// The scheduler timer of `generation` fired at `now`: returns `false` if that timer was
+  /// stale. Otherwise take the due entries with ``nextDue()``, then call ``endFiring()``, all
+  /// under the lock, and ``armIfNeeded()`` afterwards.
   @inlinable
-  mutating func fired(generation: UInt64, now: PaceInstant) -> [Entry]? {
-    guard generation == self.generation else { return nil }
+  mutating func beginFiring(generation: UInt64, now: PaceInstant) -> Bool {
+    guard generation == self.generation else { return false }
     handle = nil
     armedAt = nil
-    var due: [Entry] = []
-    while let first = heap.first, first.deadline <= now {
-      due.append(popFirst())
+    firingAt = now
+    return true
+  }
+
+  /// The next entry due by the firing's instant, earliest first; `nil` once there is none.
+  /// Deadlines added in between that are already due are kept for the next firing.
+  @inlinable
+  mutating func nextDue() -> Entry? {
+    guard let firingAt, let earliest, earliest <= firingAt else { return nil }
+    return popFirst()
+  }
+
+  /// Ends a firing: the deadlines deferred during it go into the heap, and the storage of a heap
+  /// that keys going idle have left sparse shrinks (amortised O(1)).
+  @inlinable
+  mutating func endFiring() {
+    firingAt = nil
+    if !deferred.isEmpty {
+      for entry in deferred { add(entry.deadline, for: entry.key) }
+      deferred = []
     }
-    // Keys that went idle leave the heap small; give the memory back (amortised O(1)).
-    if heap.capacity > 64, heap.count < heap.capacity / 4 {
-      // A new buffer: `Array(heap)` would share the old one, capacity and all.
-      var smaller: [Entry] = []
-      smaller.reserveCapacity(heap.count * 2)
-      smaller.append(contentsOf: heap)
-      heap = smaller
-    }
-    return due
+    shrinkIfSparse()
   }
 
   /// Forgets every deadline and disarms; returns the timer to cancel.
   @inlinable
   mutating func removeAll() -> (any PaceCancellable)? {
-    heap = []
+    if let entries {
+      entries.deinitialize(count: count)
+      count = 0
+    }
+    deferred = []
+    shrinkIfSparse()
     armedAt = nil
     generation &+= 1
     return handle.take()
   }
 
+  // MARK: Storage
+
   @inlinable
   mutating func popFirst() -> Entry {
-    let first = heap[0]
-    let last = heap.removeLast()
-    guard !heap.isEmpty else { return first }
-    heap[0] = last
+    let entries = self.entries.unsafelyUnwrapped
+    let first = entries.move()
+    count -= 1
+    guard count > 0 else { return first }
+    // Sift the hole at the root down, then fill it with the last entry.
+    let last = (entries + count).move()
     var parent = 0
     while true {
       let left = 2 * parent + 1
-      guard left < heap.count else { break }
+      guard left < count else { break }
       let right = left + 1
-      let child = right < heap.count && heap[right].deadline < heap[left].deadline ? right : left
-      guard heap[child].deadline < heap[parent].deadline else { break }
-      heap.swapAt(child, parent)
+      let child = right < count && entries[right].deadline < entries[left].deadline ? right : left
+      guard entries[child].deadline < last.deadline else { break }
+      (entries + parent).moveInitialize(from: entries + child, count: 1)
       parent = child
     }
+    (entries + parent).initialize(to: last)
     return first
+  }
+
+  /// Frees the storage of an empty heap, and shrinks that of a heap of more than 64 entries
+  /// that fills less than a quarter of it to the power of two that it would half fill.
+  @inlinable
+  mutating func shrinkIfSparse() {
+    if count == 0 {
+      if capacity > 0 { resize(to: 0) }
+    } else if capacity > 64, count < capacity / 4 {
+      // The least power of two of at least `2 * count`.
+      resize(to: Swift.max(16, 1 << (Int.bitWidth - (count * 2 - 1).leadingZeroBitCount)))
+    }
+  }
+
+  @inlinable @inline(never)  // specialised for the key type, but out of the hot path
+  mutating func resize(to newCapacity: Int) {
+    let stride = MemoryLayout<Entry>.stride
+    guard newCapacity > 0 else {
+      if let entries { pace_free_table(entries, capacity * stride) }
+      entries = nil
+      capacity = 0
+      return
+    }
+    let memory: UnsafeMutableRawPointer?
+    // In place only for entries that may move by their bytes (the standard library's test; a
+    // key holding an Objective-C weak reference may not).
+    if let entries, newCapacity < capacity, _isBitwiseTakable(Entry.self) {
+      memory = pace_shrink_table(entries, capacity * stride, newCapacity * stride)
+    } else {
+      memory = pace_allocate_table(newCapacity * stride)
+      if let entries, let memory {
+        memory.assumingMemoryBound(to: Entry.self).moveInitialize(from: entries, count: count)
+        pace_free_table(entries, capacity * stride)
+      }
+    }
+    guard let memory else { fatalError("ShardTimer: out of memory for \(newCapacity) deadlines") }
+    entries = memory.assumingMemoryBound(to: Entry.self)
+    capacity = newCapacity
   }
 }
 

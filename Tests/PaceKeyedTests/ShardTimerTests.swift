@@ -1,0 +1,168 @@
+import PaceTestSupport
+import Testing
+
+@testable import Pace
+
+/// The heap of deadlines behind each keyed shard's one scheduler timer, white-box: seeded random
+/// additions and firings against a sorted array, deadlines added during a firing, the stale
+/// generations, and the lifetimes of keys through growth, shrinking in place, the mapped-pages
+/// threshold both ways, `removeAll()` and `deinit`.
+@Suite struct ShardTimerTests {
+  typealias LiveInstances = KeyTableTests.LiveInstances
+  typealias LifetimeProbe = KeyTableTests.LifetimeProbe
+
+  static func instant(_ nanoseconds: Int64) -> PaceInstant { PaceInstant(nanoseconds: nanoseconds) }
+
+  /// Takes every entry due at `now`, adding `addDuring(entry)` for each as it comes out.
+  static func fire(
+    _ timer: inout ShardTimer<Int>, at now: PaceInstant, addDuring: (ShardTimer<Int>.Entry) -> PaceInstant? = { _ in nil }
+  ) -> [ShardTimer<Int>.Entry] {
+    let armed = timer.armIfNeeded()
+    let began = timer.beginFiring(generation: armed?.generation ?? timer.generation, now: now)
+    #expect(began)
+    var due: [ShardTimer<Int>.Entry] = []
+    while let entry = timer.nextDue() {
+      due.append(entry)
+      if let deadline = addDuring(entry) { timer.add(deadline, for: entry.key) }
+    }
+    timer.endFiring()
+    return due
+  }
+
+  @Test(arguments: 0..<200)
+  func matchesASortedArrayOnRandomTimelines(seed: UInt64) {
+    var generator = SeededGenerator(seed: seed)
+    var timer = ShardTimer<Int>()
+    // The reference: every (deadline, key) in the heap; a firing takes those due, earliest first.
+    var model: [(deadline: Int64, key: Int)] = []
+    var now: Int64 = 0
+    var nextKey = 0
+    let burst = [1, 10, 100, 1_000][Int.random(in: 0..<4, using: &generator)]
+    for step in 0..<60 {
+      for _ in 0..<Int.random(in: 0...burst, using: &generator) {
+        // Deadlines from now (due at once) to well after; extremes included.
+        let deadline =
+          Int.random(in: 0..<50, using: &generator) == 0
+          ? Int64.max : now + Int64.random(in: 0...1_000, using: &generator)
+        timer.add(Self.instant(deadline), for: nextKey)
+        model.append((deadline, nextKey))
+        nextKey += 1
+      }
+      let (count, earliest) = (timer.count, timer.earliest)
+      #expect(count == model.count, "seed \(seed), step \(step)")
+      #expect(earliest?.nanoseconds == model.map(\.deadline).min(), "seed \(seed), step \(step)")
+      now += Int64.random(in: 0...700, using: &generator)
+      // Some entries coming out add a deadline, due already (deferred) or later.
+      var addedDuring: [(deadline: Int64, key: Int)] = []
+      let due = Self.fire(&timer, at: Self.instant(now)) { entry in
+        guard entry.key % 3 == 0 else { return nil }
+        let deadline = entry.key % 2 == 0 ? now : now + 1 + Int64(entry.key % 500)
+        addedDuring.append((deadline, entry.key))
+        return Self.instant(deadline)
+      }
+      let expected = model.filter { $0.deadline <= now }
+      model.removeAll { $0.deadline <= now }
+      model += addedDuring
+      // Earliest first; keys of equal deadlines in any order.
+      #expect(due.map(\.deadline.nanoseconds) == expected.map(\.deadline).sorted(), "seed \(seed), step \(step)")
+      #expect(Set(due.map(\.key)) == Set(expected.map(\.key)), "seed \(seed), step \(step)")
+      let (countAfter, capacity) = (timer.count, timer.capacity)
+      #expect(countAfter == model.count, "seed \(seed), step \(step)")
+      // Sparse storage shrinks: at most 64 entries' room, or under four times the entries.
+      #expect(capacity <= Swift.max(64, 4 * countAfter), "seed \(seed), step \(step)")
+    }
+    // Everything still in the heap comes out, in order, once the end of time is reached.
+    let rest = Self.fire(&timer, at: .max)
+    #expect(rest.map(\.deadline.nanoseconds) == model.map(\.deadline).sorted(), "seed \(seed)")
+    let emptied = timer.count == 0 && timer.capacity == 0 && timer.entries == nil
+    #expect(emptied, "seed \(seed)")
+  }
+
+  @Test func aDeadlineAddedDuringAFiringThatIsAlreadyDueWaitsForTheNextOne() {
+    var timer = ShardTimer<Int>()
+    timer.add(Self.instant(10), for: 1)
+    timer.add(Self.instant(10), for: 2)
+    timer.add(Self.instant(30), for: 3)
+    let first = Self.fire(&timer, at: Self.instant(10)) { entry in entry.key == 1 ? Self.instant(5) : nil }
+    #expect(first.map(\.key).sorted() == [1, 2])
+    // Due at 5, before the firing's instant: in the heap now, so the next arming is for it.
+    let (earliest, needsArming) = (timer.earliest, timer.needsArming)
+    #expect(earliest == Self.instant(5))
+    #expect(needsArming)
+    let second = Self.fire(&timer, at: Self.instant(10))
+    #expect(second.map(\.key) == [1])
+    let count = timer.count
+    #expect(count == 1)
+  }
+
+  @Test func aStaleGenerationTakesNothing() {
+    var timer = ShardTimer<Int>()
+    timer.add(Self.instant(10), for: 1)
+    let first = timer.armIfNeeded()
+    timer.add(Self.instant(5), for: 2)
+    let second = timer.armIfNeeded()
+    #expect(first?.deadline == Self.instant(10))
+    #expect(second?.deadline == Self.instant(5))
+    #expect(second.map { $0.generation } != first.map { $0.generation })
+    // The first timer fires late: it is stale, and leaves the heap as it is.
+    let began = timer.beginFiring(generation: first!.generation, now: Self.instant(20))
+    #expect(!began)
+    let nextDue = timer.nextDue()
+    #expect(nextDue == nil)
+    let count = timer.count
+    #expect(count == 2)
+    // A timer that removeAll() disowned is stale too.
+    let cancelled = timer.removeAll()
+    #expect(cancelled == nil)  // no handle was kept in this test
+    let beganAfterRemoval = timer.beginFiring(generation: second!.generation, now: Self.instant(20))
+    #expect(!beganAfterRemoval)
+    let emptied = timer.count == 0 && timer.capacity == 0
+    #expect(emptied)
+  }
+
+  @Test func keysLiveExactlyAsLongAsTheirEntriesThroughEveryResize() {
+    let instances = LiveInstances()
+    let count = 40_000
+    typealias ProbeTimer = ShardTimer<LifetimeProbe>
+    let stride = MemoryLayout<ProbeTimer.Entry>.stride
+    do {
+      var timer = ProbeTimer()
+      for id in 0..<count {
+        timer.add(Self.instant(Int64(count - id)), for: LifetimeProbe(id, instances, hashModulus: .max))
+      }
+      // Past the threshold from which storage is pages of its own.
+      let grownBytes = timer.capacity * stride
+      #expect(grownBytes >= KeyTable<Int, Int>.mappedBytes)
+      #expect(instances.live == count)
+      // Firings shrink the storage: mapped pages given back in place, then under the threshold
+      // into malloc's memory, then through `realloc`.
+      var next: Int64 = 1
+      var capacities: Set<Int> = []
+      for now in [Int64(100), 2_000, 20_000, 30_000, 39_000, 39_990] {
+        let armed = timer.armIfNeeded()
+        let began = timer.beginFiring(generation: armed?.generation ?? timer.generation, now: Self.instant(now))
+        #expect(began)
+        while let entry = timer.nextDue() {
+          #expect(entry.deadline == Self.instant(next))
+          #expect(entry.key.id == count - Int(next))
+          next += 1
+        }
+        timer.endFiring()
+        #expect(instances.live == count - Int(now))
+        capacities.insert(timer.capacity)
+      }
+      #expect(capacities.contains { $0 * stride >= KeyTable<Int, Int>.mappedBytes })
+      #expect(capacities.contains { $0 > 64 && $0 * stride < KeyTable<Int, Int>.mappedBytes })
+      let (left, capacity) = (timer.count, timer.capacity)
+      #expect(left == 10)
+      #expect(capacity == 32)  // 65,536, 32,768 in place, 2,048, 32
+      // removeAll() releases the rest; more keys are released by deinit.
+      _ = timer.removeAll()
+      #expect(instances.live == 0)
+      for id in 0..<1_000 { timer.add(Self.instant(Int64(id)), for: LifetimeProbe(id, instances, hashModulus: .max)) }
+      #expect(instances.live == 1_000)
+    }
+    #expect(instances.live == 0)
+    #expect(instances.deinitialisedTwice == 0)
+  }
+}
