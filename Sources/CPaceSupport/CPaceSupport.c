@@ -10,7 +10,7 @@
 #include <unistd.h>
 #endif
 
-static const size_t mappedTableBytes = 256 * 1024;
+static const size_t mappedTableBytes = 16 * 1024;
 
 size_t pace_mapped_table_bytes(void) {
   return mappedTableBytes;

@@ -21,12 +21,15 @@ static inline __attribute__((always_inline)) void pace_store_relaxed(uintptr_t *
   __atomic_store_n(address, value, __ATOMIC_RELAXED);
 }
 
-/// Zeroed memory for a keyed table's slots, aligned to 64 bytes; `NULL` if there is none.
+/// Zeroed memory for a keyed table's slots (or a shard's heap or outbox), aligned to 64 bytes;
+/// `NULL` if there is none.
 ///
-/// On Linux a table of 256 KiB or more maps pages of its own, which `pace_free_table` gives back
-/// to the system at once: from glibc's malloc, a table that grows on one thread and shrinks on
-/// another leaves freed pages in the arenas of both threads, and a process whose keys have all
-/// gone quiet stays larger than it was (measured in `Benchmarks/KeyedMemory`).
+/// On Linux a block of 16 KiB or more maps pages of its own, which `pace_free_table` gives back
+/// to the system at once: from glibc's malloc, storage that grows on the callers' threads and
+/// shrinks on the timer's lands in the arenas of both, where the few small blocks that stay there
+/// (the scheduler's own) keep freed pages resident, and a process whose keys had all gone quiet
+/// stayed 10 to 35 % larger than before in some runs (measured in `Benchmarks/KeyedMemory`; with
+/// 256 or 64 KiB as the threshold, some runs were still over 10 %).
 ///
 /// Compiled once, in this target, not inline: the table's code is `@inlinable`, so it is
 /// compiled into every module that uses a keyed primitive, and the choice between the two

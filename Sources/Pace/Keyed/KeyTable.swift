@@ -18,7 +18,7 @@ import CPaceSupport
 /// tombstones. The slots start on a cache line and ``prefetch(_:hash:)`` loads both lines of a
 /// slot that straddles two. A table of more than 64 slots that holds keys in fewer than an
 /// eighth of them is rebuilt smaller, and an empty one holds no memory at all, so evicted keys
-/// give their memory back. On Linux, slots of 256 KiB or more are pages mapped for the table
+/// give their memory back. On Linux, slots of 16 KiB or more are pages mapped for the table
 /// alone (`pace_allocate_table`), so that memory goes back to the system, not to a malloc arena.
 ///
 /// Noncopyable, because it owns its slots, which `deinit` frees; it lives inside its shard's

@@ -51,7 +51,7 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
     @usableFromInline var machine: Machine
     @usableFromInline var timer = ShardTimer<Key>()
     /// Invocations waiting for `perform`, oldest first.
-    @usableFromInline var outbox = FIFO<(Key, Value)>()
+    @usableFromInline var outbox = KeyedOutbox<(Key, Value)>()
     /// Whether a deliverer is draining the outbox or has been dispatched to.
     @usableFromInline var isDelivering = false
 
@@ -64,8 +64,8 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
     /// memory (it would pin a page of the malloc arena of the thread that grew it).
     @inlinable
     mutating func releaseIdleOutbox() {
-      guard outbox.isEmpty, !isDelivering, outbox.slots.capacity > 0 else { return }
-      if outbox.slots.capacity > 64 || keys.count == 0 { outbox = FIFO() }
+      guard outbox.isEmpty, !isDelivering, outbox.capacity > 0 else { return }
+      if outbox.capacity > 64 || keys.count == 0 { outbox.releaseStorage() }
     }
   }
 
@@ -214,7 +214,7 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
         + shards.withLock(index) { shard in
           shard.keys.capacity * KeyTable<Key, Machine.KeyState>.slotStride
             + shard.timer.capacity * MemoryLayout<ShardTimer<Key>.Entry>.stride
-            + shard.outbox.slots.capacity * MemoryLayout<(Key, Value)?>.stride
+            + shard.outbox.capacity * MemoryLayout<(Key, Value)>.stride
         }
     }
   }

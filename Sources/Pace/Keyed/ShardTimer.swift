@@ -1,5 +1,3 @@
-import CPaceSupport
-
 /// The deadlines of every key in one shard, in a binary min-heap, behind one scheduler timer.
 ///
 /// A keyed primitive never arms a scheduler timer per key: each key's deadline goes in its
@@ -9,11 +7,9 @@ import CPaceSupport
 /// (cancelled, re-armed, evicted) is recognised as stale when it comes out, which keeps
 /// re-arming O(1) for the caller.
 ///
-/// The heap's storage comes from the keyed tables' allocator (`pace_allocate_table`), shrinks in
-/// place (`pace_shrink_table`) as keys go idle, and is freed once empty; a firing takes its due
-/// entries out one at a time instead of into an array. Both keep the timer thread, which runs
-/// the firings, from allocating: memory that thread allocates lands in its own malloc arena, and
-/// a process whose keys have all gone quiet stayed measurably larger (`Benchmarks/KeyedMemory`).
+/// The heap is a ``KeyedStorage``, which shrinks in place as keys go idle and is freed once
+/// empty, and a firing takes its due entries out one at a time instead of into an array: the
+/// timer thread, which runs the firings, allocates nothing from its malloc arena.
 ///
 /// Noncopyable, because it owns its storage; it lives in its shard's state, under the shard's
 /// lock.
@@ -45,10 +41,8 @@ struct ShardTimer<Key>: ~Copyable {
     }
   }
 
-  /// `capacity` entries, the first `count` of them initialised, in heap order; `nil` while the
-  /// capacity is 0.
-  @usableFromInline var entries: UnsafeMutablePointer<Entry>?
-  @usableFromInline var capacity = 0
+  /// The first `count` entries are initialised, in heap order.
+  @usableFromInline var storage = KeyedStorage<Entry>()
   @usableFromInline var count = 0
   /// The deadline the scheduler timer is armed for; `nil` when none is.
   @usableFromInline var armedAt: PaceInstant?
@@ -64,11 +58,10 @@ struct ShardTimer<Key>: ~Copyable {
 
   @inlinable
   deinit {
-    if let entries {
-      entries.deinitialize(count: count)
-      pace_free_table(entries, capacity * MemoryLayout<Entry>.stride)
-    }
+    storage.base?.deinitialize(count: count)
   }
+
+  @inlinable var capacity: Int { storage.capacity }
 
   /// Adds `key`'s deadline. Call ``armIfNeeded()`` before releasing the lock.
   @inlinable
@@ -77,8 +70,8 @@ struct ShardTimer<Key>: ~Copyable {
       deferred.append(Entry(deadline: deadline, key: key))
       return
     }
-    if count == capacity { resize(to: Swift.max(16, capacity * 2)) }
-    let entries = self.entries.unsafelyUnwrapped
+    if count == capacity { grow() }
+    let entries = storage.base.unsafelyUnwrapped
     // Sift the hole up from the end, then fill it.
     var child = count
     while child > 0 {
@@ -93,7 +86,7 @@ struct ShardTimer<Key>: ~Copyable {
 
   /// The earliest deadline; `nil` when the heap is empty.
   @inlinable
-  var earliest: PaceInstant? { count == 0 ? nil : entries.unsafelyUnwrapped.pointee.deadline }
+  var earliest: PaceInstant? { count == 0 ? nil : storage.base.unsafelyUnwrapped.pointee.deadline }
 
   /// Whether ``armIfNeeded()`` would arm: a cheap test for the hot path, which then arms after
   /// releasing the lock (taking it again briefly).
@@ -160,10 +153,8 @@ struct ShardTimer<Key>: ~Copyable {
   /// Forgets every deadline and disarms; returns the timer to cancel.
   @inlinable
   mutating func removeAll() -> (any PaceCancellable)? {
-    if let entries {
-      entries.deinitialize(count: count)
-      count = 0
-    }
+    storage.base?.deinitialize(count: count)
+    count = 0
     deferred = []
     shrinkIfSparse()
     armedAt = nil
@@ -175,7 +166,7 @@ struct ShardTimer<Key>: ~Copyable {
 
   @inlinable
   mutating func popFirst() -> Entry {
-    let entries = self.entries.unsafelyUnwrapped
+    let entries = storage.base.unsafelyUnwrapped
     let first = entries.move()
     count -= 1
     guard count > 0 else { return first }
@@ -200,37 +191,16 @@ struct ShardTimer<Key>: ~Copyable {
   @inlinable
   mutating func shrinkIfSparse() {
     if count == 0 {
-      if capacity > 0 { resize(to: 0) }
+      if capacity > 0 { storage = KeyedStorage() }
     } else if capacity > 64, count < capacity / 4 {
       // The least power of two of at least `2 * count`.
-      resize(to: Swift.max(16, 1 << (Int.bitWidth - (count * 2 - 1).leadingZeroBitCount)))
+      storage.shrink(to: Swift.max(16, 1 << (Int.bitWidth - (count * 2 - 1).leadingZeroBitCount)), keeping: count)
     }
   }
 
   @inlinable @inline(never)  // specialised for the key type, but out of the hot path
-  mutating func resize(to newCapacity: Int) {
-    let stride = MemoryLayout<Entry>.stride
-    guard newCapacity > 0 else {
-      if let entries { pace_free_table(entries, capacity * stride) }
-      entries = nil
-      capacity = 0
-      return
-    }
-    let memory: UnsafeMutableRawPointer?
-    // In place only for entries that may move by their bytes (the standard library's test; a
-    // key holding an Objective-C weak reference may not).
-    if let entries, newCapacity < capacity, _isBitwiseTakable(Entry.self) {
-      memory = pace_shrink_table(entries, capacity * stride, newCapacity * stride)
-    } else {
-      memory = pace_allocate_table(newCapacity * stride)
-      if let entries, let memory {
-        memory.assumingMemoryBound(to: Entry.self).moveInitialize(from: entries, count: count)
-        pace_free_table(entries, capacity * stride)
-      }
-    }
-    guard let memory else { fatalError("ShardTimer: out of memory for \(newCapacity) deadlines") }
-    entries = memory.assumingMemoryBound(to: Entry.self)
-    capacity = newCapacity
+  mutating func grow() {
+    storage.replace(with: Swift.max(16, capacity * 2), moving: count)
   }
 }
 
