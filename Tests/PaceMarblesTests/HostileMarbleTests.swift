@@ -1,4 +1,5 @@
 import Pace
+import PaceTestSupport
 import Testing
 
 @testable import PaceMarbles
@@ -43,7 +44,7 @@ import Testing
   }
 
   @Test func durationFuzz() async throws {
-    var random = MarbleSeededRandom(seed: 8)
+    var random = SeededGenerator(seed: 8)
     let pieces = [
       "0", "1", "5", "9", "00", "922337203685", "4775807", ".", ".", " ", "-", "ns", "us", "µs", "ms", "s", "min",
       "e3", "x", "\u{0}", "٣", "\u{301}", "+",
@@ -153,7 +154,7 @@ import Testing
   /// except a trap; an error is three short lines whose caret points into the text, and a
   /// diagram reads back from its own description.
   @Test func marbleFuzz() async throws {
-    var random = MarbleSeededRandom(seed: 100_000)
+    var random = SeededGenerator(seed: 100_000)
     let pieces = [
       "-", "-", "-", "a", "b", "7", "|", "^", ";", "[", "]", "'", "'w'", ",", " ", "\n", "\r\n", "*", "step:",
       "step: ", "1", "0", ".", "ms", "s", "ns", "min", "9223372036.9s", "9223372036854775807", "é", "\u{0}",
@@ -181,20 +182,3 @@ import Testing
   }
 }
 
-/// SplitMix64: a small seeded generator, so the fuzz tests are the same on every run.
-struct MarbleSeededRandom: RandomNumberGenerator {
-  var state: UInt64
-
-  init(seed: UInt64) { state = seed }
-
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
-  }
-
-  /// A number in `0..<bound`.
-  mutating func next(upTo bound: Int) -> Int { Int(next() % UInt64(bound)) }
-}

@@ -78,4 +78,8 @@ public struct SeededGenerator: RandomNumberGenerator {
     z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
     return z ^ (z >> 31)
   }
+
+  /// A number in `0..<bound` (`bound` more than 0), by remainder: the fuzzers' cheap pick, whose
+  /// slight bias does not matter to them.
+  public mutating func next(upTo bound: Int) -> Int { Int(next() % UInt64(bound)) }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import PaceTestSupport
 import Testing
 
 @testable import PaceTool
@@ -205,12 +206,12 @@ import Testing
 
 /// Hostile traces and argument lists, from a seed.
 struct HostileInputs {
-  var random: SplitMix
+  var random: SeededGenerator
   /// Whether this run mixes in hostile pieces; the other half are well formed, so the runs that
   /// get through to the engine and the renderers are as many as those stopped at the door.
   var hostile = true
 
-  init(seed: UInt64) { random = SplitMix(seed: seed) }
+  init(seed: UInt64) { random = SeededGenerator(seed: seed) }
 
   mutating func pick<T>(_ choices: [T]) -> T { choices[random.next(upTo: choices.count)] }
 
@@ -356,9 +357,4 @@ struct HostileInputs {
     if odd(6) { bytes = Array(bytes.prefix(random.next(upTo: bytes.count + 1))) }
     return bytes
   }
-}
-
-extension SplitMix: RandomNumberGenerator {
-  /// A number in `0..<bound`.
-  mutating func next(upTo bound: Int) -> Int { Int(next() % UInt64(bound)) }
 }

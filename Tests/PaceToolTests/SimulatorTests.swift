@@ -1,5 +1,6 @@
 import Pace
 @testable import PaceTool
+import PaceTestSupport
 import Testing
 
 @Suite struct SimulatorTests {
@@ -102,7 +103,7 @@ import Testing
 
 @Suite struct SelectionTests {
   @Test func selectionAgreesWithSorting() {
-    var generator = SplitMix(seed: 42)
+    var generator = SeededGenerator(seed: 42)
     for count in [1, 2, 3, 7, 100, 1_001] {
       for range in [Int64(3), 1_000_000] {
         let values = (0..<count).map { _ in Int64(generator.next() % UInt64(range)) }
@@ -119,15 +120,3 @@ import Testing
   }
 }
 
-/// A small seeded generator, so the test is the same on every run.
-struct SplitMix {
-  var state: UInt64
-  init(seed: UInt64) { state = seed }
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
-  }
-}
