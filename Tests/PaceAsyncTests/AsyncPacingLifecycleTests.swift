@@ -149,7 +149,9 @@ import PaceTesting
   }
 
   // real-time: a debounce on ContinuousClock; only lower bounds on elapsed time are checked, and
-  // the upper bound is generous.
+  // the upper bound is generous: the test shares the 2-core machine's cooperative pool with the
+  // synchronous suites that `swift test` runs in parallel (one CI run measured 15.6 s for this
+  // 50 ms debounce while a 27 s fuzz test held a pool thread).
   @Test func debouncesOnARealClock() async throws {
     let clock = ContinuousClock()
     let (stream, input) = AsyncStream<String>.makeStream()
@@ -160,7 +162,7 @@ import PaceTesting
     var received = [await iterator.next()]
     let elapsed = start.duration(to: clock.now)
     #expect(elapsed >= .milliseconds(50))
-    #expect(elapsed < .seconds(10))
+    #expect(elapsed < .seconds(120))
     input.finish()
     while let value = await iterator.next() { received.append(value) }
     // "b" alone; or "a" then "b" if the reading task was held up for 50 ms between the two.

@@ -189,7 +189,8 @@ import PaceTesting
   }
 
   // real-time: 5 chunks of 1,000 bytes at 40,000 bytes a second with a 1,000-byte burst take at
-  // least 100 ms; the upper bound is generous.
+  // least 100 ms; the upper bound is generous, as the test shares the cooperative pool with the
+  // synchronous suites run in parallel (see `AsyncPacingLifecycleTests.debouncesOnARealClock`).
   @Test func limitsBytesOnARealClock() async {
     let clock = ContinuousClock()
     let start = clock.now
@@ -199,7 +200,7 @@ import PaceTesting
     #expect(total == 5_000)
     let elapsed = start.duration(to: clock.now)
     #expect(elapsed >= .milliseconds(100))
-    #expect(elapsed < .seconds(10))
+    #expect(elapsed < .seconds(120))
   }
 }
 
