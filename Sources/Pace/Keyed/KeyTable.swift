@@ -18,12 +18,13 @@ import CPaceSupport
 /// tombstones. The slots start on a cache line and ``prefetch(_:hash:)`` loads both lines of a
 /// slot that straddles two. A table of more than 64 slots that holds keys in fewer than an
 /// eighth of them is rebuilt smaller, and an empty one holds no memory at all, so evicted keys
-/// give their memory back. On Linux, slots of 16 KiB or more are pages mapped for the table
-/// alone (`pace_allocate_table`), so that memory goes back to the system, not to a malloc arena.
+/// give their memory back. The slots are a ``KeyedStorage``: on Linux, 16 KiB or more of them
+/// are pages mapped for the table alone, so that memory goes back to the system, not to a malloc
+/// arena.
 ///
-/// Noncopyable, because it owns its slots, which `deinit` frees; it lives inside its shard's
-/// state and is only used under the shard's lock, except ``prefetchHint``, which is immutable
-/// and whose words are read and written atomically. Slot indices stay valid until the next
+/// Noncopyable, because it owns its slots, whose keys and values `deinit` deinitialises; it
+/// lives inside its shard's state and is only used under the shard's lock, except
+/// ``prefetchHint``, which is immutable and whose words are read and written atomically. Slot indices stay valid until the next
 /// insertion, removal or ``shrinkIfSparse()``.
 @usableFromInline
 struct KeyTable<Key: Hashable, Value>: ~Copyable {
@@ -41,9 +42,9 @@ struct KeyTable<Key: Hashable, Value>: ~Copyable {
     }
   }
 
-  /// `capacity` slots, a power of two; `nil` while the table has none. Only the tags of empty
-  /// slots are initialised.
-  @usableFromInline var slots: UnsafeMutablePointer<Slot>?
+  /// `capacity` slots, a power of two, or none; only the tags of empty slots are initialised.
+  @usableFromInline var storage = KeyedStorage<Slot>()
+  /// `capacity - 1`, for the probe loops.
   @usableFromInline var mask = 0
   /// `64 - log2(capacity)`: a slot's home is the mixed hash shifted right by this.
   @usableFromInline var shift: UInt64 = 64
@@ -68,12 +69,16 @@ struct KeyTable<Key: Hashable, Value>: ~Copyable {
 
   @inlinable
   deinit {
-    freeSlots()
+    // The storage frees the memory after this.
+    deinitializeSlots()
     prefetchHint.deallocate()
   }
 
+  /// The first slot; `nil` while the table has none.
+  @inlinable var slots: UnsafeMutablePointer<Slot>? { storage.base }
+
   /// The number of slots.
-  @inlinable var capacity: Int { slots == nil ? 0 : mask + 1 }
+  @inlinable var capacity: Int { storage.capacity }
 
   // MARK: Layout
 
@@ -262,24 +267,20 @@ struct KeyTable<Key: Hashable, Value>: ~Copyable {
 
   @inlinable
   mutating func rebuild(capacity: Int) {
-    // Zeroed: every tag says empty. Aligned to a cache line, which no Swift type exceeds.
-    assert(MemoryLayout<Slot>.alignment <= 64, "KeyTable: slots aligned beyond a cache line")
-    guard let memory = pace_allocate_table(capacity * Self.slotStride) else {
-      fatalError("KeyTable: out of memory for \(capacity) slots")
-    }
-    let newSlots = memory.assumingMemoryBound(to: Slot.self)
-    let oldSlots = slots
+    // Zeroed: every tag says empty. After the swap, `old` holds the old slots, whose memory it
+    // frees once they have moved.
+    var old = KeyedStorage<Slot>(capacity: capacity)
+    swap(&storage, &old)
+    let newSlots = storage.base.unsafelyUnwrapped
     let oldMask = mask
-    slots = newSlots
     mask = capacity - 1
     shift = UInt64(64 - capacity.trailingZeroBitCount)
-    if let oldSlots {
+    if let oldSlots = old.base {
       for index in 0...oldMask where Self.slot(oldSlots, index).pointee.tag != 0 {
         var target = home(of: Self.slot(oldSlots, index).pointee.tag)
         while Self.slot(newSlots, target).pointee.tag != 0 { target = (target &+ 1) & mask }
         Self.slot(newSlots, target).moveInitialize(from: Self.slot(oldSlots, index), count: 1)
       }
-      pace_free_table(oldSlots, (oldMask + 1) * Self.slotStride)
     }
     publishHint()
   }
@@ -291,21 +292,19 @@ struct KeyTable<Key: Hashable, Value>: ~Copyable {
     pace_store_relaxed(prefetchHint + 2, UInt(truncatingIfNeeded: seed))
   }
 
-  /// Deinitialises the keys and values and frees the slots, leaving the fields as they are (for
-  /// `deinit`; ``release()`` resets them).
+  /// Deinitialises the keys and values, leaving the memory to the storage.
   @inlinable
-  func freeSlots() {
+  func deinitializeSlots() {
     guard let slots else { return }
     forEachSlot { slot in Self.slot(slots, slot).deinitialize(count: 1) }
-    pace_free_table(slots, capacity * Self.slotStride)
   }
 
   @usableFromInline
   mutating func release() {
     // Unpublish first: a prefetch of freed memory is harmless, but pointless.
     pace_store_relaxed(prefetchHint, 0)
-    freeSlots()
-    slots = nil
+    deinitializeSlots()
+    storage = KeyedStorage()
     mask = 0
     shift = 64
     count = 0

@@ -1,7 +1,7 @@
 import CPaceSupport
 
-/// Room for `capacity` elements from the keyed tables' allocator (`pace_allocate_table`), for a
-/// shard's heap of deadlines and its outbox.
+/// Room for `capacity` elements from the keyed allocator (`pace_allocate_table`), for each of a
+/// shard's storages: its ``KeyTable``'s slots, its heap of deadlines and its outbox.
 ///
 /// Not `Array`: a shard's storage grows on the threads that call and shrinks on the timer's, and
 /// what malloc gives a thread comes from that thread's arena, where a few small blocks that stay
@@ -22,8 +22,10 @@ struct KeyedStorage<Element>: ~Copyable {
     capacity = 0
   }
 
-  /// Room for `capacity` elements (more than 0), none initialised.
+  /// Room for `capacity` elements (more than 0), none initialised, its bytes zero, starting on a
+  /// cache line.
   @inlinable init(capacity: Int) {
+    // No Swift type is aligned beyond a cache line.
     assert(MemoryLayout<Element>.alignment <= 64, "KeyedStorage: elements aligned beyond a cache line")
     guard let memory = pace_allocate_table(capacity * MemoryLayout<Element>.stride) else {
       fatalError("KeyedStorage: out of memory for \(capacity) elements")
@@ -71,7 +73,8 @@ struct KeyedStorage<Element>: ~Copyable {
 }
 
 /// The invocations a shard has decided on and not yet delivered, oldest first: a ring on
-/// ``KeyedStorage``, which doubles when full and is given back with ``releaseStorage()``.
+/// ``KeyedStorage``, which doubles when full and is given back with ``releaseStorage()``. (Not
+/// the package's `FIFO`, whose storage is an `Array`: see ``KeyedStorage`` for why.)
 @usableFromInline
 struct KeyedOutbox<Element>: ~Copyable {
   @usableFromInline var storage = KeyedStorage<Element>()
