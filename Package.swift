@@ -48,6 +48,12 @@ let package = Package(
     .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0"),
     .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
     .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
+    // The server ecosystem's own packages for logs, metrics and running services (already in the
+    // graph of postgres-nio and Hummingbird); Prometheus for the example server's /metrics.
+    .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
+    .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
+    .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+    .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
   ],
   targets: [
     // MARK: Library: toolchain only (Dispatch, Synchronization).
@@ -116,6 +122,9 @@ let package = Package(
       name: "PacePostgres",
       dependencies: [
         "Pace", .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
+        .product(name: "Logging", package: "swift-log", condition: .when(traits: ["PostgreSQL"])),
+        .product(name: "Metrics", package: "swift-metrics", condition: .when(traits: ["PostgreSQL"])),
+        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["PostgreSQL"])),
       ],
       swiftSettings: swiftSettings
     ),
@@ -125,6 +134,8 @@ let package = Package(
         "Pace",
         .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
         .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["Hummingbird"])),
+        .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Hummingbird"])),
+        .product(name: "Metrics", package: "swift-metrics", condition: .when(traits: ["Hummingbird"])),
       ],
       swiftSettings: swiftSettings
     ),
@@ -137,6 +148,11 @@ let package = Package(
         .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
         .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["Hummingbird"])),
         .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Hummingbird"])),
+        .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        .product(name: "Logging", package: "swift-log", condition: .when(traits: ["PostgreSQL"])),
+        .product(name: "Metrics", package: "swift-metrics", condition: .when(traits: ["PostgreSQL"])),
+        .product(name: "Prometheus", package: "swift-prometheus", condition: .when(traits: ["PostgreSQL"])),
+        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["PostgreSQL"])),
       ],
       path: "Sources/PaceExampleServer",
       swiftSettings: swiftSettings
@@ -209,6 +225,8 @@ let package = Package(
         .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
         .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
         .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["Hummingbird"])),
+        .product(name: "Logging", package: "swift-log", condition: .when(traits: ["PostgreSQL"])),
+        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["PostgreSQL"])),
       ],
       swiftSettings: swiftSettings
     ),
@@ -222,6 +240,11 @@ let package = Package(
         .product(name: "HummingbirdTesting", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
         .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["Hummingbird"])),
         .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
+        .product(name: "Logging", package: "swift-log", condition: .when(traits: ["PostgreSQL"])),
+        .product(name: "InMemoryLogging", package: "swift-log", condition: .when(traits: ["PostgreSQL"])),
+        .product(name: "Metrics", package: "swift-metrics", condition: .when(traits: ["PostgreSQL"])),
+        .product(name: "MetricsTestKit", package: "swift-metrics", condition: .when(traits: ["PostgreSQL"])),
+        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["PostgreSQL"])),
       ],
       swiftSettings: swiftSettings
     ),

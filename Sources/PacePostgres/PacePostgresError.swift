@@ -1,12 +1,9 @@
 #if PostgreSQL
+import Foundation
+import Pace
+
 /// Why a PostgreSQL-backed Pace primitive refused a call or could not complete it.
 public enum PacePostgresError: Error, Sendable, Hashable, CustomStringConvertible {
-  /// The key is empty; a key names what is limited or debounced, so it needs at least one character.
-  case emptyKey
-  /// The key is longer than ``maximumKeyBytes`` bytes of UTF-8 (it would bloat the primary key index).
-  case keyTooLong(bytes: Int)
-  /// `cost` is not positive, or larger than the limit's burst (such a request could never be allowed).
-  case invalidCost(cost: Int, burst: Int)
   /// The rate's arithmetic overflows 64-bit microseconds (an interval or cost near `Int64.max`).
   case rateOutOfRange(String)
   /// A payload's JSON encoding is larger than the debouncer's limit.
@@ -18,14 +15,8 @@ public enum PacePostgresError: Error, Sendable, Hashable, CustomStringConvertibl
   /// The database could not be reached, or did not answer in time; `reason` says which.
   case unavailable(reason: String)
 
-  /// The longest key accepted, in bytes of UTF-8.
-  public static let maximumKeyBytes = 1024
-
   public var description: String {
     switch self {
-    case .emptyKey: "PacePostgres: the key is empty"
-    case .keyTooLong(let bytes): "PacePostgres: the key is \(bytes) bytes long; at most \(Self.maximumKeyBytes)"
-    case .invalidCost(let cost, let burst): "PacePostgres: cost \(cost) is not in 1...\(burst) (the burst)"
     case .rateOutOfRange(let detail): "PacePostgres: the rate is out of range: \(detail)"
     case .payloadTooLarge(let bytes, let limit): "PacePostgres: the payload is \(bytes) bytes of JSON; at most \(limit)"
     case .undecodablePayload(let key, let description):
@@ -36,12 +27,12 @@ public enum PacePostgresError: Error, Sendable, Hashable, CustomStringConvertibl
   }
 }
 
-extension PacePostgresError {
-  /// Checks a key before it reaches SQL: not empty, at most ``maximumKeyBytes``.
-  static func validate(key: String) throws(PacePostgresError) {
-    if key.isEmpty { throw .emptyKey }
-    let bytes = key.utf8.count
-    if bytes > maximumKeyBytes { throw .keyTooLong(bytes: bytes) }
-  }
+/// A key from a request as the database stores it: checked against `KeyPolicy` (not empty, no
+/// NUL, at most `KeyPolicy.maximumBytes` bytes as given), then normalised to Unicode NFC, so that
+/// canonically equivalent spellings share one row as they share one bucket in memory (Swift's
+/// `String` equality).
+func storedKey(_ key: String) throws(InvalidInput) -> String {
+  try KeyPolicy.check(key: key)
+  return key.precomposedStringWithCanonicalMapping
 }
 #endif

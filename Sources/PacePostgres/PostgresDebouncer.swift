@@ -153,13 +153,13 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
 
   /// Records a call for `key` with `payload`, from any instance: one statement.
   ///
-  /// - Throws: ``PacePostgresError/emptyKey``, ``PacePostgresError/keyTooLong(bytes:)`` or
+  /// - Throws: `InvalidInput` for a key outside `KeyPolicy` (the key is stored in Unicode NFC) or
   ///   ``PacePostgresError/payloadTooLarge(bytes:limit:)`` before anything is recorded;
   ///   ``PacePostgresError/unavailable(reason:)`` if the database could not be reached. After that
   ///   error the call may or may not have been recorded (the connection can drop after the commit):
   ///   retrying never loses the payload but can deliver it twice.
   public func call(_ key: String, _ payload: Payload) async throws {
-    try PacePostgresError.validate(key: key)
+    let key = try storedKey(key)
     let json = try JSONEncoder().encode(payload)
     guard json.count <= maximumPayloadBytes else {
       throw PacePostgresError.payloadTooLarge(bytes: json.count, limit: maximumPayloadBytes)

@@ -145,8 +145,9 @@ public struct PostgresRateLimitStore: RateLimitStore {
   }
 
   public func tryAcquire(_ key: String, cost: Int, limit: RateLimit) async throws -> RateLimitDecision {
+    try KeyPolicy.check(cost: cost, limit: limit)
+    let key = try storedKey(key)
     let arithmetic = try GCRA(cost: cost, limit: limit)
-    try PacePostgresError.validate(key: key)
     var binds = PostgresBindings()
     binds.append(key)
     binds.append(arithmetic.increment)
@@ -201,7 +202,7 @@ struct GCRA: Equatable {
   let permits: Int64
 
   init(cost: Int, limit: RateLimit) throws(PacePostgresError) {
-    guard cost > 0, cost <= limit.burst else { throw .invalidCost(cost: cost, burst: limit.burst) }
+    precondition(cost >= 0 && cost <= limit.burst, "GCRA: the cost is checked against KeyPolicy first")
     guard let interval = limit.interval.wholeMicroseconds, interval > 0 else {
       throw .rateOutOfRange("interval \(limit.interval) is not a positive number of microseconds below Int64.max")
     }

@@ -172,7 +172,7 @@ struct PostgresDebouncerTests {
         maximumPayloadBytes: 64
       ) { key, payload in try await executions.record(key, payload) }
       try await debouncer.migrate()
-      await #expect(throws: PacePostgresError.emptyKey) { try await debouncer.call("", [1]) }
+      await #expect(throws: InvalidInput.emptyKey) { try await debouncer.call("", [1]) }
       await #expect(throws: PacePostgresError.payloadTooLarge(bytes: 291, limit: 64)) {
         try await debouncer.call("k", Array(0..<100))
       }

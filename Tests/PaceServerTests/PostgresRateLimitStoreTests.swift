@@ -126,13 +126,16 @@ struct PostgresRateLimitStoreTests {
     try await TestDatabase.withClients { clients in
       let store = try PostgresRateLimitStore(client: clients[0], table: TestDatabase.uniqueTable("rl"))
       try await store.migrate()
-      await #expect(throws: PacePostgresError.emptyKey) { try await store.tryAcquire("", cost: 1, limit: hour) }
+      await #expect(throws: InvalidInput.emptyKey) { try await store.tryAcquire("", cost: 1, limit: hour) }
       let long = String(repeating: "k", count: 1025)
-      await #expect(throws: PacePostgresError.keyTooLong(bytes: 1025)) {
+      await #expect(throws: InvalidInput.keyTooLong(bytes: 1025)) {
         try await store.tryAcquire(long, cost: 1, limit: hour)
       }
-      for cost in [0, -1, 101, Int.max] {
-        await #expect(throws: PacePostgresError.invalidCost(cost: cost, burst: 100)) {
+      for cost in [-1, Int.min] {
+        await #expect(throws: InvalidInput.negativeCost(cost)) { try await store.tryAcquire("k", cost: cost, limit: hour) }
+      }
+      for cost in [101, Int.max] {
+        await #expect(throws: InvalidInput.costAboveBurst(cost: cost, burst: 100)) {
           try await store.tryAcquire("k", cost: cost, limit: hour)
         }
       }

@@ -172,12 +172,18 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   /// store's. It is not an async overload of `tryAcquire` on purpose: in async code Swift would
   /// always pick such an overload, so `limiter.tryAcquire(key)` would stop compiling there.
   ///
+  /// This is the path for keys and costs that come from requests: they are checked against
+  /// ``KeyPolicy`` (`String` keys and every cost), so hostile input is an error, never a trap, and
+  /// the decision is the same in memory and in every store.
+  ///
   /// - Parameters:
   ///   - key: Whose bucket to take from.
-  ///   - cost: How many permits to take; 1 by default. Not negative.
-  /// - Throws: What the store throws when it cannot decide.
+  ///   - cost: How many permits to take; 1 by default. 0 asks how many are left and takes none.
+  /// - Throws: ``InvalidInput`` for a key or cost outside ``KeyPolicy``; what the store throws
+  ///   when it cannot decide.
   public func decide(_ key: Key, cost: Int = 1) async throws -> RateLimitDecision {
-    precondition(cost >= 0, "KeyedRateLimiter.decide: cost must not be negative (got \(cost))")
+    try KeyPolicy.check(cost: cost, limit: limit)
+    if let key = key as? String { try KeyPolicy.check(key: key) }
     if let store { return try await store.tryAcquire(key, cost: cost, limit: limit) }
     return decideLocally(key, cost: cost)
   }
