@@ -153,6 +153,7 @@ let package = Package(
         .product(name: "Metrics", package: "swift-metrics", condition: .when(traits: ["PostgreSQL"])),
         .product(name: "Prometheus", package: "swift-prometheus", condition: .when(traits: ["PostgreSQL"])),
         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["PostgreSQL"])),
+        .product(name: "UnixSignals", package: "swift-service-lifecycle", condition: .when(traits: ["PostgreSQL"])),
       ],
       path: "Sources/PaceExampleServer",
       swiftSettings: swiftSettings

@@ -5,8 +5,8 @@
 #
 # The cluster lives in a temporary directory, listens on a free loopback port, trusts local
 # connections and is owned by an unprivileged user (initdb refuses root). The command sees
-# PACE_POSTGRES_URL=postgres://USER@127.0.0.1:PORT/postgres and PACE_POSTGRES_BIN (the server's bin
-# directory). Installs Debian's `postgresql` package first if no initdb is found (needs root).
+# PACE_POSTGRES_URL=postgres://USER@127.0.0.1:PORT/postgres, PACE_POSTGRES_BIN (the server's bin
+# directory) and PACE_POSTGRES_OWNER (the user that runs clusters). Installs Debian's `postgresql` package first if no initdb is found (needs root).
 set -euo pipefail
 
 if [ "$#" -eq 0 ]; then
@@ -64,5 +64,7 @@ port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0));
 
 export PACE_POSTGRES_URL="postgres://$owner@127.0.0.1:$port/postgres"
 export PACE_POSTGRES_BIN="$bin"
+# Tests that stop and start a cluster of their own run its commands as this user.
+export PACE_POSTGRES_OWNER="$owner"
 echo "== with-postgres: $PACE_POSTGRES_URL ($("$bin/postgres" --version))" >&2
 "$@"

@@ -1,6 +1,8 @@
 #if Hummingbird
 import HTTPTypes
 import Hummingbird
+import Logging
+import Metrics
 import Pace
 
 /// A Hummingbird middleware that limits requests per key: an API key, a client address, a user.
@@ -27,8 +29,20 @@ import Pace
 /// router.add(middleware: RateLimitMiddleware(limiter: shared) { request, _ in request.headers[apiKey] })
 /// ```
 ///
-/// Errors the limiter throws propagate (Hummingbird answers 500); a store with a failure policy,
-/// such as `PostgresRateLimitStore(client:whenUnavailable:)`, decides before that.
+/// Every request gets an answer, never a crash or an empty `500`:
+///
+/// | The limiter… | Response |
+/// |---|---|
+/// | allows the request | the route's response, with the fields |
+/// | denies it | `429 Too Many Requests`, `Retry-After` and the fields |
+/// | refuses the key or the cost (`InvalidInput`: empty, over `KeyPolicy.maximumBytes`, NUL, a negative cost, a cost above the burst) | `400 Bad Request`, with the reason as plain text |
+/// | cannot decide (its store throws) | `503 Service Unavailable`, `Retry-After: 1` |
+///
+/// A store with a failure policy, such as `PostgresRateLimitStore(client:whenUnavailable:)`,
+/// decides before that. Invalid requests and failures are logged to `logger` (invalid requests at
+/// most one line per 10 s, with how many it stands for) and counted in
+/// `pace_http_rate_limit_responses_total`, with dimensions `policy` and `outcome` (`allowed`,
+/// `limited`, `invalid`, `unavailable`).
 public struct RateLimitMiddleware<Context: RequestContext>: RouterMiddleware {
   /// Where the decisions are made: in memory, or in the limiter's store.
   public let limiter: KeyedRateLimiter<String>
@@ -36,26 +50,39 @@ public struct RateLimitMiddleware<Context: RequestContext>: RouterMiddleware {
   public var limit: RateLimit { limiter.limit }
   /// The policy's name in the `RateLimit-Policy` and `RateLimit` fields.
   public let policyName: String
+  /// Where invalid requests and limiter failures are logged.
+  public let logger: Logger
   private let key: @Sendable (Request, Context) -> String?
   private let cost: @Sendable (Request, Context) -> Int
+  private let responses: ResponseMetrics
+  private let invalidReport = OccasionalReport(every: .seconds(10))
 
   /// A middleware that takes permits from `limiter`: in memory, or shared through its store.
   ///
   /// - Parameters:
   ///   - limiter: Where the decisions are made; its `KeyedRateLimiter.limit` is the policy.
   ///   - policyName: The policy's name in the fields; `"default"` by default.
-  ///   - cost: How many permits a request takes; 1 by default. Not negative.
-  ///   - key: The key a request counts against, or nil to let it through unlimited.
+  ///   - logger: Where to log invalid requests and failures; silent by default.
+  ///   - metricsFactory: Where to count responses; the process's `MetricsSystem` by default.
+  ///   - cost: How many permits a request takes; 1 by default. A request may choose it (a header,
+  ///     say): a negative cost or one above the burst is answered `400`.
+  ///   - key: The key a request counts against, or nil to let it through unlimited. Key on what
+  ///     the client cannot choose freely (the peer address, an API key checked against the known
+  ///     ones): a client that invents keys gets a fresh bucket with each.
   public init(
     limiter: KeyedRateLimiter<String>,
     policyName: String = "default",
+    logger: Logger = Logger(label: "pace.hummingbird.ratelimit", factory: { _ in SwiftLogNoOpLogHandler() }),
+    metricsFactory: any MetricsFactory = MetricsSystem.factory,
     cost: @escaping @Sendable (Request, Context) -> Int = { _, _ in 1 },
     key: @escaping @Sendable (Request, Context) -> String?
   ) {
     self.limiter = limiter
     self.policyName = policyName
+    self.logger = logger
     self.key = key
     self.cost = cost
+    self.responses = ResponseMetrics(policy: policyName, factory: metricsFactory)
   }
 
   /// A middleware with its own in-memory limiter: each instance of the server counts alone, so N
@@ -64,17 +91,21 @@ public struct RateLimitMiddleware<Context: RequestContext>: RouterMiddleware {
   /// - Parameters:
   ///   - limit: The rate per key.
   ///   - policyName: The policy's name in the fields; `"default"` by default.
-  ///   - cost: How many permits a request takes; 1 by default. Not negative.
+  ///   - logger: Where to log invalid requests; silent by default.
+  ///   - metricsFactory: Where to count responses; the process's `MetricsSystem` by default.
+  ///   - cost: How many permits a request takes; 1 by default.
   ///   - key: The key a request counts against, or nil to let it through unlimited.
   public init(
     limit: RateLimit,
     policyName: String = "default",
+    logger: Logger = Logger(label: "pace.hummingbird.ratelimit", factory: { _ in SwiftLogNoOpLogHandler() }),
+    metricsFactory: any MetricsFactory = MetricsSystem.factory,
     cost: @escaping @Sendable (Request, Context) -> Int = { _, _ in 1 },
     key: @escaping @Sendable (Request, Context) -> String?
   ) {
     self.init(
       limiter: KeyedRateLimiter<String>(permits: limit.permits, per: limit.interval, burst: limit.burst),
-      policyName: policyName, cost: cost, key: key)
+      policyName: policyName, logger: logger, metricsFactory: metricsFactory, cost: cost, key: key)
   }
 
   public func handle(
@@ -83,20 +114,68 @@ public struct RateLimitMiddleware<Context: RequestContext>: RouterMiddleware {
     next: (Request, Context) async throws -> Response
   ) async throws -> Response {
     guard let key = key(request, context) else { return try await next(request, context) }
-    let decision = try await limiter.decide(key, cost: cost(request, context))
     let fields = RateLimitFields(limit: limit, policyName: policyName)
+    let decision: RateLimitDecision
+    do {
+      decision = try await limiter.decide(key, cost: cost(request, context))
+    } catch let invalid as InvalidInput {
+      responses.invalid.increment()
+      if let requests = invalidReport.record() {
+        logger.notice(
+          "rate limit: invalid request answered 400",
+          metadata: ["pace.reason": "\(invalid)", "pace.requests": "\(requests)", "pace.policy": "\(policyName)"])
+      }
+      return Self.plainText(.badRequest, "Bad request: \(invalid)\n")
+    } catch is CancellationError {
+      throw CancellationError()
+    } catch {
+      responses.unavailable.increment()
+      logger.error(
+        "rate limit: the limiter could not decide; answered 503",
+        metadata: ["error": "\(String(reflecting: error))", "pace.policy": "\(policyName)"])
+      var response = Self.plainText(.serviceUnavailable, "Service unavailable: the rate limiter could not decide\n")
+      response.headers[.retryAfter] = "1"
+      return response
+    }
     switch decision {
     case .allowed(let remaining):
+      responses.allowed.increment()
       var response = try await next(request, context)
       fields.add(remaining: remaining, to: &response.headers)
       return response
     case .limited(let retryAfter):
-      var headers = HTTPFields()
-      fields.add(retryAfter: retryAfter, to: &headers)
-      headers[.contentType] = "text/plain; charset=utf-8"
-      let body = "Too many requests: retry after \(RateLimitFields.wholeSeconds(retryAfter)) s\n"
-      return Response(status: .tooManyRequests, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: body)))
+      responses.limited.increment()
+      var response = Self.plainText(
+        .tooManyRequests, "Too many requests: retry after \(RateLimitFields.wholeSeconds(retryAfter)) s\n")
+      fields.add(retryAfter: retryAfter, to: &response.headers)
+      return response
     }
+  }
+
+  static func plainText(_ status: HTTPResponse.Status, _ body: String) -> Response {
+    var headers = HTTPFields()
+    headers[.contentType] = "text/plain; charset=utf-8"
+    return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: body)))
+  }
+}
+
+/// The counters of `pace_http_rate_limit_responses_total`, made once per middleware.
+struct ResponseMetrics: Sendable {
+  let allowed: Counter
+  let limited: Counter
+  let invalid: Counter
+  let unavailable: Counter
+
+  init(policy: String, factory: any MetricsFactory) {
+    func counter(_ outcome: String) -> Counter {
+      Counter(
+        label: "pace_http_rate_limit_responses_total", dimensions: [("policy", policy), ("outcome", outcome)],
+        factory: factory)
+    }
+    allowed = counter("allowed")
+    limited = counter("limited")
+    invalid = counter("invalid")
+    unavailable = counter("unavailable")
   }
 }
 

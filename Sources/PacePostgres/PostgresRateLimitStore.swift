@@ -1,6 +1,9 @@
 #if PostgreSQL
+import Logging
+import Metrics
 import Pace
 import PostgresNIO
+import ServiceLifecycle
 
 /// A ``Pace/RateLimitStore`` on PostgreSQL: every instance of a server that shares the database
 /// shares each key's limit.
@@ -11,19 +14,27 @@ import PostgresNIO
 /// clocks disagree still agree on the limit, and a denied request writes nothing.
 ///
 /// ```swift
-/// let store = PostgresRateLimitStore(client: client, whenUnavailable: .allow)
+/// let store = try PostgresRateLimitStore(client: client, whenUnavailable: .allow, logger: logger)
 /// try await store.migrate()
 /// let decision = try await store.tryAcquire("api-key-42", cost: 1, limit: RateLimit(permits: 100, per: .seconds(60)))
 /// ```
 ///
 /// Rows whose TAT has passed are equivalent to absent rows; ``purgeExpired(batchSize:)`` deletes
-/// them in small batches without blocking decisions. See <doc:SharedRateLimitsAndDebouncing>.
-public struct PostgresRateLimitStore: RateLimitStore {
+/// them in small batches without blocking decisions, and ``run()`` (the store as a
+/// swift-service-lifecycle `Service`) calls it periodically.
+///
+/// While the database cannot decide, the ``UnavailablePolicy`` answers; after a few such failures
+/// in a row the ``CircuitBreaker`` stops asking the database for a while, so that decisions are
+/// answered at once rather than after the whole ``timeout``. Outages, breaker changes and fallback
+/// decisions are logged to the `logger` and counted in swift-metrics; the names are in
+/// <doc:SharedRateLimitsAndDebouncing>.
+public struct PostgresRateLimitStore: RateLimitStore, Service {
   public typealias Key = String
 
-  /// What ``tryAcquire(_:cost:limit:)`` answers when the database cannot be reached or does not
-  /// answer within the store's timeout. Errors the database itself reports (a missing table, say)
-  /// are always thrown: they are bugs, not outages.
+  /// What ``tryAcquire(_:cost:limit:)`` answers when the database cannot decide: it is
+  /// unreachable, read-only, shutting down, out of connections, or does not answer within the
+  /// store's timeout (the SQLSTATE table in <doc:SharedRateLimitsAndDebouncing>). Errors about the
+  /// query itself (a missing table, say) are always thrown: they are bugs, not outages.
   public enum UnavailablePolicy: Sendable {
     /// Throw ``PacePostgresError/unavailable(reason:)``: the caller decides. The default.
     case throwError
@@ -38,16 +49,25 @@ public struct PostgresRateLimitStore: RateLimitStore {
     case fallback(KeyedRateLimiter<String>)
   }
 
-  /// The client the store queries; the caller runs it (`client.run()`).
+  /// The client the store queries; the caller runs it (`client.run()`, or as a `Service`).
   public let client: PostgresClient
-  /// The store's table.
-  public var table: String { tableName.description }
+  /// The store's table, as given.
+  public var table: String { tableName.name }
   /// What happens when the database is unavailable.
   public let whenUnavailable: UnavailablePolicy
-  /// How long a decision may wait for the database before it counts as unavailable.
+  /// How long a decision may take, the wait for a connection included, before it counts as
+  /// unavailable. The database gives up on the statement within the same time, so a decision the
+  /// caller no longer waits for never takes permits later.
   public let timeout: Duration
+  /// When decisions stop going to an unavailable database.
+  public let circuitBreaker: CircuitBreaker
+  /// How often ``run()`` deletes expired rows.
+  public let purgeInterval: Duration
+  /// Where the store logs outages, breaker changes, fallback decisions and unexpected errors.
+  public let logger: Logger
 
   let tableName: TableName
+  let health: StoreHealth
 
   /// A store on `client`, in `table`.
   ///
@@ -55,24 +75,48 @@ public struct PostgresRateLimitStore: RateLimitStore {
   ///   - client: A running PostgreSQL client.
   ///   - table: The table's name, `name` or `schema.name`; `pace_rate_limits` by default.
   ///   - whenUnavailable: The failure policy; `.throwError` by default.
-  ///   - timeout: How long a decision may wait for the database; one second by default. Positive.
+  ///   - timeout: How long a decision may take; one second by default. Positive.
+  ///   - circuitBreaker: When to stop asking an unavailable database; see ``CircuitBreaker``.
+  ///   - purgeInterval: How often ``run()`` deletes expired rows; one minute by default. Positive.
+  ///   - logger: Where to log; silent by default, as PostgresNIO's own logging is.
+  ///   - metricsFactory: Where to report metrics; the process's `MetricsSystem` by default.
   /// - Throws: ``PacePostgresError/invalidTableName(_:)`` if `table` is not a plain identifier.
   public init(
     client: PostgresClient,
     table: String = "pace_rate_limits",
     whenUnavailable: UnavailablePolicy = .throwError,
-    timeout: Duration = .seconds(1)
+    timeout: Duration = .seconds(1),
+    circuitBreaker: CircuitBreaker = CircuitBreaker(),
+    purgeInterval: Duration = .seconds(60),
+    logger: Logger = Logger(label: "pace.postgres.ratelimit", factory: { _ in SwiftLogNoOpLogHandler() }),
+    metricsFactory: any MetricsFactory = MetricsSystem.factory
   ) throws(PacePostgresError) {
     precondition(timeout > .zero, "PostgresRateLimitStore: timeout must be positive (got \(timeout))")
+    precondition(purgeInterval > .zero, "PostgresRateLimitStore: purgeInterval must be positive (got \(purgeInterval))")
     self.client = client
     self.tableName = try TableName(table)
     self.whenUnavailable = whenUnavailable
     self.timeout = timeout
+    self.circuitBreaker = circuitBreaker
+    self.purgeInterval = purgeInterval
+    var logger = logger
+    logger[metadataKey: "pace.table"] = "\(table)"
+    self.logger = logger
+    self.health = StoreHealth(circuitBreaker, table: table, factory: metricsFactory)
   }
 
+  // MARK: Schema
+
   /// Creates the table if it does not exist. Idempotent; call it at startup or from your migrations.
-  public func migrate() async throws {
-    try await client.query(PostgresQuery(unsafeSQL: Self.migrationSQL(table: tableName)))
+  ///
+  /// - Parameter timeout: How long to wait for the database; 30 seconds by default. Positive.
+  /// - Throws: ``PacePostgresError/unavailable(reason:)`` if the database does not answer in time
+  ///   (the store logs what it is waiting for meanwhile), or what the database reports.
+  public func migrate(timeout: Duration = .seconds(30)) async throws {
+    let (client, sql) = (client, Self.migrationSQL(table: tableName))
+    try await migrating(client: client, timeout: timeout, logger: logger) {
+      try await client.query(PostgresQuery(unsafeSQL: sql))
+    }
   }
 
   /// The table: one row per key, its TAT in microseconds of the database's clock. No index on
@@ -86,8 +130,8 @@ public struct PostgresRateLimitStore: RateLimitStore {
     """
   }
 
-  /// The decision. `$1` key, `$2` the cost's increment of the TAT, `$3` the burst tolerance, both
-  /// in microseconds.
+  /// The decision. `$1` key, `$2` the cost's increment of the TAT, `$3` the burst tolerance, `$4`
+  /// the statement's budget, all in microseconds; `$5` the budget as a `lock_timeout` setting.
   ///
   /// The clock that decides is read after the row is locked: `locked` is a materialized CTE, read
   /// when the `ON CONFLICT` clause first asks for it, once the row is locked, so decisions on one
@@ -98,18 +142,30 @@ public struct PostgresRateLimitStore: RateLimitStore {
   /// (a TAT of `proposed + $2` is the new row's, or a locked clock equal to `proposed`);
   /// otherwise `denied` reads the row's current TAT (`FOR SHARE` reads the latest committed
   /// version, not the statement's snapshot), to say when the request would be allowed.
+  ///
+  /// `started` is the transaction's start, when the statement's first message arrived: a wait for
+  /// the table's lock comes after it (`statement_timestamp()` would be read after that wait, when
+  /// the statement's last message is processed).
+  ///
+  /// The statement gives up when its caller does: `proposed` sets this transaction's
+  /// `lock_timeout` before the row is locked, and a statement that starts deciding after its
+  /// budget (it waited for the row, or for the table's lock before it could run at all) takes
+  /// nothing and answers `late`, so a decision nobody waits for any more never takes permits.
   static func decisionSQL(table: TableName) -> String {
     """
-    WITH proposed AS (
-      SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint AS now
+    WITH proposed AS MATERIALIZED (
+      SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint AS now,
+        (extract(epoch FROM transaction_timestamp()) * 1000000)::bigint AS started,
+        set_config('lock_timeout', $5, true) AS lock_timeout
     ), locked AS MATERIALIZED (
       SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint AS now
     ), granted AS (
       INSERT INTO \(table) AS r (key, tat)
-      SELECT $1, proposed.now + $2 FROM proposed
+      SELECT $1, proposed.now + $2 FROM proposed WHERE proposed.now - proposed.started <= $4
       ON CONFLICT (key) DO UPDATE
         SET tat = GREATEST(r.tat, (SELECT now FROM locked)) + $2
         WHERE GREATEST(r.tat, (SELECT now FROM locked)) + $2 - (SELECT now FROM locked) <= $3
+          AND (SELECT now FROM locked) - (SELECT started FROM proposed) <= $4
       RETURNING r.tat, CASE WHEN r.tat = (SELECT now FROM proposed) + $2
         THEN (SELECT now FROM proposed) ELSE (SELECT now FROM locked) END AS now
     ), denied AS (
@@ -118,12 +174,14 @@ public struct PostgresRateLimitStore: RateLimitStore {
       FOR SHARE
     )
     SELECT (SELECT tat FROM granted), (SELECT tat FROM denied),
-      COALESCE((SELECT now FROM granted), (SELECT now FROM locked))
+      COALESCE((SELECT now FROM granted), (SELECT now FROM locked)),
+      (SELECT now FROM locked) - (SELECT started FROM proposed) > $4
     """
   }
 
   /// Deletes up to `batchSize` rows whose TAT has passed (they mean the same as no row), skipping
-  /// rows that a decision holds locked, so it never blocks one. Call it periodically.
+  /// rows that a decision holds locked, so it never blocks one. ``run()`` calls it every
+  /// ``purgeInterval``; call it yourself if you do not run the store as a service.
   ///
   /// - Returns: How many rows were deleted; call again while it returns `batchSize`.
   @discardableResult
@@ -144,46 +202,154 @@ public struct PostgresRateLimitStore: RateLimitStore {
     return count
   }
 
-  public func tryAcquire(_ key: String, cost: Int, limit: RateLimit) async throws -> RateLimitDecision {
-    try KeyPolicy.check(cost: cost, limit: limit)
-    let key = try storedKey(key)
-    let arithmetic = try GCRA(cost: cost, limit: limit)
-    var binds = PostgresBindings()
-    binds.append(key)
-    binds.append(arithmetic.increment)
-    binds.append(arithmetic.tolerance)
-    let query = PostgresQuery(unsafeSQL: Self.decisionSQL(table: tableName), binds: binds)
-    let client = self.client
-    let row: (Int64?, Int64?, Int64)
-    do {
-      row = try await withTimeout(timeout) {
-        var answer: (Int64?, Int64?, Int64)?
-        for try await row in try await client.query(query).decode((Int64?, Int64?, Int64).self) { answer = row }
-        guard let answer else { throw PacePostgresError.unavailable(reason: "the decision returned no row") }
-        return answer
+  /// Deletes expired rows every ``purgeInterval`` until the task is cancelled or the service group
+  /// shuts down gracefully; a purge that fails is logged and tried again at the next interval.
+  ///
+  /// The client is a service of its own: run both in one `ServiceGroup`.
+  public func run() async throws {
+    logger.info("PostgreSQL rate-limit store running", metadata: ["pace.purge_interval": "\(purgeInterval)"])
+    while !Task.isCancelled && !Task.isShuttingDownGracefully {
+      do {
+        try await cancelWhenGracefulShutdown { try await Task.sleep(for: purgeInterval) }
+      } catch {
+        break
       }
-    } catch where isUnavailability(error) {
-      return try await decideUnavailable(key, cost: cost, error: error)
+      do {
+        var purged = 0
+        while true {
+          let batch = try await purgeExpired()
+          purged += batch
+          if batch < 1000 { break }
+        }
+        if purged > 0 { logger.debug("purged expired rows", metadata: ["pace.rows": "\(purged)"]) }
+      } catch {
+        logger.warning("purging expired rows failed", metadata: ["error": "\(String(reflecting: error))"])
+      }
     }
-    return arithmetic.decision(grantedTAT: row.0, currentTAT: row.1, now: row.2)
+    logger.info("PostgreSQL rate-limit store stopped")
+  }
+
+  // MARK: Decisions
+
+  /// Takes `cost` permits for `key` under `limit` if they are available now, atomically across
+  /// every instance that shares the table.
+  ///
+  /// The key and the cost follow `KeyPolicy`: the key is stored in Unicode NFC, a cost of 0 asks
+  /// how many permits are left and takes none.
+  ///
+  /// - Throws: `InvalidInput` for a key or cost outside `KeyPolicy`;
+  ///   ``PacePostgresError/rateOutOfRange(_:)`` for a limit whose arithmetic overflows;
+  ///   ``PacePostgresError/unavailable(reason:)`` under `.throwError` when the database cannot
+  ///   decide; what the database reports about the statement itself.
+  public func tryAcquire(_ requestedKey: String, cost: Int, limit: RateLimit) async throws -> RateLimitDecision {
+    let started = ContinuousClock.now
+    let key: String
+    let arithmetic: GCRA
+    do {
+      try KeyPolicy.check(cost: cost, limit: limit)
+      key = try storedKey(requestedKey)
+      arithmetic = try GCRA(cost: cost, limit: limit)
+    } catch {
+      health.count(error is InvalidInput ? .invalid : .error)
+      throw error
+    }
+    let admission = health.admit(now: started, logger: logger)
+    if admission == .reject {
+      return try await decideUnavailable(key, cost: cost, reason: "the circuit breaker is open", started: started)
+    }
+    let answer: Answer
+    do {
+      answer = try await ask(key, arithmetic, deadline: started.advanced(by: timeout))
+    } catch {
+      let kind = error is CancellationError ? nil : failureKind(of: error)
+      health.ended(admission, unavailable: kind.map { $0 == .unavailable }, now: .now, error: error, logger: logger)
+      guard kind == .unavailable || kind == .retryOnce else {
+        if kind != nil {
+          health.count(.error)
+          logger.error(
+            "rate-limit decision failed", metadata: ["error": "\(String(reflecting: error))", "pace.key": "\(key)"])
+        }
+        throw error
+      }
+      let reason = error is DatabaseTimeout ? "no answer within \(timeout)" : String(reflecting: error)
+      return try await decideUnavailable(key, cost: cost, reason: reason, started: started)
+    }
+    let now = ContinuousClock.now
+    if answer.late {
+      // The lock came after the caller's budget: nothing was taken; the database was too slow.
+      health.ended(admission, unavailable: true, now: now, error: DatabaseTimeout(), logger: logger)
+      return try await decideUnavailable(key, cost: cost, reason: "no answer within \(timeout)", started: started)
+    }
+    health.ended(admission, unavailable: false, now: now, error: nil, logger: logger)
+    let decision = arithmetic.decision(grantedTAT: answer.granted, currentTAT: answer.current, now: answer.now)
+    health.count(decision.isAllowed ? .allowed : .denied, duration: started.duration(to: now))
+    return decision
+  }
+
+  /// The statement's answer: the new TAT if granted, the current TAT if denied, the deciding clock,
+  /// and whether the row's lock came after the budget.
+  struct Answer: Sendable {
+    let granted: Int64?
+    let current: Int64?
+    let now: Int64
+    let late: Bool
+  }
+
+  /// Asks the database, giving it what is left of the budget; a serialization failure or a
+  /// deadlock is retried once.
+  private func ask(_ key: String, _ arithmetic: GCRA, deadline: ContinuousClock.Instant) async throws -> Answer {
+    // The database must answer before the caller stops waiting, the way back included.
+    let margin = min(timeout / 5, .milliseconds(100))
+    let (client, sql, logger) = (client, Self.decisionSQL(table: tableName), logger)
+    var retried = false
+    while true {
+      do {
+        return try await withTimeout(ContinuousClock.now.duration(to: deadline)) {
+          try await client.withConnection { connection in
+            let budget = ContinuousClock.now.duration(to: deadline) - margin
+            guard let micros = budget.wholeMicroseconds, micros >= 1000 else { throw DatabaseTimeout() }
+            var binds = PostgresBindings()
+            binds.append(key)
+            binds.append(arithmetic.increment)
+            binds.append(arithmetic.tolerance)
+            binds.append(micros)
+            binds.append("\(micros / 1000)ms")
+            let rows = try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+            var answer: Answer?
+            for try await (granted, current, now, late) in rows.decode((Int64?, Int64?, Int64, Bool?).self) {
+              answer = Answer(granted: granted, current: current, now: now, late: late ?? false)
+            }
+            guard let answer else { throw PacePostgresError.unavailable(reason: "the decision returned no row") }
+            return answer
+          }
+        }
+      } catch where !retried && failureKind(of: error) == .retryOnce {
+        retried = true
+      }
+    }
   }
 
   private func decideUnavailable(
     _ key: String,
     cost: Int,
-    error: any Error
+    reason: String,
+    started: ContinuousClock.Instant
   ) async throws -> RateLimitDecision {
+    let decision: RateLimitDecision
     switch whenUnavailable {
     case .throwError:
-      let reason = error is DatabaseTimeout ? "no answer within \(timeout)" : String(describing: error)
+      health.count(.error, duration: started.duration(to: .now))
       throw PacePostgresError.unavailable(reason: reason)
     case .allow:
-      return .allowed(remaining: 0)
+      decision = .allowed(remaining: 0)
     case .deny(let retryAfter):
-      return .limited(retryAfter: retryAfter)
+      decision = .limited(retryAfter: retryAfter)
     case .fallback(let limiter):
-      return try await limiter.decide(key, cost: cost)
+      decision = try await limiter.decide(key, cost: cost)
     }
+    health.count(.fallback, duration: started.duration(to: .now))
+    health.fellBack(reason: reason, logger: logger)
+    return decision
   }
 }
 

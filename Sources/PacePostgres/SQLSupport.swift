@@ -4,6 +4,9 @@ import PostgresNIO
 /// A table name checked to be a plain identifier, so that it can be spliced into SQL text
 /// (PostgreSQL cannot bind identifiers as parameters).
 struct TableName: Sendable, Hashable, CustomStringConvertible {
+  /// The name as given, `name` or `schema.name`.
+  let name: String
+  /// The name quoted for SQL, `"schema"."name"`: a reserved word (`user`, `order`) is a table name too.
   let description: String
 
   init(_ name: String) throws(PacePostgresError) {
@@ -15,12 +18,13 @@ struct TableName: Sendable, Hashable, CustomStringConvertible {
         && part.unicodeScalars.allSatisfy { letters.contains($0) || $0 == "_" || ("0"..."9").contains($0) }
     }
     guard (1...2).contains(parts.count), parts.allSatisfy(isIdentifier) else { throw .invalidTableName(name) }
-    description = name
+    self.name = name
+    description = parts.map { "\"\($0)\"" }.joined(separator: ".")
   }
 
-  /// `name` with a suffix, for an index or a companion table.
+  /// `name` with a suffix, for an index or a companion table; quoted, as ``description``.
   func suffixed(_ suffix: String) -> String {
-    String("\(description)_\(suffix)".map { $0 == "." ? "_" : $0 })
+    "\"" + String("\(name)_\(suffix)".map { $0 == "." ? "_" : $0 }) + "\""
   }
 }
 
@@ -35,20 +39,58 @@ extension Duration {
   }
 }
 
-/// Whether `error` means that the database could not be reached (as opposed to a query it refused).
-func isUnavailability(_ error: any Error) -> Bool {
-  if error is DatabaseTimeout { return true }
+/// What a failed statement means for the caller: the database's SQLSTATE (or the client's error)
+/// read through the table in the SharedRateLimitsAndDebouncing article.
+enum FailureKind: Sendable, Equatable {
+  /// The database cannot decide now: the failure policy answers, and the circuit breaker counts it.
+  case unavailable
+  /// A serialization failure or a deadlock: the statement is retried once.
+  case retryOnce
+  /// A bug or a configuration error (a missing table, a syntax error, a wrong password): thrown.
+  case fatal
+}
+
+/// The SQLSTATEs that mean "the database cannot decide now" rather than "the query is wrong".
+let unavailableStates: Set<String> = [
+  "25006",  // read_only_sql_transaction: a hot standby, or a primary demoted by a failover
+  "53300",  // too_many_connections
+  "55P03",  // lock_not_available: our lock_timeout
+  "57014",  // query_canceled: a statement_timeout
+  "57P01",  // admin_shutdown
+  "57P02",  // crash_shutdown
+  "57P03",  // cannot_connect_now: the server is starting or in recovery
+]
+
+/// Classifies `error` as the table in the article says.
+func failureKind(of error: any Error) -> FailureKind {
+  if error is DatabaseTimeout { return .unavailable }
   if let error = error as? PostgresTransactionError {
-    return [error.beginError, error.closureError, error.commitError].contains { $0.map(isUnavailability) ?? false }
+    let kinds = [error.beginError, error.closureError, error.commitError].compactMap { $0.map(failureKind(of:)) }
+    if kinds.contains(.unavailable) { return .unavailable }
+    return kinds.contains(.retryOnce) ? .retryOnce : .fatal
   }
-  guard let error = error as? PSQLError else { return false }
-  if error.code == .server {
-    // Class 08 (connection exception) and 57 (operator intervention: a shutdown, a terminated
-    // backend) are outages; every other server error is about the query.
+  guard let error = error as? PSQLError else { return .fatal }
+  switch error.code {
+  case .server:
     let state = error.serverInfo?[.sqlState] ?? ""
-    return state.hasPrefix("08") || state.hasPrefix("57")
+    if state.hasPrefix("08") || unavailableStates.contains(state) { return .unavailable }
+    if state == "40001" || state == "40P01" { return .retryOnce }
+    return .fatal
+  case .connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown, .poolClosed,
+    .queryCancelled:
+    return .unavailable
+  default:
+    // Decoding, protocol, TLS and authentication errors: the configuration or the code is wrong.
+    return .fatal
   }
-  return error.code != .tooManyParameters && error.code != .messageDecodingFailure
+}
+
+/// Whether `error` means that the database could not decide now (as opposed to a query it refused).
+func isUnavailability(_ error: any Error) -> Bool { failureKind(of: error) == .unavailable }
+
+/// The SQLSTATE of a server error, for logs.
+func sqlState(of error: any Error) -> String? {
+  (error as? PSQLError)?.serverInfo?[.sqlState]
 }
 
 /// The database did not answer within the configured time.

@@ -153,7 +153,8 @@ struct PostgresRateLimitStoreTests {
 
   @Test func aMissingTableIsThrownWhateverThePolicy() async throws {
     try await TestDatabase.withClients { clients in
-      let store = try PostgresRateLimitStore(client: clients[0], table: "pace_never_migrated", whenUnavailable: .allow)
+      let store = try PostgresRateLimitStore(
+        client: clients[0], table: "pace_never_migrated", whenUnavailable: .allow, timeout: .seconds(30))
       await #expect(throws: PSQLError.self) { try await store.tryAcquire("k", cost: 1, limit: hour) }
     }
   }

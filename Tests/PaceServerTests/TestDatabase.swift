@@ -158,3 +158,71 @@ struct TestInstance {
   }
 }
 #endif
+
+#if PostgreSQL && Hummingbird
+/// A PostgreSQL cluster of a test's own, which the test stops and starts again: the shared one
+/// serves every other test at the same time. Needs `PACE_POSTGRES_BIN` (Scripts/with-postgres.sh).
+final class TestCluster: Sendable {
+  let directory: String
+  let port: Int
+  let bin: String
+  let owner: String
+
+  init() throws {
+    let environment = ProcessInfo.processInfo.environment
+    guard let bin = environment["PACE_POSTGRES_BIN"] else {
+      Issue.record("PACE_POSTGRES_BIN is not set: run the server tests through Scripts/with-postgres.sh")
+      throw TestDatabase.TestDatabaseMissing()
+    }
+    self.bin = bin
+    owner = environment["PACE_POSTGRES_OWNER"] ?? NSUserName()
+    port = try TestDatabase.closedPort()
+    directory = NSTemporaryDirectory() + "pace-cluster-\(UInt32.random(in: 0...UInt32.max))"
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    try Self.shell("chown \(owner) \(directory) && chmod 700 \(directory)")
+    try run("\(bin)/initdb -D \(directory)/data -U \(owner) --auth=trust --no-sync -E UTF8 >/dev/null")
+    try start()
+  }
+
+  /// The URL of the cluster's `postgres` database.
+  var url: URL { URL(string: "postgres://\(owner)@127.0.0.1:\(port)/postgres")! }
+
+  func start() throws {
+    try run(
+      "\(bin)/pg_ctl -D \(directory)/data -l \(directory)/server.log -w -t 60 -o '-h 127.0.0.1 -p \(port) -k \(directory) -c fsync=off' start >/dev/null"
+    )
+  }
+
+  /// Stops the server at once, as a crash or a failover would.
+  func stop() throws {
+    try run("\(bin)/pg_ctl -D \(directory)/data -m immediate -w stop >/dev/null")
+  }
+
+  func destroy() {
+    try? stop()
+    try? FileManager.default.removeItem(atPath: directory)
+  }
+
+  private func run(_ command: String) throws {
+    let asOwner = owner == NSUserName() ? command : "runuser -u \(owner) -- sh -c \"\(command.replacingOccurrences(of: "\"", with: "\\\""))\""
+    try Self.shell(asOwner)
+  }
+
+  /// Runs `command` with `/bin/sh` and waits for it with `waitpid` (Foundation's `Process` can
+  /// miss the exit of a child when several run one after another from the cooperative pool).
+  private static func shell(_ command: String) throws {
+    var pid: pid_t = 0
+    let arguments = ["/bin/sh", "-c", command]
+    var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+    defer { for pointer in argv { free(pointer) } }
+    guard posix_spawn(&pid, "/bin/sh", nil, nil, &argv, environ) == 0 else {
+      throw POSIXError(.EIO, userInfo: [NSLocalizedDescriptionKey: "cannot start: \(command)"])
+    }
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+    guard status == 0 else {
+      throw POSIXError(.EIO, userInfo: [NSLocalizedDescriptionKey: "failed (\(status)): \(command)"])
+    }
+  }
+}
+#endif

@@ -1,0 +1,186 @@
+#if PostgreSQL
+import Logging
+import Metrics
+import Pace
+import PostgresNIO
+import Synchronization
+
+/// What a `PostgresRateLimitStore` knows of its database's health, shared by every copy of the
+/// store: the circuit breaker, the fallback log's throttle, and the metrics it reports.
+final class StoreHealth: Sendable {
+  /// The outcomes counted in `pace_rate_limit_decisions_total`.
+  enum Outcome: String, CaseIterable, Sendable {
+    case allowed, denied, fallback, invalid, error
+  }
+
+  /// The breaker, and what the fallback log has not yet said.
+  private struct State {
+    var breaker: CircuitBreakerMachine
+    /// When the current outage began (the breaker opened), for the line that ends it.
+    var outageStarted: ContinuousClock.Instant?
+    var fallbacksInOutage = 0
+  }
+
+  /// At most one line about fallback decisions per this interval: an outage under load must not
+  /// flood the log.
+  static let fallbackLogInterval = Duration.seconds(10)
+
+  private let state: Mutex<State>
+  private let fallbackLog = OccasionalReport(every: fallbackLogInterval)
+  private let decisions: [Outcome: Counter]
+  private let latency: Metrics.Timer
+  private let breakerState: Gauge
+  private let breakerTransitions: [CircuitBreakerMachine.Transition: Counter]
+
+  init(_ breaker: CircuitBreaker, table: String, factory: any MetricsFactory) {
+    state = Mutex(State(breaker: CircuitBreakerMachine(breaker)))
+    let dimensions = [("table", table)]
+    decisions = Dictionary(
+      uniqueKeysWithValues: Outcome.allCases.map { outcome in
+        (
+          outcome,
+          Counter(
+            label: "pace_rate_limit_decisions_total", dimensions: dimensions + [("outcome", outcome.rawValue)],
+            factory: factory)
+        )
+      })
+    latency = Metrics.Timer(label: "pace_rate_limit_decision_duration_seconds", dimensions: dimensions, factory: factory)
+    breakerState = Gauge(label: "pace_rate_limit_breaker_state", dimensions: dimensions, factory: factory)
+    breakerTransitions = [
+      .opened: Counter(label: "pace_rate_limit_breaker_transitions_total", dimensions: dimensions + [("to", "open")], factory: factory),
+      .halfOpened: Counter(
+        label: "pace_rate_limit_breaker_transitions_total", dimensions: dimensions + [("to", "half_open")], factory: factory),
+      .closed: Counter(label: "pace_rate_limit_breaker_transitions_total", dimensions: dimensions + [("to", "closed")], factory: factory),
+    ]
+    breakerState.record(0)
+  }
+
+  /// Counts one decision; `duration` (when the decision got as far as the database or its policy)
+  /// goes to the latency timer.
+  func count(_ outcome: Outcome, duration: Duration? = nil) {
+    decisions[outcome]?.increment()
+    if let duration { latency.recordNanoseconds(duration.wholeNanoseconds) }
+  }
+
+  /// Whether a decision at `now` may ask the database.
+  func admit(now: ContinuousClock.Instant, logger: Logger) -> CircuitBreakerMachine.Admission {
+    let (admission, transition) = state.withLock { $0.breaker.admit(now: now) }
+    if let transition { report(transition, error: nil, logger: logger) }
+    return admission
+  }
+
+  /// A decision admitted with `admission` ended: `unavailable` if the database could not decide,
+  /// nil if the caller was cancelled before anyone knew.
+  func ended(
+    _ admission: CircuitBreakerMachine.Admission,
+    unavailable: Bool?,
+    now: ContinuousClock.Instant,
+    error: (any Error)?,
+    logger: Logger
+  ) {
+    let transition: CircuitBreakerMachine.Transition? = state.withLock { state in
+      switch admission {
+      case .ask: return unavailable.flatMap { state.breaker.asked(unavailable: $0, now: now) }
+      case .probe: return state.breaker.probeEnded(succeeded: unavailable.map { !$0 }, now: now)
+      case .reject: return nil
+      }
+    }
+    if let transition { report(transition, error: error, logger: logger) }
+  }
+
+  /// Logs a fallback decision, at most one line per ``fallbackLogInterval``.
+  func fellBack(reason: String, logger: Logger) {
+    state.withLock { $0.fallbacksInOutage += 1 }
+    guard let decisions = fallbackLog.record() else { return }
+    logger.warning(
+      "rate-limit decisions follow the failure policy",
+      metadata: ["pace.reason": "\(reason)", "pace.decisions": "\(decisions)"])
+  }
+
+  private func report(_ transition: CircuitBreakerMachine.Transition, error: (any Error)?, logger: Logger) {
+    breakerTransitions[transition]?.increment()
+    let now = ContinuousClock.now
+    switch transition {
+    case .opened:
+      breakerState.record(2)
+      let isNewOutage = state.withLock { state in
+        defer { state.outageStarted = state.outageStarted ?? now }
+        return state.outageStarted == nil
+      }
+      var metadata: Logger.Metadata = [:]
+      if let error {
+        metadata["error"] = "\(String(reflecting: error))"
+        if let code = sqlState(of: error) { metadata["pace.sqlstate"] = "\(code)" }
+      }
+      if isNewOutage {
+        logger.error("PostgreSQL unavailable: the circuit breaker opened; decisions follow the failure policy", metadata: metadata)
+      } else {
+        logger.info("PostgreSQL still unavailable: the probe failed; the circuit breaker opened again", metadata: metadata)
+      }
+    case .halfOpened:
+      breakerState.record(1)
+      logger.info("circuit breaker half-open: one decision probes PostgreSQL")
+    case .closed:
+      breakerState.record(0)
+      let (started, fallbacks) = state.withLock { state in
+        defer {
+          state.outageStarted = nil
+          state.fallbacksInOutage = 0
+        }
+        return (state.outageStarted, state.fallbacksInOutage)
+      }
+      logger.notice(
+        "PostgreSQL answers again: the circuit breaker closed",
+        metadata: [
+          "pace.outage_seconds": "\(started.map { Double($0.duration(to: now).wholeNanoseconds) / 1e9 } ?? 0)",
+          "pace.fallback_decisions": "\(fallbacks)",
+        ])
+    }
+  }
+}
+
+extension Duration {
+  /// Whole nanoseconds, saturating at `Int64`'s bounds.
+  var wholeNanoseconds: Int64 {
+    let (seconds, attoseconds) = components
+    let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+    if overflow { return seconds < 0 ? .min : .max }
+    let (sum, overflow2) = scaled.addingReportingOverflow(attoseconds / 1_000_000_000)
+    return overflow2 ? (seconds < 0 ? .min : .max) : sum
+  }
+}
+
+/// Runs a migration `statement` within `timeout`, logging what it waits for every few seconds.
+///
+/// A database that is unreachable at startup makes PostgresNIO's pool wait for a connection
+/// forever; here it is an error that says so.
+func migrating(
+  client: PostgresClient,
+  timeout: Duration,
+  logger: Logger,
+  _ statement: @escaping @Sendable () async throws -> Void
+) async throws {
+  precondition(timeout > .zero, "migrate: timeout must be positive (got \(timeout))")
+  logger.info("migrating", metadata: ["pace.timeout": "\(timeout)"])
+  let waiting = Task {
+    var waited = Duration.zero
+    while true {
+      try await Task.sleep(for: .seconds(5))
+      waited += .seconds(5)
+      logger.warning("migration waits for PostgreSQL", metadata: ["pace.waited": "\(waited)", "pace.timeout": "\(timeout)"])
+    }
+  }
+  defer { waiting.cancel() }
+  do {
+    try await withTimeout(timeout, statement)
+  } catch is DatabaseTimeout {
+    let reason = "migrate: PostgreSQL did not answer within \(timeout) (is the server running and reachable?)"
+    logger.error("migration gave up", metadata: ["pace.reason": "\(reason)"])
+    throw PacePostgresError.unavailable(reason: reason)
+  } catch {
+    logger.error("migration failed", metadata: ["error": "\(String(reflecting: error))"])
+    throw error
+  }
+  logger.info("migrated")
+}
+#endif
