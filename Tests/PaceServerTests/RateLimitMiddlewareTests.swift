@@ -2,6 +2,9 @@
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import InMemoryLogging
+import Logging
+import MetricsTestKit
 import Pace
 import PaceHummingbird
 import PacePostgres
@@ -71,6 +74,80 @@ struct RateLimitMiddlewareTests {
           #expect(statuses == [.ok, .ok, .ok, .tooManyRequests, .tooManyRequests, .tooManyRequests])
         }
       }
+    }
+  }
+
+  static let cost = HTTPField.Name("X-Cost")!
+
+  /// A server whose cost and key come from the request, as in issue 19's reports.
+  func hostileApplication(
+    _ limiter: KeyedRateLimiter<String>, logs: InMemoryLogHandler, metrics: TestMetrics
+  ) -> some ApplicationProtocol {
+    let router = Router()
+    router.add(
+      middleware: RateLimitMiddleware(
+        limiter: limiter, logger: Logger(label: "test", factory: { _ in logs }), metricsFactory: metrics,
+        cost: { request, _ in request.headers[Self.cost].flatMap { Int($0) } ?? 1 },
+        key: { request, _ in request.headers[Self.apiKey].map { "key:\($0)" } }))
+    router.get("/") { _, _ in "ok" }
+    return Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
+  }
+
+  /// Hostile requests get a 400 with the reason, never a crash or an empty 500, in memory and
+  /// through PostgreSQL alike; a limiter that cannot decide gets a 503.
+  @Test func hostileRequestsGet400InMemoryAndThroughPostgreSQL() async throws {
+    try await TestDatabase.withClients { clients in
+      let store = try PostgresRateLimitStore(client: clients[0], table: TestDatabase.uniqueTable("rl"))
+      try await store.migrate()
+      let limiters = [
+        KeyedRateLimiter<String>(permits: 3, per: .seconds(3600)),
+        KeyedRateLimiter(permits: 3, per: .seconds(3600), store: store),
+      ]
+      for limiter in limiters {
+        let logs = InMemoryLogHandler()
+        let metrics = TestMetrics()
+        try await hostileApplication(limiter, logs: logs, metrics: metrics).test(.live) { client in
+          let negative = try await client.execute(uri: "/", method: .get, headers: [Self.apiKey: "a", Self.cost: "-5"])
+          #expect(negative.status == .badRequest)
+          #expect(String(buffer: negative.body) == "Bad request: the cost -5 is negative\n")
+          let tooMuch = try await client.execute(uri: "/", method: .get, headers: [Self.apiKey: "a", Self.cost: "4"])
+          #expect(String(buffer: tooMuch.body) == "Bad request: the cost 4 is above the burst 3\n")
+          let long = String(repeating: "x", count: 1021)  // 1,025 bytes with its "key:" prefix
+          let longKey = try await client.execute(uri: "/", method: .get, headers: [Self.apiKey: long])
+          #expect(longKey.status == .badRequest)
+          #expect(String(buffer: longKey.body) == "Bad request: the key is 1025 bytes long; at most 1024\n")
+          // None of them took a permit.
+          let fine = try await client.execute(uri: "/", method: .get, headers: [Self.apiKey: "a"])
+          #expect(fine.headers[HTTPField.Name("RateLimit")!]?.hasPrefix("\"default\";r=2;") == true)
+          let query = try await client.execute(uri: "/", method: .get, headers: [Self.apiKey: "a", Self.cost: "0"])
+          #expect(query.status == .ok && query.headers[HTTPField.Name("RateLimit")!]?.hasPrefix("\"default\";r=2;") == true)
+        }
+        let invalid = try metrics.expectCounter(
+          "pace_http_rate_limit_responses_total", [("policy", "default"), ("outcome", "invalid")])
+        #expect(invalid.totalValue == 3)
+        // One line for the burst of invalid requests, not one each.
+        #expect(logs.entries.filter { $0.message.description.contains("invalid request") }.count == 1)
+      }
+    }
+  }
+
+  @Test func aLimiterThatCannotDecideGets503() async throws {
+    let port = try TestDatabase.closedPort()
+    try await TestDatabase.withClients(port: port) { clients in
+      let store = try PostgresRateLimitStore(client: clients[0], timeout: .milliseconds(200))
+      let limiter = KeyedRateLimiter(permits: 3, per: .seconds(3600), store: store)
+      let logs = InMemoryLogHandler()
+      let metrics = TestMetrics()
+      try await hostileApplication(limiter, logs: logs, metrics: metrics).test(.live) { client in
+        let response = try await client.execute(uri: "/", method: .get, headers: [Self.apiKey: "a"])
+        #expect(response.status == .serviceUnavailable)
+        #expect(response.headers[.retryAfter] == "1")
+        #expect(String(buffer: response.body).hasPrefix("Service unavailable"))
+      }
+      #expect(logs.entries.contains { $0.level == .error && $0.message.description.contains("could not decide") })
+      let unavailable = try metrics.expectCounter(
+        "pace_http_rate_limit_responses_total", [("policy", "default"), ("outcome", "unavailable")])
+      #expect(unavailable.totalValue == 1)
     }
   }
 }
