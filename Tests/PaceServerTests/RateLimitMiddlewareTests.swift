@@ -61,7 +61,7 @@ struct RateLimitMiddlewareTests {
   @Test func twoInstancesShareTheLimitThroughPostgreSQL() async throws {
     try await TestDatabase.withClients(2, connections: 2) { clients in
       let table = TestDatabase.uniqueTable("rl")
-      let stores = try clients.map { try PostgresRateLimitStore(client: $0, table: table) }
+      let stores = try clients.map { try PostgresRateLimitStore(client: $0, table: table, timeout: .seconds(30)) }
       try await stores[0].migrate()
       let limiters = stores.map { KeyedRateLimiter(permits: 3, per: .seconds(3600), store: $0) }
       try await application(limiters[0]).test(.live) { one in
@@ -97,7 +97,7 @@ struct RateLimitMiddlewareTests {
   /// through PostgreSQL alike; a limiter that cannot decide gets a 503.
   @Test func hostileRequestsGet400InMemoryAndThroughPostgreSQL() async throws {
     try await TestDatabase.withClients { clients in
-      let store = try PostgresRateLimitStore(client: clients[0], table: TestDatabase.uniqueTable("rl"))
+      let store = try PostgresRateLimitStore(client: clients[0], table: TestDatabase.uniqueTable("rl"), timeout: .seconds(30))
       try await store.migrate()
       let limiters = [
         KeyedRateLimiter<String>(permits: 3, per: .seconds(3600)),
