@@ -99,18 +99,20 @@ import PaceTesting
     #expect(sent.times == [ms(100), ms(400)])
   }
 
+  /// Throttler.md's diagram: calls `abc-----`, flush at 100 ms, invocations `ab-c----`.
   @Test func aFlushedLeadingThrottlerKeepsItsWindowSoTheNextCallDoesNotLead() {
-    let sent = Recorder<Int>(clock: scheduler)
-    let send = Throttler<Int>(for: .milliseconds(300), scheduler: scheduler) { sent.record($0) }
-    send(1)
-    send(2)
+    let sent = Recorder<String>(clock: scheduler)
+    let send = Throttler<String>(for: .milliseconds(300), scheduler: scheduler) { sent.record($0) }
+    send("a")
     scheduler.advance(by: .milliseconds(100))
+    send("b")
     send.flush()
     #expect(send.nextInvocation == nil)
     #expect(scheduler.pendingDeadlines == [ms(300)])  // the window still guards the leading edge
-    send(3)
-    scheduler.run()
-    #expect(sent.values == [1, 2, 3])
+    scheduler.advance(by: .milliseconds(100))
+    send("c")
+    scheduler.advance(to: ms(800))
+    #expect(sent.values == ["a", "b", "c"])
     #expect(sent.times == [ms(0), ms(100), ms(300)])
   }
 
