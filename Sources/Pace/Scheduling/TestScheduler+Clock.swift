@@ -67,8 +67,9 @@ extension TestScheduler: Clock {
   }
 }
 
-/// One call to ``TestScheduler/sleep(until:tolerance:)``: its continuation and scheduled job.
-private final class VirtualSleeper: Sendable {
+/// One sleep on a scheduler (``TestScheduler/sleep(until:tolerance:)``,
+/// ``DispatchScheduler/sleep(until:tolerance:)``): its continuation and scheduled job.
+final class VirtualSleeper: Sendable {
   private enum State {
     case initial
     case sleeping(UnsafeContinuation<Void, any Error>, (any PaceCancellable)?)
