@@ -13,7 +13,7 @@
 /// }
 /// ```
 ///
-/// `now` starts at ``PaceInstant/zero`` (or the instant you pass) and moves forward to each
+/// `now` starts at `PaceInstant.zero` (or the instant you pass) and moves forward to each
 /// deadline slept until, never back. A sleep still throws `CancellationError` in a cancelled
 /// task. Pace's own timers arm as tasks that sleep on it, so they fire on the next turn of the
 /// concurrency runtime, not synchronously: await the result, not a time.

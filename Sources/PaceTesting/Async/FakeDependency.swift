@@ -1,5 +1,5 @@
 /// A fake async dependency on virtual time: it records each call's input and the virtual instant
-/// it started at, takes `latency` of a ``TestScheduler``'s time to answer, and lets a test wait
+/// it started at, takes `latency` of a `TestScheduler`'s time to answer, and lets a test wait
 /// for a number of calls without polling.
 ///
 /// Pass ``function`` (or the fake itself, called as a function) where a view model takes its
