@@ -106,10 +106,9 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
       if let pending = state.machine.flush(now: now) {
         effects.startDelivery = Self.invoke(pending, in: &state)
       }
-      if state.machine.cancel() {
-        state.timerGeneration &+= 1
-        effects.cancelTimer = state.timer.take()
-      }
+      _ = state.machine.cancel()
+      state.timerGeneration &+= 1
+      effects.cancelTimer = state.timer.take()
       state.upstream = nil
       state.completion = completion
       effects.startDelivery = Self.startDelivery(in: &state) || effects.startDelivery

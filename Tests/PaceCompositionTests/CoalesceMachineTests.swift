@@ -71,9 +71,10 @@ import Testing
     #expect(machine.flush(now: ms(20)) == 5)
     #expect(machine.flush(now: ms(20)) == nil)
     #expect(!machine.isPending)
-    // The timer is still armed: a signal before it fires joins it rather than arming another.
-    #expect(machine.call(7, now: ms(30)) == .none)
-    #expect(machine.timerFired(now: ms(50)) == .invoke(7))
+    // Nothing is left for the timer to run, so the machine lets it go: the next signal arms anew.
+    #expect(!machine.hasTimer)
+    #expect(machine.call(7, now: ms(30)) == .schedule(at: ms(80)))
+    #expect(machine.timerFired(now: ms(80)) == .invoke(7))
   }
 
   @Test func cancelDropsThePendingValueAndAsksToCancelOnlyAnArmedTimer() {

@@ -258,11 +258,15 @@ struct SwiftUIArticleTests {
       scheduler.advance(to: PaceInstant.zero.advanced(by: .milliseconds(200 * step)))
       render(draft)
       render(draft)  // SwiftUI renders again after `query` changed
+      for task in host.startedTasks { await task.value }
     }
     scheduler.advance(to: PaceInstant.zero.advanced(by: .milliseconds(1_500)))
     render("swiftui")
     #expect(query.writes.map(\.0) == ["swift", "swiftui"])
     #expect(query.writes.map(\.1) == [.milliseconds(1_000), .milliseconds(1_500)])
+    // Each search runs before the next one starts: tasks enqueued together on the main actor
+    // may run in either order (one full run in four, under load).
+    for task in host.startedTasks { await task.value }
 
     // "Search now" copies a pending draft at once.
     scheduler.advance(to: PaceInstant.zero.advanced(by: .milliseconds(2_000)))

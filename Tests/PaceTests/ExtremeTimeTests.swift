@@ -74,11 +74,11 @@ import Testing
   @Test func aDebounceStartedJustBeforeTheEndSaturates() {
     let start = PaceInstant(nanoseconds: .max - 10)
     var m = DebounceStateMachine<String>(interval: .nanoseconds(100), edges: .both, maxWait: nil, merge: .latest)
-    #expect(m.call("a", now: start) == .invokeAndSchedule("a", at: Self.end))
-    #expect(m.call("b", now: start.advanced(by: .nanoseconds(5))) == .none)
+    #expect(m.call("a", now: start) == .invoke("a"))
+    #expect(m.call("b", now: start.advanced(by: .nanoseconds(5))) == .schedule(at: Self.end))
     #expect(m.timerFired(now: Self.end) == .invoke("b"))
-    #expect(m.call("c", now: Self.end) == .invokeAndSchedule("c", at: Self.end))
-    #expect(m.timerFired(now: Self.end) == .none)
+    #expect(m.call("c", now: Self.end) == .invoke("c"))
+    #expect(!m.hasTimer)
   }
 
   @Test func aSaturatedMaxWaitIsFinalToo() {
@@ -99,10 +99,11 @@ import Testing
     let first = PaceInstant(nanoseconds: .min)
     var m = DebounceStateMachine<String>(interval: .seconds(1), edges: .both, maxWait: nil, merge: .latest)
     // The first call keeps its own time (it used to be raised to zero).
-    #expect(m.call("a", now: first) == .invokeAndSchedule("a", at: first.advanced(by: .seconds(1))))
-    #expect(m.timerFired(now: first.advanced(by: .seconds(1))) == .none)
+    #expect(m.call("a", now: first) == .invoke("a"))
+    #expect(m.call("a2", now: first.advanced(by: .milliseconds(1))) == .schedule(at: first.advanced(by: .milliseconds(1001))))
+    #expect(m.timerFired(now: first.advanced(by: .milliseconds(1001))) == .invoke("a2"))
     // A whole timeline later is a quiet period, so this call leads (a wrapped duration said no).
-    #expect(m.call("b", now: Self.end) == .invokeAndSchedule("b", at: Self.end))
+    #expect(m.call("b", now: Self.end) == .invoke("b"))
   }
 
   // MARK: Throttle and coalesce machines

@@ -36,6 +36,29 @@ static inline __attribute__((always_inline)) void pace_store_relaxed(uintptr_t *
 /// allocators must be the same wherever a table is allocated and freed.
 void *pace_allocate_table(size_t bytes);
 
+#if defined(__linux__)
+// The thread sanitizer's annotations (compiler-rt's tsan_interface.h), weak: null unless the
+// sanitizer's runtime is linked in, as `swift test --sanitize=thread` does.
+extern void __tsan_acquire(void *address) __attribute__((weak));
+extern void __tsan_release(void *address) __attribute__((weak));
+#endif
+
+/// Tells the thread sanitizer, if it runs, that the lock at `address` was just taken: what the
+/// previous holder did before `pace_tsan_release` happened before what follows. The sanitizer
+/// cannot see `Synchronization.Mutex`'s futex on Linux; elsewhere, or without it, nothing.
+static inline __attribute__((always_inline)) void pace_tsan_acquire(const void *address) {
+#if defined(__linux__)
+  if (__tsan_acquire) __tsan_acquire((void *)address);
+#endif
+}
+
+/// Tells the thread sanitizer, if it runs, that the lock at `address` is about to be released.
+static inline __attribute__((always_inline)) void pace_tsan_release(const void *address) {
+#if defined(__linux__)
+  if (__tsan_release) __tsan_release((void *)address);
+#endif
+}
+
 /// Frees what `pace_allocate_table(bytes)` returned, given the same `bytes`.
 void pace_free_table(void *table, size_t bytes);
 

@@ -41,10 +41,20 @@ struct CoalesceStateMachine<Value: Sendable>: PacerStateMachine {
     return .invoke(merged)
   }
 
+  /// Takes the merged signals; the run they were waiting for is then due to nothing.
   @usableFromInline
   mutating func flush(now: PaceInstant) -> Value? {
-    pending.take()
+    guard let merged = pending.take() else { return nil }
+    armedDeadline = nil
+    return merged
   }
+
+  @usableFromInline
+  var nextInvocation: PaceInstant? { pending == nil ? nil : armedDeadline }
+
+  /// Armed exactly while signals wait for their run.
+  @usableFromInline
+  var hasTimer: Bool { armedDeadline != nil }
 
   @usableFromInline
   mutating func cancel() -> Bool {

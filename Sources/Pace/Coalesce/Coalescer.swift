@@ -166,6 +166,11 @@ public final class Coalescer<Value: Sendable>: Sendable {
   public var isPending: Bool {
     pacer.isPending
   }
+
+  /// When the waiting run happens; `nil` when no run waits.
+  public var nextInvocation: PaceInstant? {
+    pacer.nextInvocation
+  }
 }
 
 extension Coalescer where Value == Void {

@@ -1,7 +1,9 @@
 /// The logic of ``Debouncer``: lodash's `debounce`, with merged values, as a value type.
 ///
-/// A burst of calls is active while a timer is armed. The first call after a quiet period
-/// (`interval` since the last call) is the burst's leading edge. The burst's trailing edge comes
+/// A burst of calls lasts until `interval` has passed since its last call. The first call after a
+/// quiet period is the burst's leading edge. A timer is armed only while a value waits for the
+/// trailing edge: a leading invocation, a flush or a cancelled call leaves nothing to invoke and
+/// no timer, and the time of the last call alone tells whether the next call leads. The burst's trailing edge comes
 /// once `interval` has passed with no call; with `maxWait`, an invocation also comes once
 /// `maxWait` has passed since the previous invocation (or the start of the burst).
 ///
@@ -92,17 +94,19 @@ struct DebounceStateMachine<Value: Sendable>: PacerStateMachine {
     }
 
     if isQuietOrOverdue {
-      // Leading edge of a new burst.
+      // Leading edge of a new burst. The burst is `lastCall`, not a timer: a timer is armed only
+      // for a value the trailing edge will invoke.
       lastInvoke = now
+      if leading { return .invoke(value) }
       let deadline = now.advanced(byNanoseconds: interval)
       armedDeadline = deadline
-      if leading { return .invokeAndSchedule(value, at: deadline) }
       pending = value
       return .schedule(at: deadline)
     }
 
-    // The burst goes on after a flush or a maxWait invocation ended its timer.
-    if trailing { pending.merge(value, using: merge) }
+    // The burst goes on after a leading invocation, a flush or a maxWait invocation.
+    guard trailing else { return .none }
+    pending.merge(value, using: merge)
     let deadline = nextDeadline(lastCall: now)
     armedDeadline = deadline
     return .schedule(at: deadline)
@@ -113,6 +117,8 @@ struct DebounceStateMachine<Value: Sendable>: PacerStateMachine {
     guard armedDeadline != nil, let lastCall else { return .none }
     armedDeadline = nil
     let now = Swift.max(now, lastCall)
+    // Nothing left to invoke (a late timer's call took it): no timer either.
+    guard pending != nil else { return .none }
     if shouldInvoke(at: now) {
       // Trailing edge: quiet for `interval`, or `maxWait` reached.
       guard let merged = pending.take() else { return .none }
@@ -124,12 +130,25 @@ struct DebounceStateMachine<Value: Sendable>: PacerStateMachine {
     return .schedule(at: deadline)
   }
 
+  /// Takes the pending value and disarms: with nothing left to invoke, the burst needs no
+  /// timer (``hasTimer`` turns `false`, and the driver cancels it).
   @inlinable
   mutating func flush(now: PaceInstant) -> Value? {
     guard let merged = pending.take() else { return nil }
+    armedDeadline = nil
     lastInvoke = Swift.max(now, lastCall ?? now)
     return merged
   }
+
+  @inlinable
+  var nextInvocation: PaceInstant? {
+    guard pending != nil, let lastCall else { return nil }
+    return nextDeadline(lastCall: lastCall)
+  }
+
+  /// Armed exactly while a value waits for the trailing edge.
+  @inlinable
+  var hasTimer: Bool { armedDeadline != nil }
 
   @usableFromInline
   mutating func cancel() -> Bool {

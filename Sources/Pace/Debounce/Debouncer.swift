@@ -223,6 +223,18 @@ public final class Debouncer<Value: Sendable>: Sendable {
   public var isPending: Bool {
     pacer.isPending
   }
+
+  /// When the pending invocation happens if no call arrives meanwhile; `nil` when nothing is
+  /// pending.
+  ///
+  /// Read this, not a ``TestScheduler``'s deadlines, to see when a burst ends: a call inside a
+  /// burst arms no timer (it costs no allocation), so the armed timer is the one the burst
+  /// started with, re-armed for the true deadline only when it fires. After calls at 0, 100,
+  /// 200 and 250 ms on a 300 ms debouncer, the timer is due at 300 ms and `nextInvocation` is
+  /// 550 ms.
+  public var nextInvocation: PaceInstant? {
+    pacer.nextInvocation
+  }
 }
 
 extension Debouncer where Value == Void {

@@ -143,15 +143,22 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
     let hash = key.hashValue
     let index = Self.shardIndex(hash: hash)
     let now = scheduler.now
-    let effects = shards.withLock(index) { shard -> Effects in
-      guard let slot = shard.keys.index(of: key, hash: hash) else { return Effects() }
+    let (effects, stale) = shards.withLock(index) { shard -> (Effects, (any PaceCancellable)?) in
+      guard let slot = shard.keys.index(of: key, hash: hash) else { return (Effects(), nil) }
       let value = Self.run(slot: slot, in: &shard) { $0.flush(now: now) }
       var effects = Self.apply(value.map(PacerAction.invoke) ?? .none, for: key, to: &shard)
+      // Nothing left to invoke for the key: its deadline goes, and the shard's timer with it if
+      // it was armed for that deadline.
+      var stale: (any PaceCancellable)?
+      if value != nil, !Self.run(slot: slot, in: &shard, { $0.hasTimer }) {
+        stale = shard.timer.removeDeadlines(of: key)
+      }
       Self.settle(slot: slot, now: now, in: &shard)
       shard.keys.shrinkIfSparse()
       effects.arm = shard.timer.needsArming
-      return effects
+      return (effects, stale)
     }
+    stale?.cancel()
     carryOut(effects, shard: index)
   }
 

@@ -150,6 +150,25 @@ struct ShardTimer<Key>: ~Copyable {
     shrinkIfSparse()
   }
 
+  /// Takes out `key`'s deadlines, which will invoke nothing (the key was flushed): O(n log n) in
+  /// the shard's deadlines, for `flush`, not for the hot path. Returns the scheduler timer to
+  /// cancel when it was armed for an earlier instant than any deadline left (or none is left);
+  /// ``needsArming`` then tells whether to arm for the new earliest.
+  @inlinable
+  mutating func removeDeadlines(of key: Key) -> (any PaceCancellable)? where Key: Equatable {
+    var kept: [Entry] = []
+    while count > 0 {
+      let entry = popFirst()
+      if entry.key != key { kept.append(entry) }
+    }
+    for entry in kept { add(entry.deadline, for: entry.key) }
+    shrinkIfSparse()
+    guard let armed = armedAt, earliest.map({ $0 > armed }) ?? true else { return nil }
+    armedAt = nil
+    generation &+= 1
+    return handle.take()
+  }
+
   /// Forgets every deadline and disarms; returns the timer to cancel.
   @inlinable
   mutating func removeAll() -> (any PaceCancellable)? {

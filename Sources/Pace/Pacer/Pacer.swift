@@ -77,15 +77,26 @@ final class Pacer<Machine: PacerStateMachine>: Sendable where Machine.Value: Sen
 
   func flush() {
     let now = scheduler.now
-    let effects = state.withLock { state in
-      Self.apply(state.machine.flush(now: now).map(PacerAction.invoke) ?? .none, to: &state)
+    let (effects, timer) = state.withLock { state -> (Effects, (any PaceCancellable)?) in
+      let effects = Self.apply(state.machine.flush(now: now).map(PacerAction.invoke) ?? .none, to: &state)
+      return (effects, Self.disarmIfUnneeded(&state))
     }
+    timer?.cancel()
     carryOut(effects)
+  }
+
+  /// The timer to cancel once the machine no longer expects it; a timer being armed meanwhile
+  /// is cancelled by `arm`, which finds a newer generation.
+  static func disarmIfUnneeded(_ state: inout State) -> (any PaceCancellable)? {
+    guard !state.machine.hasTimer else { return nil }
+    state.timerGeneration &+= 1
+    return state.timer.take()
   }
 
   func cancel() {
     let timer = state.withLock { state -> (any PaceCancellable)? in
-      guard state.machine.cancel() else { return nil }
+      // Any timer held goes, even one the machine no longer expects.
+      guard state.machine.cancel() || state.timer != nil else { return nil }
       state.timerGeneration &+= 1
       return state.timer.take()
     }
@@ -94,6 +105,10 @@ final class Pacer<Machine: PacerStateMachine>: Sendable where Machine.Value: Sen
 
   var isPending: Bool {
     state.withLock { $0.machine.isPending }
+  }
+
+  var nextInvocation: PaceInstant? {
+    state.withLock { $0.machine.nextInvocation }
   }
 
   /// Reads the machine under the lock; for tests and diagnostics.

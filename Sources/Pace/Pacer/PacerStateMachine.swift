@@ -45,14 +45,25 @@ protocol PacerStateMachine: Sendable {
   /// The armed timer fired at `now`.
   mutating func timerFired(now: PaceInstant) -> PacerAction<Value>
 
-  /// Takes the pending value for an invocation now, if there is one.
+  /// Takes the pending value for an invocation now, if there is one. A machine left with
+  /// nothing to invoke drops its timer too (see ``hasTimer``), unless an edge still needs it.
   mutating func flush(now: PaceInstant) -> Value?
+
+  /// Whether the machine expects its armed timer to fire; once `false`, the driver cancels the
+  /// timer it holds. A pacer with nothing left to invoke holds no timer, except a throttle's
+  /// window after a leading edge, which stops the next call from leading.
+  var hasTimer: Bool { get }
 
   /// Drops what is pending and resets. Returns `true` if the armed timer should be cancelled.
   mutating func cancel() -> Bool
 
   /// Whether an invocation is waiting.
   var isPending: Bool { get }
+
+  /// When the pending invocation comes if no call arrives meanwhile; `nil` when nothing is
+  /// pending. During a burst this is later than the armed timer, which is re-armed only when
+  /// it fires, so that a call costs no timer.
+  var nextInvocation: PaceInstant? { get }
 }
 
 extension Optional {

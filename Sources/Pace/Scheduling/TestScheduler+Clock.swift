@@ -33,12 +33,25 @@ extension TestScheduler: Clock {
   ///   - tolerance: Ignored: virtual time is exact.
   /// - Throws: `CancellationError` if the task is cancelled before the deadline.
   public func sleep(until deadline: PaceInstant, tolerance: Duration? = nil) async throws {
-    try Task.checkCancellation()
-    if deadline <= now { return }
+    try await sleep(until: deadline, whenScheduled: nil)
+  }
+
+  /// Sleeps as ``sleep(until:tolerance:)``, and calls `whenScheduled` once, as soon as advancing
+  /// the scheduler would wake the sleeper (or once the sleep has ended without sleeping): for
+  /// PaceTesting's fakes, which count a call once it sleeps.
+  package func sleep(until deadline: PaceInstant, whenScheduled: (@Sendable () -> Void)?) async throws {
+    guard !Task.isCancelled, deadline > now else {
+      whenScheduled?()
+      try Task.checkCancellation()
+      return
+    }
     let sleeper = VirtualSleeper()
     try await withTaskCancellationHandler {
       try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
-        guard sleeper.begin(continuation) else { return }
+        guard sleeper.begin(continuation) else {
+          whenScheduled?()
+          return
+        }
         let job = schedule(at: deadline) { [self] in
           if sleeper.wake() { sleeperCountChanged(by: -1) }
         }
@@ -46,6 +59,7 @@ extension TestScheduler: Clock {
         // Counted in only once its job is scheduled: a test that waits for this sleeper and
         // then advances must find the job there to run.
         sleeperCountChanged(by: 1)
+        whenScheduled?()
       }
     } onCancel: {
       if sleeper.cancel() { sleeperCountChanged(by: -1) }
@@ -53,8 +67,9 @@ extension TestScheduler: Clock {
   }
 }
 
-/// One call to ``TestScheduler/sleep(until:tolerance:)``: its continuation and scheduled job.
-private final class VirtualSleeper: Sendable {
+/// One sleep on a scheduler (``TestScheduler/sleep(until:tolerance:)``,
+/// ``DispatchScheduler/sleep(until:tolerance:)``): its continuation and scheduled job.
+final class VirtualSleeper: Sendable {
   private enum State {
     case initial
     case sleeping(UnsafeContinuation<Void, any Error>, (any PaceCancellable)?)

@@ -89,10 +89,22 @@ struct ThrottleStateMachine<Value: Sendable>: PacerStateMachine {
     return .invokeAndSchedule(merged, at: next)
   }
 
+  /// Takes the pending value. With the leading edge the window stays open, and its timer with
+  /// it: a call before the window ends must not lead. Without it, nothing is left to invoke, and
+  /// the window closes: the next call opens a new one.
   @inlinable
   mutating func flush(now: PaceInstant) -> Value? {
-    pending.take()
+    guard let merged = pending.take() else { return nil }
+    if !leading { windowEnd = nil }
+    return merged
   }
+
+  @inlinable
+  var nextInvocation: PaceInstant? { pending == nil ? nil : windowEnd }
+
+  /// Armed exactly while a window is open.
+  @inlinable
+  var hasTimer: Bool { windowEnd != nil }
 
   @usableFromInline
   mutating func cancel() -> Bool {

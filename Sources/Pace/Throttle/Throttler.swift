@@ -195,6 +195,12 @@ public final class Throttler<Value: Sendable>: Sendable {
   public var isPending: Bool {
     pacer.isPending
   }
+
+  /// When the pending trailing invocation happens: the end of the open window; `nil` when
+  /// nothing is pending.
+  public var nextInvocation: PaceInstant? {
+    pacer.nextInvocation
+  }
 }
 
 extension Throttler where Value == Void {

@@ -168,9 +168,22 @@ public final class AsyncDebouncer<Input: Sendable, Output: Sendable>: Sendable {
     pacer.cancel()
   }
 
-  /// Whether an invocation is waiting to start.
+  /// Whether an invocation will start: a value is pending and a caller still waits for it.
+  /// `false` once every caller covered by it has cancelled.
   public var isPending: Bool {
     pacer.isPending
+  }
+
+  /// When the pending invocation happens if no call arrives meanwhile; `nil` when nothing is
+  /// pending.
+  ///
+  /// Read this, not a ``TestScheduler``'s deadlines, to see when a burst ends: a call inside a
+  /// burst arms no timer (it costs no allocation), so the armed timer is the one the burst
+  /// started with, re-armed for the true deadline only when it fires. After calls at 0, 100,
+  /// 200 and 250 ms on a 300 ms debouncer, the timer is due at 300 ms and `nextInvocation` is
+  /// 550 ms.
+  public var nextInvocation: PaceInstant? {
+    pacer.nextInvocation
   }
 }
 

@@ -155,9 +155,16 @@ public final class AsyncThrottler<Input: Sendable, Output: Sendable>: Sendable {
     pacer.cancel()
   }
 
-  /// Whether a trailing invocation is waiting to start.
+  /// Whether a trailing invocation will start: a value is pending and a caller still waits for
+  /// it. `false` once every caller covered by it has cancelled.
   public var isPending: Bool {
     pacer.isPending
+  }
+
+  /// When the pending trailing invocation starts: the end of the open window; `nil` when
+  /// nothing will start.
+  public var nextInvocation: PaceInstant? {
+    pacer.nextInvocation
   }
 }
 

@@ -13,9 +13,11 @@
 /// taken at once; after that, permits come back at the steady rate, one every
 /// `interval / permits`, exactly (integer arithmetic, no drift).
 ///
-/// - ``acquire(_:)`` suspends until its permits are available, in FIFO order: a request never
-///   overtakes an earlier one, even a smaller request behind a large one. If its task is
-///   cancelled first it throws `CancellationError` and consumes nothing.
+/// - ``acquire(_:isolation:)`` suspends until its permits are available, in FIFO order: a request
+///   never overtakes an earlier one, even a smaller request behind a large one. If its task is
+///   cancelled first it throws `CancellationError` and consumes nothing. The request joins the
+///   queue on the caller's actor, before `acquire` first suspends, so tasks started in order
+///   from one actor are granted in that order.
 /// - ``tryAcquire(_:)`` never waits: it takes the permits if they are available and nobody is
 ///   waiting, and returns `false` otherwise.
 /// - A request for more than `burst` permits waits for a full bucket, then takes them all and
@@ -25,6 +27,12 @@
 /// Works on any clock whose duration is `Duration`; pass a ``TestScheduler`` for virtual time.
 /// Safe from any task; the lock is never held while a waiter is resumed.
 public final class RateLimiter: Sendable {
+  /// A test waiting for `count` requests to wait (PaceTesting's `waitUntilWaiting(count:)`).
+  private struct CountWatcher {
+    let count: Int
+    let continuation: UnsafeContinuation<Void, Never>
+  }
+
   private typealias Continuation = UnsafeContinuation<Void, any Error>
 
   private struct Waiter {
@@ -41,17 +49,30 @@ public final class RateLimiter: Sendable {
     var timer: (any PaceCancellable)?
     var timerDeadline: PaceInstant?
     var timerGeneration: UInt64 = 0
+    /// Tests waiting for a number of waiting requests; empty outside tests.
+    var watchers: [CountWatcher] = []
+
+    /// Takes the watchers whose count of waiting requests is reached.
+    mutating func takeSatisfiedWatchers() -> [UnsafeContinuation<Void, Never>] {
+      if watchers.isEmpty { return [] }
+      let waiting = waiters.count
+      let ready = watchers.filter { $0.count <= waiting }.map(\.continuation)
+      watchers.removeAll { $0.count <= waiting }
+      return ready
+    }
   }
 
   private struct Effects {
     var granted: [Continuation] = []
     var refused: Continuation?
     var cancelled: (any PaceCancellable)?
+    var watchers: [UnsafeContinuation<Void, Never>] = []
 
     func carryOut() {
       cancelled?.cancel()
       refused?.resume(throwing: CancellationError())
       for continuation in granted { continuation.resume() }
+      for watcher in watchers { watcher.resume() }
     }
   }
 
@@ -95,10 +116,15 @@ public final class RateLimiter: Sendable {
   /// Requests are served in the order they arrive. A request for more than the burst waits for a
   /// full bucket and leaves the bucket in debt.
   ///
-  /// - Parameter permits: How many permits to take; 1 by default. Not negative.
+  /// The request arrives on the caller's actor, before `acquire` first suspends: tasks started in
+  /// order from the main actor (or any one actor) join the queue, and are granted, in that order.
+  ///
+  /// - Parameters:
+  ///   - permits: How many permits to take; 1 by default. Not negative.
+  ///   - isolation: The caller's actor; leave the default.
   /// - Throws: `CancellationError` if the task is cancelled before the permits are granted; then
   ///   nothing is consumed.
-  public func acquire(_ permits: Int = 1) async throws {
+  public func acquire(_ permits: Int = 1, isolation: isolated (any Actor)? = #isolation) async throws {
     precondition(permits >= 0, "RateLimiter.acquire: permits must not be negative (got \(permits))")
     try Task.checkCancellation()
     if takeAtOnce(permits) { return }
@@ -106,26 +132,34 @@ public final class RateLimiter: Sendable {
       state.nextID &+= 1
       return state.nextID
     }
-    try await withTaskCancellationHandler {
-      try await withUnsafeThrowingContinuation { (continuation: Continuation) in
+    // With `isolation`, neither the handler nor the continuation's body hops to another
+    // executor: the request is queued before the first suspension, in the caller's order.
+    try await withTaskCancellationHandler(
+      operation: {
+        try await withUnsafeThrowingContinuation(isolation: isolation) { (continuation: Continuation) in
+          let effects = state.withLock { state -> Effects in
+            guard !Task.isCancelled else { return Effects(refused: continuation) }
+            state.waiters[id] = Waiter(permits: permits, continuation: continuation)
+            state.order.append(id)
+            var effects = grant(in: &state)
+            effects.watchers = state.takeSatisfiedWatchers()
+            return effects
+          }
+          effects.carryOut()
+        }
+      },
+      onCancel: {
         let effects = state.withLock { state -> Effects in
-          guard !Task.isCancelled else { return Effects(refused: continuation) }
-          state.waiters[id] = Waiter(permits: permits, continuation: continuation)
-          state.order.append(id)
-          return grant(in: &state)
+          guard let waiter = state.waiters.removeValue(forKey: id) else { return Effects() }
+          // The head may have changed: the next requests may fit now, or need another deadline.
+          var effects = grant(in: &state)
+          effects.refused = waiter.continuation
+          return effects
         }
         effects.carryOut()
-      }
-    } onCancel: {
-      let effects = state.withLock { state -> Effects in
-        guard let waiter = state.waiters.removeValue(forKey: id) else { return Effects() }
-        // The head may have changed: the next requests may fit now, or need another deadline.
-        var effects = grant(in: &state)
-        effects.refused = waiter.continuation
-        return effects
-      }
-      effects.carryOut()
-    }
+      },
+      isolation: isolation
+    )
   }
 
   /// Takes `permits` if they are available now and no request is waiting; never waits.
@@ -147,9 +181,21 @@ public final class RateLimiter: Sendable {
     }
   }
 
-  /// How many requests are waiting in ``acquire(_:)``.
+  /// How many requests are waiting in ``acquire(_:isolation:)``.
   public var waitingCount: Int {
     state.withLock { $0.waiters.count }
+  }
+
+  /// Returns once at least `count` requests wait in ``acquire(_:isolation:)``; resumed by the
+  /// request that makes the count, not by polling. For PaceTesting's `waitUntilWaiting(count:)`.
+  package func waitUntilWaitingCount(_ count: Int) async {
+    await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+      let ready = state.withLock { state in
+        state.watchers.append(CountWatcher(count: count, continuation: continuation))
+        return state.takeSatisfiedWatchers()
+      }
+      for watcher in ready { watcher.resume() }
+    }
   }
 
   private func takeAtOnce(_ permits: Int) -> Bool {

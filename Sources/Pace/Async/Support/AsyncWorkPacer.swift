@@ -206,6 +206,11 @@ final class AsyncWorkPacer<Machine: PacerStateMachine, Output: Sendable>: Sendab
     state.withLock { state in
       if let index = state.waiting.firstIndex(where: { $0.id == id }) {
         effects.fail([state.waiting.remove(at: index)])
+        if state.waiting.isEmpty {
+          // Nobody waits for the pending invocation: it will not happen, and needs no timer.
+          _ = state.machine.flush(now: clock.now())
+          disarmIfUnneeded(in: &state, effects: &effects)
+        }
         return
       }
       for (runID, var run) in state.runs {
@@ -230,7 +235,9 @@ final class AsyncWorkPacer<Machine: PacerStateMachine, Output: Sendable>: Sendab
     let now = clock.now()
     let effects = state.withLock { state -> Effects in
       guard let value = state.machine.flush(now: now) else { return Effects() }
-      return start(value, in: &state)
+      var effects = start(value, in: &state)
+      disarmIfUnneeded(in: &state, effects: &effects)
+      return effects
     }
     effects.carryOut()
   }
@@ -240,8 +247,21 @@ final class AsyncWorkPacer<Machine: PacerStateMachine, Output: Sendable>: Sendab
     effects.carryOut()
   }
 
+  /// Whether an invocation will start: a value is pending and a caller waits for it.
   var isPending: Bool {
-    state.withLock { $0.machine.isPending }
+    state.withLock { $0.machine.isPending && !$0.waiting.isEmpty }
+  }
+
+  /// When the pending invocation starts if no call arrives meanwhile; `nil` if none will.
+  var nextInvocation: PaceInstant? {
+    state.withLock { $0.waiting.isEmpty ? nil : $0.machine.nextInvocation }
+  }
+
+  /// Cancels the timer once the machine no longer expects it.
+  private func disarmIfUnneeded(in state: inout State, effects: inout Effects) {
+    guard !state.machine.hasTimer, let timer = state.timer.take() else { return }
+    state.timerGeneration &+= 1
+    effects.cancellations.append(timer)
   }
 
   /// Resets the machine and ends every wait and every task.
