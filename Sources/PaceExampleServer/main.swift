@@ -118,9 +118,9 @@ if let url = options.postgres {
   let fallback = KeyedRateLimiter<String>(permits: limit.permits, per: limit.interval, burst: limit.burst)
   let store = try PostgresRateLimitStore(client: client, whenUnavailable: .fallback(fallback))
   let limiter = KeyedRateLimiter(permits: limit.permits, per: limit.interval, burst: limit.burst, store: store)
-  let debouncer = try PostgresDebouncer<[Int]>(client: client, quiet: .seconds(2), maxWait: .seconds(10), merge: .append) {
-    _, ids in print("reindexing documents \(ids)")
-  }
+  let debouncer = try PostgresDebouncer<[Int]>(
+    client: client, quiet: .seconds(2), maxWait: .seconds(10), merge: .append, logger: logger
+  ) { _, ids in print("reindexing documents \(ids)") }
   try await withThrowingTaskGroup(of: Void.self) { group in
     group.addTask { await client.run() }
     try await store.migrate()
