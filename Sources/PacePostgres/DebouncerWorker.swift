@@ -161,7 +161,7 @@ final class DebouncerWorker: Sendable {
   func sleep(for duration: Duration) async {
     let sleeper: Task<Void, Never>? = box.withLock { box in
       guard !box.machine.isDraining else { return nil }
-      let sleeper = Task { try? await Task.sleep(for: duration) }
+      let sleeper = Task { _ = try? await Task.sleep(for: duration) }
       box.sleeper = sleeper
       return sleeper
     }

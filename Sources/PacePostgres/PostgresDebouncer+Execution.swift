@@ -13,9 +13,12 @@ extension PostgresDebouncer {
   /// `mayStart` is asked once the payloads are read: a worker shutting down says no, and the claim
   /// is given back untouched.
   func execute(_ claim: Claim, mayStart: @Sendable () -> Bool) async -> Bool {
-    var logger = self.logger
-    logger[metadataKey: "pace.key"] = "\(claim.key)"
-    logger[metadataKey: "attempt"] = "\(claim.attempt)"
+    let logger = {
+      var logger = self.logger
+      logger[metadataKey: "pace.key"] = "\(claim.key)"
+      logger[metadataKey: "attempt"] = "\(claim.attempt)"
+      return logger
+    }()
     do {
       let stored = try await storedPayloads(of: claim)
       guard mayStart() else {

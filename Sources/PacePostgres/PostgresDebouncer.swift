@@ -69,9 +69,9 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
   let logger: Logger
   let metrics: DebouncerMetrics
   let retryPolicy: DebouncerRetryPolicy
-  private let quietMicroseconds: Int64
-  private let maxWaitMicroseconds: Int64?
-  private let leaseMicroseconds: Int64
+  let quietMicroseconds: Int64
+  let maxWaitMicroseconds: Int64?
+  let leaseMicroseconds: Int64
 
   /// A debouncer on `client` in the tables `table` (keys), `table_calls` (payloads) and
   /// `table_dead` (payloads whose executions failed every attempt).

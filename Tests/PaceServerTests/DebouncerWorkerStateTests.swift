@@ -99,8 +99,10 @@ struct DebouncerWorkerStateTests {
     var machine = machine()
     _ = machine.claimed(2, limit: 4, now: start)
     #expect(machine.mayStartHandler)
-    #expect(machine.shutDown())
-    #expect(!machine.shutDown())
+    let stopped = machine.shutDown()
+    let stoppedAgain = machine.shutDown()
+    #expect(stopped)
+    #expect(!stoppedAgain)
     #expect(machine.next() == .stop)
     #expect(!machine.mayStartHandler)
     // A claim that was in flight when the shutdown came: its keys are counted, nothing more is claimed.
