@@ -17,9 +17,12 @@ struct Backoff: Sendable, Hashable {
   /// The wait after `failures` consecutive failures; zero before the first.
   func delay(afterFailures failures: Int) -> Duration {
     guard failures > 0 else { return .zero }
-    var delay = base
-    // Stops doubling at the cap, so a long run of failures never overflows.
-    for _ in 1..<failures where delay < cap { delay *= 2 }
+    var (delay, doublings) = (base, 1)
+    // Stops at the cap: a long run of failures neither overflows nor loops long.
+    while doublings < failures && delay < cap && delay > .zero {
+      delay *= 2
+      doublings += 1
+    }
     return min(delay, cap)
   }
 }

@@ -70,6 +70,7 @@ struct DebouncerWorkerState: Sendable, Equatable {
   /// The claim statement returned `count` keys of at most `limit`.
   mutating func claimed(_ count: Int, limit: Int, now: ContinuousClock.Instant) -> Step {
     executing += count
+    refusals = 0
     var step = Step(logs: databaseAnswered(now: now), next: next())
     // Fewer keys than asked for: none other is due now.
     if count < limit, step.next != .stop { step.next = .sleep(pollInterval) }
@@ -111,8 +112,8 @@ struct DebouncerWorkerState: Sendable, Equatable {
   /// claim goes back to the table for another instance.
   var mayStartHandler: Bool { !isDraining }
 
+  /// Ends the outage, if there was one.
   private mutating func databaseAnswered(now: ContinuousClock.Instant) -> [Log] {
-    refusals = 0
     guard let since = outageSince else { return [] }
     outageSince = nil
     return [.outageEnded(after: now - since)]

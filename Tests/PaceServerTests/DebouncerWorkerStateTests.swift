@@ -42,11 +42,13 @@ struct DebouncerWorkerStateTests {
   @Test func claimsOnlyIntoFreeSlotsAndRefillsThemAsExecutionsFinish() {
     var machine = machine()
     #expect(machine.next() == .claim(limit: 4))
-    #expect(machine.claimed(4, limit: 4, now: start) == .init(next: .sleep(.milliseconds(100))))
+    let step1 = machine.claimed(4, limit: 4, now: start)
+    #expect(step1 == .init(next: .sleep(.milliseconds(100))))
     #expect(machine.next() == .sleep(.milliseconds(100)))
     machine.executionFinished()
     #expect(machine.next() == .claim(limit: 1))
-    #expect(machine.claimed(1, limit: 1, now: start) == .init(next: .sleep(.milliseconds(100))))
+    let step2 = machine.claimed(1, limit: 1, now: start)
+    #expect(step2 == .init(next: .sleep(.milliseconds(100))))
     machine.executionFinished()
     machine.executionFinished()
     #expect(machine.executing == 2)
@@ -55,44 +57,46 @@ struct DebouncerWorkerStateTests {
 
   @Test func fewerKeysThanAskedForMeansWaitingAPollInterval() {
     var machine = machine()
-    #expect(machine.claimed(1, limit: 4, now: start) == .init(next: .sleep(.milliseconds(100))))
+    let step3 = machine.claimed(1, limit: 4, now: start)
+    #expect(step3 == .init(next: .sleep(.milliseconds(100))))
     #expect(machine.next() == .claim(limit: 3))
   }
 
   @Test func anOutageIsLoggedOnceWhenItStartsAndOnceWhenItEnds() {
     var machine = machine()
     let polling = DebouncerWorkerState.Step(next: .sleep(.milliseconds(100)))
-    #expect(
-      machine.claimFailed(.unavailable, now: start)
-        == .init(logs: [.outageStarted], next: .sleep(.milliseconds(100))))
-    #expect(machine.claimFailed(.unavailable, now: start + .seconds(1)) == polling)
-    #expect(machine.claimFailed(.unavailable, now: start + .seconds(2)) == polling)
-    #expect(
-      machine.claimed(0, limit: 4, now: start + .seconds(3))
-        == .init(logs: [.outageEnded(after: .seconds(3))], next: .sleep(.milliseconds(100))))
-    #expect(machine.claimed(0, limit: 4, now: start + .seconds(4)) == polling)
+    let step4 = machine.claimFailed(.unavailable, now: start)
+    #expect(step4 == .init(logs: [.outageStarted], next: .sleep(.milliseconds(100))))
+    let step5 = machine.claimFailed(.unavailable, now: start + .seconds(1))
+    #expect(step5 == polling)
+    let step6 = machine.claimFailed(.unavailable, now: start + .seconds(2))
+    #expect(step6 == polling)
+    let step7 = machine.claimed(0, limit: 4, now: start + .seconds(3))
+    #expect(step7 == .init(logs: [.outageEnded(after: .seconds(3))], next: .sleep(.milliseconds(100))))
+    let step8 = machine.claimed(0, limit: 4, now: start + .seconds(4))
+    #expect(step8 == polling)
   }
 
   @Test func refusedClaimsAreLoggedEachTimeAndBackOff() {
     var machine = machine()
+    let step9 = machine.claimFailed(.refused, now: start)
     #expect(
-      machine.claimFailed(.refused, now: start)
-        == .init(logs: [.claimRefused(refusals: 1, retryAfter: .milliseconds(100))], next: .sleep(.milliseconds(100))))
+      step9 == .init(logs: [.claimRefused(refusals: 1, retryAfter: .milliseconds(100))], next: .sleep(.milliseconds(100))))
+    let step10 = machine.claimFailed(.refused, now: start)
     #expect(
-      machine.claimFailed(.refused, now: start)
-        == .init(logs: [.claimRefused(refusals: 2, retryAfter: .milliseconds(200))], next: .sleep(.milliseconds(200))))
+      step10 == .init(logs: [.claimRefused(refusals: 2, retryAfter: .milliseconds(200))], next: .sleep(.milliseconds(200))))
     _ = machine.claimed(0, limit: 4, now: start)
+    let step11 = machine.claimFailed(.refused, now: start)
     #expect(
-      machine.claimFailed(.refused, now: start)
-        == .init(logs: [.claimRefused(refusals: 1, retryAfter: .milliseconds(100))], next: .sleep(.milliseconds(100))))
+      step11 == .init(logs: [.claimRefused(refusals: 1, retryAfter: .milliseconds(100))], next: .sleep(.milliseconds(100))))
   }
 
   @Test func aRefusalEndsAnOutage() {
     var machine = machine()
     _ = machine.claimFailed(.unavailable, now: start)
+    let step12 = machine.claimFailed(.refused, now: start + .seconds(2)).logs
     #expect(
-      machine.claimFailed(.refused, now: start + .seconds(2)).logs
-        == [.outageEnded(after: .seconds(2)), .claimRefused(refusals: 1, retryAfter: .milliseconds(100))])
+      step12 == [.outageEnded(after: .seconds(2)), .claimRefused(refusals: 1, retryAfter: .milliseconds(100))])
   }
 
   @Test func aShutdownStopsClaimingAndStartingHandlers() {
@@ -106,8 +110,10 @@ struct DebouncerWorkerStateTests {
     #expect(machine.next() == .stop)
     #expect(!machine.mayStartHandler)
     // A claim that was in flight when the shutdown came: its keys are counted, nothing more is claimed.
-    #expect(machine.claimed(2, limit: 2, now: start) == .init(next: .stop))
-    #expect(machine.claimFailed(.unavailable, now: start).next == .stop)
+    let step13 = machine.claimed(2, limit: 2, now: start)
+    #expect(step13 == .init(next: .stop))
+    let step14 = machine.claimFailed(.unavailable, now: start).next
+    #expect(step14 == .stop)
     #expect(machine.executing == 4)
   }
 }
