@@ -62,7 +62,7 @@ extension PostgresDebouncer {
       let acknowledged = try await uncancelled { try await self.settle(claim, deadLetter: nil) }
       if !acknowledged {
         logger.warning(
-          "PostgresDebouncer: the lease was lost before the acknowledgement; another instance runs these payloads again")
+          "PostgresDebouncer: the lease was lost before the acknowledgement; another instance runs the payloads again")
       }
       return acknowledged
     } catch {

@@ -461,5 +461,6 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
   }
 }
 
+/// A `ServiceGroup` runs the worker (``PostgresDebouncer/run()``) and shuts it down gracefully.
 extension PostgresDebouncer: Service {}
 #endif

@@ -79,16 +79,16 @@ struct DebouncerWorkerStateTests {
 
   @Test func refusedClaimsAreLoggedEachTimeAndBackOff() {
     var machine = machine()
-    let step9 = machine.claimFailed(.refused, now: start)
-    #expect(
-      step9 == .init(logs: [.claimRefused(refusals: 1, retryAfter: .milliseconds(100))], next: .sleep(.milliseconds(100))))
-    let step10 = machine.claimFailed(.refused, now: start)
-    #expect(
-      step10 == .init(logs: [.claimRefused(refusals: 2, retryAfter: .milliseconds(200))], next: .sleep(.milliseconds(200))))
+    func refused(_ refusals: Int, after wait: Duration) -> DebouncerWorkerState.Step {
+      .init(logs: [.claimRefused(refusals: refusals, retryAfter: wait)], next: .sleep(wait))
+    }
+    let first = machine.claimFailed(.refused, now: start)
+    #expect(first == refused(1, after: .milliseconds(100)))
+    let second = machine.claimFailed(.refused, now: start)
+    #expect(second == refused(2, after: .milliseconds(200)))
     _ = machine.claimed(0, limit: 4, now: start)
-    let step11 = machine.claimFailed(.refused, now: start)
-    #expect(
-      step11 == .init(logs: [.claimRefused(refusals: 1, retryAfter: .milliseconds(100))], next: .sleep(.milliseconds(100))))
+    let afterAnAnswer = machine.claimFailed(.refused, now: start)
+    #expect(afterAnAnswer == refused(1, after: .milliseconds(100)))
   }
 
   @Test func aRefusalEndsAnOutage() {

@@ -212,7 +212,8 @@ struct PostgresDebouncerFaultTests {
       let rows = try await client.query(
         PostgresQuery(
           unsafeSQL: """
-            SELECT convert_from(payload, 'UTF8'), attempts, last_error, execution::text FROM \(table)_dead ORDER BY call_id
+            SELECT convert_from(payload, 'UTF8'), attempts, last_error, execution::text
+            FROM \(table)_dead ORDER BY call_id
             """))
       var dead: [(String, Int, String, String)] = []
       for try await row in rows.decode((String, Int, String, String).self) { dead.append(row) }
@@ -457,7 +458,8 @@ struct PostgresDebouncerFaultTests {
       try await client.query(
         PostgresQuery(
           unsafeSQL: """
-            INSERT INTO \(table) (key, first_call_at, due_at, attempts) VALUES ('k', clock_timestamp(), clock_timestamp(), 7)
+            INSERT INTO \(table) (key, first_call_at, due_at, attempts)
+            VALUES ('k', clock_timestamp(), clock_timestamp(), 7)
             """))
       try await client.query(
         PostgresQuery(unsafeSQL: "INSERT INTO \(table)_calls (key, payload) VALUES ('k', convert_to('[5]', 'UTF8'))"))
