@@ -42,13 +42,13 @@ struct DebouncerWorkerStateTests {
   @Test func claimsOnlyIntoFreeSlotsAndRefillsThemAsExecutionsFinish() {
     var machine = machine()
     #expect(machine.next() == .claim(limit: 4))
-    let step1 = machine.claimed(4, limit: 4, now: start)
-    #expect(step1 == .init(next: .sleep(.milliseconds(100))))
+    let full = machine.claimed(4, limit: 4, now: start)
+    #expect(full == .init(next: .sleep(.milliseconds(100))))
     #expect(machine.next() == .sleep(.milliseconds(100)))
     machine.executionFinished()
     #expect(machine.next() == .claim(limit: 1))
-    let step2 = machine.claimed(1, limit: 1, now: start)
-    #expect(step2 == .init(next: .sleep(.milliseconds(100))))
+    let refilled = machine.claimed(1, limit: 1, now: start)
+    #expect(refilled == .init(next: .sleep(.milliseconds(100))))
     machine.executionFinished()
     machine.executionFinished()
     #expect(machine.executing == 2)
@@ -57,24 +57,24 @@ struct DebouncerWorkerStateTests {
 
   @Test func fewerKeysThanAskedForMeansWaitingAPollInterval() {
     var machine = machine()
-    let step3 = machine.claimed(1, limit: 4, now: start)
-    #expect(step3 == .init(next: .sleep(.milliseconds(100))))
+    let step = machine.claimed(1, limit: 4, now: start)
+    #expect(step == .init(next: .sleep(.milliseconds(100))))
     #expect(machine.next() == .claim(limit: 3))
   }
 
   @Test func anOutageIsLoggedOnceWhenItStartsAndOnceWhenItEnds() {
     var machine = machine()
     let polling = DebouncerWorkerState.Step(next: .sleep(.milliseconds(100)))
-    let step4 = machine.claimFailed(.unavailable, now: start)
-    #expect(step4 == .init(logs: [.outageStarted], next: .sleep(.milliseconds(100))))
-    let step5 = machine.claimFailed(.unavailable, now: start + .seconds(1))
-    #expect(step5 == polling)
-    let step6 = machine.claimFailed(.unavailable, now: start + .seconds(2))
-    #expect(step6 == polling)
-    let step7 = machine.claimed(0, limit: 4, now: start + .seconds(3))
-    #expect(step7 == .init(logs: [.outageEnded(after: .seconds(3))], next: .sleep(.milliseconds(100))))
-    let step8 = machine.claimed(0, limit: 4, now: start + .seconds(4))
-    #expect(step8 == polling)
+    let started = machine.claimFailed(.unavailable, now: start)
+    #expect(started == .init(logs: [.outageStarted], next: .sleep(.milliseconds(100))))
+    let during = machine.claimFailed(.unavailable, now: start + .seconds(1))
+    #expect(during == polling)
+    let stillDuring = machine.claimFailed(.unavailable, now: start + .seconds(2))
+    #expect(stillDuring == polling)
+    let ended = machine.claimed(0, limit: 4, now: start + .seconds(3))
+    #expect(ended == .init(logs: [.outageEnded(after: .seconds(3))], next: .sleep(.milliseconds(100))))
+    let afterwards = machine.claimed(0, limit: 4, now: start + .seconds(4))
+    #expect(afterwards == polling)
   }
 
   @Test func refusedClaimsAreLoggedEachTimeAndBackOff() {
@@ -94,9 +94,9 @@ struct DebouncerWorkerStateTests {
   @Test func aRefusalEndsAnOutage() {
     var machine = machine()
     _ = machine.claimFailed(.unavailable, now: start)
-    let step12 = machine.claimFailed(.refused, now: start + .seconds(2)).logs
+    let logs = machine.claimFailed(.refused, now: start + .seconds(2)).logs
     #expect(
-      step12 == [.outageEnded(after: .seconds(2)), .claimRefused(refusals: 1, retryAfter: .milliseconds(100))])
+      logs == [.outageEnded(after: .seconds(2)), .claimRefused(refusals: 1, retryAfter: .milliseconds(100))])
   }
 
   @Test func aShutdownStopsClaimingAndStartingHandlers() {
@@ -110,10 +110,10 @@ struct DebouncerWorkerStateTests {
     #expect(machine.next() == .stop)
     #expect(!machine.mayStartHandler)
     // A claim that was in flight when the shutdown came: its keys are counted, nothing more is claimed.
-    let step13 = machine.claimed(2, limit: 2, now: start)
-    #expect(step13 == .init(next: .stop))
-    let step14 = machine.claimFailed(.unavailable, now: start).next
-    #expect(step14 == .stop)
+    let inFlight = machine.claimed(2, limit: 2, now: start)
+    #expect(inFlight == .init(next: .stop))
+    let next = machine.claimFailed(.unavailable, now: start).next
+    #expect(next == .stop)
     #expect(machine.executing == 4)
   }
 }
