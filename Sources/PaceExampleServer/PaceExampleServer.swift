@@ -94,7 +94,7 @@ struct PaceExampleServer: AsyncParsableCommand {
       let store = try PostgresRateLimitStore(client: client, whenUnavailable: .fallback(fallback), logger: logger)
       limiter = KeyedRateLimiter(permits: limit.permits, per: limit.interval, burst: limit.burst, store: store)
       let debouncer = try PostgresDebouncer<[Int]>(
-        client: client, quiet: .seconds(2), maxWait: .seconds(10), merge: .append
+        client: client, quiet: .seconds(2), maxWait: .seconds(10), merge: .append, logger: logger
       ) { _, ids in
         logger.info("reindexing documents", metadata: ["documents": "\(ids)"])
       }
@@ -108,7 +108,7 @@ struct PaceExampleServer: AsyncParsableCommand {
         logger.notice(
           "limits and debouncing shared through PostgreSQL",
           metadata: ["postgres.host": "\(url.host ?? "?")", "postgres.port": "\(url.port ?? 5432)"])
-        services = [store, DebouncerService(debouncer: debouncer)]
+        services = [store, debouncer]
         try await serve(limiter: limiter, reindexer: reindexer, services: services, limit: limit,
           registry: registry, configuration: configuration, logger: logger)
       }
@@ -220,11 +220,6 @@ struct SharedReindexer: Reindexer {
   func changed(_ id: Int) async throws { try await debouncer.call("search-index", [id]) }
 }
 
-/// The debouncer's worker as a service (until the debouncer is a `Service` itself).
-struct DebouncerService: Service {
-  let debouncer: PostgresDebouncer<[Int]>
-  func run() async throws { try await cancelWhenGracefulShutdown { try await debouncer.run() } }
-}
 #else
 @main
 struct PaceExampleServer: ParsableCommand {

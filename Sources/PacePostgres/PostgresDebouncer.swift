@@ -1,16 +1,20 @@
 #if PostgreSQL
 import Foundation
+import Logging
+import Metrics
 import Pace
 import PostgresNIO
+import ServiceLifecycle
 
 /// A debouncer shared by every instance of a server: calls for a key from any instance within the
 /// quiet period lead to one execution of the handler, with all their payloads merged.
 ///
-/// lodash's `debounce(wait, { maxWait })` moved into two tables: a call records its payload and
+/// lodash's `debounce(wait, { maxWait })` moved into tables: a call records its payload and
 /// pushes the key's due time to `quiet` after it, but never past `maxWait` after the period's first
-/// call. Workers (``run()`` on each instance) claim due keys with `FOR UPDATE SKIP LOCKED` and a
-/// lease, merge the payloads in call order with ``merge``, run the handler, then delete exactly the
-/// payloads they merged.
+/// call. Workers (``run()`` on each instance, or the debouncer as a `Service` in a `ServiceGroup`)
+/// claim due keys with `FOR UPDATE SKIP LOCKED` and a lease that a running handler renews, merge
+/// the payloads in call order with ``merge``, run the handler, then delete exactly the payloads
+/// they merged.
 ///
 /// ```swift
 /// let reindex = try PostgresDebouncer<[Int]>(client: client, quiet: .seconds(2), maxWait: .seconds(30), merge: .append) {
@@ -21,12 +25,12 @@ import PostgresNIO
 /// try await reindex.call("catalog", [42])  // from any instance
 /// ```
 ///
-/// Guarantees: every recorded payload reaches a handler that completes (none is lost while the
-/// database keeps it), merged in call order, and is acknowledged exactly once. Execution is
-/// at least once: an instance that dies or outlives its lease mid-execution leaves the key to
-/// another instance after the lease, which runs the handler again with the same payloads (and any
-/// newer ones). Make the handler idempotent, and the lease longer than the handler takes.
-/// See <doc:SharedRateLimitsAndDebouncing>.
+/// Guarantees: every recorded payload reaches a handler that completes, or the dead-letter table
+/// `<table>_dead` after ``maximumAttempts`` failed attempts (none is lost while the database keeps
+/// it), merged in call order, and is acknowledged exactly once. Execution is at least once: an
+/// instance that dies mid-execution (or cannot renew its lease) leaves the key to another
+/// instance after the lease, which runs the handler again with the same payloads (and any newer
+/// ones). Make the handler idempotent. See <doc:SharedRateLimitsAndDebouncing>.
 public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
   /// The client the debouncer queries; the caller runs it (`client.run()`).
   public let client: PostgresClient
@@ -34,7 +38,8 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
   public let quiet: Duration
   /// The longest an execution waits after its period's first call; nil for no limit.
   public let maxWait: Duration?
-  /// How long a claimed execution is reserved to its instance.
+  /// How long a claimed execution is reserved to its instance; a running handler renews it
+  /// every third of it.
   public let lease: Duration
   /// How the payloads of one period combine.
   public let merge: Merge<Payload>
@@ -45,27 +50,58 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
   /// How long one of the debouncer's statements (or transactions) may wait for the database
   /// before it counts as unavailable.
   public let timeout: Duration
+  /// How many attempts an execution gets before its payloads go to the dead-letter table.
+  public let maximumAttempts: Int
+  /// The wait before the first retry of a failed execution; each further retry waits twice as
+  /// long as the one before, up to ``maximumRetryBackoff``.
+  public let retryBackoff: Duration
+  /// The longest wait before a retry.
+  public let maximumRetryBackoff: Duration
+  /// The most executions one instance runs at once.
+  public let maximumConcurrentExecutions: Int
+  /// How long a shutdown lets running handlers finish before it cancels them.
+  public let shutdownGracePeriod: Duration
 
   let keys: TableName
   let calls: TableName
+  let deadLetters: TableName
   let perform: @Sendable (_ key: String, _ payload: Payload) async throws -> Void
-  private let quietMicroseconds: Int64
-  private let maxWaitMicroseconds: Int64?
-  private let leaseMicroseconds: Int64
+  let logger: Logger
+  let metrics: DebouncerMetrics
+  let retryPolicy: DebouncerRetryPolicy
+  let quietMicroseconds: Int64
+  let maxWaitMicroseconds: Int64?
+  let leaseMicroseconds: Int64
 
-  /// A debouncer on `client` in the tables `table` (keys) and `table_calls` (payloads).
+  /// A debouncer on `client` in the tables `table` (keys), `table_calls` (payloads) and
+  /// `table_dead` (payloads whose executions failed every attempt).
   ///
   /// - Parameters:
   ///   - client: A running PostgreSQL client.
-  ///   - table: The keys' table, `name` or `schema.name`; the payloads go in `<table>_calls`.
+  ///   - table: The keys' table, `name` or `schema.name`; the payloads go in `<table>_calls`, the
+  ///     dead letters in `<table>_dead`.
   ///   - quiet: The quiet period. Not negative.
   ///   - maxWait: The longest wait after a period's first call; nil (the default) for none. Not
   ///     shorter than `quiet`.
-  ///   - lease: How long an instance holds a claimed execution; 30 seconds by default. Positive.
+  ///   - lease: How long an instance holds a claimed execution without renewing it; 30 seconds by
+  ///     default. Positive.
   ///   - merge: How the payloads combine; `.latest` by default, `.append` loses nothing.
   ///   - maximumPayloadBytes: The largest payload accepted, in bytes of JSON; 64 KiB by default.
   ///   - pollInterval: How often ``run()`` looks for due keys; 100 ms by default. Positive.
   ///   - timeout: How long a statement may wait for the database; 5 seconds by default. Positive.
+  ///   - maximumAttempts: The attempts an execution gets before its payloads are dead-lettered;
+  ///     5 by default. Positive.
+  ///   - retryBackoff: The wait before the first retry; nil (the default) for `quiet`, but at
+  ///     least `pollInterval`. Not negative.
+  ///   - maximumRetryBackoff: The longest wait before a retry; 5 minutes by default (never shorter
+  ///     than the first wait).
+  ///   - maximumConcurrentExecutions: The most executions one instance runs at once; 16 by
+  ///     default. Positive.
+  ///   - shutdownGracePeriod: How long a shutdown lets running handlers finish; 10 seconds by
+  ///     default. Not negative.
+  ///   - logger: Where the worker logs failures, dead letters, outages and shutdown; silent by
+  ///     default.
+  ///   - metricsFactory: Where the metrics go; `MetricsSystem.factory` by default.
   ///   - perform: The handler: the key and its merged payload.
   /// - Throws: ``PacePostgresError/invalidTableName(_:)`` if `table` is not a plain identifier.
   public init(
@@ -78,6 +114,13 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
     maximumPayloadBytes: Int = 64 * 1024,
     pollInterval: Duration = .milliseconds(100),
     timeout: Duration = .seconds(5),
+    maximumAttempts: Int = 5,
+    retryBackoff: Duration? = nil,
+    maximumRetryBackoff: Duration = .seconds(300),
+    maximumConcurrentExecutions: Int = 16,
+    shutdownGracePeriod: Duration = .seconds(10),
+    logger: Logger = Logger(label: "pace.postgres.debouncer", factory: { _ in SwiftLogNoOpLogHandler() }),
+    metricsFactory: any MetricsFactory = MetricsSystem.factory,
     perform: @escaping @Sendable (_ key: String, _ payload: Payload) async throws -> Void
   ) throws(PacePostgresError) {
     precondition(quiet >= .zero, "PostgresDebouncer: quiet must not be negative (got \(quiet))")
@@ -88,12 +131,26 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
     precondition(pollInterval > .zero, "PostgresDebouncer: pollInterval must be positive (got \(pollInterval))")
     precondition(timeout > .zero, "PostgresDebouncer: timeout must be positive (got \(timeout))")
     precondition(maximumPayloadBytes > 0, "PostgresDebouncer: maximumPayloadBytes must be positive")
+    precondition(maximumAttempts > 0, "PostgresDebouncer: maximumAttempts must be positive (got \(maximumAttempts))")
+    precondition(
+      maximumConcurrentExecutions > 0,
+      "PostgresDebouncer: maximumConcurrentExecutions must be positive (got \(maximumConcurrentExecutions))")
+    precondition(
+      shutdownGracePeriod >= .zero,
+      "PostgresDebouncer: shutdownGracePeriod must not be negative (got \(shutdownGracePeriod))")
+    if let retryBackoff {
+      precondition(retryBackoff >= .zero, "PostgresDebouncer: retryBackoff must not be negative (got \(retryBackoff))")
+    }
+    // A zero quiet period would retry a failing key at every poll.
+    let firstRetry = retryBackoff ?? max(quiet, pollInterval)
+    let longestRetry = max(maximumRetryBackoff, firstRetry)
     guard let quietMicroseconds = quiet.wholeMicroseconds, let leaseMicroseconds = lease.wholeMicroseconds,
-      maxWait.map({ $0.wholeMicroseconds != nil }) ?? true
-    else { throw .rateOutOfRange("quiet, maxWait and lease must fit in 64-bit microseconds") }
+      maxWait.map({ $0.wholeMicroseconds != nil }) ?? true, longestRetry.wholeMicroseconds != nil
+    else { throw .rateOutOfRange("quiet, maxWait, lease and the retry backoff must fit in 64-bit microseconds") }
     self.client = client
     self.keys = try TableName(table)
     self.calls = try TableName(table + "_calls")
+    self.deadLetters = try TableName(table + "_dead")
     self.quiet = quiet
     self.maxWait = maxWait
     self.lease = lease
@@ -101,7 +158,18 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
     self.maximumPayloadBytes = maximumPayloadBytes
     self.pollInterval = pollInterval
     self.timeout = timeout
+    self.maximumAttempts = maximumAttempts
+    self.retryBackoff = firstRetry
+    self.maximumRetryBackoff = longestRetry
+    self.maximumConcurrentExecutions = maximumConcurrentExecutions
+    self.shutdownGracePeriod = shutdownGracePeriod
     self.perform = perform
+    var logger = logger
+    logger[metadataKey: "pace.table"] = "\(table)"
+    self.logger = logger
+    self.metrics = DebouncerMetrics(table: table, factory: metricsFactory)
+    self.retryPolicy = DebouncerRetryPolicy(
+      maximumAttempts: maximumAttempts, backoff: Backoff(base: firstRetry, cap: longestRetry))
     self.quietMicroseconds = quietMicroseconds
     self.maxWaitMicroseconds = maxWait?.wholeMicroseconds
     self.leaseMicroseconds = leaseMicroseconds
@@ -110,19 +178,50 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
   // MARK: Schema
 
   /// Creates the tables and indexes if they do not exist. Idempotent, and safe to call from every
-  /// instance at once (an advisory lock serialises it).
-  public func migrate() async throws {
-    try await client.withTransaction(logger: Logger(label: "pace.postgres.migrate")) { connection in
-      try await connection.query("SELECT pg_advisory_xact_lock(\(Int64(0x5041_4345)))", logger: Self.logger)
-      for statement in migrationSQL {
-        try await connection.query(PostgresQuery(unsafeSQL: statement), logger: Self.logger)
+  /// instance at once (an advisory lock serialises it); tables made by earlier versions keep
+  /// working.
+  ///
+  /// - Parameter timeout: How long to wait for a connection and the migration lock; 30 seconds by
+  ///   default.
+  /// - Throws: ``PacePostgresError/unavailable(reason:)`` if the database did not answer within
+  ///   `timeout` or could not be reached; the database's own error if it refused a statement.
+  public func migrate(timeout: Duration = .seconds(30)) async throws {
+    let tables = "\(keys), \(calls), \(deadLetters)"
+    logger.info(
+      "PostgresDebouncer: migrating; waiting for a connection and the migration lock",
+      metadata: ["pace.tables": "\(tables)", "timeout": "\(timeout)"])
+    let (client, logger, statements) = (client, logger, migrationSQL)
+    let (keys, deadLetters) = (keys.description, deadLetters.description)
+    do {
+      try await withTimeout(timeout) {
+        try await client.withTransaction(logger: logger) { connection in
+          try await connection.query("SELECT pg_advisory_xact_lock(\(Int64(0x5041_4345)))", logger: logger)
+          // Rows claimed by a version without dead letters counted every claim, never reset.
+          let rows = try await connection.query("SELECT to_regclass(\(deadLetters)) IS NULL", logger: logger)
+          var isUpgrade = false
+          for try await isMissing in rows.decode(Bool.self) { isUpgrade = isMissing }
+          for statement in statements {
+            try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+          }
+          if isUpgrade {
+            try await connection.query("UPDATE \(unescaped: keys) SET attempts = 0", logger: logger)
+          }
+        }
       }
+    } catch is DatabaseTimeout {
+      let reason = "PostgresDebouncer.migrate: no answer within \(timeout) while creating \(tables) "
+        + "(no connection to the database, or another session holds the migration lock)"
+      logger.error("\(reason)")
+      throw PacePostgresError.unavailable(reason: reason)
+    } catch where isUnavailability(error) {
+      logger.error("PostgresDebouncer.migrate: the database is unavailable", metadata: ["error": "\(error)"])
+      throw PacePostgresError.unavailable(reason: "PostgresDebouncer.migrate: \(String(reflecting: error))")
     }
+    logger.info("PostgresDebouncer: migrated", metadata: ["pace.tables": "\(tables)"])
   }
 
-  static var logger: Logger { Logger(label: "pace.postgres.debouncer") }
-
-  /// One row per key with pending calls; one row per call with its payload.
+  /// One row per key with pending calls; one row per call with its payload; one row per
+  /// dead-lettered payload.
   var migrationSQL: [String] {
     [
       """
@@ -146,6 +245,20 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
       )
       """,
       "CREATE INDEX IF NOT EXISTS \(calls.suffixed("key")) ON \(calls) (key, id)",
+      """
+      CREATE TABLE IF NOT EXISTS \(deadLetters) (
+        id bigserial PRIMARY KEY,
+        execution uuid NOT NULL,
+        key text NOT NULL,
+        call_id bigint NOT NULL,
+        payload bytea NOT NULL,
+        called_at timestamptz NOT NULL,
+        attempts integer NOT NULL,
+        last_error text NOT NULL,
+        dead_at timestamptz NOT NULL DEFAULT clock_timestamp()
+      )
+      """,
+      "CREATE INDEX IF NOT EXISTS \(deadLetters.suffixed("key")) ON \(deadLetters) (key, id)",
     ]
   }
 
@@ -169,8 +282,9 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
     binds.append(quietMicroseconds)
     binds.append(maxWaitMicroseconds)
     binds.append(ByteBuffer(bytes: json))
-    let (client, query) = (client, PostgresQuery(unsafeSQL: callSQL, binds: binds))
-    try await unavailableAsError { try await client.query(query) }
+    let (client, logger, query) = (client, logger, PostgresQuery(unsafeSQL: callSQL, binds: binds))
+    try await unavailableAsError { try await client.query(query, logger: logger) }
+    metrics.calls.increment()
   }
 
   /// `$1` key, `$2` quiet and `$3` maxWait in microseconds (NULL: none), `$4` the payload. The key's
@@ -191,43 +305,105 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
 
   // MARK: Executions
 
-  /// Runs the due executions until the task is cancelled: call it once on every instance.
+  /// Runs the due executions until the task is cancelled or the service group shuts down: call it
+  /// once on every instance, or add the debouncer to a `ServiceGroup`.
   ///
-  /// While the database is unavailable it keeps polling; handler errors release the key, which
-  /// is retried a quiet period later with the same payloads.
+  /// Up to ``maximumConcurrentExecutions`` run at once, and a slot that frees up is refilled at
+  /// the next poll, so a slow handler delays no other key. A handler that throws, or a payload
+  /// that does not decode, is retried after a backoff, then dead-lettered after
+  /// ``maximumAttempts``. While the database is unavailable it keeps polling; when the database
+  /// refuses the claim (a missing table, a permission) it logs an error and retries after a
+  /// backoff of up to 30 seconds. Neither ends the worker.
+  ///
+  /// On graceful shutdown or cancellation it stops claiming, gives back claims whose handler has
+  /// not started, and lets running handlers finish within ``shutdownGracePeriod``; then it cancels
+  /// them and gives their claims back too, so that another instance runs them at once.
   public func run() async throws {
-    while !Task.isCancelled {
-      let ran: Int
-      do {
-        ran = try await runDue()
-      } catch let error as PacePostgresError {
-        guard case .unavailable = error else { throw error }
-        ran = 0
+    let worker = DebouncerWorker(
+      DebouncerWorkerState(
+        maximumConcurrentExecutions: maximumConcurrentExecutions, pollInterval: pollInterval,
+        refusalBackoff: Backoff(base: pollInterval, cap: max(.seconds(30), pollInterval))))
+    logger.debug("PostgresDebouncer: worker started")
+    let claimer = Task { await claimLoop(worker) }
+    await withTaskCancellationOrGracefulShutdownHandler {
+      await claimer.value
+    } onCancelOrGracefulShutdown: {
+      worker.shutDown()
+    }
+    logger.info(
+      "PostgresDebouncer: shutting down; stopped claiming, waiting for running handlers",
+      metadata: ["pace.executions": "\(worker.running)", "grace": "\(shutdownGracePeriod)"])
+    if await !worker.drain(within: shutdownGracePeriod) {
+      let cancelled = worker.cancelExecutions()
+      logger.warning(
+        "PostgresDebouncer: the grace period ended; cancelled the handlers still running",
+        metadata: ["pace.executions": "\(cancelled)"])
+      // Long enough for a cancelled execution to give its claim back.
+      _ = await worker.drain(within: timeout)
+    }
+    logger.info("PostgresDebouncer: stopped")
+  }
+
+  /// Claims due keys into the worker's free slots until the worker shuts down.
+  private func claimLoop(_ worker: DebouncerWorker) async {
+    let clock = ContinuousClock()
+    var next = worker.withMachine { $0.next() }
+    while true {
+      switch next {
+      case .stop:
+        return
+      case .sleep(let duration):
+        await worker.sleep(for: duration)
+        next = worker.withMachine { $0.next() }
+      case .claim(let limit):
+        let step: DebouncerWorkerState.Step
+        var failure: (any Error)?
+        do {
+          let claims = try await claim(limit: limit)
+          step = worker.withMachine { $0.claimed(claims.count, limit: limit, now: clock.now) }
+          for claim in claims {
+            worker.start { _ = await self.execute(claim) { worker.withMachine { $0.mayStartHandler } } }
+          }
+        } catch {
+          failure = error
+          let kind: DebouncerWorkerState.ClaimFailure = isUnavailableError(error) ? .unavailable : .refused
+          step = worker.withMachine { $0.claimFailed(kind, now: clock.now) }
+        }
+        for log in step.logs { self.log(log, error: failure) }
+        next = step.next
       }
-      if ran == 0 { try await Task.sleep(for: pollInterval) }
+    }
+  }
+
+  private func log(_ event: DebouncerWorkerState.Log, error: (any Error)?) {
+    let error: Logger.Metadata = error.map { ["error": "\($0)"] } ?? [:]
+    switch event {
+    case .outageStarted:
+      logger.warning(
+        "PostgresDebouncer: the database is unavailable; polling until it answers", metadata: error)
+    case .outageEnded(let duration):
+      logger.info("PostgresDebouncer: the database answers again", metadata: ["outage": "\(duration)"])
+    case .claimRefused(let refusals, let wait):
+      logger.error(
+        "PostgresDebouncer: the database refused to claim due keys; retrying",
+        metadata: error.merging(["attempt": "\(refusals)", "retry_in": "\(wait)"]) { $1 })
     }
   }
 
   /// Claims up to `limit` due keys and runs their executions concurrently; returns how many ran
   /// to completion with their lease still held.
+  ///
+  /// Failed executions are retried or dead-lettered as in ``run()``.
+  ///
+  /// - Throws: ``PacePostgresError/unavailable(reason:)`` if the claim could not reach the
+  ///   database; the database's error if it refused the claim.
   @discardableResult
   public func runDue(limit: Int = 16) async throws -> Int {
     precondition(limit > 0, "PostgresDebouncer.runDue: limit must be positive (got \(limit))")
-    var binds = PostgresBindings()
-    binds.append(leaseMicroseconds)
-    binds.append(limit)
-    let (client, query) = (client, PostgresQuery(unsafeSQL: claimSQL, binds: binds))
-    let claims = try await unavailableAsError {
-      var claims: [Claim] = []
-      let rows = try await client.query(query)
-      for try await (key, through, token) in rows.decode((String, Int64?, UUID).self) {
-        claims.append(Claim(key: key, through: through, token: token))
-      }
-      return claims
-    }
-    return try await withThrowingTaskGroup(of: Bool.self) { group in
-      for claim in claims { group.addTask { try await execute(claim) } }
-      return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+    let claims = try await claim(limit: limit)
+    return await withTaskGroup(of: Bool.self) { group in
+      for claim in claims { group.addTask { await execute(claim) { true } } }
+      return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
     }
   }
 
@@ -236,10 +412,35 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
     let key: String
     let through: Int64?
     let token: UUID
+    /// Which attempt this is, from 1, counted since the key's last acknowledgement.
+    let attempt: Int
+    /// How late the claim was after the key was due, by the database's clock.
+    let lateness: Duration
+    /// When the claim came back, by this instance's clock.
+    let claimedAt: ContinuousClock.Instant
+  }
+
+  private func claim(limit: Int) async throws -> [Claim] {
+    var binds = PostgresBindings()
+    binds.append(leaseMicroseconds)
+    binds.append(limit)
+    let (client, logger, query) = (client, logger, PostgresQuery(unsafeSQL: claimSQL, binds: binds))
+    return try await unavailableAsError {
+      var claims: [Claim] = []
+      let rows = try await client.query(query, logger: logger)
+      let clock = ContinuousClock()
+      for try await (key, through, token, attempt, lateness) in rows.decode((String, Int64?, UUID, Int, Int64).self) {
+        claims.append(
+          Claim(
+            key: key, through: through, token: token, attempt: attempt,
+            lateness: .microseconds(max(lateness, 0)), claimedAt: clock.now))
+      }
+      return claims
+    }
   }
 
   /// `$1` the lease in microseconds, `$2` how many keys. Skips keys another instance holds or a
-  /// call is updating; records the last payload id the execution covers.
+  /// call is updating; records the last payload id the execution covers and counts the attempt.
   var claimSQL: String {
     """
     UPDATE \(keys) AS j
@@ -254,110 +455,12 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
       LIMIT $2
       FOR UPDATE SKIP LOCKED
     )
-    RETURNING j.key, j.claimed_through, j.lease_token
+    RETURNING j.key, j.claimed_through, j.lease_token, j.attempts,
+      (extract(epoch FROM clock_timestamp() - j.due_at) * 1000000)::bigint
     """
   }
-
-  /// Reads and merges the claim's payloads, runs the handler, then acknowledges them if the lease
-  /// is still held. Returns whether it acknowledged.
-  private func execute(_ claim: Claim) async throws -> Bool {
-    var payloads: [Payload] = []
-    if let through = claim.through {
-      let (client, calls) = (client, calls.description)
-      let stored = try await unavailableAsError {
-        let rows = try await client.query(
-          "SELECT payload FROM \(unescaped: calls) WHERE key = \(claim.key) AND id <= \(through) ORDER BY id"
-        )
-        return try await rows.decode(ByteBuffer.self).reduce(into: [ByteBuffer]()) { $0.append($1) }
-      }
-      let decoder = JSONDecoder()
-      for payload in stored {
-        do {
-          payloads.append(try decoder.decode(Payload.self, from: Data(payload.readableBytesView)))
-        } catch {
-          throw PacePostgresError.undecodablePayload(key: claim.key, description: String(describing: error))
-        }
-      }
-    }
-    if let merged = await merge.fold(payloads) {
-      do {
-        try await perform(claim.key, merged)
-      } catch {
-        try await release(claim)
-        return false
-      }
-    }
-    return try await acknowledge(claim)
-  }
-
-  /// Gives a key whose handler failed back, due a quiet period from now, payloads untouched.
-  private func release(_ claim: Claim) async throws {
-    let (client, keys, quietMicroseconds) = (client, keys, quietMicroseconds)
-    try await unavailableAsError {
-      try await client.query(
-        """
-        UPDATE \(unescaped: keys.description)
-        SET lease_until = NULL, lease_token = NULL, claimed_through = NULL,
-            due_at = clock_timestamp() + \(quietMicroseconds) * interval '1 microsecond'
-        WHERE key = \(claim.key) AND lease_token = \(claim.token)
-        """
-      )
-    }
-  }
-
-  /// In one transaction, if the lease is still ours: deletes the merged payloads, then either
-  /// deletes the key (no newer call) or makes it due for the calls that came during the execution.
-  private func acknowledge(_ claim: Claim) async throws -> Bool {
-    let (client, keys, calls, key, through) = (client, keys.description, calls.description, claim.key, claim.through ?? 0)
-    let (quiet, maxWait) = (quietMicroseconds, maxWaitMicroseconds)
-    return try await unavailableAsError {
-      try await client.withTransaction(logger: Self.logger) { connection in
-        let held = try await connection.query(
-          "SELECT 1 FROM \(unescaped: keys) WHERE key = \(key) AND lease_token = \(claim.token) FOR UPDATE",
-          logger: Self.logger
-        )
-        var isHeld = false
-        for try await _ in held { isHeld = true }
-        guard isHeld else { return false }
-        try await connection.query(
-          "DELETE FROM \(unescaped: calls) WHERE key = \(key) AND id <= \(through)", logger: Self.logger)
-        try await connection.query(
-          """
-          UPDATE \(unescaped: keys) AS j
-          SET lease_until = NULL, lease_token = NULL, claimed_through = NULL,
-              first_call_at = rest.first,
-              due_at = LEAST(rest.last + \(quiet) * interval '1 microsecond',
-                             rest.first + \(maxWait) * interval '1 microsecond')
-          FROM (SELECT min(called_at) AS first, max(called_at) AS last FROM \(unescaped: calls) WHERE key = \(key)) AS rest
-          WHERE j.key = \(key) AND rest.first IS NOT NULL
-          """,
-          logger: Self.logger
-        )
-        try await connection.query(
-          """
-          DELETE FROM \(unescaped: keys) AS j
-          WHERE j.key = \(key) AND NOT EXISTS (SELECT 1 FROM \(unescaped: calls) AS c WHERE c.key = \(key))
-          """,
-          logger: Self.logger
-        )
-        return true
-      }
-    }
-  }
-
-  /// Runs `operation` within ``timeout``, turning the errors that mean "the database is
-  /// unreachable" into ``PacePostgresError/unavailable(reason:)``.
-  @discardableResult
-  private func unavailableAsError<Result: Sendable>(
-    _ operation: @escaping @Sendable () async throws -> Result
-  ) async throws -> Result {
-    do {
-      return try await withTimeout(timeout, operation)
-    } catch is DatabaseTimeout {
-      throw PacePostgresError.unavailable(reason: "no answer within \(timeout)")
-    } catch where isUnavailability(error) {
-      throw PacePostgresError.unavailable(reason: String(reflecting: error))
-    }
-  }
 }
+
+/// A `ServiceGroup` runs the worker (``PostgresDebouncer/run()``) and shuts it down gracefully.
+extension PostgresDebouncer: Service {}
 #endif
