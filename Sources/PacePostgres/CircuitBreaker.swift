@@ -6,9 +6,10 @@ import Synchronization
 ///
 /// After ``failureThreshold`` consecutive failures that mean unavailability (the SQLSTATE table in
 /// <doc:SharedRateLimitsAndDebouncing>), the breaker opens: for ``coolDown`` every decision goes
-/// straight to the failure policy, without waiting for the database. Then one decision at a time
-/// probes the database; its success closes the breaker, its failure opens it for another
-/// ``coolDown``.
+/// straight to the failure policy, without waiting for the database. Then the first decision
+/// starts a probe in the background (a decision that takes nothing) and follows the policy itself,
+/// so no request waits for an outage; the probe's success closes the breaker, its failure opens
+/// it for another ``coolDown``. One probe is out at a time.
 public struct CircuitBreaker: Sendable, Hashable {
   /// How many consecutive unavailability failures open the breaker. Positive.
   public var failureThreshold: Int

@@ -254,8 +254,17 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
       throw error
     }
     let admission = health.admit(now: started, logger: logger)
-    if admission == .reject {
+    switch admission {
+    case .ask:
+      break
+    case .reject:
       return try await decideUnavailable(key, cost: cost, reason: "the circuit breaker is open", started: started)
+    case .probe:
+      // No request waits for a probe: it asks in the background, taking nothing (cost 0), while
+      // this request follows the failure policy like the others of the outage.
+      let query = try GCRA(cost: 0, limit: limit)
+      Task { await probe(key, query) }
+      return try await decideUnavailable(key, cost: cost, reason: "the circuit breaker is probing", started: started)
     }
     let answer: Answer
     do {
@@ -284,6 +293,19 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
     let decision = arithmetic.decision(grantedTAT: answer.granted, currentTAT: answer.current, now: answer.now)
     health.count(decision.isAllowed ? .allowed : .denied, duration: started.duration(to: now))
     return decision
+  }
+
+  /// Asks the database whether it decides again, with a decision that takes nothing, and tells
+  /// the breaker.
+  private func probe(_ key: String, _ query: GCRA) async {
+    do {
+      let answer = try await ask(key, query, deadline: ContinuousClock.now.advanced(by: timeout))
+      health.ended(
+        .probe, unavailable: answer.late, now: .now, error: answer.late ? DatabaseTimeout() : nil, logger: logger)
+    } catch {
+      let kind = error is CancellationError ? nil : failureKind(of: error)
+      health.ended(.probe, unavailable: kind.map { $0 != .fatal }, now: .now, error: error, logger: logger)
+    }
   }
 
   /// The statement's answer: the new TAT if granted, the current TAT if denied, the deciding clock,
