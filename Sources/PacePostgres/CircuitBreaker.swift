@@ -1,6 +1,5 @@
 #if PostgreSQL
 import Pace
-import Synchronization
 
 /// When decisions stop going to an unavailable database, and how they find it again.
 ///

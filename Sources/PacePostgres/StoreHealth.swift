@@ -3,7 +3,6 @@ import Logging
 import Metrics
 import Pace
 import PostgresNIO
-import Synchronization
 
 /// What a `PostgresRateLimitStore` knows of its database's health, shared by every copy of the
 /// store: the circuit breaker, the fallback log's throttle, and the metrics it reports.
@@ -25,7 +24,7 @@ final class StoreHealth: Sendable {
   /// flood the log.
   static let fallbackLogInterval = Duration.seconds(10)
 
-  private let state: Mutex<State>
+  private let state: Locked<State>
   private let fallbackLog = OccasionalReport(every: fallbackLogInterval)
   private let decisions: [Outcome: Counter]
   private let latency: Metrics.Timer
@@ -33,7 +32,7 @@ final class StoreHealth: Sendable {
   private let breakerTransitions: [CircuitBreakerMachine.Transition: Counter]
 
   init(_ breaker: CircuitBreaker, table: String, factory: any MetricsFactory) {
-    state = Mutex(State(breaker: CircuitBreakerMachine(breaker)))
+    state = Locked(State(breaker: CircuitBreakerMachine(breaker)))
     let dimensions = [("table", table)]
     decisions = Dictionary(
       uniqueKeysWithValues: Outcome.allCases.map { outcome in

@@ -253,7 +253,7 @@ extension TestInstance {
         }.value
       }
       group.addTask {
-        try await Task.sleep(for: timeout)
+        try await Task.sleep(for: timeout)  // real-time: a bound on reading a process, never a wait in a passing run
         return nil
       }
       defer { group.cancelAll() }

@@ -18,7 +18,7 @@ import Testing
       try? await Task.sleep(for: .milliseconds(5))  // real-time: polling a real queue, generous bound
     }
     // The pool may have been held past the deadline: let a timer that is now runnable run.
-    try? await Task.sleep(for: .milliseconds(50))
+    try? await Task.sleep(for: .milliseconds(50))  // real-time: one last turn for a timer on a real queue
     return condition()
   }
 

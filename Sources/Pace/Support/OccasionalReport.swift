@@ -1,5 +1,3 @@
-import Synchronization
-
 /// Counts events and says when one line about them is due: at most one per `interval`, so that a
 /// flood of the same fault (hostile requests, decisions during an outage) makes one log line per
 /// interval with how many it stands for, not one line each.
@@ -12,7 +10,7 @@ package final class OccasionalReport: Sendable {
   }
 
   private let interval: Duration
-  private let state = Mutex(State())
+  private let state = LockedState(State())
 
   package init(every interval: Duration) {
     self.interval = interval
