@@ -420,7 +420,8 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
     let claimedAt: ContinuousClock.Instant
   }
 
-  private func claim(limit: Int) async throws -> [Claim] {
+  /// Claims up to `limit` due keys for this instance (internal: tests claim and execute directly).
+  func claim(limit: Int) async throws -> [Claim] {
     var binds = PostgresBindings()
     binds.append(leaseMicroseconds)
     binds.append(limit)
