@@ -2,8 +2,8 @@
 import PackageDescription
 
 // libFuzzer targets for Pace's parsers, kept out of the main package so that `swift build` and
-// `swift test` stay fast and need no sanitizer runtime. Sources/Pace, Sources/PaceMarbles and
-// Sources/PaceTool are symlinks to the main package's sources, compiled here with the fuzzer's
+// `swift test` stay fast and need no sanitizer runtime. Sources/Pace, Sources/CPaceSupport,
+// Sources/PaceMarbles and Sources/PaceTool are symlinks to the main package's sources, compiled here with the fuzzer's
 // instrumentation; see CONTRIBUTING.md for the commands.
 //
 //   swift build --package-path Fuzz -c release --sanitize=fuzzer --sanitize=address
@@ -23,7 +23,8 @@ let package = Package(
     .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0")
   ],
   targets: [
-    .target(name: "Pace", swiftSettings: swiftSettings),
+    .target(name: "Pace", dependencies: ["CPaceSupport"], swiftSettings: swiftSettings),
+    .target(name: "CPaceSupport"),
     .target(name: "PaceMarbles", dependencies: ["Pace"], swiftSettings: swiftSettings),
     .target(
       name: "PaceTool",
