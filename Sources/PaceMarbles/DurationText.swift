@@ -1,3 +1,5 @@
+import Pace
+
 /// Reads and writes durations the way people type them: `300ms`, `1s`, `1.5s`, `250us`, `0ms`.
 ///
 /// Marble headers (`step: 100ms`), ``MarbleDiagram`` descriptions and the `pace` tool all use
@@ -66,7 +68,7 @@ public enum DurationText {
   /// The shortest exact spelling of `duration`: `"0ms"`, `"300ms"`, `"1s"`, `"1.5s"`,
   /// `"8.333ms"`, `"250us"`, `"40ns"`. ``parse(_:)`` reads it back to the same duration.
   public static func format(_ duration: Duration) -> String {
-    let nanos = duration.wholeNanoseconds
+    let nanos = duration.paceNanoseconds
     if nanos == 0 { return "0ms" }
     let sign = nanos < 0 ? "-" : ""
     let magnitude = nanos.magnitude
@@ -149,17 +151,6 @@ public struct DurationSyntaxError: Error, Hashable, CustomStringConvertible {
   }
 }
 
-extension Duration {
-  /// This duration in whole nanoseconds, saturating at the bounds of `Int64`.
-  package var wholeNanoseconds: Int64 {
-    let (seconds, attoseconds) = components
-    let (wholeNanos, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-    if overflow { return seconds < 0 ? .min : .max }
-    let (sum, overflow2) = wholeNanos.addingReportingOverflow(attoseconds / 1_000_000_000)
-    if overflow2 { return seconds < 0 ? .min : .max }
-    return sum
-  }
-}
 
 extension StringProtocol {
   var trimmingWhitespace: SubSequence {

@@ -274,7 +274,7 @@ public enum MarbleRunner {
     let origin = scheduler.now
     // Every input instant must be a real one: the last instant, Int64.max, is where saturated
     // deadlines pile up, and nothing may happen there.
-    let (span, spanOverflow) = length.wholeNanoseconds.multipliedReportingOverflow(by: Int64(input.length))
+    let (span, spanOverflow) = length.paceNanoseconds.multipliedReportingOverflow(by: Int64(input.length))
     let (last, lastOverflow) = origin.nanoseconds.addingReportingOverflow(span)
     guard !spanOverflow, !lastOverflow, last < .max else {
       throw MarbleRunError.tooLong(steps: input.length, stepLength: length)
@@ -304,7 +304,7 @@ public enum MarbleRunner {
     if end == nil {
       // Settling stops short of the saturated last instant: a timer armed at "never" never fires.
       let steps = Int64(input.length) + Int64(min(max(settlingSteps, 0), Int(Int32.max)))
-      let (settlingSpan, spanOverflow) = length.wholeNanoseconds.multipliedReportingOverflow(by: steps)
+      let (settlingSpan, spanOverflow) = length.paceNanoseconds.multipliedReportingOverflow(by: steps)
       let (end, endOverflow) = origin.nanoseconds.addingReportingOverflow(settlingSpan)
       let limit = PaceInstant(nanoseconds: spanOverflow || endOverflow ? .max - 1 : min(end, .max - 1))
       scheduler.advance(to: max(scheduler.now, origin.advanced(by: length * max(input.length - 1, 0))))

@@ -89,7 +89,7 @@ public enum MarbleRenderError: Error, Hashable, CustomStringConvertible {
     switch self {
     case .offGrid(let value, let instant, let stepLength):
       let nanos = instant.nanoseconds
-      let step = stepLength.wholeNanoseconds
+      let step = stepLength.paceNanoseconds
       let below = nanos / step
       return "\(Excerpt.escaped(value, limit: Excerpt.limit)) at \(DurationText.format(instant.offset)) is not on the "
         + "\(DurationText.format(stepLength)) step grid (it falls between steps \(below) and \(below + 1)); "
@@ -125,7 +125,7 @@ extension MarbleTimeline {
   public func diagram(
     stepLength: Duration, origin: PaceInstant = .zero, offGrid: OffGridPolicy = .reject
   ) throws(MarbleRenderError) -> MarbleDiagram {
-    let step = stepLength.wholeNanoseconds
+    let step = stepLength.paceNanoseconds
     guard step > 0 else { throw .nonPositiveStepLength(stepLength) }
 
     func stepIndex(of instant: PaceInstant, describing value: String) throws(MarbleRenderError) -> Int {
@@ -171,7 +171,7 @@ extension MarbleDiagram {
   /// - Returns: `nil` if no step length is given either way.
   public func timeline(stepLength: Duration? = nil, origin: PaceInstant = .zero) -> MarbleTimeline<String>? {
     guard let stepLength = stepLength ?? self.stepLength else { return nil }
-    let step = stepLength.wholeNanoseconds
+    let step = stepLength.paceNanoseconds
     var timeline = MarbleTimeline<String>()
     for entry in events {
       // In nanoseconds, saturating: `Duration * Int` traps past 1.7e38 attoseconds.

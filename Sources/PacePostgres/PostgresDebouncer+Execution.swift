@@ -41,7 +41,7 @@ extension PostgresDebouncer {
           return false
         }
       }
-      if let merged = await merge.fold(payloads) {
+      if let merged = merge.fold(payloads) {
         do {
           try await withLeaseRenewed(claim, logger: logger) { try await self.perform(claim.key, merged) }
           metrics.succeeded.increment()

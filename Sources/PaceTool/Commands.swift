@@ -105,7 +105,7 @@ public struct Simulate: ToolCommand {
 
   func execute() throws(ToolError) -> String {
     let strategy = try parseStrategy()
-    let step = try step.map { text throws(ToolError) in try parseDuration(text, option: "--step").wholeNanoseconds }
+    let step = try step.map { text throws(ToolError) in try parseDuration(text, option: "--step").paceNanoseconds }
     if let step, step <= 0 { throw ToolError("--step must be longer than 0ms") }
     let trace = try loadTrace(events: events, path: trace)
     let result = try Simulator.run(trace, strategy: strategy)
@@ -208,7 +208,7 @@ func parseDuration(_ text: String, option: String) throws(ToolError) -> Duration
   } catch {
     throw ToolError("\(option): \(error)")
   }
-  guard duration.wholeNanoseconds <= ToolLimits.maximumDuration else {
+  guard duration.paceNanoseconds <= ToolLimits.maximumDuration else {
     throw ToolError("\(option): \(Excerpt.quoted(text)) is too large: the limit is \(ToolLimits.maximumDurationText)")
   }
   return duration

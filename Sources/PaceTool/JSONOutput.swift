@@ -33,7 +33,7 @@ enum JSONOutput {
     var json = "{\n"
     json += "  \"command\": \"compare\",\n"
     json += "  \"trace\": \(traceObject(trace)),\n"
-    json += "  \"interval_ms\": \(milliseconds(interval.wholeNanoseconds)),\n"
+    json += "  \"interval_ms\": \(milliseconds(interval.paceNanoseconds)),\n"
     json += "  \"results\": [\n"
     json += results.map { result in
       "    {\"strategy\": \(strategyObject(result.strategy)), \"summary\": \(summaryObject(result.statistics))}"
@@ -51,14 +51,14 @@ enum JSONOutput {
     var fields = [
       "\"name\": \(string(strategy.label))",
       "\"primitive\": \(string(strategy.kind.rawValue))",
-      "\"interval_ms\": \(milliseconds(strategy.interval.wholeNanoseconds))",
+      "\"interval_ms\": \(milliseconds(strategy.interval.paceNanoseconds))",
     ]
     if strategy.kind != .coalesce {
       fields.append("\"leading\": \(strategy.edges.contains(.leading))")
       fields.append("\"trailing\": \(strategy.edges.contains(.trailing))")
     }
     if strategy.kind == .debounce {
-      fields.append("\"max_wait_ms\": \(strategy.maxWait.map { milliseconds($0.wholeNanoseconds) } ?? "null")")
+      fields.append("\"max_wait_ms\": \(strategy.maxWait.map { milliseconds($0.paceNanoseconds) } ?? "null")")
     }
     fields.append("\"merge\": \(string(strategy.merge.rawValue))")
     return "{" + fields.joined(separator: ", ") + "}"

@@ -1,4 +1,5 @@
 import Foundation
+import Pace
 import PaceMarbles
 
 /// A recorded timeline of calls: when each happened and the value it carried.
@@ -135,7 +136,7 @@ public enum TraceReader {
       }
       if let unit = timeText.last, unit.isLetter {
         do {
-          time = try DurationText.parse(timeText).wholeNanoseconds
+          time = try DurationText.parse(timeText).paceNanoseconds
         } catch where error.reason == .tooLarge {
           throw fail(TimeError.tooLarge.text(for: timeText))
         } catch {

@@ -43,24 +43,28 @@ import Testing
     #expect(escaped.hasPrefix(#"'1\0\u{1B}s' is not a duration: unknown unit '\0\u{1B}s'"#))
   }
 
-  @Test func durationFuzz() async throws {
-    var random = SeededGenerator(seed: 8)
-    let pieces = [
-      "0", "1", "5", "9", "00", "922337203685", "4775807", ".", ".", " ", "-", "ns", "us", "µs", "ms", "s", "min",
-      "e3", "x", "\u{0}", "٣", "\u{301}", "+",
-    ]
-    for round in 0..<20_000 {
-      // Yields now and then, not to hold a cooperative thread from the real-time tests.
-      if round % 1_000 == 0 { await Task.yield() }
-      let text = (0..<random.next(upTo: 8)).map { _ in pieces[random.next(upTo: pieces.count)] }.joined()
-      do {
-        let duration = try DurationText.parse(text)
-        #expect(duration >= .zero && duration <= DurationText.maximum, "\(text)")
-        #expect(try DurationText.parse(DurationText.format(duration)) == duration, "\(text)")
-      } catch {
-        #expect(!error.description.contains("\n") && error.description.count < 300, "\(text)")
+  @Test func durationFuzz() async {
+    // Synchronous work of some seconds: on a thread of its own, not the cooperative pool's.
+    let failures = await offTheCooperativePool {
+      var failures = Failures()
+      var random = SeededGenerator(seed: 8)
+      let pieces = [
+        "0", "1", "5", "9", "00", "922337203685", "4775807", ".", ".", " ", "-", "ns", "us", "µs", "ms", "s", "min",
+        "e3", "x", "\u{0}", "٣", "\u{301}", "+",
+      ]
+      for _ in 0..<20_000 {
+        let text = (0..<random.next(upTo: 8)).map { _ in pieces[random.next(upTo: pieces.count)] }.joined()
+        do throws(DurationSyntaxError) {
+          let duration = try DurationText.parse(text)
+          failures.check(duration >= .zero && duration <= DurationText.maximum, text)
+          failures.check((try? DurationText.parse(DurationText.format(duration))) == duration, text)
+        } catch {
+          failures.check(!error.description.contains("\n") && error.description.count < 300, text)
+        }
       }
+      return failures
     }
+    #expect(failures.isEmpty, "\(failures)")
   }
 
   // MARK: Marble diagrams
@@ -153,32 +157,39 @@ import Testing
   /// 100,000 random strings over the marble alphabet through the parser. Any outcome is fine
   /// except a trap; an error is three short lines whose caret points into the text, and a
   /// diagram reads back from its own description.
-  @Test func marbleFuzz() async throws {
-    var random = SeededGenerator(seed: 100_000)
-    let pieces = [
-      "-", "-", "-", "a", "b", "7", "|", "^", ";", "[", "]", "'", "'w'", ",", " ", "\n", "\r\n", "*", "step:",
-      "step: ", "1", "0", ".", "ms", "s", "ns", "min", "9223372036.9s", "9223372036854775807", "é", "\u{0}",
-      "\u{1B}", "\u{301}", "\u{FEFF}", "👩‍💻", "\u{C}", "\u{6DA}", "\u{1100}", "\u{1161}",
-    ]
-    for round in 0..<100_000 {
-      // Yields now and then, not to hold a cooperative thread from the real-time tests.
-      if round % 1_000 == 0 { await Task.yield() }
-      let text = (0..<random.next(upTo: 14)).map { _ in pieces[random.next(upTo: pieces.count)] }.joined()
-      do {
-        let diagram = try MarbleDiagram(text)
-        #expect(diagram.length >= (diagram.events.last?.step ?? -1) + 1, "\(text)")
-        let reread = try MarbleDiagram(diagram.description)
-        #expect(reread.events == diagram.events, "\(text)")
-        if let stepLength = diagram.stepLength, let timeline = diagram.timeline() {
-          _ = try? timeline.diagram(stepLength: stepLength)
+  @Test func marbleFuzz() async {
+    // Tens of seconds of synchronous work: on a thread of its own, not the cooperative pool's.
+    let failures = await offTheCooperativePool {
+      var failures = Failures()
+      var random = SeededGenerator(seed: 100_000)
+      let pieces = [
+        "-", "-", "-", "a", "b", "7", "|", "^", ";", "[", "]", "'", "'w'", ",", " ", "\n", "\r\n", "*", "step:",
+        "step: ", "1", "0", ".", "ms", "s", "ns", "min", "9223372036.9s", "9223372036854775807", "é", "\u{0}",
+        "\u{1B}", "\u{301}", "\u{FEFF}", "👩‍💻", "\u{C}", "\u{6DA}", "\u{1100}", "\u{1161}",
+      ]
+      for _ in 0..<100_000 {
+        let text = (0..<random.next(upTo: 14)).map { _ in pieces[random.next(upTo: pieces.count)] }.joined()
+        do throws(MarbleSyntaxError) {
+          let diagram = try MarbleDiagram(text)
+          failures.check(diagram.length >= (diagram.events.last?.step ?? -1) + 1, text)
+          if let reread = try? MarbleDiagram(diagram.description) {
+            failures.check(reread.events == diagram.events, text)
+          } else {
+            failures.check(false, "rereading \(text)")
+          }
+          if let stepLength = diagram.stepLength, let timeline = diagram.timeline() {
+            _ = try? timeline.diagram(stepLength: stepLength)
+          }
+        } catch {
+          let lines = error.description.split(separator: "\n", omittingEmptySubsequences: false)
+          failures.check(lines.count == 3, text)
+          failures.check(lines.allSatisfy { $0.unicodeScalars.count < 400 }, text)
+          failures.check(error.column >= 1 && error.column <= text.count + 1, text)
         }
-      } catch {
-        let lines = error.description.split(separator: "\n", omittingEmptySubsequences: false)
-        #expect(lines.count == 3, "\(text)")
-        #expect(lines.allSatisfy { $0.unicodeScalars.count < 400 }, "\(text)")
-        #expect(error.column >= 1 && error.column <= text.count + 1, "\(text)")
       }
+      return failures
     }
+    #expect(failures.isEmpty, "\(failures)")
   }
 }
 

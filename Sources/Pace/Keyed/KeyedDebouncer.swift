@@ -1,3 +1,5 @@
+import Dispatch
+
 /// One ``Debouncer`` per key, for as many keys as a server has users or documents.
 ///
 /// ```swift
@@ -29,14 +31,15 @@ public final class KeyedDebouncer<Key: Hashable & Sendable, Value: Sendable>: Se
   ///   - edges: Which edges invoke: `.trailing` (the default), `.leading`, or both. Not empty.
   ///   - maxWait: The longest a call waits for its invocation; `nil` (the default) for no bound.
   ///   - merge: How the values of a key's covered calls combine; `.latest` by default.
-  ///   - scheduler: Where time is read and `perform` runs; the main queue by default.
+  ///   - scheduler: Where time is read and `perform` runs. By default a serial queue of this
+  ///     instance's own: keyed pacers serve servers, which have no main queue to spare.
   ///   - perform: The function being debounced, with the key and the merged value.
   public init(
     for interval: Duration,
     edges: Edges = .trailing,
     maxWait: Duration? = nil,
     merge: Merge<Value> = .latest,
-    scheduler: some PaceScheduler = .main,
+    scheduler: some PaceScheduler = DispatchScheduler.queue(DispatchQueue(label: "Pace.KeyedDebouncer")),
     perform: @escaping @Sendable (Key, Value) -> Void
   ) {
     checkTiming("KeyedDebouncer", interval: interval, maxWait: maxWait, edges: edges)

@@ -1,3 +1,5 @@
+import Dispatch
+
 /// One ``Throttler`` per key, for as many keys as a server has users or connections.
 ///
 /// ```swift
@@ -24,13 +26,14 @@ public final class KeyedThrottler<Key: Hashable & Sendable, Value: Sendable>: Se
   ///   - interval: The window length: the least time between a key's invocations. Not negative.
   ///   - edges: Which edges invoke; both by default. Not empty.
   ///   - merge: How the values of a key's calls in a window combine; `.latest` by default.
-  ///   - scheduler: Where time is read and `perform` runs; the main queue by default.
+  ///   - scheduler: Where time is read and `perform` runs. By default a serial queue of this
+  ///     instance's own: keyed pacers serve servers, which have no main queue to spare.
   ///   - perform: The function being throttled, with the key and the merged value.
   public init(
     for interval: Duration,
     edges: Edges = [.leading, .trailing],
     merge: Merge<Value> = .latest,
-    scheduler: some PaceScheduler = .main,
+    scheduler: some PaceScheduler = DispatchScheduler.queue(DispatchQueue(label: "Pace.KeyedThrottler")),
     perform: @escaping @Sendable (Key, Value) -> Void
   ) {
     checkTiming("KeyedThrottler", interval: interval, edges: edges)

@@ -77,13 +77,15 @@ public struct PaceInstant: InstantProtocol, Sendable, CustomStringConvertible {
 
 extension Duration {
   /// This duration in whole nanoseconds (truncated toward zero), saturating at the bounds of
-  /// `Int64`: `.seconds(Int64.max)` is `Int64.max` nanoseconds.
+  /// `Int64`: `.seconds(Int64.max)` is `Int64.max` nanoseconds, and so is
+  /// `.seconds(Int64.max) * 4`. The package's one conversion of a `Duration` to an integer.
   @inlinable
-  var paceNanoseconds: Int64 {
+  package var paceNanoseconds: Int64 {
+    // `components` traps beyond `Int64.max` seconds, which a `Duration` can hold: compare first.
+    if self >= .nanoseconds(Int64.max) { return .max }
+    if self <= .nanoseconds(Int64.min) { return .min }
     let (seconds, attoseconds) = components
-    let (wholeNanos, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-    if overflow { return seconds < 0 ? .min : .max }
-    return wholeNanos.addingSaturating(attoseconds / 1_000_000_000)
+    return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
   }
 
   /// A short human form used in diagrams and messages: `"0 ms"`, `"250 ms"`, `"1.5 s"`, `"40 µs"`.

@@ -90,3 +90,13 @@ extension Optional where Wrapped: Sendable {
     }
   }
 }
+
+extension Merge {
+  /// Folds `values` in order, as an invocation folds the calls it covers; `nil` for no values.
+  /// For the package's stores, which merge calls read back from a database.
+  package func fold(_ values: some Sequence<Value>) -> Value? {
+    var accumulated: Value?
+    for value in values { accumulated.merge(value, using: self) }
+    return accumulated
+  }
+}
