@@ -49,8 +49,8 @@ import Testing
     }
     #expect(Self.message(burst).contains("RateLimiter: burst must be positive"))
     let negative = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-      _ = RateLimiter(permits: 1, per: .seconds(1)).tryAcquire(-1)
+      _ = RateLimiter(permits: 1, per: .seconds(1)).tryAcquire(cost: -1)
     }
-    #expect(Self.message(negative).contains("RateLimiter.tryAcquire: permits must not be negative"))
+    #expect(Self.message(negative).contains("RateLimiter.tryAcquire: cost must not be negative"))
   }
 }

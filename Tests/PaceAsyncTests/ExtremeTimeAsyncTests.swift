@@ -56,7 +56,7 @@ import Testing
   @Test func aRequestReadyOnlyBeyondTheEndWaitsUntilCancelledWithNoTimer() async {
     let scheduler = TestScheduler(now: PaceInstant(nanoseconds: 1))
     let limiter = RateLimiter(permits: 1, per: Self.forever, clock: scheduler)
-    #expect(limiter.tryAcquire())
+    #expect(limiter.tryAcquire().isAllowed)
     let waiter = Task.immediate { try await limiter.acquire() }
     #expect(limiter.waitingCount == 1)
     #expect(scheduler.pendingCount == 0)
@@ -69,7 +69,7 @@ import Testing
   @Test func aRequestReadyAtTheLastInstantIsGrantedThere() async throws {
     let scheduler = TestScheduler()
     let limiter = RateLimiter(permits: 1, per: .nanoseconds(Int64.max), clock: scheduler)
-    #expect(limiter.tryAcquire())
+    #expect(limiter.tryAcquire().isAllowed)
     let waiter = Task.immediate { try await limiter.acquire() }
     #expect(scheduler.pendingDeadlines == [.max])
     scheduler.run()
@@ -176,10 +176,10 @@ import Testing
       switch Int.random(in: 0..<3, using: &random) {
       case 0:
         requests += 1
-        if limiter.tryAcquire(amount) { granted += 1 }
+        if limiter.tryAcquire(cost: amount).isAllowed { granted += 1 }
       case 1:
         requests += 1
-        waiters.append(Task.immediate { try await limiter.acquire(amount) })
+        waiters.append(Task.immediate { try await limiter.acquire(cost: amount) })
       default:
         scheduler.advance(by: AsyncExtremeSetup.gap(&random))
       }

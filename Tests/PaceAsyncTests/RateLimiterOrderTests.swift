@@ -75,7 +75,7 @@ import PaceTesting
   @MainActor @Test func aCallQueuesBeforeItFirstSuspends() async throws {
     let scheduler = TestScheduler()
     let limiter = RateLimiter(permits: 1, per: .milliseconds(100), clock: scheduler)
-    #expect(limiter.tryAcquire())
+    #expect(limiter.tryAcquire().isAllowed)
     let waiting = Task.immediate { try await limiter.acquire() }
     #expect(limiter.waitingCount == 1)  // queued synchronously, on the main actor
     scheduler.advance(by: .milliseconds(100))
@@ -85,7 +85,7 @@ import PaceTesting
   @Test func waitingForTheThirdWaiterReturnsWhenItQueues() async throws {
     let scheduler = TestScheduler()
     let limiter = RateLimiter(permits: 1, per: .seconds(1), clock: scheduler)
-    #expect(limiter.tryAcquire())
+    #expect(limiter.tryAcquire().isAllowed)
     let waiters = (0..<3).map { _ in Task { try await limiter.acquire() } }
     await limiter.waitUntilWaiting(count: 3)
     #expect(limiter.waitingCount == 3)

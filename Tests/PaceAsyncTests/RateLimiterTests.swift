@@ -11,12 +11,12 @@ import PaceTesting
 
   @Test func theBurstIsAvailableAtOnceThenPermitsComeBackAtTheRate() {
     let limiter = RateLimiter(permits: 10, per: .seconds(1), clock: scheduler)
-    for _ in 0..<10 { #expect(limiter.tryAcquire()) }
-    #expect(!limiter.tryAcquire())
+    for _ in 0..<10 { #expect(limiter.tryAcquire().isAllowed) }
+    #expect(!limiter.tryAcquire().isAllowed)
     scheduler.advance(by: .milliseconds(99))
-    #expect(!limiter.tryAcquire())
+    #expect(!limiter.tryAcquire().isAllowed)
     scheduler.advance(by: .milliseconds(1))
-    #expect(limiter.tryAcquire())
+    #expect(limiter.tryAcquire().isAllowed)
     #expect(limiter.availablePermits == 0)
     #expect(scheduler.pendingCount == 0)
   }
@@ -38,11 +38,11 @@ import PaceTesting
   @Test func requestsAreServedInArrivalOrderEvenWhenALaterOneWouldFit() async throws {
     let limiter = RateLimiter(permits: 10, per: .seconds(1), clock: scheduler)
     #expect(limiter.tryAcquire(10))
-    let large = Task.immediate { try await limiter.acquire(5) }
-    let small = Task.immediate { try await limiter.acquire(1) }
+    let large = Task.immediate { try await limiter.acquire(cost: 5) }
+    let small = Task.immediate { try await limiter.acquire(cost: 1) }
     scheduler.advance(to: ms(100))  // one permit is back, but the large request is first
     #expect(limiter.waitingCount == 2)
-    #expect(!limiter.tryAcquire())  // nor does tryAcquire overtake
+    #expect(!limiter.tryAcquire().isAllowed)  // nor does tryAcquire overtake
     scheduler.advance(to: ms(500))
     try await large.value
     #expect(limiter.waitingCount == 1)
@@ -55,8 +55,8 @@ import PaceTesting
   @Test func aCancelledRequestThrowsAndConsumesNothing() async throws {
     let limiter = RateLimiter(permits: 10, per: .seconds(1), clock: scheduler)
     #expect(limiter.tryAcquire(10))
-    let large = Task.immediate { try await limiter.acquire(5) }
-    let small = Task.immediate { try await limiter.acquire(1) }
+    let large = Task.immediate { try await limiter.acquire(cost: 5) }
+    let small = Task.immediate { try await limiter.acquire(cost: 1) }
     scheduler.advance(to: ms(100))
     large.cancel()
     await #expect(throws: CancellationError.self) { try await large.value }
@@ -79,7 +79,7 @@ import PaceTesting
 
   @Test func aRequestLargerThanTheBurstLeavesADebt() async throws {
     let limiter = RateLimiter(permits: 10, per: .seconds(1), burst: 5, clock: scheduler)
-    try await limiter.acquire(20)  // a full bucket: granted, 15 permits in debt
+    try await limiter.acquire(cost: 20)  // a full bucket: granted, 15 permits in debt
     let next = Task.immediate { try await limiter.acquire() }
     #expect(scheduler.pendingDeadlines == [ms(1600)])
     scheduler.advance(to: ms(1600))
@@ -163,7 +163,7 @@ import PaceTesting
 
   @Test func cancellingTheConsumerWhileAnElementWaitsEndsTheSequence() async throws {
     let limiter = RateLimiter(permits: 1, per: .seconds(1), clock: scheduler)
-    #expect(limiter.tryAcquire())
+    #expect(limiter.tryAcquire().isAllowed)
     let reader = IteratorBox(ImmediateSequence(elements: [1, 2]).rateLimited(by: limiter).makeAsyncIterator())
     let next = Task.immediate { try await reader.next() }
     next.cancel()

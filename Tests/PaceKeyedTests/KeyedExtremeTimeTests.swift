@@ -64,6 +64,25 @@ import Testing
     #expect(limiter.tryAcquire(7).isAllowed)
   }
 
+  /// Where a bucket's capacity saturates 64 bits, both rate limiters report the same permits:
+  /// for a key never seen, after a query (cost 0), and after taking one.
+  @Test(arguments: [
+    (1, Duration.seconds(365 * 86_400), 300),
+    (2, Duration.nanoseconds(Int64.max), 2),
+    (Int.max, Duration.seconds(1), Int.max),
+    (3, Duration.seconds(1), 3),
+  ])
+  func bothRateLimitersReportTheSamePermitsAtEveryLimit(permits: Int, interval: Duration, burst: Int) {
+    let scheduler = TestScheduler()
+    let single = RateLimiter(permits: permits, per: interval, burst: burst, clock: scheduler)
+    let keyed = KeyedRateLimiter<Int>(permits: permits, per: interval, burst: burst, clock: scheduler)
+    #expect(keyed.availablePermits(for: 1) == single.availablePermits)
+    #expect(keyed.tryAcquire(1, cost: 0) == .allowed(remaining: single.availablePermits))
+    #expect(single.tryAcquire().isAllowed)
+    #expect(keyed.tryAcquire(1, cost: 1) == .allowed(remaining: single.availablePermits))
+    #expect(keyed.availablePermits(for: 1) == single.availablePermits)
+  }
+
   /// Keyed pacers serve servers: by default they run on a queue of their own, which needs no main
   /// run loop (a test process serves none).
   @Test func theDefaultSchedulerIsNotTheMainQueue() async throws {

@@ -50,7 +50,7 @@ final class DictionaryOfRateLimiters: Sendable {
       limiters[key] = limiter
       return limiter
     }
-    return limiter.tryAcquire()
+    return limiter.tryAcquire().isAllowed
   }
 }
 

@@ -161,7 +161,7 @@ final class DictionaryOfRateLimiters: Sendable {
       limiters[key] = limiter
       return limiter
     }
-    return limiter.tryAcquire()
+    return limiter.tryAcquire().isAllowed
   }
 }
 

@@ -256,7 +256,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     let rate = self.rate
     let hash = key.hashValue
     return shards.withLock(Self.shardIndex(hash: hash)) { shard in
-      guard let slot = shard.buckets.index(of: key, hash: hash) else { return limit.burst }
+      guard let slot = shard.buckets.index(of: key, hash: hash) else { return rate.fullPermits }
       let bucket = shard.buckets.valuePointer(at: slot).pointee
       var tokens = TokenBucket(rate: rate, level: bucket.level)
       tokens.refill(now: now)
@@ -309,7 +309,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       guard let slot = shard.buckets.index(of: key, hash: hash) else {
         // A key with no state has a full bucket, which any request fits (a larger one than
         // the burst leaves it in debt).
-        guard cost > 0 else { return .allowed(remaining: limit.burst) }
+        guard cost > 0 else { return .allowed(remaining: rate.fullPermits) }
         var tokens = TokenBucket(rate: rate, level: rate.full(at: now))
         tokens.take(cost)
         // A bucket that fills again only beyond the end of the timeline is never checked.

@@ -76,7 +76,7 @@ public struct AsyncRateLimitedSequence<Base: AsyncSequence>: AsyncSequence {
     public mutating func next() async rethrows -> Element? {
       guard let element = try await base.next() else { return nil }
       do {
-        try await limiter.acquire(cost(element))
+        try await limiter.acquire(cost: cost(element))
       } catch {
         return nil  // cancelled: the element is dropped and nothing is consumed
       }

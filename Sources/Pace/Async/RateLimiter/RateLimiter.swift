@@ -13,13 +13,14 @@
 /// taken at once; after that, permits come back at the steady rate, one every
 /// `interval / permits`, exactly (integer arithmetic, no drift).
 ///
-/// - ``acquire(_:isolation:)`` suspends until its permits are available, in FIFO order: a request
+/// - ``acquire(cost:isolation:)`` suspends until its permits are available, in FIFO order: a request
 ///   never overtakes an earlier one, even a smaller request behind a large one. If its task is
 ///   cancelled first it throws `CancellationError` and consumes nothing. The request joins the
 ///   queue on the caller's actor, before `acquire` first suspends, so tasks started in order
 ///   from one actor are granted in that order.
-/// - ``tryAcquire(_:)`` never waits: it takes the permits if they are available and nobody is
-///   waiting, and returns `false` otherwise.
+/// - ``tryAcquire(cost:)`` never waits: it takes the permits if they are available and nobody is
+///   waiting (`.allowed(remaining:)`), and answers `.limited(retryAfter:)` otherwise, as
+///   ``KeyedRateLimiter`` does for a key.
 /// - A request for more than `burst` permits waits for a full bucket, then takes them all and
 ///   leaves the bucket in debt: later requests wait for the difference, so the long-run rate
 ///   holds for any request size (a big chunk of bytes, for instance).
@@ -45,6 +46,8 @@ public final class RateLimiter: Sendable {
     /// The waiting requests by id; a cancelled one is removed here and skipped in `order`.
     var waiters: [UInt64: Waiter] = [:]
     var order = FIFO<UInt64>()
+    /// The permits the waiting requests ask for, in all: what a refused `tryAcquire` waits behind.
+    var queuedPermits = 0
     var nextID: UInt64 = 0
     var timer: (any PaceCancellable)?
     var timerDeadline: PaceInstant?
@@ -120,14 +123,15 @@ public final class RateLimiter: Sendable {
   /// order from the main actor (or any one actor) join the queue, and are granted, in that order.
   ///
   /// - Parameters:
-  ///   - permits: How many permits to take; 1 by default. Not negative.
+  ///   - cost: How many permits to take; 1 by default. Not negative.
   ///   - isolation: The caller's actor; leave the default.
   /// - Throws: `CancellationError` if the task is cancelled before the permits are granted; then
   ///   nothing is consumed.
-  public func acquire(_ permits: Int = 1, isolation: isolated (any Actor)? = #isolation) async throws {
-    precondition(permits >= 0, "RateLimiter.acquire: permits must not be negative (got \(permits))")
+  public func acquire(cost: Int = 1, isolation: isolated (any Actor)? = #isolation) async throws {
+    precondition(cost >= 0, "RateLimiter.acquire: cost must not be negative (got \(cost))")
+    let permits = cost
     try Task.checkCancellation()
-    if takeAtOnce(permits) { return }
+    if decideAtOnce(permits).isAllowed { return }
     let id = state.withLock { state in
       state.nextID &+= 1
       return state.nextID
@@ -141,6 +145,7 @@ public final class RateLimiter: Sendable {
             guard !Task.isCancelled else { return Effects(refused: continuation) }
             state.waiters[id] = Waiter(permits: permits, continuation: continuation)
             state.order.append(id)
+            state.queuedPermits &+= permits
             var effects = grant(in: &state)
             effects.watchers = state.takeSatisfiedWatchers()
             return effects
@@ -151,6 +156,7 @@ public final class RateLimiter: Sendable {
       onCancel: {
         let effects = state.withLock { state -> Effects in
           guard let waiter = state.waiters.removeValue(forKey: id) else { return Effects() }
+          state.queuedPermits &-= waiter.permits
           // The head may have changed: the next requests may fit now, or need another deadline.
           var effects = grant(in: &state)
           effects.refused = waiter.continuation
@@ -162,13 +168,31 @@ public final class RateLimiter: Sendable {
     )
   }
 
-  /// Takes `permits` if they are available now and no request is waiting; never waits.
+  /// Takes `cost` permits if they are available now and no request is waiting; never waits.
   ///
-  /// - Parameter permits: How many permits to take; 1 by default. Not negative.
-  /// - Returns: Whether the permits were taken.
-  public func tryAcquire(_ permits: Int = 1) -> Bool {
-    precondition(permits >= 0, "RateLimiter.tryAcquire: permits must not be negative (got \(permits))")
-    return takeAtOnce(permits)
+  /// The same decision, in the same words, as ``KeyedRateLimiter``'s `tryAcquire(_:cost:)` for one
+  /// key.
+  ///
+  /// - Parameter cost: How many permits to take; 1 by default. Not negative. 0 asks how many are
+  ///   left and takes none.
+  /// - Returns: `.allowed(remaining:)` with the whole permits left, or `.limited(retryAfter:)`
+  ///   with how long until the same request would be allowed if nothing else is taken (counting
+  ///   the waiting requests' permits, while some wait).
+  public func tryAcquire(cost: Int = 1) -> RateLimitDecision {
+    precondition(cost >= 0, "RateLimiter.tryAcquire: cost must not be negative (got \(cost))")
+    return decideAtOnce(cost)
+  }
+
+  /// Takes `permits` if they are available now and no request is waiting; never waits.
+  @available(*, deprecated, renamed: "tryAcquire(cost:)", message: "tryAcquire(cost:) returns a RateLimitDecision; test its isAllowed")
+  public func tryAcquire(_ permits: Int) -> Bool {
+    tryAcquire(cost: permits).isAllowed
+  }
+
+  /// Waits until `permits` are available, then takes them.
+  @available(*, deprecated, renamed: "acquire(cost:isolation:)")
+  public func acquire(_ permits: Int, isolation: isolated (any Actor)? = #isolation) async throws {
+    try await acquire(cost: permits, isolation: isolation)
   }
 
   /// The whole permits in the bucket now; 0 while the bucket is in debt. Permits may be in the
@@ -181,12 +205,12 @@ public final class RateLimiter: Sendable {
     }
   }
 
-  /// How many requests are waiting in ``acquire(_:isolation:)``.
+  /// How many requests are waiting in ``acquire(cost:isolation:)``.
   public var waitingCount: Int {
     state.withLock { $0.waiters.count }
   }
 
-  /// Returns once at least `count` requests wait in ``acquire(_:isolation:)``; resumed by the
+  /// Returns once at least `count` requests wait in ``acquire(cost:isolation:)``; resumed by the
   /// request that makes the count, not by polling. For PaceTesting's `waitUntilWaiting(count:)`.
   package func waitUntilWaitingCount(_ count: Int) async {
     await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
@@ -198,14 +222,20 @@ public final class RateLimiter: Sendable {
     }
   }
 
-  private func takeAtOnce(_ permits: Int) -> Bool {
+  private func decideAtOnce(_ cost: Int) -> RateLimitDecision {
     let clock = self.clock
     return state.withLock { state in
-      guard state.waiters.isEmpty else { return false }
-      state.bucket.refill(now: clock.now())
-      guard state.bucket.canTake(permits) else { return false }
-      state.bucket.take(permits)
-      return true
+      let now = clock.now()
+      state.bucket.refill(now: now)
+      // Requests waiting in `acquire` go first.
+      guard state.waiters.isEmpty else {
+        return .limited(retryAfter: now.duration(to: state.bucket.readyTime(for: state.queuedPermits &+ cost) ?? .max))
+      }
+      guard state.bucket.canTake(cost) else {
+        return .limited(retryAfter: now.duration(to: state.bucket.readyTime(for: cost) ?? .max))
+      }
+      state.bucket.take(cost)
+      return .allowed(remaining: state.bucket.availablePermits)
     }
   }
 
@@ -234,6 +264,7 @@ public final class RateLimiter: Sendable {
       }
       state.bucket.take(waiter.permits)
       _ = state.order.popFirst()
+      state.queuedPermits &-= waiter.permits
       state.waiters[id] = nil
       effects.granted.append(waiter.continuation)
     }

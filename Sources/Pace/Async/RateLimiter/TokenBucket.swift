@@ -127,6 +127,11 @@ struct TokenBucketRate: Sendable, Equatable {
     self.capacity = overflow ? .max : capacity
   }
 
+  /// The whole permits a full bucket holds: the burst, or fewer where its capacity saturates 64
+  /// bits. Every limiter reports this for a bucket it has not touched.
+  @inlinable
+  var fullPermits: Int { Int(capacity / unitsPerPermit) }
+
   /// A full bucket at `now`.
   @inlinable
   func full(at now: PaceInstant) -> TokenBucketLevel {
