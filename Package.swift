@@ -69,22 +69,23 @@ let package = Package(
 
     // MARK: UIKit/AppKit glue, thin; its logic lives in `Pace`.
     .target(name: "PaceUI", dependencies: ["Pace"], swiftSettings: swiftSettings),
-    // Test fixtures, in no product: UIKit and AppKit stand-ins, and PaceUI's glue compiled against
-    // them (`Sources/PaceUIOnStandIns` is a symlink to `Sources/PaceUI`; see Shared/PaceUI.swift).
-    .target(name: "UIKitStandIn", swiftSettings: swiftSettings),
-    .target(name: "AppKitStandIn", swiftSettings: swiftSettings),
+    // Test fixtures under Tests/StandIns (see its README): UIKit and AppKit stand-ins, and PaceUI's
+    // glue compiled against them.
+    .target(name: "UIKitStandIn", path: "Tests/StandIns/UIKitStandIn", swiftSettings: swiftSettings),
+    .target(name: "AppKitStandIn", path: "Tests/StandIns/AppKitStandIn", swiftSettings: swiftSettings),
     .target(
       name: "PaceUIOnStandIns",
       dependencies: ["Pace", "UIKitStandIn", "AppKitStandIn"],
+      path: "Tests/StandIns/PaceUIOnStandIns",
       swiftSettings: swiftSettings + [.define("PACE_UI_STAND_IN")]
     ),
-    // Test fixtures, in no product: Apple's `os_unfair_lock` API on any platform, and `LockedState`'s
-    // Darwin path compiled against it (`Sources/PaceLockOnDarwinStandIn` is a symlink to
-    // `Sources/Pace/Support/Lock`; see LockedState.swift).
-    .target(name: "DarwinStandIn"),
+    // Test fixtures under Tests/StandIns: Apple's `os_unfair_lock` API on any platform, and
+    // `LockedState`'s Darwin path compiled against it.
+    .target(name: "DarwinStandIn", path: "Tests/StandIns/DarwinStandIn"),
     .target(
       name: "PaceLockOnDarwinStandIn",
       dependencies: ["DarwinStandIn"],
+      path: "Tests/StandIns/PaceLockOnDarwinStandIn",
       swiftSettings: swiftSettings + [.define("PACE_DARWIN_STAND_IN")]
     ),
 
@@ -96,12 +97,13 @@ let package = Package(
 
     // MARK: SwiftUI glue, thin; its logic lives in platform-independent types in the same module.
     .target(name: "PaceSwiftUI", dependencies: ["Pace"], swiftSettings: swiftSettings),
-    // Test fixtures, in no product, as for PaceUI: a SwiftUI stand-in, and PaceSwiftUI compiled
-    // against it (`Sources/PaceSwiftUIOnStandIn` is a symlink to `Sources/PaceSwiftUI`).
-    .target(name: "SwiftUIStandIn", swiftSettings: swiftSettings),
+    // Test fixtures under Tests/StandIns, as for PaceUI: a SwiftUI stand-in, and PaceSwiftUI
+    // compiled against it.
+    .target(name: "SwiftUIStandIn", path: "Tests/StandIns/SwiftUIStandIn", swiftSettings: swiftSettings),
     .target(
       name: "PaceSwiftUIOnStandIn",
       dependencies: ["Pace", "SwiftUIStandIn"],
+      path: "Tests/StandIns/PaceSwiftUIOnStandIn",
       swiftSettings: swiftSettings + [.define("PACE_SWIFTUI_STAND_IN")]
     ),
 
@@ -175,7 +177,7 @@ let package = Package(
         "Pace", "PacePostgres",
         .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
       ],
-      path: "Sources/PacePostgresTestInstance",
+      path: "Tests/PacePostgresTestInstance",
       swiftSettings: swiftSettings
     ),
 

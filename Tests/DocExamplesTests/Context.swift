@@ -5,7 +5,7 @@ import UIKitStandIn
 
 // The app that the documents' code fragments live in: the names they assume (`api`,
 // `searchField`, `tableView`, ...), declared once so that every fragment compiles as written.
-// UIKit is the stand-in that PaceUI's glue is tested against (Sources/UIKitStandIn). Nothing
+// UIKit is the stand-in that PaceUI's glue is tested against (Tests/StandIns/UIKitStandIn). Nothing
 // here is called by a test: fragments are compiled, not run. See Scripts/extract-doc-examples.py.
 
 struct Item: Sendable, Equatable {

@@ -37,7 +37,7 @@ import PaceTesting
 
   @Test func requestsAreServedInArrivalOrderEvenWhenALaterOneWouldFit() async throws {
     let limiter = RateLimiter(permits: 10, per: .seconds(1), clock: scheduler)
-    #expect(limiter.tryAcquire(10))
+    #expect(limiter.tryAcquire(cost: 10).isAllowed)
     let large = Task.immediate { try await limiter.acquire(cost: 5) }
     let small = Task.immediate { try await limiter.acquire(cost: 1) }
     scheduler.advance(to: ms(100))  // one permit is back, but the large request is first
@@ -54,7 +54,7 @@ import PaceTesting
 
   @Test func aCancelledRequestThrowsAndConsumesNothing() async throws {
     let limiter = RateLimiter(permits: 10, per: .seconds(1), clock: scheduler)
-    #expect(limiter.tryAcquire(10))
+    #expect(limiter.tryAcquire(cost: 10).isAllowed)
     let large = Task.immediate { try await limiter.acquire(cost: 5) }
     let small = Task.immediate { try await limiter.acquire(cost: 1) }
     scheduler.advance(to: ms(100))

@@ -1,3 +1,4 @@
+import Dispatch
 import PaceTestSupport
 import Testing
 @testable import Pace
@@ -134,5 +135,25 @@ import Testing
     #expect(ms(2000).description == "2 s")
     #expect(ms(1500).description == "1.5 s")
     #expect(PaceInstant(nanoseconds: 40_000).description == "40 µs")
+  }
+
+  /// Threads advancing one scheduler at once: each moves time forward from the instant it read,
+  /// none trips over another that got further first, and time never goes back.
+  @Test func threadsAdvancingAtOnceNeverMoveTimeBack() {
+    let scheduler = TestScheduler()
+    let fired = LockedState(0)
+    for step in 1...1_000 { _ = scheduler.schedule(at: ms(Int64(step))) { fired.withLock { $0 += 1 } } }
+    let backwards = LockedState(0)
+    DispatchQueue.concurrentPerform(iterations: 8) { _ in
+      for _ in 0..<200 {
+        let before = scheduler.now
+        scheduler.advance(by: .milliseconds(1))
+        if scheduler.now < before { backwards.withLock { $0 += 1 } }
+      }
+    }
+    #expect(backwards.withLock { $0 } == 0)
+    #expect(scheduler.now >= ms(200) && scheduler.now <= ms(1_600))
+    scheduler.run()
+    #expect(fired.withLock { $0 } == 1_000)
   }
 }

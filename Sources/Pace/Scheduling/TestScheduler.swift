@@ -105,14 +105,23 @@ public final class TestScheduler: PaceScheduler {
 
   /// Moves time forward by `duration`, running the work that falls due on the way.
   /// `advance(by: .zero)` runs what is due now.
+  ///
+  /// Threads that advance one scheduler at once each move time to at least `duration` after the
+  /// instant they read; time never moves back.
   public func advance(by duration: Duration = .zero) {
     precondition(duration >= .zero, "TestScheduler.advance(by:): duration must not be negative (got \(duration))")
-    advance(to: now.advanced(by: duration))
+    // Not through `advance(to:)`: another thread may have moved time past this target since
+    // `now` was read, which is no mistake of this caller's.
+    runDueWork(through: now.advanced(by: duration))
   }
 
   /// Moves time forward to `instant`, running the work that falls due on the way.
   public func advance(to instant: PaceInstant) {
     precondition(instant >= now, "TestScheduler.advance(to:): \(instant) is before now (\(now))")
+    runDueWork(through: instant)
+  }
+
+  private func runDueWork(through instant: PaceInstant) {
     while let work = takeNextJob(dueBy: instant) {
       work()
     }

@@ -6,8 +6,8 @@
 //
 // ## How the glue is compiled and tested without SwiftUI
 //
-// `Sources/PaceSwiftUIOnStandIn` is a symbolic link to this directory, built as a second target
-// with the condition `PACE_SWIFTUI_STAND_IN` against `Sources/SwiftUIStandIn`, which declares
+// `Tests/StandIns/PaceSwiftUIOnStandIn` is a symbolic link to this directory, built as a second target
+// with the condition `PACE_SWIFTUI_STAND_IN` against `Tests/StandIns/SwiftUIStandIn`, which declares
 // exactly the SwiftUI API the glue uses with Apple's signatures. Each glue file starts with
 // `#if PACE_SWIFTUI_STAND_IN import SwiftUIStandIn #elseif canImport(SwiftUI) import SwiftUI #endif`,
 // so the code below the import is the same on both paths. `Tests/PaceSwiftUITests` renders the

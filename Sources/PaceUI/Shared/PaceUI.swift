@@ -11,9 +11,9 @@
 //
 // This machine has neither UIKit nor AppKit, so the same glue files are compiled a second time,
 // against small stand-in modules that declare exactly the framework API the glue uses, with
-// Apple's signatures (`Sources/UIKitStandIn`, `Sources/AppKitStandIn`):
+// Apple's signatures (`Tests/StandIns/UIKitStandIn`, `Tests/StandIns/AppKitStandIn`):
 //
-// - `Sources/PaceUIOnStandIns` is a symbolic link to this directory. SwiftPM builds it as a
+// - `Tests/StandIns/PaceUIOnStandIns` is a symbolic link to this directory. SwiftPM builds it as a
 //   second target, `PaceUIOnStandIns`, with the compilation condition `PACE_UI_STAND_IN` and a
 //   dependency on the stand-ins. SwiftPM rejects two targets that share a directory path, but
 //   not a directory reached through a link, and the sources are then byte-for-byte the same files.
