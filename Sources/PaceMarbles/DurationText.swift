@@ -81,7 +81,8 @@ public enum DurationText {
   }
 
   /// `value / size` as a decimal with no trailing zeros: `decimal(1_500, per: 1_000) == "1.5"`.
-  static func decimal(_ value: UInt64, per size: UInt64) -> String {
+  /// The package's one decimal formatter for durations (the tool's times and JSON use it too).
+  package static func decimal(_ value: UInt64, per size: UInt64) -> String {
     let whole = value / size
     var remainder = value % size
     guard remainder != 0 else { return String(whole) }

@@ -78,7 +78,7 @@ enum JSONOutput {
 
   /// Nanoseconds as a JSON number of milliseconds: `300`, `8.333`.
   static func milliseconds(_ nanoseconds: Int64) -> String {
-    (nanoseconds < 0 ? "-" : "") + decimalString(nanoseconds.magnitude, per: 1_000_000)
+    (nanoseconds < 0 ? "-" : "") + DurationText.decimal(nanoseconds.magnitude, per: 1_000_000)
   }
 
   static func string(_ text: String) -> String {

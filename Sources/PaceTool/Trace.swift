@@ -228,7 +228,7 @@ func formatMilliseconds(_ nanoseconds: Int64) -> String {
   let magnitude = nanoseconds.magnitude
   // Round to the microsecond: tables need no more.
   let micros = (magnitude + 500) / 1_000
-  return sign + decimalString(micros, per: 1_000) + "ms"
+  return sign + DurationText.decimal(micros, per: 1_000) + "ms"
 }
 
 /// The line-by-line reader behind ``TraceReader``; works on bytes so a million lines take
@@ -537,19 +537,4 @@ extension UInt8 {
   static let closeBrace = UInt8(ascii: "}")
   static let zero = UInt8(ascii: "0")
   static let nine = UInt8(ascii: "9")
-}
-
-/// `value / size` as a decimal without trailing zeros: `decimalString(1_500, per: 1_000) == "1.5"`.
-func decimalString(_ value: UInt64, per size: UInt64) -> String {
-  let whole = value / size
-  var remainder = value % size
-  guard remainder != 0 else { return String(whole) }
-  var fraction = ""
-  var place = size
-  while remainder != 0 {
-    place /= 10
-    fraction += String(remainder / place)
-    remainder %= place
-  }
-  return "\(whole).\(fraction)"
 }
