@@ -144,16 +144,25 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
 
   // MARK: Bookkeeping under the lock
 
-  private static func apply(_ step: PacingStep<Input>, to state: inout State) -> Effects {
+  private static func apply(_ action: PacerAction<Input>, to state: inout State) -> Effects {
     var effects = Effects()
-    if let value = step.invoke {
+    switch action {
+    case .none:
+      break
+    case .schedule(let deadline):
+      effects.arm = arm(at: deadline, in: &state)
+    case .invoke(let value):
       effects.startDelivery = invoke(value, in: &state)
-    }
-    if let deadline = step.schedule {
-      state.timerGeneration &+= 1
-      effects.arm = (deadline, state.timerGeneration)
+    case .invokeAndSchedule(let value, let deadline):
+      effects.startDelivery = invoke(value, in: &state)
+      effects.arm = arm(at: deadline, in: &state)
     }
     return effects
+  }
+
+  private static func arm(at deadline: PaceInstant, in state: inout State) -> (PaceInstant, UInt64) {
+    state.timerGeneration &+= 1
+    return (deadline, state.timerGeneration)
   }
 
   /// Returns `true` if the caller must start a deliverer.

@@ -2,9 +2,10 @@
 ///
 /// The machines behind ``Debouncer``, ``Throttler`` and ``Coalescer`` hold no lock, clock,
 /// task or callback: time comes in as a parameter and one of these comes out, so tests can
-/// drive a machine directly and compare actions with `==`.
+/// drive a machine directly and compare actions with `==`. The one action shape of the package's
+/// pacing machines, for the drivers in other modules too (PaceCombine's subscription).
 @usableFromInline
-enum PacerAction<Value> {
+package enum PacerAction<Value> {
   /// Nothing to do.
   case none
   /// Arm the timer for `deadline`; the machine expects ``PacerStateMachine/timerFired(now:)``
@@ -17,10 +18,10 @@ enum PacerAction<Value> {
 }
 
 extension PacerAction: Equatable where Value: Equatable {}
+extension PacerAction: Sendable where Value: Sendable {}
 
 extension PacerAction: CustomStringConvertible {
-  @usableFromInline
-  var description: String {
+  @usableFromInline package var description: String {
     switch self {
     case .none: "none"
     case .schedule(let deadline): "schedule(at: \(deadline))"

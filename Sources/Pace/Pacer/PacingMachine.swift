@@ -3,8 +3,7 @@
 /// subscription has demand to respect, which ``Pacer`` does not know about.
 ///
 /// `package`, not `public`: it is the seam between Pace's machines and its own glue, not API.
-/// The machines stay internal; this only forwards to them and turns their action into a
-/// ``PacingStep`` that the other modules can read.
+/// The machines stay internal; this only forwards to them and returns their ``PacerAction``.
 package struct PacingMachine<Value: Sendable>: Sendable {
   private enum Kind: Sendable {
     case debounce(DebounceStateMachine<Value>)
@@ -45,40 +44,40 @@ package struct PacingMachine<Value: Sendable>: Sendable {
     return Self(kind: .coalesce(CoalesceStateMachine(window: window, merge: merge)), merge: merge)
   }
 
-  package mutating func call(_ value: Value, now: PaceInstant) -> PacingStep<Value> {
+  package mutating func call(_ value: Value, now: PaceInstant) -> PacerAction<Value> {
     switch kind {
     case .debounce(var machine):
       kind = .moved
       defer { kind = .debounce(machine) }
-      return PacingStep(machine.call(value, now: now))
+      return machine.call(value, now: now)
     case .throttle(var machine):
       kind = .moved
       defer { kind = .throttle(machine) }
-      return PacingStep(machine.call(value, now: now))
+      return machine.call(value, now: now)
     case .coalesce(var machine):
       kind = .moved
       defer { kind = .coalesce(machine) }
-      return PacingStep(machine.call(value, now: now))
+      return machine.call(value, now: now)
     case .moved:
       preconditionFailure("PacingMachine: reentrant use")
     }
   }
 
-  /// The timer armed by the latest ``PacingStep/schedule`` fired.
-  package mutating func timerFired(now: PaceInstant) -> PacingStep<Value> {
+  /// The timer armed by the latest ``PacerAction/schedule(at:)`` fired.
+  package mutating func timerFired(now: PaceInstant) -> PacerAction<Value> {
     switch kind {
     case .debounce(var machine):
       kind = .moved
       defer { kind = .debounce(machine) }
-      return PacingStep(machine.timerFired(now: now))
+      return machine.timerFired(now: now)
     case .throttle(var machine):
       kind = .moved
       defer { kind = .throttle(machine) }
-      return PacingStep(machine.timerFired(now: now))
+      return machine.timerFired(now: now)
     case .coalesce(var machine):
       kind = .moved
       defer { kind = .coalesce(machine) }
-      return PacingStep(machine.timerFired(now: now))
+      return machine.timerFired(now: now)
     case .moved:
       preconditionFailure("PacingMachine: reentrant use")
     }
@@ -140,26 +139,3 @@ package struct PacingMachine<Value: Sendable>: Sendable {
   }
 }
 
-/// What a ``PacingMachine`` asks its driver to do after an event: invoke with a value, arm the
-/// timer, both, or neither.
-package struct PacingStep<Value> {
-  package var invoke: Value?
-  package var schedule: PaceInstant?
-
-  package init(invoke: Value? = nil, schedule: PaceInstant? = nil) {
-    self.invoke = invoke
-    self.schedule = schedule
-  }
-
-  init(_ action: PacerAction<Value>) {
-    switch action {
-    case .none: self.init()
-    case .schedule(let deadline): self.init(schedule: deadline)
-    case .invoke(let value): self.init(invoke: value)
-    case .invokeAndSchedule(let value, let deadline): self.init(invoke: value, schedule: deadline)
-    }
-  }
-}
-
-extension PacingStep: Equatable where Value: Equatable {}
-extension PacingStep: Sendable where Value: Sendable {}
