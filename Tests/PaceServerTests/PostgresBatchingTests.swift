@@ -94,9 +94,10 @@ struct PostgresBatchingTests {
       print("denied hot key: \(Int(Double(denied) / (elapsed / .seconds(1)))) decisions/s, \(batches) round trips")
       #expect(denied == 160_000)
       #expect(batches <= 8)
-      // The local answer is the database's, never later: another instance asks the database itself.
-      guard case .limited(let local) = try await store.tryAcquire("k", cost: 1, limit: limit),
-        case .limited(let remote) = try await other.tryAcquire("k", cost: 1, limit: limit)
+      // The local answer is the database's, never later: another instance asks the database
+      // itself first, so the local answer, given after it, can only be shorter.
+      guard case .limited(let remote) = try await other.tryAcquire("k", cost: 1, limit: limit),
+        case .limited(let local) = try await store.tryAcquire("k", cost: 1, limit: limit)
       else {
         Issue.record("a denied key was granted")
         return

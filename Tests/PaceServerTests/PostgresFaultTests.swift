@@ -297,9 +297,10 @@ struct PostgresFaultTests {
     var configuration = TestDatabase.configuration(cluster.url, connections: 8)
     configuration.options.connectTimeout = .milliseconds(500)
     let client = PostgresClient(configuration: configuration, backgroundLogger: TestDatabase.quietLogger)
-    var direct = PostgresConnection.Configuration(
+    var ownConnections = PostgresConnection.Configuration(
       host: "127.0.0.1", port: cluster.port, username: cluster.owner, password: nil, database: "postgres", tls: .disable)
-    direct.options.connectTimeout = .milliseconds(500)
+    ownConnections.options.connectTimeout = .milliseconds(500)
+    let direct = ownConnections
     let (directLogs, poolLogs) = (InMemoryLogHandler(), InMemoryLogHandler())
     try await TestDatabase.running([client]) {
       let fallback = KeyedRateLimiter<String>(permits: 1_000_000, per: .seconds(1))
