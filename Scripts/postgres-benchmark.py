@@ -12,6 +12,7 @@ Needs the database of Scripts/with-postgres.sh (PACE_POSTGRES_URL, PACE_POSTGRES
 example server (`swift build --traits PostgreSQL,Hummingbird --product pace-example-server`).
 Prints medians over the rounds, and each figure's ratio to pgbench in the same cell.
 """
+import glob
 import os
 import shutil
 import statistics
@@ -25,7 +26,8 @@ seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 3
 rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 3
 server = sys.argv[4] if len(sys.argv) > 4 else None
 url = os.environ["PACE_POSTGRES_URL"]
-pgbin = os.environ.get("PACE_POSTGRES_BIN", "/usr/lib/postgresql/15/bin")
+# pgbench comes with Debian's postgresql, beside the server, which may not be on the PATH.
+pgbench_path = shutil.which("pgbench") or sorted(glob.glob("/usr/lib/postgresql/*/bin/pgbench"))[-1]
 table = "bench_rate_limits"
 increment, tolerance = 60, 60_000  # the executable's limit: 1,000,000 per 60 s, burst 1000
 budget = 900_000
@@ -65,7 +67,7 @@ def pgbench(callers, keys):
         if old.startswith(os.path.basename(prefix) + "."):
             os.remove(os.path.join(work, old))
     run(
-        f"{pgbin}/pgbench", "-n", "-M", "prepared", "-f", scripts[keys], "-c", str(callers), "-j", str(min(callers, 2)),
+        pgbench_path, "-n", "-M", "prepared", "-f", scripts[keys], "-c", str(callers), "-j", str(min(callers, 2)),
         "-T", str(int(seconds)), "-D", f"inc={increment}", "-D", f"tol={tolerance}", "-D", f"budget={budget}",
         "-D", f"lt={budget // 1000}ms", "-l", "--log-prefix", prefix, url, cwd=work)
     latencies = []
