@@ -18,7 +18,8 @@ import PostgresNIO
 /// denials (about a third are denied on the hot key); pgbench and Redis get the same numbers.
 let limit = RateLimit(permits: 1_000_000, per: .seconds(60), burst: 1000)
 /// How far one permit advances the TAT, and how far ahead of now it may be, in microseconds.
-let (increment, tolerance): (Int64, Int64) = (60, 60_000)
+let increment: Int64 = 60
+let tolerance: Int64 = 60_000
 /// The random keys: `key-1` … `key-100000`.
 let keyCount = 100_000
 
@@ -38,7 +39,7 @@ guard let text = ProcessInfo.processInfo.environment["PACE_POSTGRES_URL"], let u
   fail("set PACE_POSTGRES_URL (Scripts/with-postgres.sh does)")
 }
 
-func makeClient(connections: Int) -> PostgresClient {
+func makeClient(url: URL, connections: Int) -> PostgresClient {
   var logger = Logger(label: "pace-postgres-benchmark")
   logger.logLevel = .critical
   var configuration = PostgresClient.Configuration(
@@ -97,7 +98,7 @@ final class RoundTrips: MetricsFactory, CounterHandler, @unchecked Sendable {
 }
 
 /// Runs `callers` concurrent loops of `decide` for `seconds`; decisions/s, p50 and p99 in ms.
-func measure(callers: Int, seconds: Double, _ decide: @escaping @Sendable (Int) async throws -> Void) async throws
+@Sendable func measure(callers: Int, seconds: Double, _ decide: @escaping @Sendable (Int) async throws -> Void) async throws
   -> (Double, Double, Double)
 {
   let clock = ContinuousClock()
@@ -129,7 +130,7 @@ func measure(callers: Int, seconds: Double, _ decide: @escaping @Sendable (Int) 
 func withClient<Result: Sendable>(
   connections: Int, _ body: @escaping @Sendable (PostgresClient) async throws -> Result
 ) async throws -> Result {
-  let client = makeClient(connections: connections)
+  let client = makeClient(url: url, connections: connections)
   return try await withThrowingTaskGroup(of: Result?.self) { group in
     group.addTask {
       await client.run()
