@@ -22,7 +22,7 @@ struct BatchMachine<ID: Hashable & Sendable>: Sendable {
   let maxLanes: Int
   /// Requests not yet sent, in call order.
   private(set) var queue: [ID] = []
-  /// Lanes started; a lane lives as long as its store, parked (holding no connection) while idle.
+  /// Lanes started; a lane is never ended: it parks while idle, holding no pool connection.
   private(set) var lanes = 0
   /// Lanes parked until a request comes (or woken, on their way to ``next()``).
   private(set) var parked = 0

@@ -83,8 +83,9 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   ///   - timeout: How long a decision may take; one second by default. Positive.
   ///   - circuitBreaker: When to stop asking an unavailable database; see ``CircuitBreaker``.
   ///   - purgeInterval: How often ``run()`` deletes expired rows; one minute by default. Positive.
-  ///   - directConnection: Where decisions connect on their own, a few connections held by the
-  ///     store, instead of through `client`'s pool; nil (the pool) by default. Give it the same
+  ///   - directConnection: Where decisions connect on their own, up to four connections that the
+  ///     store keeps open for the life of the process, instead of through `client`'s pool; nil (the
+  ///     pool) by default. Give it the same
   ///     server as `client`: then decisions reconnect as soon as the database is back, where a
   ///     pool waits out its reconnection backoff, which grows with the outage.
   ///   - logger: Where to log; silent by default, as PostgresNIO's own logging is.
