@@ -160,16 +160,6 @@ let package = Package(
       path: "Sources/PaceExampleServer",
       swiftSettings: swiftSettings
     ),
-    // `swift run -c release --traits PostgreSQL pace-postgres-benchmark` (Scripts/with-postgres.sh gives a database)
-    .executableTarget(
-      name: "pace-postgres-benchmark",
-      dependencies: [
-        "Pace", "PacePostgres",
-        .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
-      ],
-      path: "Sources/PacePostgresBenchmark",
-      swiftSettings: swiftSettings
-    ),
     // A separate process for PaceServerTests: an instance of a server that dies mid-execution, or hammers a key.
     .executableTarget(
       name: "pace-postgres-test-instance",

@@ -91,7 +91,10 @@ struct PaceExampleServer: AsyncParsableCommand {
       let client = PostgresClient(configuration: Self.clientConfiguration(url), backgroundLogger: logger)
       // Each instance enforces the limit alone while the database is down, rather than refusing all.
       let fallback = KeyedRateLimiter<String>(permits: limit.permits, per: limit.interval, burst: limit.burst)
-      let store = try PostgresRateLimitStore(client: client, whenUnavailable: .fallback(fallback), logger: logger)
+      // Decisions on connections of the store's own: they reconnect as soon as the database is back.
+      let store = try PostgresRateLimitStore(
+        client: client, whenUnavailable: .fallback(fallback), directConnection: try Self.connectionConfiguration(url),
+        logger: logger)
       limiter = KeyedRateLimiter(permits: limit.permits, per: limit.interval, burst: limit.burst, store: store)
       let debouncer = try PostgresDebouncer<[Int]>(
         client: client, quiet: .seconds(2), maxWait: .seconds(10), merge: .append, logger: logger
@@ -174,6 +177,14 @@ struct PaceExampleServer: AsyncParsableCommand {
       return .accepted
     }
     return router
+  }
+
+  static func connectionConfiguration(_ url: URL) throws -> PostgresConnection.Configuration {
+    PostgresConnection.Configuration(
+      host: url.host ?? "127.0.0.1", port: url.port ?? 5432, username: url.user ?? "postgres",
+      password: url.password, database: url.path.isEmpty ? nil : String(url.path.dropFirst()),
+      tls: .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
+    )
   }
 
   static func clientConfiguration(_ url: URL) -> PostgresClient.Configuration {

@@ -11,7 +11,10 @@ import ServiceLifecycle
 /// Each decision is one SQL statement, GCRA (the generic cell rate algorithm) as an
 /// `INSERT … ON CONFLICT (key) DO UPDATE … WHERE … RETURNING`: the row for a key holds its
 /// theoretical arrival time (TAT), the database's clock is the only clock, so instances whose
-/// clocks disagree still agree on the limit, and a denied request writes nothing.
+/// clocks disagree still agree on the limit, and a denied request writes nothing. Concurrent
+/// decisions of one store go to the database in batches, one statement each, that decide every
+/// key's requests in call order; a denial is remembered and answered locally until it expires,
+/// which is exact (see <doc:SharedRateLimitsAndDebouncing>).
 ///
 /// ```swift
 /// let store = try PostgresRateLimitStore(client: client, whenUnavailable: .allow, logger: logger)
@@ -68,6 +71,8 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
 
   let tableName: TableName
   let health: StoreHealth
+  let batcher: DecisionBatcher
+  let denials: Locked<DenialCacheState>
 
   /// A store on `client`, in `table`.
   ///
@@ -78,6 +83,11 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   ///   - timeout: How long a decision may take; one second by default. Positive.
   ///   - circuitBreaker: When to stop asking an unavailable database; see ``CircuitBreaker``.
   ///   - purgeInterval: How often ``run()`` deletes expired rows; one minute by default. Positive.
+  ///   - directConnection: Where decisions connect on their own, up to four connections that the
+  ///     store keeps open for the life of the process, instead of through `client`'s pool; nil (the
+  ///     pool) by default. Give it the same
+  ///     server as `client`: then decisions reconnect as soon as the database is back, where a
+  ///     pool waits out its reconnection backoff, which grows with the outage.
   ///   - logger: Where to log; silent by default, as PostgresNIO's own logging is.
   ///   - metricsFactory: Where to report metrics; the process's `MetricsSystem` by default.
   /// - Throws: ``PacePostgresError/invalidTableName(_:)`` if `table` is not a plain identifier.
@@ -88,6 +98,7 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
     timeout: Duration = .seconds(1),
     circuitBreaker: CircuitBreaker = CircuitBreaker(),
     purgeInterval: Duration = .seconds(60),
+    directConnection: PostgresConnection.Configuration? = nil,
     logger: Logger = Logger(label: "pace.postgres.ratelimit", factory: { _ in SwiftLogNoOpLogHandler() }),
     metricsFactory: any MetricsFactory = MetricsSystem.factory
   ) throws(PacePostgresError) {
@@ -103,19 +114,43 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
     logger[metadataKey: "pace.table"] = "\(table)"
     self.logger = logger
     self.health = StoreHealth(circuitBreaker, table: table, factory: metricsFactory)
+    self.batcher = DecisionBatcher(
+      client: client, direct: directConnection, sql: Self.batchSQL(table: tableName),
+      margin: min(timeout / 5, .milliseconds(100)), maxBatch: Self.maxBatch, maxLanes: Self.lanes,
+      roundTrips: health.roundTrips, logger: logger)
+    self.denials = Locked(DenialCacheState(capacity: Self.denialCapacity))
   }
+
+  /// The most decisions sent in one statement: enough to amortise a round trip, few enough that a
+  /// batch holds its rows' locks briefly.
+  static let maxBatch = 64
+  /// The most connections the store's decisions use at once: each sends one batch at a time, so
+  /// that concurrent decisions gather into batches rather than spread over the pool.
+  static let lanes = 4
+  /// The most denials remembered (see ``DenialCacheState``).
+  static let denialCapacity = 10_000
 
   // MARK: Schema
 
-  /// Creates the table if it does not exist. Idempotent; call it at startup or from your migrations.
+  /// Creates the table if it does not exist, and creates or replaces the function that decides a
+  /// batch. Idempotent, and safe to run from several instances at once; call it at startup or from
+  /// your migrations (after upgrading Pace too: a table of a previous version is kept as it is).
   ///
   /// - Parameter timeout: How long to wait for the database; 30 seconds by default. Positive.
   /// - Throws: ``PacePostgresError/unavailable(reason:)`` if the database does not answer in time
   ///   (the store logs what it is waiting for meanwhile), or what the database reports.
   public func migrate(timeout: Duration = .seconds(30)) async throws {
-    let (client, sql) = (client, Self.migrationSQL(table: tableName))
+    let (client, logger) = (client, logger)
+    let statements = [
+      // Concurrent migrations would race on the catalog ("tuple concurrently updated"): one at a time.
+      "SELECT pg_advisory_xact_lock(\(Self.migrationLock))",
+      Self.migrationSQL(table: tableName),
+      Self.functionSQL(table: tableName),
+    ]
     try await migrating(client: client, timeout: timeout, logger: logger) {
-      try await client.query(PostgresQuery(unsafeSQL: sql))
+      try await client.withTransaction(logger: logger) { connection in
+        for statement in statements { try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
+      }
     }
   }
 
@@ -128,6 +163,77 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
       tat bigint NOT NULL
     ) WITH (fillfactor = 70)
     """
+  }
+
+  /// The statement that makes one decision, as the batch function runs it for each decision of a
+  /// batch, on `table`: for benchmarks and for reading. `$1` key, `$2` `cost × T` and `$3` `τ` in
+  /// microseconds (see <doc:SharedRateLimitsAndDebouncing>), `$4` the budget in microseconds,
+  /// `$5` the same budget as a `lock_timeout` setting (`"250ms"`).
+  ///
+  /// - Throws: ``PacePostgresError/invalidTableName(_:)`` if `table` is not a plain identifier.
+  public static func decisionStatement(table: String) throws(PacePostgresError) -> String {
+    decisionSQL(table: try TableName(table))
+  }
+
+  /// The advisory lock that serialises migrations of the store's tables.
+  static let migrationLock: Int64 = 0x7061_6365_726c_0001
+
+  /// The function that decides a batch, in the table's schema.
+  static func functionName(table: TableName) -> String {
+    let parts = table.name.split(separator: ".")
+    let function = "\"\(parts.last!)_decide\""
+    return parts.count == 2 ? "\"\(parts[0])\".\(function)" : function
+  }
+
+  /// One batch: `$1` keys, `$2` increments, `$3` tolerances, `$4` the batch's budget in
+  /// microseconds; a row per decision, by its 1-based index in the arrays.
+  static func batchSQL(table: TableName) -> String {
+    "SELECT * FROM \(functionName(table: table))($1::text[], $2::bigint[], $3::bigint[], $4::bigint)"
+  }
+
+  /// The function that decides a batch: in array order, each decision as ``decisionSQL(table:)``
+  /// makes it, in one transaction.
+  ///
+  /// A loop of statements rather than one statement over `unnest`, because one
+  /// `INSERT … ON CONFLICT` cannot touch a row twice, and a key may come twice in a batch. PL/pgSQL
+  /// plans each statement once per connection and keeps the plan, as a prepared statement would.
+  ///
+  /// Each decision gets what is left of the batch's budget as its `lock_timeout`, and one that
+  /// starts after the budget takes nothing and answers `late`, as the single statement does: a
+  /// batch whose callers stopped waiting takes nothing. A lock timeout fails the whole batch (its
+  /// transaction takes nothing), and its callers follow the failure policy.
+  static func functionSQL(table: TableName) -> String {
+    let decision = decisionStatement(
+      table: table, key: "keys[i]", increment: "increments[i]", tolerance: "tolerances[i]", budget: "budget",
+      started: "started", proposedExtra: "")
+    return """
+      CREATE OR REPLACE FUNCTION \(functionName(table: table))(
+        keys text[], increments bigint[], tolerances bigint[], budget bigint
+      ) RETURNS TABLE (o_index int, o_granted bigint, o_current bigint, o_now bigint, o_late boolean)
+      LANGUAGE plpgsql AS $pace$
+      #variable_conflict use_column
+      DECLARE
+        started bigint := (extract(epoch FROM transaction_timestamp()) * 1000000)::bigint;
+        elapsed bigint;
+      BEGIN
+        FOR i IN 1 .. coalesce(array_length(keys, 1), 0) LOOP
+          o_index := i;
+          elapsed := (extract(epoch FROM clock_timestamp()) * 1000000)::bigint - started;
+          IF elapsed > budget THEN
+            o_granted := NULL;
+            o_current := NULL;
+            o_now := started + elapsed;
+            o_late := true;
+          ELSE
+            PERFORM set_config('lock_timeout', greatest(1, (budget - elapsed) / 1000)::text || 'ms', true);
+            \(decision)
+            INTO o_granted, o_current, o_now, o_late;
+          END IF;
+          RETURN NEXT;
+        END LOOP;
+      END
+      $pace$
+      """
   }
 
   /// The decision. `$1` key, `$2` the cost's increment of the TAT, `$3` the burst tolerance, `$4`
@@ -152,30 +258,40 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   /// budget (it waited for the row, or for the table's lock before it could run at all) takes
   /// nothing and answers `late`, so a decision nobody waits for any more never takes permits.
   static func decisionSQL(table: TableName) -> String {
+    decisionStatement(
+      table: table, key: "$1", increment: "$2", tolerance: "$3", budget: "$4",
+      started: "(SELECT started FROM proposed)",
+      proposedExtra: ",\n    (extract(epoch FROM transaction_timestamp()) * 1000000)::bigint AS started,"
+        + "\n    set_config('lock_timeout', $5, true) AS lock_timeout")
+  }
+
+  /// ``decisionSQL(table:)`` with its parameters as SQL expressions, for the batch function too.
+  static func decisionStatement(
+    table: TableName, key: String, increment: String, tolerance: String, budget: String, started: String,
+    proposedExtra: String
+  ) -> String {
     """
     WITH proposed AS MATERIALIZED (
-      SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint AS now,
-        (extract(epoch FROM transaction_timestamp()) * 1000000)::bigint AS started,
-        set_config('lock_timeout', $5, true) AS lock_timeout
+      SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint AS now\(proposedExtra)
     ), locked AS MATERIALIZED (
       SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint AS now
     ), granted AS (
       INSERT INTO \(table) AS r (key, tat)
-      SELECT $1, proposed.now + $2 FROM proposed WHERE proposed.now - proposed.started <= $4
+      SELECT \(key), proposed.now + \(increment) FROM proposed WHERE proposed.now - \(started) <= \(budget)
       ON CONFLICT (key) DO UPDATE
-        SET tat = GREATEST(r.tat, (SELECT now FROM locked)) + $2
-        WHERE GREATEST(r.tat, (SELECT now FROM locked)) + $2 - (SELECT now FROM locked) <= $3
-          AND (SELECT now FROM locked) - (SELECT started FROM proposed) <= $4
-      RETURNING r.tat, CASE WHEN r.tat = (SELECT now FROM proposed) + $2
+        SET tat = GREATEST(r.tat, (SELECT now FROM locked)) + \(increment)
+        WHERE GREATEST(r.tat, (SELECT now FROM locked)) + \(increment) - (SELECT now FROM locked) <= \(tolerance)
+          AND (SELECT now FROM locked) - \(started) <= \(budget)
+      RETURNING r.tat, CASE WHEN r.tat = (SELECT now FROM proposed) + \(increment)
         THEN (SELECT now FROM proposed) ELSE (SELECT now FROM locked) END AS now
     ), denied AS (
       SELECT r.tat FROM \(table) AS r
-      WHERE r.key = $1 AND NOT EXISTS (SELECT 1 FROM granted)
+      WHERE r.key = \(key) AND NOT EXISTS (SELECT 1 FROM granted)
       FOR SHARE
     )
     SELECT (SELECT tat FROM granted), (SELECT tat FROM denied),
       COALESCE((SELECT now FROM granted), (SELECT now FROM locked)),
-      (SELECT now FROM locked) - (SELECT started FROM proposed) > $4
+      (SELECT now FROM locked) - \(started) > \(budget)
     """
   }
 
@@ -253,6 +369,12 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
       health.count(error is InvalidInput ? .invalid : .error)
       throw error
     }
+    // A denial this instance was given is answered again until it expires, at memory speed.
+    let entry = DenialCacheState.Entry(key: key, increment: arithmetic.increment, tolerance: arithmetic.tolerance)
+    if let retryAfter = denials.withLock({ $0.retryAfter(entry, now: started) }) {
+      health.count(.denied)
+      return .limited(retryAfter: retryAfter)
+    }
     let admission = health.admit(now: started, logger: logger)
     switch admission {
     case .ask:
@@ -266,7 +388,7 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
       Task { await probe(key, query) }
       return try await decideUnavailable(key, cost: cost, reason: "the circuit breaker is probing", started: started)
     }
-    let answer: Answer
+    let answer: DecisionAnswer
     do {
       answer = try await ask(key, arithmetic, deadline: started.advanced(by: timeout))
     } catch {
@@ -291,6 +413,11 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
     }
     health.ended(admission, unavailable: false, now: now, error: nil, logger: logger)
     let decision = arithmetic.decision(grantedTAT: answer.granted, currentTAT: answer.current, now: answer.now)
+    if case .limited(let retryAfter) = decision, answer.current != nil {
+      // Anchored at the instant the batch was sent, before the database decided: the local
+      // deadline is never later than the database's (see DenialCacheState for why it is exact).
+      denials.withLock { $0.denied(entry, retryAfter: retryAfter, sent: answer.sent, now: now) }
+    }
     health.count(decision.isAllowed ? .allowed : .denied, duration: started.duration(to: now))
     return decision
   }
@@ -308,47 +435,11 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
     }
   }
 
-  /// The statement's answer: the new TAT if granted, the current TAT if denied, the deciding clock,
-  /// and whether the row's lock came after the budget.
-  struct Answer: Sendable {
-    let granted: Int64?
-    let current: Int64?
-    let now: Int64
-    let late: Bool
-  }
-
-  /// Asks the database, giving it what is left of the budget; a serialization failure or a
-  /// deadlock is retried once.
-  private func ask(_ key: String, _ arithmetic: GCRA, deadline: ContinuousClock.Instant) async throws -> Answer {
-    // The database must answer before the caller stops waiting, the way back included.
-    let margin = min(timeout / 5, .milliseconds(100))
-    let (client, sql, logger) = (client, Self.decisionSQL(table: tableName), logger)
-    var retried = false
-    while true {
-      do {
-        return try await withTimeout(ContinuousClock.now.duration(to: deadline)) {
-          try await client.withConnection { connection in
-            let budget = ContinuousClock.now.duration(to: deadline) - margin
-            guard let micros = budget.wholeMicroseconds, micros >= 1000 else { throw DatabaseTimeout() }
-            var binds = PostgresBindings()
-            binds.append(key)
-            binds.append(arithmetic.increment)
-            binds.append(arithmetic.tolerance)
-            binds.append(micros)
-            binds.append("\(micros / 1000)ms")
-            let rows = try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
-            var answer: Answer?
-            for try await (granted, current, now, late) in rows.decode((Int64?, Int64?, Int64, Bool?).self) {
-              answer = Answer(granted: granted, current: current, now: now, late: late ?? false)
-            }
-            guard let answer else { throw PacePostgresError.unavailable(reason: "the decision returned no row") }
-            return answer
-          }
-        }
-      } catch where !retried && failureKind(of: error) == .retryOnce {
-        retried = true
-      }
-    }
+  /// Asks the database, in a batch with the other decisions of this store's callers; a
+  /// serialization failure or a deadlock is retried once.
+  private func ask(_ key: String, _ arithmetic: GCRA, deadline: ContinuousClock.Instant) async throws -> DecisionAnswer {
+    try await batcher.decide(
+      DecisionRequest(key: key, increment: arithmetic.increment, tolerance: arithmetic.tolerance, deadline: deadline))
   }
 
   private func decideUnavailable(

@@ -29,6 +29,8 @@ final class StoreHealth: Sendable {
   private let decisions: [Outcome: Counter]
   private let latency: Metrics.Timer
   private let breakerState: Gauge
+  /// Statements the store's decisions sent: fewer than decisions when they are batched, or denied locally.
+  let roundTrips: Counter
   private let breakerTransitions: [CircuitBreakerMachine.Transition: Counter]
 
   init(_ breaker: CircuitBreaker, table: String, factory: any MetricsFactory) {
@@ -45,6 +47,7 @@ final class StoreHealth: Sendable {
       })
     latency = Metrics.Timer(label: "pace_rate_limit_decision_duration_seconds", dimensions: dimensions, factory: factory)
     breakerState = Gauge(label: "pace_rate_limit_breaker_state", dimensions: dimensions, factory: factory)
+    roundTrips = Counter(label: "pace_rate_limit_round_trips_total", dimensions: dimensions, factory: factory)
     breakerTransitions = [
       .opened: Counter(label: "pace_rate_limit_breaker_transitions_total", dimensions: dimensions + [("to", "open")], factory: factory),
       .halfOpened: Counter(

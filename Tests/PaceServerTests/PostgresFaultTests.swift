@@ -287,6 +287,61 @@ struct PostgresFaultTests {
     }
   }
 
+  // real-time: a 15 s outage, long enough that a pool's reconnection backoff passes 2 s.
+  /// After a long outage, a store with connections of its own (`directConnection`) decides again
+  /// within two seconds of the database coming back; a store on the pool alone waits out the
+  /// pool's backoff (printed beside it, not asserted).
+  @Test func aLongOutageRecoversWithinTwoSeconds() async throws {
+    let cluster = try TestCluster()
+    defer { cluster.destroy() }
+    var configuration = TestDatabase.configuration(cluster.url, connections: 8)
+    configuration.options.connectTimeout = .milliseconds(500)
+    let client = PostgresClient(configuration: configuration, backgroundLogger: TestDatabase.quietLogger)
+    var ownConnections = PostgresConnection.Configuration(
+      host: "127.0.0.1", port: cluster.port, username: cluster.owner, password: nil, database: "postgres", tls: .disable)
+    ownConnections.options.connectTimeout = .milliseconds(500)
+    let direct = ownConnections
+    let (directLogs, poolLogs) = (InMemoryLogHandler(), InMemoryLogHandler())
+    try await TestDatabase.running([client]) {
+      let fallback = KeyedRateLimiter<String>(permits: 1_000_000, per: .seconds(1))
+      let owning = try PostgresRateLimitStore(
+        client: client, whenUnavailable: .fallback(fallback), timeout: .milliseconds(500), directConnection: direct,
+        logger: Logger(label: "direct", factory: { _ in directLogs }))
+      let pooled = try PostgresRateLimitStore(
+        client: client, whenUnavailable: .fallback(fallback), timeout: .milliseconds(500),
+        logger: Logger(label: "pool", factory: { _ in poolLogs }))
+      try await owning.migrate()
+      let limit = RateLimit(permits: 1_000_000, per: .seconds(1))
+      #expect(try await owning.tryAcquire("k", cost: 1, limit: limit).isAllowed)
+      #expect(try await pooled.tryAcquire("k", cost: 1, limit: limit).isAllowed)
+      try cluster.stop()
+      let clock = ContinuousClock()
+      let down = clock.now
+      while clock.now - down < .seconds(15) {
+        _ = try await owning.tryAcquire("k", cost: 1, limit: limit)
+        _ = try await pooled.tryAcquire("k", cost: 1, limit: limit)
+        try await Task.sleep(for: .milliseconds(10))  // real-time: a decision per 10 ms during the outage
+      }
+      try cluster.start()
+      let back = clock.now
+      var recovered: [String: Duration] = [:]
+      let closed: (InMemoryLogHandler) -> Bool = { logs in
+        logs.entries.contains { $0.message.description.contains("circuit breaker closed") }
+      }
+      while clock.now - back < .seconds(8), recovered.count < 2 {
+        _ = try await owning.tryAcquire("probe", cost: 1, limit: limit)
+        _ = try await pooled.tryAcquire("probe", cost: 1, limit: limit)
+        if recovered["direct"] == nil, closed(directLogs) { recovered["direct"] = clock.now - back }
+        if recovered["pool"] == nil, closed(poolLogs) { recovered["pool"] = clock.now - back }
+        try await Task.sleep(for: .milliseconds(10))  // real-time: one decision per 10 ms while recovering
+      }
+      print(
+        "after a 15 s outage: own connections recovered in \(recovered["direct"].map { "\($0)" } ?? "never"),"
+          + " the pool in \(recovered["pool"].map { "\($0)" } ?? "more than 8 s")")
+      #expect(recovered["direct"].map { $0 < .seconds(2) } == true, "recovery took \(String(describing: recovered))")
+    }
+  }
+
   /// A database unreachable at startup: `migrate` fails within its timeout, saying why.
   @Test func migrateGivesUpWithAClearMessage() async throws {
     let port = try TestDatabase.closedPort()

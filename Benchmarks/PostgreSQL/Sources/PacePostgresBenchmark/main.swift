@@ -1,0 +1,201 @@
+// One cell of the PostgreSQL benchmark at a time, for Scripts/postgres-benchmark.py, which starts
+// the database, interleaves these cells with pgbench and Redis, and prints the tables:
+//
+//   pace-postgres-benchmark sql TABLE                          the store's decision statement
+//   pace-postgres-benchmark setup TABLE                        migrate, and seed the naive rows
+//   pace-postgres-benchmark store|naive CALLERS hot|random SECONDS TABLE
+//                                                              decisions/s p50 p99 (ms)
+//   pace-postgres-benchmark denied CALLERS SECONDS TABLE       decisions/s round-trips/s
+//
+// Reads the database's URL from PACE_POSTGRES_URL (Scripts/with-postgres.sh sets it).
+import Foundation
+import Metrics
+import Pace
+import PacePostgres
+import PostgresNIO
+
+/// The limit of every cell: generous enough that the benchmark measures the decision, not
+/// denials (about a third are denied on the hot key); pgbench and Redis get the same numbers.
+let limit = RateLimit(permits: 1_000_000, per: .seconds(60), burst: 1000)
+/// How far one permit advances the TAT, and how far ahead of now it may be, in microseconds.
+let increment: Int64 = 60
+let tolerance: Int64 = 60_000
+/// The random keys: `key-1` … `key-100000`.
+let keyCount = 100_000
+
+func fail(_ message: String) -> Never {
+  FileHandle.standardError.write(Data("pace-postgres-benchmark: \(message)\n".utf8))
+  exit(64)
+}
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+guard let command = arguments.first else { fail("usage: see the header of main.swift") }
+if command == "sql" {
+  guard arguments.count == 2 else { fail("usage: sql TABLE") }
+  print(try PostgresRateLimitStore.decisionStatement(table: arguments[1]))
+  exit(0)
+}
+guard let text = ProcessInfo.processInfo.environment["PACE_POSTGRES_URL"], let url = URL(string: text) else {
+  fail("set PACE_POSTGRES_URL (Scripts/with-postgres.sh does)")
+}
+
+func makeClient(url: URL, connections: Int) -> PostgresClient {
+  var logger = Logger(label: "pace-postgres-benchmark")
+  logger.logLevel = .critical
+  var configuration = PostgresClient.Configuration(
+    host: url.host ?? "127.0.0.1", port: url.port ?? 5432, username: url.user ?? "postgres",
+    password: url.password, database: url.path.isEmpty ? nil : String(url.path.dropFirst()), tls: .disable
+  )
+  configuration.options.maximumConnections = connections
+  configuration.options.minimumConnections = connections
+  return PostgresClient(configuration: configuration, backgroundLogger: logger)
+}
+
+/// The naive alternative: read the row under a lock, decide in Swift, write it back, commit.
+struct NaiveStore: Sendable {
+  let client: PostgresClient
+  let table: String
+
+  func tryAcquire(_ key: String) async throws -> Bool {
+    try await client.withTransaction(logger: Logger(label: "naive")) { connection in
+      let rows = try await connection.query(
+        """
+        SELECT tat, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint
+        FROM \(unescaped: table) WHERE key = \(key) FOR UPDATE
+        """,
+        logger: Logger(label: "naive"))
+      var found: (Int64, Int64)?
+      for try await row in rows.decode((Int64, Int64).self) { found = row }
+      guard let (tat, now) = found else { fatalError("the naive benchmark's rows are seeded (run setup)") }
+      let arrival = max(tat, now) + increment
+      guard arrival - now <= tolerance else { return false }
+      try await connection.query(
+        "UPDATE \(unescaped: table) SET tat = \(arrival) WHERE key = \(key)", logger: Logger(label: "naive"))
+      return true
+    }
+  }
+}
+
+/// Counts the store's round trips (`pace_rate_limit_round_trips_total`); every other metric is dropped.
+final class RoundTrips: MetricsFactory, CounterHandler, @unchecked Sendable {
+  // `count` is read and written only inside `lock`.
+  private let lock = NSLock()
+  private var count: Int64 = 0
+  var value: Int64 { lock.withLock { count } }
+
+  func increment(by amount: Int64) { lock.withLock { count += amount } }
+  func reset() { lock.withLock { count = 0 } }
+  func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler {
+    label == "pace_rate_limit_round_trips_total" ? self : NOOPMetricsHandler.instance
+  }
+  func makeRecorder(label: String, dimensions: [(String, String)], aggregate: Bool) -> any RecorderHandler {
+    NOOPMetricsHandler.instance
+  }
+  func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler { NOOPMetricsHandler.instance }
+  func destroyCounter(_ handler: any CounterHandler) {}
+  func destroyRecorder(_ handler: any RecorderHandler) {}
+  func destroyTimer(_ handler: any TimerHandler) {}
+}
+
+/// Runs `callers` concurrent loops of `decide` for `seconds`; decisions/s, p50 and p99 in ms.
+@Sendable func measure(callers: Int, seconds: Double, _ decide: @escaping @Sendable (Int) async throws -> Void) async throws
+  -> (Double, Double, Double)
+{
+  let clock = ContinuousClock()
+  let start = clock.now
+  let end = start + .milliseconds(Int(seconds * 1000))
+  let latencies = try await withThrowingTaskGroup(of: [Duration].self) { group in
+    for caller in 0..<callers {
+      group.addTask {
+        var latencies: [Duration] = []
+        latencies.reserveCapacity(1 << 16)
+        while clock.now < end {
+          let begin = clock.now
+          try await decide(caller)
+          latencies.append(clock.now - begin)
+        }
+        return latencies
+      }
+    }
+    return try await group.reduce(into: [Duration]()) { $0 += $1 }
+  }.sorted()
+  let elapsed = (clock.now - start) / .seconds(1)
+  let ms: (Double) -> Double = { p in
+    latencies.isEmpty ? 0 : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] / .milliseconds(1)
+  }
+  return (Double(latencies.count) / elapsed, ms(0.5), ms(0.99))
+}
+
+/// Runs `body` with a running client of `connections`.
+func withClient<Result: Sendable>(
+  connections: Int, _ body: @escaping @Sendable (PostgresClient) async throws -> Result
+) async throws -> Result {
+  let client = makeClient(url: url, connections: connections)
+  return try await withThrowingTaskGroup(of: Result?.self) { group in
+    group.addTask {
+      await client.run()
+      return nil
+    }
+    let result = try await body(client)
+    group.cancelAll()
+    return result
+  }
+}
+
+switch command {
+case "setup":
+  guard arguments.count == 2 else { fail("usage: setup TABLE") }
+  let table = arguments[1]
+  try await withClient(connections: 1) { client in
+    try await client.query("DROP TABLE IF EXISTS \(unescaped: table)")
+    try await PostgresRateLimitStore(client: client, table: table).migrate()
+    // The naive transaction needs its rows; the store and pgbench start from the same ones.
+    try await client.query(
+      """
+      INSERT INTO \(unescaped: table) (key, tat)
+      SELECT 'key-' || i, 0 FROM generate_series(0, \(keyCount)) AS i
+      """)
+    try await client.query("VACUUM ANALYZE \(unescaped: table)")
+  }
+
+case "store", "naive":
+  guard arguments.count == 5, let callers = Int(arguments[1]), let seconds = Double(arguments[3]) else {
+    fail("usage: store|naive CALLERS hot|random SECONDS TABLE")
+  }
+  let (hot, table) = (arguments[2] == "hot", arguments[4])
+  let key: @Sendable () -> String = { hot ? "key-0" : "key-\(Int.random(in: 1...keyCount))" }
+  let (perSecond, p50, p99) = try await withClient(connections: max(callers, 4)) { client in
+    if command == "store" {
+      let store = try PostgresRateLimitStore(client: client, table: table)
+      _ = try await store.tryAcquire("key-0", cost: 0, limit: limit)  // connected, function planned
+      return try await measure(callers: callers, seconds: seconds) { _ in
+        _ = try await store.tryAcquire(key(), cost: 1, limit: limit)
+      }
+    }
+    let naive = NaiveStore(client: client, table: table)
+    return try await measure(callers: callers, seconds: seconds) { _ in _ = try await naive.tryAcquire(key()) }
+  }
+  print(String(format: "%.0f %.3f %.3f", perSecond, p50, p99))
+
+case "denied":
+  guard arguments.count == 4, let callers = Int(arguments[1]), let seconds = Double(arguments[2]) else {
+    fail("usage: denied CALLERS SECONDS TABLE")
+  }
+  let table = arguments[3]
+  let roundTrips = RoundTrips()
+  let (perSecond, trips) = try await withClient(connections: 4) { client in
+    let store = try PostgresRateLimitStore(client: client, table: table, metricsFactory: roundTrips)
+    let hour = RateLimit(permits: 1, per: .seconds(3600))
+    let key = "denied-\(UInt32.random(in: 0...UInt32.max))"
+    _ = try await store.tryAcquire(key, cost: 1, limit: hour)
+    let before = roundTrips.value
+    let (perSecond, _, _) = try await measure(callers: callers, seconds: seconds) { _ in
+      _ = try await store.tryAcquire(key, cost: 1, limit: hour)
+    }
+    return (perSecond, Double(roundTrips.value - before) / seconds)
+  }
+  print(String(format: "%.0f %.1f", perSecond, trips))
+
+default:
+  fail("unknown command \(command)")
+}

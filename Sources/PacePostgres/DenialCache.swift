@@ -1,0 +1,62 @@
+#if PostgreSQL
+import Pace
+
+/// The denials the database gave this instance, answered again locally until they expire.
+///
+/// When the database denies key K for a request whose GCRA arithmetic (cost and limit) is A, saying
+/// "retry after W", the request becomes allowable no earlier than W after the database decided.
+/// The cache remembers the deadline `sent + W`, where `sent` is the instant this instance sent the
+/// request, which is before the database decided: the local deadline is never later than the
+/// database's. Until it, the same key and arithmetic are denied locally with the time left.
+///
+/// It cannot over-grant, and it cannot deny what the database would allow: it only ever denies, and
+/// nothing makes a key's theoretical arrival time (TAT) earlier. Other instances' grants only push
+/// the TAT later (a denial writes nothing), and the purge deletes a row only once its TAT has
+/// passed, after every cached deadline for it (a denied request's deadline is at most its TAT).
+/// So whatever the database would answer before the local deadline is a denial too. An allowed
+/// decision is never cached. Only rows deleted or rewritten by hand break this, until the cached
+/// deadlines pass.
+///
+/// A pure machine: `now` comes in; ``DenialCacheState`` is driven under a lock by the store.
+struct DenialCacheState: Sendable {
+  /// What a cached denial is for: the key and the arithmetic of its cost under its limit.
+  struct Entry: Hashable, Sendable {
+    let key: String
+    let increment: Int64
+    let tolerance: Int64
+  }
+
+  /// At most this many denials are remembered. A full cache forgets the expired ones, and all of
+  /// them if that frees less than a quarter, so that its upkeep stays constant per denial
+  /// (forgetting is always exact: the database decides again).
+  let capacity: Int
+  private(set) var deadlines: [Entry: ContinuousClock.Instant] = [:]
+
+  init(capacity: Int) {
+    precondition(capacity >= 0, "DenialCache: capacity must not be negative (got \(capacity))")
+    self.capacity = capacity
+  }
+
+  /// The time left of a cached denial of `entry` at `now`, or nil if the database must decide.
+  mutating func retryAfter(_ entry: Entry, now: ContinuousClock.Instant) -> Duration? {
+    guard let deadline = deadlines[entry] else { return nil }
+    guard now < deadline else {
+      deadlines[entry] = nil
+      return nil
+    }
+    return now.duration(to: deadline)
+  }
+
+  /// The database denied `entry`, asking to retry after `retryAfter`, for a request sent at `sent`.
+  mutating func denied(_ entry: Entry, retryAfter: Duration, sent: ContinuousClock.Instant, now: ContinuousClock.Instant) {
+    let deadline = sent.advanced(by: retryAfter)
+    guard deadline > now, capacity > 0 else { return }
+    if deadlines[entry] == nil, deadlines.count >= capacity {
+      deadlines = deadlines.filter { $0.value > now }
+      if deadlines.count >= capacity - capacity / 4 { deadlines.removeAll(keepingCapacity: true) }
+    }
+    // A later answer for the same entry can only be a later deadline, unless it was sent earlier.
+    deadlines[entry] = max(deadline, deadlines[entry] ?? deadline)
+  }
+}
+#endif

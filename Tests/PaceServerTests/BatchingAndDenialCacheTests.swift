@@ -1,0 +1,125 @@
+#if PostgreSQL && Hummingbird
+@testable import PacePostgres
+import Testing
+
+/// The store's pure parts, driven directly: no database, no clock.
+@Suite("BatchMachine and DenialCacheState")
+struct BatchingAndDenialCacheTests {
+  let start = ContinuousClock().now
+
+  @Test func aLoneCallerStartsALaneAndWaitsForNothingElse() {
+    var machine = BatchMachine<Int>(maxBatch: 4, maxLanes: 2)
+    let answer1 = machine.submit(1)
+    #expect(answer1 == .startLane)
+    let answer2 = machine.next()
+    #expect(answer2 == [1])
+    let answer3 = machine.next()
+    #expect(answer3 == nil)
+    let answer4 = machine.park()
+    #expect(answer4)
+    // The parked lane is woken by the next caller, which is sent alone at once.
+    let answer5 = machine.submit(2)
+    #expect(answer5 == .wakeLane)
+    let answer6 = machine.next()
+    #expect(answer6 == [2])
+  }
+
+  @Test func callersWhileEveryLaneIsBusyGatherIntoBatchesInCallOrder() {
+    var machine = BatchMachine<Int>(maxBatch: 3, maxLanes: 2)
+    var actions = [machine.submit(0)]
+    let first = machine.next()
+    actions.append(machine.submit(1))
+    let second = machine.next()
+    #expect(actions == [.startLane, .startLane])
+    #expect(first == [0] && second == [1])
+    // Both lanes busy: callers queue, and a lane that finishes takes a full batch, oldest first.
+    let queued = (2..<9).map { machine.submit($0) }
+    #expect(queued.allSatisfy { $0 == .queued })
+    let batches = [machine.next(), machine.next(), machine.next(), machine.next()]
+    #expect(batches == [[2, 3, 4], [5, 6, 7], [8], nil])
+  }
+
+  @Test func aLaneDoesNotParkWhileWorkIsQueued() {
+    var machine = BatchMachine<Int>(maxBatch: 8, maxLanes: 1)
+    let answer7 = machine.submit(1)
+    #expect(answer7 == .startLane)
+    let answer8 = machine.park()
+    #expect(!answer8)
+    let answer9 = machine.next()
+    #expect(answer9 == [1])
+    let answer10 = machine.park()
+    #expect(answer10)
+    #expect(machine.parked == 1)
+    let answer11 = machine.submit(2)
+    #expect(answer11 == .wakeLane)
+    #expect(machine.parked == 0)
+  }
+
+  @Test func requestsThatLeaveBeforeTheyAreSentAreForgotten() {
+    var machine = BatchMachine<Int>(maxBatch: 8, maxLanes: 1)
+    _ = machine.submit(1)
+    _ = machine.submit(2)
+    _ = machine.submit(3)
+    machine.remove([2])
+    let answer12 = machine.next()
+    #expect(answer12 == [1, 3])
+  }
+
+  let entry = DenialCacheState.Entry(key: "k", increment: 10, tolerance: 100)
+
+  @Test func aDenialIsAnsweredUntilItsDeadlineAnchoredAtTheSend() {
+    var cache = DenialCacheState(capacity: 10)
+    // Sent at start, answered 2 ms later: "retry after 50 ms" runs from the send.
+    cache.denied(entry, retryAfter: .milliseconds(50), sent: start, now: start + .milliseconds(2))
+    let answer13 = cache.retryAfter(entry, now: start + .milliseconds(2))
+    #expect(answer13 == .milliseconds(48))
+    let answer14 = cache.retryAfter(entry, now: start + .milliseconds(49))
+    #expect(answer14 == .milliseconds(1))
+    let answer15 = cache.retryAfter(entry, now: start + .milliseconds(50))
+    #expect(answer15 == nil)
+    #expect(cache.deadlines.isEmpty)
+  }
+
+  @Test func onlyTheSameKeyCostAndLimitAreAnswered() {
+    var cache = DenialCacheState(capacity: 10)
+    cache.denied(entry, retryAfter: .milliseconds(50), sent: start, now: start)
+    let answer16 = cache.retryAfter(.init(key: "k", increment: 5, tolerance: 100), now: start)
+    #expect(answer16 == nil)
+    let answer17 = cache.retryAfter(.init(key: "k", increment: 10, tolerance: 200), now: start)
+    #expect(answer17 == nil)
+    let answer18 = cache.retryAfter(.init(key: "other", increment: 10, tolerance: 100), now: start)
+    #expect(answer18 == nil)
+  }
+
+  @Test func anAnswerThatExpiredOnTheWayIsNotCachedAndDeadlinesOnlyGrow() {
+    var cache = DenialCacheState(capacity: 10)
+    cache.denied(entry, retryAfter: .milliseconds(1), sent: start, now: start + .milliseconds(5))
+    #expect(cache.deadlines.isEmpty)
+    cache.denied(entry, retryAfter: .milliseconds(50), sent: start, now: start)
+    // An answer to an earlier send that arrives later never shortens the deadline.
+    cache.denied(entry, retryAfter: .milliseconds(20), sent: start, now: start)
+    let answer19 = cache.retryAfter(entry, now: start)
+    #expect(answer19 == .milliseconds(50))
+  }
+
+  @Test func memoryIsBounded() {
+    var cache = DenialCacheState(capacity: 8)
+    for index in 0..<100 {
+      cache.denied(
+        .init(key: "k\(index)", increment: 1, tolerance: 1), retryAfter: .seconds(60), sent: start, now: start)
+      #expect(cache.deadlines.count <= 8)
+    }
+    // Expired entries go first when the cache is full.
+    var expiring = DenialCacheState(capacity: 4)
+    for index in 0..<4 {
+      expiring.denied(
+        .init(key: "old\(index)", increment: 1, tolerance: 1), retryAfter: .milliseconds(1), sent: start, now: start)
+    }
+    expiring.denied(entry, retryAfter: .seconds(1), sent: start, now: start + .milliseconds(2))
+    #expect(expiring.deadlines.count == 1)
+    let answer20 = expiring.retryAfter(entry, now: start + .milliseconds(2))
+    #expect(answer20 != nil)
+    #expect(DenialCacheState(capacity: 0).deadlines.isEmpty)
+  }
+}
+#endif

@@ -1,0 +1,112 @@
+#if PostgreSQL && Hummingbird
+import Foundation
+import Pace
+@testable import PacePostgres
+import PostgresNIO
+import Testing
+
+@Suite("PostgresRateLimitStore's batches and denial cache, on a real PostgreSQL server", .timeLimit(.minutes(2)))
+struct PostgresBatchingTests {
+  /// 100 permits per 100 hours: one permit comes back every hour, far longer than a test takes.
+  let slow = RateLimit(permits: 100, per: .seconds(360_000))
+
+  /// The batch function decides a key that comes several times in one batch in array order, each
+  /// time as the single statement would, in one round trip.
+  @Test func oneBatchDecidesTheSameKeyInCallOrder() async throws {
+    try await TestDatabase.withClients { clients in
+      let table = try TableName(TestDatabase.uniqueTable("rl"))
+      let store = try PostgresRateLimitStore(client: clients[0], table: table.name)
+      try await store.migrate()
+      try await store.migrate()  // idempotent, the function too
+      let burstOfTwo = try GCRA(cost: 1, limit: RateLimit(permits: 2, per: .seconds(7200)))
+      let keys = ["a", "a", "b", "a", "b", "b"]
+      var binds = PostgresBindings()
+      binds.append(keys)
+      binds.append(keys.map { _ in burstOfTwo.increment })
+      binds.append(keys.map { _ in burstOfTwo.tolerance })
+      binds.append(Int64(10_000_000))
+      let rows = try await clients[0].query(PostgresQuery(unsafeSQL: PostgresRateLimitStore.batchSQL(table: table), binds: binds))
+      var answers: [(Int, Bool, Bool)] = []
+      for try await (index, granted, _, _, late) in rows.decode((Int, Int64?, Int64?, Int64, Bool).self) {
+        answers.append((index, granted != nil, late))
+      }
+      #expect(answers.map(\.0) == Array(1...6))
+      #expect(answers.map(\.1) == [true, true, true, false, true, false])
+      #expect(answers.allSatisfy { !$0.2 })
+    }
+  }
+
+  /// 200 callers at once on one store, half on one key: the key's 100 permits are granted exactly
+  /// once each, in far fewer round trips than decisions.
+  @Test func concurrentCallersShareRoundTrips() async throws {
+    try await TestDatabase.withClients(connections: 8) { clients in
+      let store = try PostgresRateLimitStore(
+        client: clients[0], table: TestDatabase.uniqueTable("rl"), timeout: .seconds(60))
+      try await store.migrate()
+      let limit = slow
+      let decisions = try await withThrowingTaskGroup(of: (Int, RateLimitDecision).self) { group in
+        for attempt in 0..<200 {
+          group.addTask {
+            (attempt, try await store.tryAcquire(attempt % 2 == 0 ? "hot" : "key-\(attempt)", cost: 1, limit: limit))
+          }
+        }
+        return try await group.reduce(into: []) { $0.append($1) }
+      }
+      let hot = decisions.filter { $0.0 % 2 == 0 }.compactMap { _, decision -> Int? in
+        if case .allowed(let remaining) = decision { return remaining }
+        return nil
+      }
+      #expect(hot.sorted() == Array(0..<100))
+      #expect(decisions.filter { $0.0 % 2 == 1 }.allSatisfy { $0.1 == .allowed(remaining: 99) })
+      let batches = store.batcher.batchesSent
+      print("200 concurrent decisions in \(batches) batches")
+      #expect(batches < 200)
+    }
+  }
+
+  /// A key the database denied is answered locally until the denial's deadline, with a
+  /// `retryAfter` never longer than the database's: thousands of decisions, a few round trips.
+  @Test func aHotDeniedKeyIsAnsweredLocally() async throws {
+    try await TestDatabase.withClients(2) { clients in
+      let table = TestDatabase.uniqueTable("rl")
+      let store = try PostgresRateLimitStore(client: clients[0], table: table)
+      let other = try PostgresRateLimitStore(client: clients[1], table: table)
+      try await store.migrate()
+      let limit = RateLimit(permits: 2, per: .seconds(3600))
+      #expect(try await store.tryAcquire("k", cost: 2, limit: limit) == .allowed(remaining: 0))
+      let before = store.batcher.batchesSent
+      let clock = ContinuousClock()
+      let started = clock.now
+      let denied = try await withThrowingTaskGroup(of: Int.self) { group in
+        for _ in 0..<8 {
+          group.addTask {
+            var denied = 0
+            for _ in 0..<20_000 {
+              if try await !store.tryAcquire("k", cost: 1, limit: limit).isAllowed { denied += 1 }
+            }
+            return denied
+          }
+        }
+        return try await group.reduce(0, +)
+      }
+      let elapsed = clock.now - started
+      let batches = store.batcher.batchesSent - before
+      print("denied hot key: \(Int(Double(denied) / (elapsed / .seconds(1)))) decisions/s, \(batches) round trips")
+      #expect(denied == 160_000)
+      #expect(batches <= 8)
+      // The local answer is the database's, never later: another instance asks the database
+      // itself first, so the local answer, given after it, can only be shorter.
+      guard case .limited(let remote) = try await other.tryAcquire("k", cost: 1, limit: limit),
+        case .limited(let local) = try await store.tryAcquire("k", cost: 1, limit: limit)
+      else {
+        Issue.record("a denied key was granted")
+        return
+      }
+      #expect(local <= remote && remote - local < .seconds(1), "local \(local), database \(remote)")
+      // Another cost or another limit is the database's to decide.
+      #expect(try await store.tryAcquire("k", cost: 0, limit: limit) == .allowed(remaining: 0))
+      #expect(store.batcher.batchesSent - before == batches + 1)
+    }
+  }
+}
+#endif
