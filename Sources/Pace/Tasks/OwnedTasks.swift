@@ -93,11 +93,11 @@ public final class OwnedTasks: Sendable {
   /// as the work does: PaceTesting's `waitForAll(timeout:)` fails the test instead of waiting
   /// for work that needs time the test has not advanced.
   public func waitForAll() async {
-    _ = await waitForAll(timeout: nil)
+    _ = await waitUntilIdle(timeout: nil)
   }
 
   /// ``waitForAll()`` for at most `timeout` of real time; `false` if the tasks still run then.
-  package func waitForAll(timeout: Duration?) async -> Bool {
+  package func waitUntilIdle(timeout: Duration?) async -> Bool {
     let id = state.withLock { $0.makeID() }
     let timer = timeout.map { timeout in
       Task { [weak self] in

@@ -79,7 +79,7 @@ extension TestScheduler {
       return
     }
     for set in tasks {
-      guard await set.waitForAll(timeout: timeout) else {
+      guard await set.waitUntilIdle(timeout: timeout) else {
         reportFailure(
           "TestScheduler.settle: \(set.count) spawned task(s) still running after \(timeout) of real time at \(now):"
             + " they wait for time not reached yet, or for something other than this scheduler",
