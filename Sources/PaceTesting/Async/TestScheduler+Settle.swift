@@ -20,7 +20,7 @@ extension TestScheduler {
   /// ```
   ///
   /// **What settles.** The scheduler counts as *running* each invocation that an
-  /// ``AsyncDebouncer`` or ``AsyncThrottler`` on this scheduler starts, from the moment it starts
+  /// `AsyncDebouncer` or `AsyncThrottler` on this scheduler starts, from the moment it starts
   /// until its operation returns, except while the operation sleeps on this scheduler (its
   /// `sleep(for:)`, a ``FakeDependency``'s latency). Whatever makes such work runnable (a timer
   /// firing in `advance`, a sleep waking or being cancelled) counts it in before it can run, and
@@ -31,7 +31,7 @@ extension TestScheduler {
   /// 2. advance to the next deadline (timers and sleeps), if it is within `duration`, running
   ///    the work due there, and go back to 1;
   /// 3. advance to the end of `duration`; then await every task of `tasks`
-  ///    (``OwnedTasks/waitForAll()``), and wait again until nothing counted runs.
+  ///    (`OwnedTasks.waitForAll()`), and wait again until nothing counted runs.
   ///
   /// Every wait is bounded: after `timeout` of real time it fails the test, naming what still
   /// runs, and returns. Without `duration`, at most `limit` of virtual time passes; work still
@@ -41,7 +41,7 @@ extension TestScheduler {
   /// `tasks` or a test's own `Task { }`, are not counted while they run: a spawned task that
   /// sleeps on the scheduler must have done so before a step advances past its deadline. Spawn
   /// work that needs time through a pacer (its invocation is counted), or wait for its sleep
-  /// with ``waitForSleepers(_:)``. A spawned task is awaited to its end only in step 3, so it
+  /// with `waitForSleepers(_:)`. A spawned task is awaited to its end only in step 3, so it
   /// must end within the time the settle advances.
   ///
   /// - Parameters:
