@@ -86,6 +86,20 @@ import Testing
     #expect(scheduler.pendingDeadlines.isEmpty)
   }
 
+  @Test func aCancelledKeysDeadlineDoesNotReArmTheTimer() {
+    let recorder = KeyedRecorder<Int, Int>(clock: scheduler)
+    let save = KeyedDebouncer<Int, Int>(for: .milliseconds(300), scheduler: scheduler, perform: recorder.record)
+    // Many keys, so that some share a shard: each later key is cancelled behind an earlier one.
+    for key in 0..<200 { save(key, key) }
+    scheduler.advance(to: ms(100))
+    for key in 200..<400 { save(key, key) }
+    for key in 200..<400 { save.cancel(key) }
+    scheduler.advance(to: ms(300))
+    #expect(recorder.all.count == 200)
+    #expect(scheduler.pendingDeadlines.isEmpty)
+    #expect(save.pacer.timerEntryCount == 0)
+  }
+
   @Test func flushAllOfATrailingDebouncerLeavesNothingScheduled() {
     let recorder = KeyedRecorder<Int, Int>(clock: scheduler)
     let save = KeyedDebouncer<Int, Int>(for: .milliseconds(300), scheduler: scheduler, perform: recorder.record)

@@ -294,6 +294,7 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
       // Deadlines added above that are already due run at the scheduler's next turn, after
       // this turn's invocations, as a single-key ``Pacer``'s timer would.
       shard.timer.endFiring()
+      Self.dropStaleDeadlines(in: &shard)
       shard.keys.shrinkIfSparse()
       shard.releaseIdleOutbox()
       effects.arm = shard.timer.needsArming
@@ -343,6 +344,20 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
       shard.keys.remove(at: slot)
     } else {
       shard.timer.add(idleFrom, for: shard.keys.key(at: slot))
+    }
+  }
+
+  /// Takes out the earliest deadlines while they invoke nothing (their key was cancelled, or has
+  /// moved on), so that the timer is armed only for a deadline that matters: one lookup per
+  /// firing when the earliest is live.
+  @inlinable
+  static func dropStaleDeadlines(in shard: inout Shard) {
+    while let key = shard.timer.earliestKey, let deadline = shard.timer.earliest {
+      if let slot = shard.keys.index(of: key, hash: key.hashValue) {
+        let (armed, idleFrom) = run(slot: slot, in: &shard) { ($0.armedDeadline, $0.idleFrom) }
+        if armed == deadline || (armed == nil && idleFrom == deadline) { return }
+      }
+      _ = shard.timer.popFirst()
     }
   }
 
