@@ -1,5 +1,6 @@
 import PaceTesting
 import Testing
+import XCTest
 
 /// `TestScheduler.settle` and `OwnedTasks`: a view model's search, from keystroke to delivered
 /// results, tested with no wait but `settle`, at exact virtual times.
@@ -176,5 +177,22 @@ import Testing
     await scheduler.settle()  // the cancelled request ends at once
     expectNothingScheduled(on: scheduler)
     #expect(scheduler.now == .milliseconds(300))
+  }
+}
+
+/// `settle` and `OwnedTasks.waitForAll(timeout:)` from XCTest.
+final class SettleTestsFromXCTest: XCTestCase {
+  @MainActor func testTheSearchIsSettledAndDelivered() async {
+    let scheduler = TestScheduler()
+    let api = FakeDependency<String, [String]>(
+      scheduler: scheduler, latency: .milliseconds(200), respond: SettleTests.answer)
+    let model = SettleTests.SearchModel(clock: scheduler, api: api.function)
+    model.queryChanged("swiftu")
+    await scheduler.settle(by: .milliseconds(300))
+    XCTAssertEqual(api.calls, [.init(input: "swiftu", start: .milliseconds(300))])
+    scheduler.advance(by: .milliseconds(200))
+    await model.tasks.waitForAll(timeout: .seconds(30))
+    XCTAssertEqual(model.items, ["swiftui"])
+    XCTAssertEqual(scheduler.now, .milliseconds(500))
   }
 }

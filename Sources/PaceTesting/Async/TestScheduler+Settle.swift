@@ -22,7 +22,7 @@ extension TestScheduler {
   /// **What settles.** The scheduler counts as *running* each invocation that an
   /// `AsyncDebouncer` or `AsyncThrottler` on this scheduler starts, from the moment it starts
   /// until its operation returns, except while the operation sleeps on this scheduler (its
-  /// `sleep(for:)`, a ``FakeDependency``'s latency). Whatever makes such work runnable (a timer
+  /// `sleep(for:)`, a `FakeDependency`'s latency). Whatever makes such work runnable (a timer
   /// firing in `advance`, a sleep waking or being cancelled) counts it in before it can run, and
   /// the work counts itself out as it sleeps or ends, so the count never reads zero while
   /// something is on its way. Settling is:
