@@ -16,7 +16,12 @@ extension OwnedTasks {
   /// A task still running after `timeout` waits for virtual time the test has not advanced, or
   /// for something that is not on virtual time at all; the failure says how many still run.
   ///
-  /// - Parameter timeout: The real time to wait before failing.
+  /// - Parameters:
+  ///   - timeout: The real time to wait before failing.
+  ///   - fileID: Where to report a failure.
+  ///   - filePath: Where to report a failure.
+  ///   - line: Where to report a failure.
+  ///   - column: Where to report a failure.
   public func waitForAll(
     timeout: Duration,
     fileID: String = #fileID,

@@ -49,6 +49,10 @@ extension TestScheduler {
   ///   - tasks: Fire-and-forget tasks to await once time has moved (a view model's `OwnedTasks`).
   ///   - timeout: The real time each wait may take before the test fails.
   ///   - limit: Without `duration`, the most virtual time to move.
+  ///   - fileID: Where to report a failure.
+  ///   - filePath: Where to report a failure.
+  ///   - line: Where to report a failure.
+  ///   - column: Where to report a failure.
   public func settle(
     by duration: Duration? = nil,
     awaiting tasks: OwnedTasks...,
