@@ -352,12 +352,15 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
   /// firing when the earliest is live.
   @inlinable
   static func dropStaleDeadlines(in shard: inout Shard) {
+    var dropped = false
+    defer { if dropped { shard.timer.shrinkIfSparse() } }  // an emptied heap holds no storage
     while let key = shard.timer.earliestKey, let deadline = shard.timer.earliest {
       if let slot = shard.keys.index(of: key, hash: key.hashValue) {
         let (armed, idleFrom) = run(slot: slot, in: &shard) { ($0.armedDeadline, $0.idleFrom) }
         if armed == deadline || (armed == nil && idleFrom == deadline) { return }
       }
       _ = shard.timer.popFirst()
+      dropped = true
     }
   }
 
