@@ -165,16 +165,42 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
   func flushAll() {
     let now = scheduler.now
     for index in shards.indices {
-      let effects = shards.withLock(index) { shard -> Effects in
+      let (effects, stale) = shards.withLock(index) { shard -> (Effects, (any PaceCancellable)?) in
         var effects = Effects()
+        var flushed: [Key] = []
         for slot in shard.keys.occupiedSlots {
           if let value = Self.run(slot: slot, in: &shard, { $0.flush(now: now) }) {
-            effects.startDelivery = Self.enqueue((shard.keys.key(at: slot), value), in: &shard) || effects.startDelivery
+            let key = shard.keys.key(at: slot)
+            flushed.append(key)
+            effects.startDelivery = Self.enqueue((key, value), in: &shard) || effects.startDelivery
           }
         }
-        // Flushing leaves the timers armed: keys are settled when they fire.
-        return effects
+        guard !flushed.isEmpty else { return (effects, nil) }
+        // As in `flush(_:)`: a key with nothing left to invoke loses its deadlines (before it is
+        // settled, which may add the check for its `idleFrom`), and the shard's timer with them.
+        var done: Set<Key> = []
+        for key in flushed {
+          guard let slot = shard.keys.index(of: key, hash: key.hashValue),
+            !Self.run(slot: slot, in: &shard, { $0.hasTimer })
+          else { continue }
+          done.insert(key)
+        }
+        var stale = done.isEmpty ? nil : shard.timer.removeDeadlines { done.contains($0.key) }
+        for key in done {
+          guard let slot = shard.keys.index(of: key, hash: key.hashValue) else { continue }
+          Self.settle(slot: slot, now: now, in: &shard)
+        }
+        shard.keys.shrinkIfSparse()
+        shard.releaseIdleOutbox()
+        if shard.keys.count == 0, let timer = shard.timer.removeAll() {
+          // Deadlines of keys cancelled earlier, with no key left to invoke.
+          stale?.cancel()
+          stale = timer
+        }
+        effects.arm = shard.timer.needsArming
+        return (effects, stale)
       }
+      stale?.cancel()
       carryOut(effects, shard: index)
     }
   }
@@ -182,11 +208,29 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
   @inlinable
   func cancel(_ key: Key) {
     let hash = key.hashValue
-    // A cancelled key is idle: forgetting its state is the cancel. Its heap entry goes stale.
-    shards.withLock(Self.shardIndex(hash: hash)) { shard in
-      guard let slot = shard.keys.index(of: key, hash: hash) else { return }
+    let index = Self.shardIndex(hash: hash)
+    // A cancelled key is idle: forgetting its state is the cancel. Its deadlines go stale; they
+    // are taken out (and the timer disarmed or moved) when the shard has no key left or the
+    // timer is armed for one of them, so that nothing left to invoke holds a timer. Otherwise
+    // they stay until they come out, keeping `cancel` O(1).
+    let (stale, arm) = shards.withLock(index) { shard -> ((any PaceCancellable)?, Bool) in
+      guard let slot = shard.keys.index(of: key, hash: hash) else { return (nil, false) }
       shard.keys.remove(at: slot)
       shard.keys.shrinkIfSparse()
+      if shard.keys.count == 0 {
+        // No timer will fire to give back the outbox's storage, so it goes now.
+        shard.releaseIdleOutbox()
+        return (shard.timer.removeAll(), false)
+      }
+      guard shard.timer.earliestKey == key else { return (nil, false) }
+      let stale = shard.timer.removeDeadlines(of: key)
+      return (stale, shard.timer.needsArming)
+    }
+    stale?.cancel()
+    if arm {
+      var effects = Effects()
+      effects.arm = true
+      carryOut(effects, shard: index)
     }
   }
 
@@ -250,6 +294,7 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
       // Deadlines added above that are already due run at the scheduler's next turn, after
       // this turn's invocations, as a single-key ``Pacer``'s timer would.
       shard.timer.endFiring()
+      Self.dropStaleDeadlines(in: &shard)
       shard.keys.shrinkIfSparse()
       shard.releaseIdleOutbox()
       effects.arm = shard.timer.needsArming
@@ -299,6 +344,23 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
       shard.keys.remove(at: slot)
     } else {
       shard.timer.add(idleFrom, for: shard.keys.key(at: slot))
+    }
+  }
+
+  /// Takes out the earliest deadlines while they invoke nothing (their key was cancelled, or has
+  /// moved on), so that the timer is armed only for a deadline that matters: one lookup per
+  /// firing when the earliest is live.
+  @inlinable
+  static func dropStaleDeadlines(in shard: inout Shard) {
+    var dropped = false
+    defer { if dropped { shard.timer.shrinkIfSparse() } }  // an emptied heap holds no storage
+    while let key = shard.timer.earliestKey, let deadline = shard.timer.earliest {
+      if let slot = shard.keys.index(of: key, hash: key.hashValue) {
+        let (armed, idleFrom) = run(slot: slot, in: &shard) { ($0.armedDeadline, $0.idleFrom) }
+        if armed == deadline || (armed == nil && idleFrom == deadline) { return }
+      }
+      _ = shard.timer.popFirst()
+      dropped = true
     }
   }
 

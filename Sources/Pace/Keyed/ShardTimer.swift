@@ -150,16 +150,23 @@ struct ShardTimer<Key>: ~Copyable {
     shrinkIfSparse()
   }
 
-  /// Takes out `key`'s deadlines, which will invoke nothing (the key was flushed): O(n log n) in
-  /// the shard's deadlines, for `flush`, not for the hot path. Returns the scheduler timer to
+  /// Takes out `key`'s deadlines, which will invoke nothing (the key was flushed or cancelled):
+  /// see ``removeDeadlines(where:)``.
+  @inlinable
+  mutating func removeDeadlines(of key: Key) -> (any PaceCancellable)? where Key: Equatable {
+    removeDeadlines { $0.key == key }
+  }
+
+  /// Takes out the deadlines that will invoke nothing: O(n log n) in the shard's deadlines, for
+  /// `flush`, `flushAll` and `cancel`, not for the hot path. Returns the scheduler timer to
   /// cancel when it was armed for an earlier instant than any deadline left (or none is left);
   /// ``needsArming`` then tells whether to arm for the new earliest.
   @inlinable
-  mutating func removeDeadlines(of key: Key) -> (any PaceCancellable)? where Key: Equatable {
+  mutating func removeDeadlines(where isStale: (Entry) -> Bool) -> (any PaceCancellable)? {
     var kept: [Entry] = []
     while count > 0 {
       let entry = popFirst()
-      if entry.key != key { kept.append(entry) }
+      if !isStale(entry) { kept.append(entry) }
     }
     for entry in kept { add(entry.deadline, for: entry.key) }
     shrinkIfSparse()
@@ -168,6 +175,10 @@ struct ShardTimer<Key>: ~Copyable {
     generation &+= 1
     return handle.take()
   }
+
+  /// The key of the earliest deadline; `nil` when the heap is empty.
+  @inlinable
+  var earliestKey: Key? { count == 0 ? nil : storage.base.unsafelyUnwrapped.pointee.key }
 
   /// Forgets every deadline and disarms; returns the timer to cancel.
   @inlinable

@@ -46,6 +46,9 @@ extension TestScheduler: Clock {
       return
     }
     let sleeper = VirtualSleeper()
+    // A task Pace started on this scheduler waits here rather than runs: counted out while it
+    // sleeps, and in again by whatever wakes it, before it can run.
+    let tracked = Self.tracking === self
     try await withTaskCancellationHandler {
       try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
         guard sleeper.begin(continuation) else {
@@ -53,16 +56,27 @@ extension TestScheduler: Clock {
           return
         }
         let job = schedule(at: deadline) { [self] in
-          if sleeper.wake() { sleeperCountChanged(by: -1) }
+          if tracked { activityStarted() }
+          if sleeper.wake() {
+            sleeperCountChanged(by: -1)
+          } else if tracked {
+            activityStopped()  // cancelled meanwhile: its handler counted it in
+          }
         }
         sleeper.keep(job)
         // Counted in only once its job is scheduled: a test that waits for this sleeper and
         // then advances must find the job there to run.
         sleeperCountChanged(by: 1)
+        if tracked { activityStopped() }
         whenScheduled?()
       }
     } onCancel: {
-      if sleeper.cancel() { sleeperCountChanged(by: -1) }
+      if tracked { activityStarted() }
+      if sleeper.cancel() {
+        sleeperCountChanged(by: -1)
+      } else if tracked {
+        activityStopped()  // not sleeping (yet, or any more): nothing to count in
+      }
     }
   }
 }

@@ -54,6 +54,11 @@ public final class TestScheduler: PaceScheduler {
     /// `waitUntilPending` and `waitForSleepers`): work is often scheduled from another task,
     /// so a test cannot know it has been without being told.
     var waiters: [Waiter] = []
+    /// Work started on this scheduler that can run now (see ``activityStarted()``).
+    var runningActivities = 0
+    var nextQuietWaiter: UInt64 = 0
+    /// Waiters of ``waitUntilQuiet(timeout:)``: `true` once nothing runs, `false` on timeout.
+    var quietWaiters: [UInt64: UnsafeContinuation<Bool, Never>] = [:]
 
     /// Takes the waiters whose wait is over.
     mutating func takeReadyWaiters() -> [UnsafeContinuation<Void, Never>] {
@@ -185,6 +190,61 @@ public final class TestScheduler: PaceScheduler {
       }
       for waiter in ready { waiter.resume() }
     }
+  }
+
+  // MARK: Activity (for PaceTesting's `settle`)
+
+  /// The scheduler that counts the current task's activity: set for the tasks that Pace's async
+  /// pacers start on this scheduler, so that their sleeps on it count as waiting, not running.
+  @TaskLocal package static var tracking: TestScheduler?
+
+  /// Counts work in as able to run: a pacer's invocation as it starts, or a tracked task as the
+  /// scheduler wakes it. Called by whoever makes the work runnable, before it can run, so the
+  /// count never reads zero while the work is on its way.
+  package func activityStarted() {
+    state.withLock { $0.runningActivities += 1 }
+  }
+
+  /// Counts work out: it ended, or it waits for this scheduler's time.
+  package func activityStopped() {
+    let quiet = state.withLock { state -> [UnsafeContinuation<Bool, Never>] in
+      state.runningActivities -= 1
+      guard state.runningActivities == 0 else { return [] }
+      defer { state.quietWaiters = [:] }
+      return Array(state.quietWaiters.values)
+    }
+    for waiter in quiet { waiter.resume(returning: true) }
+  }
+
+  /// How many pieces of tracked work can run now.
+  package var runningActivityCount: Int {
+    state.withLock { $0.runningActivities }
+  }
+
+  /// Returns `true` once no tracked work can run (at once if none can), or `false` after
+  /// `timeout` of real time: the work waits for something other than this scheduler.
+  package func waitUntilQuiet(timeout: Duration) async -> Bool {
+    let id = state.withLock { state in
+      state.nextQuietWaiter &+= 1
+      return state.nextQuietWaiter
+    }
+    let timer = Task { [weak self] in
+      // Cancelled as soon as the work is quiet: a passing test never waits for it.
+      guard (try? await Task.sleep(for: timeout)) != nil else { return }
+      self?.state.withLock { $0.quietWaiters.removeValue(forKey: id) }?.resume(returning: false)
+    }
+    let quiet = await withUnsafeContinuation { (continuation: UnsafeContinuation<Bool, Never>) in
+      let quiet = state.withLock { state -> Bool in
+        guard state.runningActivities == 0 else {
+          state.quietWaiters[id] = continuation
+          return false
+        }
+        return true
+      }
+      if quiet { continuation.resume(returning: true) }
+    }
+    timer.cancel()
+    return quiet
   }
 
   /// Counts a sleeper in (`+1`) or out (`-1`), and wakes the waiters whose count is reached.

@@ -16,6 +16,8 @@ struct DocExample_AsyncDebouncer_1 {
   @MainActor final class SearchModel {
     private(set) var items: [Item] = []
     private let search: AsyncDebouncer<String, [Item]>
+    /// The deliveries: cancelled with the model, awaited by tests.
+    let tasks = OwnedTasks()
 
     init(service: any SearchService, clock: some Clock<Duration> = ContinuousClock()) {
       search = AsyncDebouncer(for: .milliseconds(300), clock: clock) { query in
@@ -26,7 +28,7 @@ struct DocExample_AsyncDebouncer_1 {
     /// The text field's handler, once per keystroke.
     func queryChanged(_ query: String) {
       let results = search.submit(query)   // registered now, synchronously
-      Task { [weak self] in
+      tasks.spawn { [weak self] in
         do {
           let items = try await results.value
           self?.items = items

@@ -16,6 +16,8 @@ struct DocExample_MainActorApps_4 {
   @MainActor final class ResultsModel {
     private(set) var items: [Item] = []
     private let search: AsyncDebouncer<String, [Item]>
+    /// The deliveries: cancelled with the model, awaited by tests (`await model.tasks.waitForAll()`).
+    let tasks = OwnedTasks()
 
     init(service: any SearchService, clock: some Clock<Duration> = ContinuousClock()) {
       // The operation captures the service, not self: no owner needed.
@@ -27,8 +29,8 @@ struct DocExample_MainActorApps_4 {
     /// From the text field's handler: registered now, answered after the pause.
     func queryChanged(_ query: String) {
       let results = search.submit(query)
-      Task { [weak self] in
-        // CancellationError: a newer query superseded this one; its results will come instead.
+      tasks.spawn { [weak self] in
+        // CancellationError: the model went away, or the call was cancelled.
         guard let items = try? await results.value else { return }
         self?.items = items
       }

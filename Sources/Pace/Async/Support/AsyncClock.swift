@@ -29,9 +29,12 @@ struct AsyncClock: Sendable {
   @usableFromInline let now: @Sendable () -> PaceInstant
   /// Runs the work at the deadline; returns a handle that cancels it.
   @usableFromInline let schedule: @Sendable (PaceInstant, @escaping @Sendable () -> Void) -> any PaceCancellable
+  /// The clock when it is a ``TestScheduler``, which counts the work started on it.
+  @usableFromInline let testScheduler: TestScheduler?
 
   @inlinable
   init<C: Clock>(_ clock: C) where C.Duration == Duration {
+    testScheduler = clock as? TestScheduler
     if let scheduler = clock as? TestScheduler {
       now = { scheduler.now }
       schedule = { deadline, work in scheduler.schedule(at: deadline, work) }

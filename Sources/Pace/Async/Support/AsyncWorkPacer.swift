@@ -316,7 +316,7 @@ final class AsyncWorkPacer<Machine: PacerStateMachine, Output: Sendable>: Sendab
     let runID = state.makeID()
     let operation = self.operation
     // Creating a task runs none of its code here, so it is safe under the lock.
-    let task = Task { [weak self] in
+    let invoke = { @Sendable [weak self] in
       let result: Result<Output, any Error>
       do {
         result = .success(try await operation(value))
@@ -324,6 +324,20 @@ final class AsyncWorkPacer<Machine: PacerStateMachine, Output: Sendable>: Sendab
         result = .failure(error)
       }
       self?.runFinished(runID, result)
+    }
+    let task: Task<Void, Never>
+    if let scheduler = clock.testScheduler {
+      // On virtual time the scheduler counts the invocation as running until it ends, or while
+      // it sleeps on the scheduler, so that PaceTesting's `settle` knows when to move time.
+      scheduler.activityStarted()
+      task = TestScheduler.$tracking.withValue(scheduler) {
+        Task {
+          await invoke()
+          scheduler.activityStopped()
+        }
+      }
+    } else {
+      task = Task(operation: invoke)
     }
     state.runs[runID] = Run(callers: callers, task: task)
     return effects

@@ -1,0 +1,132 @@
+/// The fire-and-forget tasks an object starts: cancelled when the object lets go of them, and
+/// awaitable by a test.
+///
+/// A view model often registers a call synchronously and lets a task deliver the result:
+///
+/// ```swift
+/// @MainActor final class ResultsModel {
+///   private(set) var items: [String] = []
+///   let tasks = OwnedTasks()
+///   private let search: AsyncDebouncer<String, [String]>
+///   // init sets `search`
+///
+///   func queryChanged(_ query: String) {
+///     let results = search.submit(query)          // registered now, in order
+///     tasks.spawn { [weak self] in
+///       guard let items = try? await results.value else { return }  // superseded
+///       self?.items = items
+///     }
+///   }
+/// }
+/// ```
+///
+/// A plain `Task { }` there works in the app, but a test cannot await it without the model
+/// exposing it, and it runs on after the model is gone. Spawned through `OwnedTasks`, the task:
+///
+/// - starts on the caller's actor, like `Task { }` (a main-actor method spawns main-actor work);
+/// - is cancelled when the `OwnedTasks` is released (with its owner) or by ``cancelAll()``, so a
+///   task that waits for a result holds nothing but what it captured;
+/// - is awaited by a test with ``waitForAll()`` (or PaceTesting's bounded `waitForAll(timeout:)`
+///   and `TestScheduler.settle(by:awaiting:)`).
+///
+/// Capture the owner weakly (`[weak self]`), and read the result into a local before touching
+/// `self`: in `self?.items = try await results.value` the `self?` is evaluated, and held
+/// strongly, before the `await`, so the owner lives until the result comes.
+public final class OwnedTasks: Sendable {
+  private struct State {
+    var nextID: UInt64 = 0
+    var running: [UInt64: Task<Void, Never>] = [:]
+    /// Waiters of ``waitForAll()``, resumed with `true` once `running` is empty, or with `false`
+    /// by their timeout.
+    var idleWaiters: [UInt64: UnsafeContinuation<Bool, Never>] = [:]
+
+    mutating func makeID() -> UInt64 {
+      nextID &+= 1
+      return nextID
+    }
+  }
+
+  private let state = LockedState(State())
+
+  /// An empty set of tasks; store it in the object that spawns them.
+  public init() {}
+
+  deinit {
+    // The owner is gone: nothing the tasks deliver has anywhere to go.
+    let tasks = state.withLock { state in Array(state.running.values) }
+    for task in tasks { task.cancel() }
+  }
+
+  /// Starts `work` in a new task that inherits the caller's actor, as `Task { }` does, and keeps
+  /// it until it ends.
+  ///
+  /// - Parameter work: The work; it runs until it ends or is cancelled with the others.
+  public func spawn(
+    @_inheritActorContext _ work: sending @escaping @isolated(any) () async -> Void
+  ) {
+    let id = state.withLock { $0.makeID() }
+    let task = Task(operation: work)
+    state.withLock { $0.running[id] = task }
+    // The work's closure cannot be wrapped without losing its actor, so a second task notes its
+    // end. It holds the set weakly: the owner's release still cancels the work.
+    Task { [weak self] in
+      _ = await task.value
+      self?.finished(id)
+    }
+  }
+
+  /// Cancels every task spawned so far; tasks spawned later run as usual.
+  public func cancelAll() {
+    let tasks = state.withLock { Array($0.running.values) }
+    for task in tasks { task.cancel() }
+  }
+
+  /// How many spawned tasks have not ended yet.
+  public var count: Int {
+    state.withLock { $0.running.count }
+  }
+
+  /// Returns once every task spawned so far, and every task those spawn meanwhile, has ended;
+  /// at once if none runs.
+  ///
+  /// Tests call it to await the work a view model started and did not expose. It waits as long
+  /// as the work does: PaceTesting's `waitForAll(timeout:)` fails the test instead of waiting
+  /// for work that needs time the test has not advanced.
+  public func waitForAll() async {
+    _ = await waitUntilIdle(timeout: nil)
+  }
+
+  /// ``waitForAll()`` for at most `timeout` of real time; `false` if the tasks still run then.
+  package func waitUntilIdle(timeout: Duration?) async -> Bool {
+    let id = state.withLock { $0.makeID() }
+    let timer = timeout.map { timeout in
+      Task { [weak self] in
+        // Cancelled as soon as the tasks end: a passing test never waits for it.
+        guard (try? await Task.sleep(for: timeout)) != nil else { return }
+        self?.state.withLock { $0.idleWaiters.removeValue(forKey: id) }?.resume(returning: false)
+      }
+    }
+    let idle = await withUnsafeContinuation { (continuation: UnsafeContinuation<Bool, Never>) in
+      let idle = state.withLock { state -> Bool in
+        guard state.running.isEmpty else {
+          state.idleWaiters[id] = continuation
+          return false
+        }
+        return true
+      }
+      if idle { continuation.resume(returning: true) }
+    }
+    timer?.cancel()
+    return idle
+  }
+
+  private func finished(_ id: UInt64) {
+    let waiters = state.withLock { state -> [UnsafeContinuation<Bool, Never>] in
+      state.running[id] = nil
+      guard state.running.isEmpty else { return [] }
+      defer { state.idleWaiters = [:] }
+      return Array(state.idleWaiters.values)
+    }
+    for waiter in waiters { waiter.resume(returning: true) }
+  }
+}
