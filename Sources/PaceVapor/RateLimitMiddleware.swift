@@ -58,18 +58,19 @@ public struct RateLimitMiddleware: AsyncMiddleware {
   ///   - policyName: The policy's name in the fields; `"default"` by default.
   ///   - logger: Where to log invalid requests and failures; silent by default (pass `app.logger`).
   ///   - metricsFactory: Where to count responses; the process's `MetricsSystem` by default.
-  ///   - cost: How many permits a request takes; 1 by default. A request may choose it (a header,
-  ///     say): a negative cost or one above the burst is answered `400`.
   ///   - key: The key a request counts against, or nil to let it through unlimited; the peer's
   ///     address by default (``ClientAddress/peer``). Key on what the client cannot choose freely:
-  ///     a client that invents keys gets a fresh bucket with each.
+  ///     a client that invents keys gets a fresh bucket with each. Before `cost`, so that a
+  ///     trailing closure is the key.
+  ///   - cost: How many permits a request takes; 1 by default. A request may choose it (a header,
+  ///     say): a negative cost or one above the burst is answered `400`.
   public init(
     limiter: KeyedRateLimiter<String>,
     policyName: String = "default",
     logger: Logger = Logger(label: "pace.vapor.ratelimit", factory: { _ in SwiftLogNoOpLogHandler() }),
     metricsFactory: any MetricsFactory = MetricsSystem.factory,
-    cost: @escaping @Sendable (Request) -> Int = { _ in 1 },
-    key: @escaping @Sendable (Request) -> String? = ClientAddress.peer.key
+    key: @escaping @Sendable (Request) -> String? = ClientAddress.peer.key,
+    cost: @escaping @Sendable (Request) -> Int = { _ in 1 }
   ) {
     self.gate = RateLimitGate(limiter: limiter, policyName: policyName, logger: logger, metricsFactory: metricsFactory)
     self.key = key
@@ -84,20 +85,20 @@ public struct RateLimitMiddleware: AsyncMiddleware {
   ///   - policyName: The policy's name in the fields; `"default"` by default.
   ///   - logger: Where to log invalid requests; silent by default.
   ///   - metricsFactory: Where to count responses; the process's `MetricsSystem` by default.
-  ///   - cost: How many permits a request takes; 1 by default.
   ///   - key: The key a request counts against, or nil to let it through unlimited; the peer's
   ///     address by default.
+  ///   - cost: How many permits a request takes; 1 by default.
   public init(
     limit: RateLimit,
     policyName: String = "default",
     logger: Logger = Logger(label: "pace.vapor.ratelimit", factory: { _ in SwiftLogNoOpLogHandler() }),
     metricsFactory: any MetricsFactory = MetricsSystem.factory,
-    cost: @escaping @Sendable (Request) -> Int = { _ in 1 },
-    key: @escaping @Sendable (Request) -> String? = ClientAddress.peer.key
+    key: @escaping @Sendable (Request) -> String? = ClientAddress.peer.key,
+    cost: @escaping @Sendable (Request) -> Int = { _ in 1 }
   ) {
     self.init(
       limiter: KeyedRateLimiter<String>(permits: limit.permits, per: limit.interval, burst: limit.burst),
-      policyName: policyName, logger: logger, metricsFactory: metricsFactory, cost: cost, key: key)
+      policyName: policyName, logger: logger, metricsFactory: metricsFactory, key: key, cost: cost)
   }
 
   public func respond(to request: Request, chainingTo next: any AsyncResponder) async throws -> Response {

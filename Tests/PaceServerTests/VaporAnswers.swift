@@ -10,8 +10,8 @@ func vaporAnswers(_ limiter: KeyedRateLimiter<String>, _ probes: [Probe]) async 
   try await withApp { app in
     app.grouped(
       RateLimitMiddleware(
-        limiter: limiter, cost: { request in request.headers.first(name: Probe.costField).flatMap { Int($0) } ?? 1 },
-        key: { request in request.headers.first(name: Probe.keyField) })
+        limiter: limiter, key: { request in request.headers.first(name: Probe.keyField) },
+        cost: { request in request.headers.first(name: Probe.costField).flatMap { Int($0) } ?? 1 })
     ).get { _ in "ok" }
     var answers: [Answer] = []
     for probe in probes {

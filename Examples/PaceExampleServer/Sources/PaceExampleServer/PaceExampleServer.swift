@@ -13,6 +13,7 @@
 //   curl localhost:8080/metrics                              # Prometheus text format
 import ArgumentParser
 import ExampleServerSupport
+import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging

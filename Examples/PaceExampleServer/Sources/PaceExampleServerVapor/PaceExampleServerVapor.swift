@@ -23,9 +23,9 @@ struct PaceExampleServerVapor: AsyncParsableCommand {
     abstract: "Rate limits and debounced work on Vapor, in memory or shared through PostgreSQL."
   )
 
-  @OptionGroup var options: ServerOptions
+  @ArgumentParser.OptionGroup var options: ServerOptions
 
-  @Option(
+  @ArgumentParser.Option(
     name: .customLong("trusted-proxy"),
     help: "A proxy's IP address whose X-Forwarded-For names the client (repeatable); none by default.")
   var trustedProxies: [String] = []
