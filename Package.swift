@@ -26,13 +26,15 @@ let package = Package(
     // Server side, behind traits: see "Server side" below.
     .library(name: "PacePostgres", targets: ["PacePostgres"]),
     .library(name: "PaceHummingbird", targets: ["PaceHummingbird"]),
+    .library(name: "PaceVapor", targets: ["PaceVapor"]),
   ],
-  // Server side: apps never resolve, fetch or build postgres-nio or Hummingbird, because SwiftPM
-  // (6.1 and later) leaves the dependencies of disabled traits out of the graph entirely.
-  // A server enables them: `.package(url: "…/Pace", from: "…", traits: ["PostgreSQL", "Hummingbird"])`.
+  // Server side: apps never resolve, fetch or build postgres-nio, Hummingbird or Vapor, because
+  // SwiftPM (6.1 and later) leaves the dependencies of disabled traits out of the graph entirely.
+  // A server enables them: `.package(url: "…/Pace", from: "…", traits: ["PostgreSQL", "Vapor"])`.
   traits: [
     .trait(name: "PostgreSQL", description: "PacePostgres: shared rate limits and debouncing on PostgreSQL"),
     .trait(name: "Hummingbird", description: "PaceHummingbird: a rate-limit middleware for Hummingbird 2"),
+    .trait(name: "Vapor", description: "PaceVapor: a rate-limit middleware and service lifecycle for Vapor 4"),
     .default(enabledTraits: []),
   ],
   dependencies: [
@@ -47,13 +49,14 @@ let package = Package(
     .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
     .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0"),
     .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
-    .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
+    .package(url: "https://github.com/vapor/vapor", from: "4.115.0"),
+    // PaceVapor names NIOCore's `SocketAddress` (Vapor's own dependency).
+    .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
     // The server ecosystem's own packages for logs, metrics and running services (already in the
-    // graph of postgres-nio and Hummingbird); Prometheus for the example server's /metrics.
+    // graph of postgres-nio, Hummingbird and Vapor).
     .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
     .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
     .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
-    .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
   ],
   targets: [
     // MARK: Library: toolchain only (Dispatch, Synchronization).
@@ -119,7 +122,7 @@ let package = Package(
     ),
     .executableTarget(name: "pace", dependencies: ["PaceTool"], swiftSettings: swiftSettings),
 
-    // MARK: Server side, behind the PostgreSQL and Hummingbird traits (empty modules without them).
+    // MARK: Server side, behind the PostgreSQL, Hummingbird and Vapor traits (empty modules without them).
     .target(
       name: "PacePostgres",
       dependencies: [
@@ -130,10 +133,21 @@ let package = Package(
       ],
       swiftSettings: swiftSettings
     ),
+    // The rate-limit middlewares' decision-to-response logic, in no framework's types: both
+    // middlewares translate its status, fields and body, so their answers are the same bytes.
+    .target(
+      name: "PaceHTTP",
+      dependencies: [
+        "Pace",
+        .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Hummingbird", "Vapor"])),
+        .product(name: "Metrics", package: "swift-metrics", condition: .when(traits: ["Hummingbird", "Vapor"])),
+      ],
+      swiftSettings: swiftSettings
+    ),
     .target(
       name: "PaceHummingbird",
       dependencies: [
-        "Pace",
+        "Pace", "PaceHTTP",
         .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
         .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["Hummingbird"])),
         .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Hummingbird"])),
@@ -141,23 +155,16 @@ let package = Package(
       ],
       swiftSettings: swiftSettings
     ),
-    // `swift run --traits PostgreSQL,Hummingbird pace-example-server [--postgres postgres://…]`
-    .executableTarget(
-      name: "pace-example-server",
+    .target(
+      name: "PaceVapor",
       dependencies: [
-        "Pace", "PacePostgres", "PaceHummingbird",
-        .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
-        .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
-        .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["Hummingbird"])),
-        .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Hummingbird"])),
-        .product(name: "ArgumentParser", package: "swift-argument-parser"),
-        .product(name: "Logging", package: "swift-log", condition: .when(traits: ["PostgreSQL"])),
-        .product(name: "Metrics", package: "swift-metrics", condition: .when(traits: ["PostgreSQL"])),
-        .product(name: "Prometheus", package: "swift-prometheus", condition: .when(traits: ["PostgreSQL"])),
-        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["PostgreSQL"])),
-        .product(name: "UnixSignals", package: "swift-service-lifecycle", condition: .when(traits: ["PostgreSQL"])),
+        "Pace", "PaceHTTP",
+        .product(name: "Vapor", package: "vapor", condition: .when(traits: ["Vapor"])),
+        .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Vapor"])),
+        .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Vapor"])),
+        .product(name: "Metrics", package: "swift-metrics", condition: .when(traits: ["Vapor"])),
+        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["Vapor"])),
       ],
-      path: "Sources/PaceExampleServer",
       swiftSettings: swiftSettings
     ),
     // A separate process for PaceServerTests: an instance of a server that dies mid-execution, or hammers a key.
@@ -214,24 +221,28 @@ let package = Package(
         "Pace", "PaceTesting", "PaceTestSupport", "PaceUI", "PaceUIOnStandIns", "UIKitStandIn", "PaceCombine", openCombine,
         "PaceObservation", "PaceSwiftUI", "PaceSwiftUIOnStandIn", "SwiftUIStandIn",
         // The server articles' examples, compiled with the traits on (see the script).
-        "PacePostgres", "PaceHummingbird",
+        "PacePostgres", "PaceHummingbird", "PaceVapor",
         .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
         .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
         .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["Hummingbird"])),
+        .product(name: "Vapor", package: "vapor", condition: .when(traits: ["Vapor"])),
         .product(name: "Logging", package: "swift-log", condition: .when(traits: ["PostgreSQL"])),
         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["PostgreSQL"])),
       ],
       swiftSettings: swiftSettings
     ),
-    // Needs both traits and a database: Scripts/with-postgres.sh swift test --traits PostgreSQL,Hummingbird
+    // Needs the traits and a database: Scripts/with-postgres.sh swift test --traits PostgreSQL,Hummingbird,Vapor
     // --filter PaceServerTests (CI's last step). Empty without the traits.
     .testTarget(
       name: "PaceServerTests",
       dependencies: [
-        "Pace", "PacePostgres", "PaceHummingbird", "pace-postgres-test-instance",
+        "Pace", "PacePostgres", "PaceHummingbird", "PaceHTTP", "PaceVapor", "pace-postgres-test-instance",
         .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
         .product(name: "HummingbirdTesting", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
         .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["Hummingbird"])),
+        .product(name: "Vapor", package: "vapor", condition: .when(traits: ["Vapor"])),
+        .product(name: "VaporTesting", package: "vapor", condition: .when(traits: ["Vapor"])),
+        .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Vapor"])),
         .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
         .product(name: "Logging", package: "swift-log", condition: .when(traits: ["PostgreSQL"])),
         .product(name: "InMemoryLogging", package: "swift-log", condition: .when(traits: ["PostgreSQL"])),

@@ -176,10 +176,11 @@ def render(path, index, group):
 
 
 # Server modules: an example that imports one is compiled only when its package trait is on (CI's
-# server step builds the tests with both traits), since apps never build the server dependencies.
+# server step builds the tests with every trait), since apps never build the server dependencies.
 TRAIT_IMPORTS = {
     "PacePostgres": "PostgreSQL", "PostgresNIO": "PostgreSQL",
     "PaceHummingbird": "Hummingbird", "Hummingbird": "Hummingbird", "HTTPTypes": "Hummingbird",
+    "PaceVapor": "Vapor", "Vapor": "Vapor",
 }
 
 # Apple-only modules: the same example compiles against Combine or SwiftUI where they exist, and

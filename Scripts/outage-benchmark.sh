@@ -3,15 +3,15 @@
 # run: requests/s and latency with wrk, then how long after the database restarts the circuit
 # breaker closes.
 #
-#   swift build [-c release] --traits PostgreSQL,Hummingbird --product pace-example-server
-#   Scripts/outage-benchmark.sh [.build/release/pace-example-server] [seconds per cell]
+#   (cd Examples/PaceExampleServer && swift build [-c release] --product pace-example-server)
+#   Scripts/outage-benchmark.sh [Examples/PaceExampleServer/.build/release/pace-example-server] [seconds per cell]
 #
 # Starts a throwaway cluster of its own (Debian's postgresql, as Scripts/with-postgres.sh finds
 # it), two example servers (in memory on 8091, on the database on 8092, limits so high that every
 # request is allowed), stops the database with `pg_ctl -m immediate`, and measures both servers
 # interleaved, twice. Needs wrk (Debian's `wrk`).
 set -euo pipefail
-server=${1:-.build/debug/pace-example-server}
+server=${1:-Examples/PaceExampleServer/.build/debug/pace-example-server}
 seconds=${2:-5}
 command -v wrk >/dev/null || { echo "outage-benchmark: needs wrk (apt-get install wrk)" >&2; exit 64; }
 bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)

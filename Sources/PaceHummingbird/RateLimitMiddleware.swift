@@ -4,6 +4,7 @@ import Hummingbird
 import Logging
 import Metrics
 import Pace
+import PaceHTTP
 
 /// A Hummingbird middleware that limits requests per key: an API key, a client address, a user.
 ///
@@ -45,17 +46,16 @@ import Pace
 /// `limited`, `invalid`, `unavailable`).
 public struct RateLimitMiddleware<Context: RequestContext>: RouterMiddleware {
   /// Where the decisions are made: in memory, or in the limiter's store.
-  public let limiter: KeyedRateLimiter<String>
+  public var limiter: KeyedRateLimiter<String> { gate.limiter }
   /// The limit for every key: the limiter's.
   public var limit: RateLimit { limiter.limit }
   /// The policy's name in the `RateLimit-Policy` and `RateLimit` fields.
-  public let policyName: String
+  public var policyName: String { gate.fields.policyName }
   /// Where invalid requests and limiter failures are logged.
-  public let logger: Logger
+  public var logger: Logger { gate.logger }
+  private let gate: RateLimitGate
   private let key: @Sendable (Request, Context) -> String?
   private let cost: @Sendable (Request, Context) -> Int
-  private let responses: ResponseMetrics
-  private let invalidReport = OccasionalReport(every: .seconds(10))
 
   /// A middleware that takes permits from `limiter`: in memory, or shared through its store.
   ///
@@ -77,12 +77,9 @@ public struct RateLimitMiddleware<Context: RequestContext>: RouterMiddleware {
     cost: @escaping @Sendable (Request, Context) -> Int = { _, _ in 1 },
     key: @escaping @Sendable (Request, Context) -> String?
   ) {
-    self.limiter = limiter
-    self.policyName = policyName
-    self.logger = logger
+    self.gate = RateLimitGate(limiter: limiter, policyName: policyName, logger: logger, metricsFactory: metricsFactory)
     self.key = key
     self.cost = cost
-    self.responses = ResponseMetrics(policy: policyName, factory: metricsFactory)
   }
 
   /// A middleware with its own in-memory limiter: each instance of the server counts alone, so N
@@ -114,108 +111,18 @@ public struct RateLimitMiddleware<Context: RequestContext>: RouterMiddleware {
     next: (Request, Context) async throws -> Response
   ) async throws -> Response {
     guard let key = key(request, context) else { return try await next(request, context) }
-    let fields = RateLimitFields(limit: limit, policyName: policyName)
-    let decision: RateLimitDecision
-    do {
-      decision = try await limiter.decide(key, cost: cost(request, context))
-    } catch let invalid as InvalidInput {
-      responses.invalid.increment()
-      if let requests = invalidReport.record() {
-        logger.notice(
-          "rate limit: invalid request answered 400",
-          metadata: ["pace.reason": "\(invalid)", "pace.requests": "\(requests)", "pace.policy": "\(policyName)"])
-      }
-      return Self.plainText(.badRequest, "Bad request: \(invalid)\n")
-    } catch is CancellationError {
-      throw CancellationError()
-    } catch {
-      responses.unavailable.increment()
-      logger.error(
-        "rate limit: the limiter could not decide; answered 503",
-        metadata: ["error": "\(String(reflecting: error))", "pace.policy": "\(policyName)"])
-      var response = Self.plainText(.serviceUnavailable, "Service unavailable: the rate limiter could not decide\n")
-      response.headers[.retryAfter] = "1"
-      return response
-    }
-    switch decision {
-    case .allowed(let remaining):
-      responses.allowed.increment()
+    switch try await gate.outcome(key: key, cost: cost(request, context)) {
+    case .proceed(let fields):
       var response = try await next(request, context)
-      fields.add(remaining: remaining, to: &response.headers)
+      for field in fields { response.headers[HTTPField.Name(field.name)!] = field.value }
       return response
-    case .limited(let retryAfter):
-      responses.limited.increment()
-      var response = Self.plainText(
-        .tooManyRequests, "Too many requests: retry after \(RateLimitFields.wholeSeconds(retryAfter)) s\n")
-      fields.add(retryAfter: retryAfter, to: &response.headers)
-      return response
+    case .respond(let plain):
+      var headers = HTTPFields()
+      for field in plain.fields { headers[HTTPField.Name(field.name)!] = field.value }
+      return Response(
+        status: HTTPResponse.Status(code: plain.status, reasonPhrase: plain.reasonPhrase), headers: headers,
+        body: ResponseBody(byteBuffer: ByteBuffer(string: plain.body)))
     }
-  }
-
-  static func plainText(_ status: HTTPResponse.Status, _ body: String) -> Response {
-    var headers = HTTPFields()
-    headers[.contentType] = "text/plain; charset=utf-8"
-    return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: body)))
-  }
-}
-
-/// The counters of `pace_http_rate_limit_responses_total`, made once per middleware.
-struct ResponseMetrics: Sendable {
-  let allowed: Counter
-  let limited: Counter
-  let invalid: Counter
-  let unavailable: Counter
-
-  init(policy: String, factory: any MetricsFactory) {
-    func counter(_ outcome: String) -> Counter {
-      Counter(
-        label: "pace_http_rate_limit_responses_total", dimensions: [("policy", policy), ("outcome", outcome)],
-        factory: factory)
-    }
-    allowed = counter("allowed")
-    limited = counter("limited")
-    invalid = counter("invalid")
-    unavailable = counter("unavailable")
-  }
-}
-
-/// The fields of draft-ietf-httpapi-ratelimit-headers-10 and `Retry-After` for one decision.
-struct RateLimitFields {
-  static let policy = HTTPField.Name("RateLimit-Policy")!
-  static let rateLimit = HTTPField.Name("RateLimit")!
-
-  let limit: RateLimit
-  let policyName: String
-
-  init(limit: RateLimit, policyName: String) {
-    self.limit = limit
-    self.policyName = policyName
-  }
-
-  /// `"name";q=permits;w=seconds`: the quota and its window.
-  var policyValue: String {
-    "\"\(policyName)\";q=\(limit.permits);w=\(Self.wholeSeconds(limit.interval))"
-  }
-
-  /// The fields of an allowed request: `t` is when the key's bucket is full again, at most.
-  func add(remaining: Int, to headers: inout HTTPFields) {
-    let refill = limit.interval / limit.permits * max(0, limit.burst - remaining)
-    headers[Self.policy] = policyValue
-    headers[Self.rateLimit] = "\"\(policyName)\";r=\(remaining);t=\(Self.wholeSeconds(refill))"
-  }
-
-  /// The fields of a limited request.
-  func add(retryAfter: Duration, to headers: inout HTTPFields) {
-    let seconds = Self.wholeSeconds(retryAfter)
-    headers[Self.policy] = policyValue
-    headers[Self.rateLimit] = "\"\(policyName)\";r=0;t=\(seconds)"
-    headers[.retryAfter] = String(seconds)
-  }
-
-  /// Seconds rounded up: a client that waits that long is not turned away again.
-  static func wholeSeconds(_ duration: Duration) -> Int64 {
-    let (seconds, attoseconds) = duration.components
-    return max(0, attoseconds > 0 ? seconds + 1 : seconds)
   }
 }
 #endif

@@ -10,7 +10,7 @@ enum TestDatabase {
     guard let text = ProcessInfo.processInfo.environment["PACE_POSTGRES_URL"], let url = URL(string: text) else {
       let message = """
         PACE_POSTGRES_URL is not set: PaceServerTests need a PostgreSQL server. Run them with \
-        `Scripts/with-postgres.sh swift test --traits PostgreSQL,Hummingbird --filter PaceServerTests`
+        `Scripts/with-postgres.sh swift test --traits PostgreSQL,Hummingbird,Vapor --filter PaceServerTests`
         """
       Issue.record(Comment(rawValue: message), sourceLocation: sourceLocation)
       throw TestDatabaseMissing()

@@ -1,0 +1,127 @@
+// An example server, as a team would deploy it: Pace's rate-limit middleware and debouncer on
+// Hummingbird, limits shared through PostgreSQL, logs through swift-log, Prometheus metrics, and a
+// graceful shutdown on SIGTERM and SIGINT.
+//
+//   swift run pace-example-server                     # in memory
+//   swift run pace-example-server --postgres URL      # shared
+//   swift run pace-example-server --help
+//
+// Try it:
+//   curl -i localhost:8080/                                  # limited per client address
+//   curl -i -H 'X-API-Key: demo' localhost:8080/             # a known key (--api-key demo) has its own bucket
+//   curl -i -X POST localhost:8080/documents/42/changed      # changes debounced into one reindex
+//   curl localhost:8080/metrics                              # Prometheus text format
+import ArgumentParser
+import ExampleServerSupport
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import Pace
+import PaceHummingbird
+import PacePostgres
+import PostgresNIO
+import Prometheus
+import ServiceLifecycle
+import UnixSignals
+
+@main
+struct PaceExampleServer: AsyncParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "pace-example-server",
+    abstract: "Rate limits and debounced work on Hummingbird, in memory or shared through PostgreSQL."
+  )
+
+  @OptionGroup var options: ServerOptions
+
+  func run() async throws {
+    let registry = options.bootstrap()
+    let logger = Logger(label: "pace-example-server")
+    guard let url = options.postgresURL else {
+      try await serve(
+        limiter: options.limiter(), reindexer: LocalReindexer(logger: logger), services: [], registry: registry,
+        logger: logger)
+      return
+    }
+    let client = ServerOptions.client(url, logger: logger)
+    let store = try options.store(client: client, url: url, logger: logger)
+    let reindexer = try SharedReindexer(client: client, logger: logger)
+    // The client must run before anything can migrate: its own task, then the service group.
+    try await withThrowingTaskGroup(of: Void.self) { group in
+      group.addTask { await client.run() }
+      defer { group.cancelAll() }
+      try await store.migrate()
+      try await reindexer.debouncer.migrate()
+      logger.notice(
+        "limits and debouncing shared through PostgreSQL",
+        metadata: ["postgres.host": "\(url.host ?? "?")", "postgres.port": "\(url.port ?? 5432)"])
+      try await serve(
+        limiter: options.limiter(store: store), reindexer: reindexer, services: [store, reindexer.debouncer],
+        registry: registry, logger: logger)
+    }
+  }
+
+  /// Runs the application and `services` in one service group that shuts down gracefully on
+  /// SIGTERM and SIGINT: the server stops taking requests first, then the services stop.
+  func serve(
+    limiter: KeyedRateLimiter<String>,
+    reindexer: any Reindexer,
+    services: [any Service],
+    registry: PrometheusCollectorRegistry,
+    logger: Logger
+  ) async throws {
+    let router = makeRouter(limiter: limiter, reindexer: reindexer, registry: registry, logger: logger)
+    let app = Application(
+      router: router, configuration: ApplicationConfiguration(address: .hostname(options.host, port: options.port)),
+      logger: logger)
+    logger.notice(
+      "listening", metadata: ["address": "http://\(options.host):\(options.port)", "limit": "\(options.limit) per key"])
+    let group = ServiceGroup(
+      configuration: ServiceGroupConfiguration(
+        services: (services + [app]).map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) },
+        gracefulShutdownSignals: [.sigterm, .sigint],
+        logger: logger
+      ))
+    try await group.run()
+  }
+
+  func makeRouter(
+    limiter: KeyedRateLimiter<String>,
+    reindexer: any Reindexer,
+    registry: PrometheusCollectorRegistry,
+    logger: Logger
+  ) -> Router<ExampleContext> {
+    let router = Router(context: ExampleContext.self)
+    let apiKey = HTTPField.Name("X-API-Key")!
+    let options = self.options
+    router.get("/metrics") { _, _ in
+      Response(
+        status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+        body: ResponseBody(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
+    }
+    let limited = router.group()
+      .add(
+        middleware: RateLimitMiddleware(limiter: limiter, logger: logger) { request, context in
+          options.key(apiKey: request.headers[apiKey], peer: "ip:\(context.remoteAddress?.ipAddress ?? "unknown")")
+        })
+    limited.get("/") { _, _ in "Hello from Pace\n" }
+    limited.post("/documents/:id/changed") { _, context -> HTTPResponse.Status in
+      let id = try context.parameters.require("id", as: Int.self)
+      try await reindexer.changed(id)
+      return .accepted
+    }
+    return router
+  }
+}
+
+/// A request context that knows the client's address, to limit requests by it.
+struct ExampleContext: RequestContext, RemoteAddressRequestContext {
+  var coreContext: CoreRequestContextStorage
+  let remoteAddress: SocketAddress?
+
+  init(source: ApplicationRequestContextSource) {
+    coreContext = .init(source: source)
+    remoteAddress = source.channel.remoteAddress
+  }
+}

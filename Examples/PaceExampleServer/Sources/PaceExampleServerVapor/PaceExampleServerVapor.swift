@@ -1,0 +1,88 @@
+// The example server on Vapor: the same routes, limits and responses as pace-example-server, with
+// PaceVapor's middleware, and the PostgreSQL client, the store's purge and the debouncer's worker
+// running under Vapor's lifecycle. Vapor shuts down gracefully on SIGTERM and SIGINT.
+//
+//   swift run pace-example-server-vapor                     # in memory
+//   swift run pace-example-server-vapor --postgres URL      # shared
+//   swift run pace-example-server-vapor --trusted-proxy 127.0.0.1   # behind a local proxy
+import ArgumentParser
+import ExampleServerSupport
+import Logging
+import Pace
+import PacePostgres
+import PaceVapor
+import PostgresNIO
+import Prometheus
+import ServiceLifecycle
+import Vapor
+
+@main
+struct PaceExampleServerVapor: AsyncParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "pace-example-server-vapor",
+    abstract: "Rate limits and debounced work on Vapor, in memory or shared through PostgreSQL."
+  )
+
+  @ArgumentParser.OptionGroup var options: ServerOptions
+
+  @ArgumentParser.Option(
+    name: .customLong("trusted-proxy"),
+    help: "A proxy's IP address whose X-Forwarded-For names the client (repeatable); none by default.")
+  var trustedProxies: [String] = []
+
+  func run() async throws {
+    let registry = options.bootstrap()
+    // Vapor's own command line is not this one: it runs its default command, serve.
+    let app = try await Application.make(Environment(name: "production", arguments: ["pace-example-server-vapor"]))
+    app.http.server.configuration.hostname = options.host
+    app.http.server.configuration.port = options.port
+    do {
+      try configure(app, registry: registry)
+      try await app.execute()
+    } catch {
+      app.logger.report(error: error)
+      try? await app.asyncShutdown()
+      throw error
+    }
+    try await app.asyncShutdown()
+  }
+
+  func configure(_ app: Application, registry: PrometheusCollectorRegistry) throws {
+    let limiter: KeyedRateLimiter<String>
+    let reindexer: any Reindexer
+    if let url = options.postgresURL {
+      let client = ServerOptions.client(url, logger: app.logger)
+      let store = try options.store(client: client, url: url, logger: app.logger)
+      let shared = try SharedReindexer(client: client, logger: app.logger)
+      // The client first, so that it closes last; the migrations once it runs.
+      app.lifecycle.use(
+        ServiceLifecycleHandler(services: [client, store, shared.debouncer]) {
+          try await store.migrate()
+          try await shared.debouncer.migrate()
+        })
+      limiter = options.limiter(store: store)
+      reindexer = shared
+    } else {
+      limiter = options.limiter()
+      reindexer = LocalReindexer(logger: app.logger)
+    }
+    app.get("metrics") { _ in
+      Response(
+        status: .ok, headers: ["Content-Type": "text/plain; version=0.0.4"],
+        body: .init(string: String(decoding: registry.emitToBuffer(), as: UTF8.self)))
+    }
+    let options = self.options
+    let address = ClientAddress.forwarded(byTrustedProxies: trustedProxies)
+    let limited = app.grouped(
+      RateLimitMiddleware(limiter: limiter, logger: app.logger) { request in
+        options.key(apiKey: request.headers.first(name: "X-API-Key"), peer: address.key(request) ?? "ip:unknown")
+      })
+    limited.get { _ in "Hello from Pace\n" }
+    limited.post("documents", ":id", "changed") { request in
+      guard let id = request.parameters.get("id", as: Int.self) else { throw Abort(.badRequest) }
+      try await reindexer.changed(id)
+      return Response(status: .accepted)
+    }
+    app.logger.notice("limit", metadata: ["limit": "\(options.limit) per key"])
+  }
+}

@@ -1,0 +1,178 @@
+#if PostgreSQL && Hummingbird && Vapor
+import Foundation
+import InMemoryLogging
+import Logging
+import NIOCore
+import Pace
+import PacePostgres
+import PaceVapor
+import PostgresNIO
+import ServiceLifecycle
+import Testing
+import Vapor
+import VaporTesting
+
+@Suite("PaceVapor: the middleware, the client address, and services under Vapor's lifecycle", .timeLimit(.minutes(2)))
+struct VaporTests {
+  /// On a group of routes, on one route, and not on a third; each middleware its own limiter.
+  @Test func limitsAGroupAndOneRouteInMemory() async throws {
+    try await withApp { app in
+      let scheduler = TestScheduler()
+      let limited = app.grouped(
+        RateLimitMiddleware(limiter: KeyedRateLimiter(permits: 2, per: .seconds(60), clock: scheduler)))
+      limited.get("a") { _ in "a" }
+      limited.get("b") { _ in "b" }
+      app.grouped(RateLimitMiddleware(limiter: KeyedRateLimiter(permits: 1, per: .seconds(60), clock: scheduler)))
+        .post("login") { _ in "in" }
+      app.get("open") { _ in "open" }
+
+      let tester = try app.testing()
+      let first = try await tester.sendRequest(.GET, "a")
+      #expect(first.status == .ok && first.body.string == "a")
+      #expect(first.headers.first(name: "RateLimit-Policy") == "\"default\";q=2;w=60")
+      #expect(first.headers.first(name: "RateLimit") == "\"default\";r=1;t=30")
+      // The group shares one bucket per client: the second route takes the last permit.
+      #expect(try await tester.sendRequest(.GET, "b").status == .ok)
+      let third = try await tester.sendRequest(.GET, "a")
+      #expect(third.status == .tooManyRequests && third.headers.first(name: "Retry-After") == "30")
+      // The one limited route has its own limit; the open route has none.
+      #expect(try await tester.sendRequest(.POST, "login").status == .ok)
+      #expect(try await tester.sendRequest(.POST, "login").status == .tooManyRequests)
+      let open = try await tester.sendRequest(.GET, "open")
+      #expect(open.status == .ok && open.headers.first(name: "RateLimit") == nil)
+      scheduler.advance(by: .seconds(30))
+      #expect(try await tester.sendRequest(.GET, "a").status == .ok)
+    }
+  }
+
+  /// The default key is the connection's peer; a forwarding header counts only from a named proxy.
+  @Test func theKeyIsThePeerUnlessATrustedProxyForwards() async throws {
+    try await withApp { app in
+      // An address that does not parse leaves no peer, and the expectation below fails.
+      func request(from peer: String, forwardedFor: [String] = []) -> Request {
+        var headers = HTTPHeaders()
+        for hop in forwardedFor { headers.add(name: .xForwardedFor, value: hop) }
+        headers.add(name: "Forwarded", value: "for=192.0.2.99")
+        return Request(
+          application: app, method: .GET, url: "/", headers: headers,
+          remoteAddress: try? SocketAddress(ipAddress: peer, port: 40_000), on: app.eventLoopGroup.next())
+      }
+      let peer = ClientAddress.peer
+      #expect(peer.key(request(from: "203.0.113.7", forwardedFor: ["198.51.100.1"])) == "ip:203.0.113.7")
+      #expect(peer.key(request(from: "0:0:0:0:0:0:0:1")) == "ip:::1")
+
+      let proxied = ClientAddress.forwarded(byTrustedProxies: ["10.0.0.2", "10.0.0.3", "not an address"])
+      #expect(proxied.trustedProxies == ["10.0.0.2", "10.0.0.3"])
+      // From a trusted proxy: the last hop that is not a trusted proxy, across repeated fields.
+      #expect(proxied.key(request(from: "10.0.0.2", forwardedFor: ["6.6.6.6, 198.51.100.1"])) == "ip:198.51.100.1")
+      #expect(
+        proxied.key(request(from: "10.0.0.2", forwardedFor: ["6.6.6.6", "198.51.100.1, 10.0.0.3"]))
+          == "ip:198.51.100.1")
+      // From anyone else, the header is the client's own words.
+      #expect(proxied.key(request(from: "203.0.113.7", forwardedFor: ["198.51.100.1"])) == "ip:203.0.113.7")
+      // A trusted proxy that forwards nothing, or nonsense, is its own key.
+      #expect(proxied.key(request(from: "10.0.0.2")) == "ip:10.0.0.2")
+      #expect(proxied.key(request(from: "10.0.0.2", forwardedFor: ["evil"])) == "ip:10.0.0.2")
+      // Only trusted proxies in the chain: the first of them.
+      #expect(proxied.key(request(from: "10.0.0.2", forwardedFor: ["10.0.0.3"])) == "ip:10.0.0.3")
+      // No peer address at all (VaporTesting's in-memory requests): one shared bucket.
+      let inMemory = Request(application: app, method: .GET, url: "/", on: app.eventLoopGroup.next())
+      #expect(peer.key(inMemory) == "ip:unknown")
+    }
+  }
+
+  /// Over a real socket: a client that changes X-Forwarded-For at each request is still one client.
+  @Test func aClientCannotChooseItsKeyOverTheNetwork() async throws {
+    try await withApp { app in
+      app.grouped(RateLimitMiddleware(limit: RateLimit(permits: 1, per: .seconds(3600)))).get("x") { _ in "x" }
+      let tester = try app.testing(method: .running(hostname: "127.0.0.1", port: 0))
+      let first = try await tester.sendRequest(.GET, "x", headers: ["X-Forwarded-For": "198.51.100.1"])
+      let second = try await tester.sendRequest(.GET, "x", headers: ["X-Forwarded-For": "198.51.100.2"])
+      #expect(first.status == .ok)
+      #expect(second.status == .tooManyRequests)
+    }
+  }
+
+  /// Two applications, each with its own pool, share one key's limit through PostgreSQL.
+  @Test func twoApplicationsShareTheLimitThroughPostgreSQL() async throws {
+    try await TestDatabase.withClients(2, connections: 2) { clients in
+      let table = TestDatabase.uniqueTable("rl")
+      let stores = try clients.map { try PostgresRateLimitStore(client: $0, table: table, timeout: .seconds(30)) }
+      try await stores[0].migrate()
+      try await withApp { one in
+        try await withApp { two in
+          for (app, store) in zip([one, two], stores) {
+            app.grouped(
+              RateLimitMiddleware(
+                limiter: KeyedRateLimiter(permits: 3, per: .seconds(3600), store: store),
+                key: { $0.headers.first(name: "X-API-Key") })
+            ).get { _ in "ok" }
+          }
+          var statuses: [HTTPStatus] = []
+          for request in 0..<6 {
+            let app = request.isMultiple(of: 2) ? one : two
+            statuses.append(try await app.testing().sendRequest(.GET, "/", headers: ["X-API-Key": "shared"]).status)
+          }
+          #expect(statuses == [.ok, .ok, .ok, .tooManyRequests, .tooManyRequests, .tooManyRequests])
+        }
+      }
+    }
+  }
+
+  /// The client, the store's purge loop and the debouncer start with the application, migrate
+  /// before it takes requests, and drain on shutdown: a running handler finishes; the lines go to
+  /// the application's logger.
+  @Test func servicesRunUnderTheApplicationsLifecycle() async throws {
+    let url = try TestDatabase.url()
+    let logs = InMemoryLogHandler()
+    let executions = Executions()
+    let started = Executions()
+    let client = PostgresClient(
+      configuration: TestDatabase.configuration(url, connections: 2), backgroundLogger: TestDatabase.quietLogger)
+    let app = try await Application.make(.testing)
+    app.logger = Logger(label: "app", factory: { _ in logs })
+    let store = try PostgresRateLimitStore(client: client, table: TestDatabase.uniqueTable("rl"), logger: app.logger)
+    let debouncer = try PostgresDebouncer<[Int]>(
+      client: client, table: TestDatabase.uniqueTable("db"), quiet: .milliseconds(100), merge: .append,
+      pollInterval: .milliseconds(20), logger: app.logger
+    ) { key, payload in
+      try await started.record(key, payload)
+      try await Task.sleep(for: .milliseconds(800))  // real-time: still running when the application shuts down
+      try await executions.record(key, payload)
+    }
+    app.lifecycle.use(
+      ServiceLifecycleHandler(services: [client, store, debouncer]) {
+        try await store.migrate()
+        try await debouncer.migrate()
+      })
+    do {
+      try await app.asyncBoot()
+      let limiter = KeyedRateLimiter(permits: 1, per: .seconds(3600), store: store)
+      #expect(try await limiter.decide("k") == .allowed(remaining: 0))
+      try await debouncer.call("doc", [1])
+      try await debouncer.call("doc", [2])
+      #expect(try await eventually { await started.all.count == 1 })
+    } catch {
+      try? await app.asyncShutdown()
+      throw error
+    }
+    try await app.asyncShutdown()
+    #expect(await executions.payloads == [1, 2], "the running handler finished before the shutdown returned")
+    let messages = logs.entries.map(\.message.description)
+    #expect(messages.contains { $0.contains("PostgresDebouncer: shutting down") })
+    #expect(messages.contains { $0.contains("PostgresDebouncer: stopped") })
+  }
+
+  /// Migrations that fail stop the services, and the application does not boot.
+  @Test func aFailedMigrationStopsTheServicesAndTheBoot() async throws {
+    struct MigrationFailed: Error {}
+    let url = try TestDatabase.url()
+    let client = PostgresClient(
+      configuration: TestDatabase.configuration(url, connections: 1), backgroundLogger: TestDatabase.quietLogger)
+    try await withApp { app in
+      app.lifecycle.use(ServiceLifecycleHandler(services: [client]) { throw MigrationFailed() })
+      await #expect(throws: MigrationFailed.self) { try await app.asyncBoot() }
+    }
+  }
+}
+#endif
