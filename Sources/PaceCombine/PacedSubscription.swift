@@ -1,10 +1,11 @@
+import Foundation
+import Pace
+
 #if canImport(Combine)
 import Combine
 #else
 import OpenCombine
 #endif
-import Foundation
-import Pace
 
 /// The driver behind `Publishers.Paced`: upstream's subscriber and downstream's
 /// subscription at once, in the shape of Pace's `Pacer`.

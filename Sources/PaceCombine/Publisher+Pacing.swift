@@ -1,9 +1,10 @@
+import Pace
+
 #if canImport(Combine)
 import Combine
 #else
 import OpenCombine
 #endif
-import Pace
 
 extension Publisher where Output: Sendable {
   /// Republishes elements once they stop for `interval`, with `Debouncer`'s exact

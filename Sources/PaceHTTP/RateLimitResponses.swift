@@ -121,8 +121,11 @@ package struct RateLimitFields: Hashable, Sendable {
 
   /// Seconds rounded up: a client that waits that long is not turned away again.
   package static func wholeSeconds(_ duration: Duration) -> Int64 {
-    let (seconds, attoseconds) = duration.components
-    return max(0, attoseconds > 0 ? seconds + 1 : seconds)
+    // Through Pace's saturating conversion: `components` traps beyond `Int64.max` seconds, which
+    // a configured interval may be.
+    let nanoseconds = duration.paceNanoseconds
+    guard nanoseconds > 0 else { return 0 }
+    return nanoseconds / 1_000_000_000 + (nanoseconds % 1_000_000_000 == 0 ? 0 : 1)
   }
 }
 #endif

@@ -73,10 +73,9 @@ public enum DurationText {
     let sign = nanos < 0 ? "-" : ""
     let magnitude = nanos.magnitude
     let (unit, size): (String, UInt64) =
-      if magnitude >= 1_000_000_000 { ("s", 1_000_000_000) }
-      else if magnitude >= 1_000_000 { ("ms", 1_000_000) }
-      else if magnitude >= 1_000 { ("us", 1_000) }
-      else { ("ns", 1) }
+      if magnitude >= 1_000_000_000 { ("s", 1_000_000_000) } else if magnitude >= 1_000_000 {
+        ("ms", 1_000_000)
+      } else if magnitude >= 1_000 { ("us", 1_000) } else { ("ns", 1) }
     return sign + decimal(magnitude, per: size) + unit
   }
 
@@ -151,7 +150,6 @@ public struct DurationSyntaxError: Error, Hashable, CustomStringConvertible {
       + "(write it like 300ms, 1.5s or 250us; units: ns, us, ms, s, min)"
   }
 }
-
 
 extension StringProtocol {
   var trimmingWhitespace: SubSequence {

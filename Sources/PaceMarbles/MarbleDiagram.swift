@@ -117,7 +117,8 @@ public struct MarbleDiagram: Sendable, Hashable, CustomStringConvertible {
         precondition(MarbleEvent.isRepresentable(value), "MarbleDiagram: value '\(value)' is empty or contains a quote")
       }
     }
-    let sorted = events.enumerated().sorted { ($0.element.step, $0.offset) < ($1.element.step, $1.offset) }.map(\.element)
+    let sorted = events.enumerated().sorted { ($0.element.step, $0.offset) < ($1.element.step, $1.offset) }.map(
+      \.element)
     self.events = sorted
     self.length = max(length ?? 0, (sorted.last?.step ?? -1) + 1)
     self.stepLength = stepLength

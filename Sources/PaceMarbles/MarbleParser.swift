@@ -73,7 +73,8 @@ struct MarbleParser {
     var start = 0
     while start < characters.count, characters[start].isWhitespace { start += 1 }
     let keyword = Array("step:")
-    guard characters.count >= start + keyword.count, Array(characters[start..<(start + keyword.count)]) == keyword else {
+    guard characters.count >= start + keyword.count, Array(characters[start..<(start + keyword.count)]) == keyword
+    else {
       return nil
     }
     var cursor = start + keyword.count

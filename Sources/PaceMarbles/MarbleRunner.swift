@@ -212,7 +212,8 @@ public enum MarbleRunError: Error, CustomStringConvertible {
     case .missingStepLength: "no step length: add a 'step: 100ms' header or pass stepLength:"
     case .conflictingStepLength(let header, let parameter):
       "the diagram's header says step: \(DurationText.format(header)) but stepLength is \(DurationText.format(parameter))"
-    case .nonPositiveStepLength(let length): "the step length must be longer than zero (got \(DurationText.format(length)))"
+    case .nonPositiveStepLength(let length):
+      "the step length must be longer than zero (got \(DurationText.format(length)))"
     case .inputRejected(let step, let event, let reason): "step \(step) (\(event)): \(reason)"
     case .tooLong(let steps, let stepLength):
       "\(steps) steps of \(DurationText.format(stepLength)) reach past the last instant a PaceInstant holds "

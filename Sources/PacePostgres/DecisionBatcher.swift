@@ -233,7 +233,7 @@ final class DecisionBatcher: Sendable {
           }
         }
         return true
-      } catch where !retried && failureKind(of: error) == .retryOnce {
+      } catch  where !retried && failureKind(of: error) == .retryOnce {
         retried = true
       } catch {
         fail(batch.map(\.0), with: error)

@@ -48,7 +48,9 @@ struct DenialCacheState: Sendable {
   }
 
   /// The database denied `entry`, asking to retry after `retryAfter`, for a request sent at `sent`.
-  mutating func denied(_ entry: Entry, retryAfter: Duration, sent: ContinuousClock.Instant, now: ContinuousClock.Instant) {
+  mutating func denied(
+    _ entry: Entry, retryAfter: Duration, sent: ContinuousClock.Instant, now: ContinuousClock.Instant
+  ) {
     let deadline = sent.advanced(by: retryAfter)
     guard deadline > now, capacity > 0 else { return }
     if deadlines[entry] == nil, deadlines.count >= capacity {

@@ -263,7 +263,7 @@ extension PostgresDebouncer {
       return try await withTimeout(timeout, operation)
     } catch is DatabaseTimeout {
       throw PacePostgresError.unavailable(reason: "no answer within \(timeout)")
-    } catch where isUnavailability(error) {
+    } catch  where isUnavailability(error) {
       throw PacePostgresError.unavailable(reason: String(reflecting: error))
     }
   }

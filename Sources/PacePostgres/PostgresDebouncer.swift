@@ -209,11 +209,12 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
         }
       }
     } catch is DatabaseTimeout {
-      let reason = "PostgresDebouncer.migrate: no answer within \(timeout) while creating \(tables) "
+      let reason =
+        "PostgresDebouncer.migrate: no answer within \(timeout) while creating \(tables) "
         + "(no connection to the database, or another session holds the migration lock)"
       logger.error("\(reason)")
       throw PacePostgresError.unavailable(reason: reason)
-    } catch where isUnavailability(error) {
+    } catch  where isUnavailability(error) {
       logger.error("PostgresDebouncer.migrate: the database is unavailable", metadata: ["error": "\(error)"])
       throw PacePostgresError.unavailable(reason: "PostgresDebouncer.migrate: \(String(reflecting: error))")
     }

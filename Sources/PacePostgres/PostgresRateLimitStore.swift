@@ -437,7 +437,8 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
 
   /// Asks the database, in a batch with the other decisions of this store's callers; a
   /// serialization failure or a deadlock is retried once.
-  private func ask(_ key: String, _ arithmetic: GCRA, deadline: ContinuousClock.Instant) async throws -> DecisionAnswer {
+  private func ask(_ key: String, _ arithmetic: GCRA, deadline: ContinuousClock.Instant) async throws -> DecisionAnswer
+  {
     try await batcher.decide(
       DecisionRequest(key: key, increment: arithmetic.increment, tolerance: arithmetic.tolerance, deadline: deadline))
   }

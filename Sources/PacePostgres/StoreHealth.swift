@@ -45,14 +45,19 @@ final class StoreHealth: Sendable {
             factory: factory)
         )
       })
-    latency = Metrics.Timer(label: "pace_rate_limit_decision_duration_seconds", dimensions: dimensions, factory: factory)
+    latency = Metrics.Timer(
+      label: "pace_rate_limit_decision_duration_seconds", dimensions: dimensions, factory: factory)
     breakerState = Gauge(label: "pace_rate_limit_breaker_state", dimensions: dimensions, factory: factory)
     roundTrips = Counter(label: "pace_rate_limit_round_trips_total", dimensions: dimensions, factory: factory)
     breakerTransitions = [
-      .opened: Counter(label: "pace_rate_limit_breaker_transitions_total", dimensions: dimensions + [("to", "open")], factory: factory),
+      .opened: Counter(
+        label: "pace_rate_limit_breaker_transitions_total", dimensions: dimensions + [("to", "open")], factory: factory),
       .halfOpened: Counter(
-        label: "pace_rate_limit_breaker_transitions_total", dimensions: dimensions + [("to", "half_open")], factory: factory),
-      .closed: Counter(label: "pace_rate_limit_breaker_transitions_total", dimensions: dimensions + [("to", "closed")], factory: factory),
+        label: "pace_rate_limit_breaker_transitions_total", dimensions: dimensions + [("to", "half_open")],
+        factory: factory),
+      .closed: Counter(
+        label: "pace_rate_limit_breaker_transitions_total", dimensions: dimensions + [("to", "closed")],
+        factory: factory),
     ]
     breakerState.record(0)
   }
@@ -115,9 +120,11 @@ final class StoreHealth: Sendable {
         if let code = sqlState(of: error) { metadata["pace.sqlstate"] = "\(code)" }
       }
       if isNewOutage {
-        logger.error("PostgreSQL unavailable: the circuit breaker opened; decisions follow the failure policy", metadata: metadata)
+        logger.error(
+          "PostgreSQL unavailable: the circuit breaker opened; decisions follow the failure policy", metadata: metadata)
       } else {
-        logger.info("PostgreSQL still unavailable: the probe failed; the circuit breaker opened again", metadata: metadata)
+        logger.info(
+          "PostgreSQL still unavailable: the probe failed; the circuit breaker opened again", metadata: metadata)
       }
     case .halfOpened:
       breakerState.record(1)
@@ -169,7 +176,8 @@ func migrating(
     while true {
       try await Task.sleep(for: .seconds(5))
       waited += .seconds(5)
-      logger.warning("migration waits for PostgreSQL", metadata: ["pace.waited": "\(waited)", "pace.timeout": "\(timeout)"])
+      logger.warning(
+        "migration waits for PostgreSQL", metadata: ["pace.waited": "\(waited)", "pace.timeout": "\(timeout)"])
     }
   }
   defer { waiting.cancel() }

@@ -50,7 +50,8 @@ public func expectMarbles<Input: MarbleInput>(
   equals expected: String,
   sourceLocation: SourceLocation = #_sourceLocation
 ) -> MarbleRun? {
-  let outcome = MarbleComparison.run(input, stepLength: stepLength, scheduler: scheduler, through: build, expected: expected)
+  let outcome = MarbleComparison.run(
+    input, stepLength: stepLength, scheduler: scheduler, through: build, expected: expected)
   if let failure = outcome.failure {
     Issue.record(Comment(rawValue: failure), sourceLocation: sourceLocation)
   }
@@ -90,7 +91,8 @@ public func XCTAssertMarbles<Input: MarbleInput>(
   file: StaticString = #filePath,
   line: UInt = #line
 ) -> MarbleRun? {
-  let outcome = MarbleComparison.run(input, stepLength: stepLength, scheduler: scheduler, through: build, expected: expected)
+  let outcome = MarbleComparison.run(
+    input, stepLength: stepLength, scheduler: scheduler, through: build, expected: expected)
   if let failure = outcome.failure {
     XCTFail(failure, file: file, line: line)
   }

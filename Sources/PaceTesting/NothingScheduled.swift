@@ -58,5 +58,6 @@ func pendingWorkDescription(_ scheduler: TestScheduler) -> String? {
   var list = shown.joined(separator: ", ")
   if deadlines.count > shown.count { list += ", and \(deadlines.count - shown.count) more" }
   let items = deadlines.count == 1 ? "1 item" : "\(deadlines.count) items"
-  return "TestScheduler still has \(items) scheduled, due at \(list) (now is \(DurationText.format(scheduler.now.offset)))"
+  return
+    "TestScheduler still has \(items) scheduled, due at \(list) (now is \(DurationText.format(scheduler.now.offset)))"
 }

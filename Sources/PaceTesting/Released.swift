@@ -20,7 +20,9 @@ import XCTest
 /// - Parameters:
 ///   - object: The test's only reference; set to `nil`.
 ///   - sourceLocation: Where to report a failure.
-public func expectReleased<Object: AnyObject>(_ object: inout Object?, sourceLocation: SourceLocation = #_sourceLocation) {
+public func expectReleased<Object: AnyObject>(
+  _ object: inout Object?, sourceLocation: SourceLocation = #_sourceLocation
+) {
   if let description = releaseFailure(&object) {
     Issue.record(Comment(rawValue: description), sourceLocation: sourceLocation)
   }
@@ -33,7 +35,9 @@ public func expectReleased<Object: AnyObject>(_ object: inout Object?, sourceLoc
 ///   - object: The test's only reference; set to `nil`.
 ///   - file: Where to report a failure.
 ///   - line: Where to report a failure.
-public func XCTAssertReleased<Object: AnyObject>(_ object: inout Object?, file: StaticString = #filePath, line: UInt = #line) {
+public func XCTAssertReleased<Object: AnyObject>(
+  _ object: inout Object?, file: StaticString = #filePath, line: UInt = #line
+) {
   if let description = releaseFailure(&object) {
     XCTFail(description, file: file, line: line)
   }

@@ -114,7 +114,8 @@ public struct Simulate: ToolCommand {
     }
     if let svg {
       let text = SVGDiagram.render(
-        title: strategy.settings, subtitle: "\(trace.source): \(trace.count) calls", lanes: [Lane(calls: trace), Lane(result)])
+        title: strategy.settings, subtitle: "\(trace.source): \(trace.count) calls",
+        lanes: [Lane(calls: trace), Lane(result)])
       try write(text, to: svg)
     }
     if json { return JSONOutput.simulate(trace: trace, result: result) }
@@ -203,7 +204,7 @@ func parseDuration(_ text: String, option: String) throws(ToolError) -> Duration
   let duration: Duration
   do {
     duration = try DurationText.parse(text)
-  } catch where error.reason == .tooLarge {
+  } catch  where error.reason == .tooLarge {
     throw ToolError("\(option): \(Excerpt.quoted(text)) is too large: the limit is \(ToolLimits.maximumDurationText)")
   } catch {
     throw ToolError("\(option): \(error)")

@@ -21,7 +21,8 @@ enum JSONOutput {
     json += "  \"invocations\": ["
     for (index, invocation) in result.invocations.enumerated() {
       json += index == 0 ? "\n" : ",\n"
-      json += "    {\"time_ms\": \(milliseconds(invocation.time)), \"value\": \(string(invocation.value)), "
+      json +=
+        "    {\"time_ms\": \(milliseconds(invocation.time)), \"value\": \(string(invocation.value)), "
         + "\"first_call\": \(invocation.firstCall), \"call_count\": \(invocation.callCount)}"
     }
     json += result.invocations.isEmpty ? "]\n" : "\n  ]\n"

@@ -22,7 +22,9 @@ enum Report {
   /// - Parameters:
   ///   - step: The step in nanoseconds; chosen to fit ``maxColumns`` if `nil`.
   ///   - stats: Whether to add the invocations, dropped calls and delays to the right.
-  static func diagrams(trace: Trace, results: [SimulationResult], step: Int64? = nil, stats: Bool) -> (lines: [String], step: Int64) {
+  static func diagrams(trace: Trace, results: [SimulationResult], step: Int64? = nil, stats: Bool) -> (
+    lines: [String], step: Int64
+  ) {
     let lanes = [Lane(calls: trace)] + results.map(Lane.init)
     let horizon = TextDiagram.horizon(lanes)
     let step = step ?? TextDiagram.step(horizon: horizon, maxColumns: maxColumns)
@@ -42,7 +44,9 @@ enum Report {
       }
     }
     let statLines = stats ? table.render() : []
-    func pad(_ text: String, _ width: Int) -> String { text + String(repeating: " ", count: max(0, width - text.count)) }
+    func pad(_ text: String, _ width: Int) -> String {
+      text + String(repeating: " ", count: max(0, width - text.count))
+    }
 
     var lines: [String] = []
     let ruler = pad("", labelWidth) + pad(TextDiagram.ruler(step: step, columns: columns), columns)
@@ -80,7 +84,8 @@ enum Report {
       let shortest = invocation.time - trace.times[last]
       let longest = invocation.time - trace.times[first]
       let delay =
-        shortest == longest ? formatMilliseconds(longest) : "\(formatMilliseconds(shortest)) to \(formatMilliseconds(longest))"
+        shortest == longest
+        ? formatMilliseconds(longest) : "\(formatMilliseconds(shortest)) to \(formatMilliseconds(longest))"
       table.rows.append([
         String(index + 1), formatMilliseconds(invocation.time), Excerpt.escaped(invocation.value, limit: 24), calls,
         delay,
@@ -101,11 +106,13 @@ enum Report {
 
   /// `12 calls in, 2 invocations out (83.3% fewer); delay median 300ms, p95 520ms, max 520ms; 0 dropped`.
   static func summary(_ statistics: Statistics) -> String {
-    var text = "\(statistics.calls) \(plural(statistics.calls, "call")) in, "
+    var text =
+      "\(statistics.calls) \(plural(statistics.calls, "call")) in, "
       + "\(statistics.invocations) \(plural(statistics.invocations, "invocation")) out "
       + "(\(formatPercent(statistics.reduction)) fewer)"
     if let median = statistics.medianDelay, let p95 = statistics.p95Delay, let max = statistics.maxDelay {
-      text += "; delay median \(formatMilliseconds(median)), p95 \(formatMilliseconds(p95)), max \(formatMilliseconds(max))"
+      text +=
+        "; delay median \(formatMilliseconds(median)), p95 \(formatMilliseconds(p95)), max \(formatMilliseconds(max))"
     }
     text += "; \(statistics.dropped) dropped"
     return text
@@ -131,7 +138,8 @@ enum Report {
     for result in results {
       let statistics = result.statistics
       table.rows.append([
-        result.strategy.label, String(statistics.calls), String(statistics.invocations), formatPercent(statistics.reduction),
+        result.strategy.label, String(statistics.calls), String(statistics.invocations),
+        formatPercent(statistics.reduction),
         String(statistics.dropped), statistics.medianDelay.map(formatMilliseconds) ?? "-",
         statistics.p95Delay.map(formatMilliseconds) ?? "-", statistics.maxDelay.map(formatMilliseconds) ?? "-",
       ])
@@ -146,7 +154,9 @@ enum Report {
       "invocation covers, which a leading-only strategy ignores.",
     ]
     if let maxWait = results.lazy.compactMap(\.strategy.maxWait).first {
-      lines.append("debounce maxWait waits at most \(DurationText.format(maxWait)); coalesce runs one window after the first call.")
+      lines.append(
+        "debounce maxWait waits at most \(DurationText.format(maxWait)); coalesce runs one window after the first call."
+      )
     }
     return lines
   }
@@ -178,7 +188,9 @@ enum Report {
       alignments: [.left, .right, .left, .right, .right, .right, .right])
     for entry in traces {
       let fits = entry.trace.metadata["fits"] ?? "debounce"
-      guard let result = entry.results.first(where: { $0.strategy.label == fits }) ?? entry.results.first else { continue }
+      guard let result = entry.results.first(where: { $0.strategy.label == fits }) ?? entry.results.first else {
+        continue
+      }
       let statistics = result.statistics
       table.rows.append([
         entry.trace.source, String(statistics.calls),

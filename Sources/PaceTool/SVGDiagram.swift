@@ -56,18 +56,21 @@ enum SVGDiagram {
           svg += "<circle cx=\"\(pixel.x)\" cy=\"\(y)\" r=\"8\" fill=\"\(color)\"/>"
           let label = pixel.count > 1 ? "\(pixel.count)" : pixel.value
           if label.count <= 3 {
-            svg += "<text x=\"\(pixel.x)\" y=\"\(y + 4)\" font-size=\"10\" fill=\"#ffffff\" text-anchor=\"middle\">\(escape(label))</text>"
+            svg +=
+              "<text x=\"\(pixel.x)\" y=\"\(y + 4)\" font-size=\"10\" fill=\"#ffffff\" text-anchor=\"middle\">\(escape(label))</text>"
           }
           svg += "\n"
         } else {
-          svg += "<line x1=\"\(pixel.x)\" y1=\"\(y - 9)\" x2=\"\(pixel.x)\" y2=\"\(y + 9)\" stroke=\"\(color)\" stroke-width=\"2\"/>\n"
+          svg +=
+            "<line x1=\"\(pixel.x)\" y1=\"\(y - 9)\" x2=\"\(pixel.x)\" y2=\"\(y + 9)\" stroke=\"\(color)\" stroke-width=\"2\"/>\n"
         }
       }
     }
 
     // The time axis.
     let axisY = top + lanes.count * laneHeight + 10
-    svg += "<line x1=\"\(labelWidth)\" y1=\"\(axisY)\" x2=\"\(width - right)\" y2=\"\(axisY)\" stroke=\"#333333\" stroke-width=\"1\"/>\n"
+    svg +=
+      "<line x1=\"\(labelWidth)\" y1=\"\(axisY)\" x2=\"\(width - right)\" y2=\"\(axisY)\" stroke=\"#333333\" stroke-width=\"1\"/>\n"
     let tick = TextDiagram.step(horizon: horizon, maxColumns: 9)
     var time: Int64 = 0
     while time <= horizon {

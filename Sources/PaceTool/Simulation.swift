@@ -109,7 +109,8 @@ public enum Simulator {
     numbers.reserveCapacity(trace.count)
     for (index, value) in trace.values.enumerated() {
       guard let number = Double(value), number.isFinite else {
-        let place = trace.source == "--events" ? "--events: event \(trace.lines[index])" : "\(trace.source):\(trace.lines[index])"
+        let place =
+          trace.source == "--events" ? "--events: event \(trace.lines[index])" : "\(trace.source):\(trace.lines[index])"
         throw ToolError("\(place): value '\(value)' is not a number, and --merge sum adds the values")
       }
       numbers.append(number)

@@ -61,13 +61,16 @@ public struct Statistics: Sendable, Equatable {
 
   /// The value that would be at `index` if `buffer[start..<end]` were sorted (quickselect);
   /// reorders that part of the buffer so that smaller values come before `index`.
-  static func select(_ index: Int, in buffer: UnsafeMutableBufferPointer<Int64>, from start: Int, to end: Int) -> Int64 {
+  static func select(_ index: Int, in buffer: UnsafeMutableBufferPointer<Int64>, from start: Int, to end: Int) -> Int64
+  {
     var low = start
     var high = end - 1
     while low < high {
       let middle = low + (high - low) / 2
       // The median of three as pivot keeps sorted and constant inputs linear.
-      let a = buffer[low], b = buffer[middle], c = buffer[high]
+      let a = buffer[low]
+      let b = buffer[middle]
+      let c = buffer[high]
       let pivot = max(min(a, b), min(max(a, b), c))
       var left = low
       var right = high

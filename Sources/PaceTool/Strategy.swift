@@ -32,7 +32,9 @@ public struct Strategy: Sendable, Hashable {
   public var merge: MergeChoice
 
   /// A strategy; `edges` defaults to the primitive's own default.
-  public init(_ kind: Kind, interval: Duration, edges: Edges? = nil, maxWait: Duration? = nil, merge: MergeChoice = .latest) {
+  public init(
+    _ kind: Kind, interval: Duration, edges: Edges? = nil, maxWait: Duration? = nil, merge: MergeChoice = .latest
+  ) {
     self.kind = kind
     self.interval = interval
     self.edges = edges ?? (kind == .throttle ? .both : .trailing)

@@ -17,7 +17,8 @@ struct Lane {
   }
 
   init(_ result: SimulationResult) {
-    self.init(label: result.strategy.label, times: result.invocations.map(\.time), values: result.invocations.map(\.value))
+    self.init(
+      label: result.strategy.label, times: result.invocations.map(\.time), values: result.invocations.map(\.value))
   }
 }
 

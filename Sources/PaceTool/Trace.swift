@@ -137,7 +137,7 @@ public enum TraceReader {
       if let unit = timeText.last, unit.isLetter {
         do {
           time = try DurationText.parse(timeText).paceNanoseconds
-        } catch where error.reason == .tooLarge {
+        } catch  where error.reason == .tooLarge {
           throw fail(TimeError.tooLarge.text(for: timeText))
         } catch {
           throw fail(error.description)
@@ -150,7 +150,9 @@ public enum TraceReader {
         }
       }
       if let previous = times.last, time < previous {
-        throw fail("time \(formatMilliseconds(time)) goes backwards (event \(position - 1) is at \(formatMilliseconds(previous)))")
+        throw fail(
+          "time \(formatMilliseconds(time)) goes backwards (event \(position - 1) is at \(formatMilliseconds(previous)))"
+        )
       }
       times.append(time)
       values.append(value.isEmpty ? defaultValue : value)
@@ -251,7 +253,9 @@ private struct LineParser {
 
   mutating func parse() throws(ToolError) -> Trace {
     // One call per line at most: reserve once rather than grow a million-element array.
-    let lineCount = bytes.withUnsafeBufferPointer { buffer in buffer.reduce(into: 1) { count, byte in if byte == .newline { count += 1 } } }
+    let lineCount = bytes.withUnsafeBufferPointer { buffer in
+      buffer.reduce(into: 1) { count, byte in if byte == .newline { count += 1 } }
+    }
     times.reserveCapacity(lineCount)
     values.reserveCapacity(lineCount)
     lines.reserveCapacity(lineCount)
@@ -279,7 +283,9 @@ private struct LineParser {
       }
       let comma = line.firstIndex(of: .comma)
       let timeField = trim(line[line.startIndex..<(comma ?? line.endIndex)])
-      if !sawHeaderOrEvent, timeField.first.map({ !($0 >= .zero && $0 <= .nine) && $0 != .dot && $0 != .minus }) ?? false {
+      if !sawHeaderOrEvent,
+        timeField.first.map({ !($0 >= .zero && $0 <= .nine) && $0 != .dot && $0 != .minus }) ?? false
+      {
         let headerText = String(decoding: line, as: UTF8.self).lowercased().replacingOccurrences(of: " ", with: "")
         guard headerText == "time_ms,value" || headerText == "time_ms" else {
           throw ToolError.at(
@@ -470,8 +476,9 @@ private struct JSONScanner {
       return .string(try string())
     case let byte? where byte == .minus || (byte >= .zero && byte <= .nine):
       let start = index
-      while let byte = peek, byte == .minus || byte == .plus || byte == .dot || byte == UInt8(ascii: "e")
-        || byte == UInt8(ascii: "E") || (byte >= .zero && byte <= .nine)
+      while let byte = peek,
+        byte == .minus || byte == .plus || byte == .dot || byte == UInt8(ascii: "e")
+          || byte == UInt8(ascii: "E") || (byte >= .zero && byte <= .nine)
       {
         index += 1
       }

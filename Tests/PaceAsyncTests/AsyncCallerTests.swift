@@ -1,5 +1,5 @@
-import PaceTestSupport
 import Dispatch
+import PaceTestSupport
 import Testing
 
 @testable import Pace

@@ -1,7 +1,6 @@
-import Testing
-
 import PaceTestSupport
 import PaceTesting
+import Testing
 
 @testable import Pace
 

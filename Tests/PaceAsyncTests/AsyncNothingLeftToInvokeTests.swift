@@ -1,7 +1,6 @@
-import Testing
-
 import PaceTestSupport
 import PaceTesting
+import Testing
 
 @testable import Pace
 
@@ -12,12 +11,12 @@ import PaceTesting
 
   @Test func submitThenFlushLeavesNoTimer() async throws {
     let search = AsyncDebouncer(for: .milliseconds(300), clock: scheduler) { (query: String) in query }
-    let first = search.submit("s")                 // keystroke at 0 ms
+    let first = search.submit("s")  // keystroke at 0 ms
     scheduler.advance(by: .milliseconds(100))
     let second = search.submit("sw")
-    search.flush()                                 // the return key at 100 ms
+    search.flush()  // the return key at 100 ms
     #expect(try await second.value == "sw")
-    #expect(try await first.value == "sw")        // one burst, one result
+    #expect(try await first.value == "sw")  // one burst, one result
     #expect(!search.isPending)
     #expect(search.nextInvocation == nil)
     expectNothingScheduled(on: scheduler)

@@ -27,7 +27,9 @@ import Testing
     // real-time: a 10 ms debounce on a real queue, generous bound.
     let search = AsyncDebouncer(for: .milliseconds(10), clock: scheduler) { (query: String) in query.uppercased() }
     let hint = LockedState<[String]>([])
-    let hints = Debouncer<String>(for: .milliseconds(10), scheduler: scheduler) { value in hint.withLock { $0.append(value) } }
+    let hints = Debouncer<String>(for: .milliseconds(10), scheduler: scheduler) { value in
+      hint.withLock { $0.append(value) }
+    }
     hints("swift")
     #expect(try await search.submit("swift").value == "SWIFT")
     try await scheduler.sleep(for: .milliseconds(20))

@@ -1,6 +1,5 @@
-import Testing
-
 import PaceTesting
+import Testing
 
 @testable import Pace
 
@@ -20,7 +19,10 @@ import PaceTesting
       let limiter = RateLimiter(permits: 1, per: .milliseconds(100), clock: scheduler)
       let (starts, started) = AsyncStream.makeStream(of: Int.self)
       for upload in 1...3 {
-        Task { try await limiter.acquire(); started.yield(upload) }
+        Task {
+          try await limiter.acquire()
+          started.yield(upload)
+        }
       }
       if try await Self.startOrder(starts, limiter: limiter, scheduler: scheduler) != [1, 2, 3] { outOfOrder += 1 }
     }
@@ -59,7 +61,10 @@ import PaceTesting
     let limiter = RateLimiter(permits: 1, per: .milliseconds(100), clock: scheduler)
     let started = LockedRecorder<Int>(clock: scheduler)
     let uploads = (1...3).map { upload in
-      Task { try await limiter.acquire(); started.record(upload) }
+      Task {
+        try await limiter.acquire()
+        started.record(upload)
+      }
     }
     await limiter.waitUntilWaiting(count: 2)
     #expect(scheduler.pendingDeadlines == [.milliseconds(100)])

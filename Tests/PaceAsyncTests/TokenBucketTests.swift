@@ -1,6 +1,5 @@
-import Testing
-
 import PaceTesting
+import Testing
 
 @testable import Pace
 

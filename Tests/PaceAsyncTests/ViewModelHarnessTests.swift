@@ -1,6 +1,5 @@
-import Testing
-
 import PaceTesting
+import Testing
 
 /// PaceTesting's pieces for async view models: the fake dependency, the immediate clock,
 /// `expectReleased`, the recorder and the instant shorthands.

@@ -1,11 +1,12 @@
+import Pace
+import PaceCombine
+import Testing
+
 #if canImport(Combine)
 import Combine
 #else
 import OpenCombine
 #endif
-import Pace
-import PaceCombine
-import Testing
 
 /// Runs `input` through `pacing` on virtual time, one character a step of 100 ms: letters are
 /// values, `|` the completion, `-` nothing. The output uses the same tokens, with `[ ]` around

@@ -1,13 +1,14 @@
-#if canImport(Combine)
-import Combine
-#else
-import OpenCombine
-#endif
 import Dispatch
 import Foundation
 import Pace
 import PaceCombine
 import Testing
+
+#if canImport(Combine)
+import Combine
+#else
+import OpenCombine
+#endif
 
 /// A subscriber that requests one element at a time from another thread, and checks that it
 /// never receives more than it requested and that its calls never overlap.

@@ -1,11 +1,12 @@
+import Pace
+import PaceCombine
+import Testing
+
 #if canImport(Combine)
 import Combine
 #else
 import OpenCombine
 #endif
-import Pace
-import PaceCombine
-import Testing
 
 /// A subscriber that records what it receives with the virtual time, and requests demand only
 /// when told, so tests can hold it at zero demand.

@@ -66,7 +66,8 @@ final class ControlledSequence: AsyncSequence, Sendable {
         for waiter in wake { waiter.resume() }
       }
     } onCancel: {
-      let (waiting, wake) = state.withLock { state -> (CheckedContinuation<Int?, Never>?, [CheckedContinuation<Void, Never>]) in
+      let (waiting, wake) = state.withLock {
+        state -> (CheckedContinuation<Int?, Never>?, [CheckedContinuation<Void, Never>]) in
         guard !state.listeners[id].isCancelled else { return (nil, []) }
         state.listeners[id].isCancelled = true
         state.teardowns += 1

@@ -199,7 +199,8 @@ func randomScreens(seed: UInt64, count: Int = 200) -> [Screen] {
   @Test func windowFlushAndCancel() {
     let scheduler = TestScheduler()
     var rendered: [Int] = []
-    let render = CoalescingDiffuser(.intoAlways { rendered.append($0) }, window: .milliseconds(16), scheduler: scheduler)
+    let render = CoalescingDiffuser(
+      .intoAlways { rendered.append($0) }, window: .milliseconds(16), scheduler: scheduler)
     render.run(1)
     scheduler.advance(to: ms(15))
     #expect(rendered == [])

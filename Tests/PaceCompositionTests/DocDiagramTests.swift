@@ -15,7 +15,8 @@ import Testing
   }
 
   @Test func coalescerWindow() {
-    expectMarbles("ab-c---d-----", step: step, through: { $0.coalescer(window: .milliseconds(200)) }, equals: "--b--c---d---")
+    expectMarbles(
+      "ab-c---d-----", step: step, through: { $0.coalescer(window: .milliseconds(200)) }, equals: "--b--c---d---")
   }
 
   @Test func coalescerSum() {

@@ -95,7 +95,9 @@ enum FuserLaws {
 
   /// `dispose()` reaches every source exactly once, however often it is called, and so does
   /// releasing the connection (Pace's rule).
-  static func disposeReachesEverySourceExactlyOnce(_ subject: FuserLawSubject, isolation: isolated (any Actor)? = #isolation) async {
+  static func disposeReachesEverySourceExactlyOnce(
+    _ subject: FuserLawSubject, isolation: isolated (any Actor)? = #isolation
+  ) async {
     let harness = subject.makeHarness()
     do {
       let connection = harness.connect { _ in }
@@ -117,7 +119,8 @@ enum FuserLaws {
   }
 
   /// Each connection has its own listeners; disposing one leaves the other working.
-  static func connectionsAreIndependent(_ subject: FuserLawSubject, isolation: isolated (any Actor)? = #isolation) async {
+  static func connectionsAreIndependent(_ subject: FuserLawSubject, isolation: isolated (any Actor)? = #isolation) async
+  {
     let harness = subject.makeHarness()
     let first = LawRecorder()
     let second = LawRecorder()

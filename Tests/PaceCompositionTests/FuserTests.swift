@@ -44,10 +44,14 @@ final class ManualSource<Event: Sendable>: Sendable {
   }
 
   @Test func extractTurnsSourceEventsIntoTheAppsEventType() {
-    enum ScreenEvent: Equatable, Sendable { case tapped, typed(String) }
+    enum ScreenEvent: Equatable, Sendable {
+      case tapped
+      case typed(String)
+    }
     let taps = ManualSource<Void>()
     let text = ManualSource<String>()
-    let events: Fuser<ScreenEvent> = .fromAll(.extract({ _ in .tapped }, taps.fuser), .extract(ScreenEvent.typed, text.fuser))
+    let events: Fuser<ScreenEvent> = .fromAll(
+      .extract({ _ in .tapped }, taps.fuser), .extract(ScreenEvent.typed, text.fuser))
     let output = Recorder<ScreenEvent>()
     let connection = events.connect(output.record)
     taps.send(())
@@ -83,7 +87,8 @@ final class ManualSource<Event: Sendable>: Sendable {
     let output = Recorder<[Int]>(clock: scheduler)
     let connection = source.fuser
       .debounced(
-        for: .milliseconds(100), edges: .both, maxWait: .milliseconds(250), merge: .append, scheduler: scheduler)
+        for: .milliseconds(100), edges: .both, maxWait: .milliseconds(250), merge: .append, scheduler: scheduler
+      )
       .connect(output.record)
     // A call every 60 ms: leading at 0, maxWait at 250, trailing 100 ms after the last call.
     for (index, time) in [0, 60, 120, 180, 240, 300].enumerated() {
@@ -275,7 +280,10 @@ final class ManualSource<Event: Sendable>: Sendable {
     let received = LockedState<[Int]>([])
     let connection = source.fuser.connectOnMainActor { value in
       MainActor.assertIsolated()
-      let all = received.withLock { $0.append(value); return $0 }
+      let all = received.withLock {
+        $0.append(value)
+        return $0
+      }
       if all.count == 100 { done.continuation.yield(all) }
     }
     DispatchQueue.global().async {

@@ -15,7 +15,12 @@ import Testing
     let isRunning = LockedState(false)
     let overlaps = Counter()
     let count = Coalescer<Int>(merge: .sum, scheduler: .queue(queue)) { value in
-      if isRunning.withLock({ running in defer { running = true }; return running }) { overlaps.increment() }
+      if isRunning.withLock({ running in
+        defer { running = true }
+        return running
+      }) {
+        overlaps.increment()
+      }
       total.withLock { $0 += value }
       runs.increment()
       isRunning.withLock { $0 = false }

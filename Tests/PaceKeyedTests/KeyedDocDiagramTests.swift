@@ -1,5 +1,5 @@
-import PaceTestSupport
 import Pace
+import PaceTestSupport
 import Testing
 
 /// The marble diagrams of KeyedPacing.md, checked: one keyed primitive, two keys called on one

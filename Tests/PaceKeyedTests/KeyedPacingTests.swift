@@ -27,7 +27,8 @@ import Testing
 
   @Test func flushCancelAndTheirAllVariants() {
     let recorder = KeyedRecorder<Int, Int>(clock: scheduler)
-    let debouncer = KeyedDebouncer<Int, Int>(for: .seconds(1), merge: .sum, scheduler: scheduler, perform: recorder.record)
+    let debouncer = KeyedDebouncer<Int, Int>(
+      for: .seconds(1), merge: .sum, scheduler: scheduler, perform: recorder.record)
     for key in 0..<10 { debouncer.call(key, key) }
     debouncer.flush(3)
     #expect(recorder.invocations(of: 3).map(\.1) == [3])
@@ -77,7 +78,8 @@ import Testing
 
   @Test func eachKeyThrottlesOnItsOwn() {
     let recorder = KeyedRecorder<Int, String>(clock: scheduler)
-    let notify = KeyedThrottler<Int, String>(for: .seconds(30), edges: .leading, scheduler: scheduler, perform: recorder.record)
+    let notify = KeyedThrottler<Int, String>(
+      for: .seconds(30), edges: .leading, scheduler: scheduler, perform: recorder.record)
     notify.call(1, "a")
     notify.call(2, "b")
     notify.call(1, "c")
@@ -108,7 +110,8 @@ import Testing
 
   @Test func releasingTheDebouncerDropsItsPendingWork() {
     let recorder = KeyedRecorder<Int, Int>(clock: scheduler)
-    var debouncer: KeyedDebouncer<Int, Int>? = KeyedDebouncer(for: .seconds(1), scheduler: scheduler, perform: recorder.record)
+    var debouncer: KeyedDebouncer<Int, Int>? = KeyedDebouncer(
+      for: .seconds(1), scheduler: scheduler, perform: recorder.record)
     debouncer?.call(1, 1)
     weak let released = debouncer
     debouncer = nil
@@ -119,10 +122,14 @@ import Testing
 
   @Test func voidValuesNeedNoArgument() {
     let count = LockedState(0)
-    let debouncer = KeyedDebouncer<Int, Void>(for: .seconds(1), scheduler: scheduler) { _, _ in count.withLock { $0 += 1 } }
+    let debouncer = KeyedDebouncer<Int, Void>(for: .seconds(1), scheduler: scheduler) { _, _ in
+      count.withLock { $0 += 1 }
+    }
     debouncer.call(1)
     debouncer.call(1)
-    let throttler = KeyedThrottler<Int, Void>(for: .seconds(1), scheduler: scheduler) { _, _ in count.withLock { $0 += 1 } }
+    let throttler = KeyedThrottler<Int, Void>(for: .seconds(1), scheduler: scheduler) { _, _ in
+      count.withLock { $0 += 1 }
+    }
     throttler.call(1)
     scheduler.advance(by: .seconds(1))
     #expect(count.withLock { $0 } == 2)

@@ -15,7 +15,8 @@ import Testing
 
   /// Takes every entry due at `now`, adding `addDuring(entry)` for each as it comes out.
   static func fire(
-    _ timer: inout ShardTimer<Int>, at now: PaceInstant, addDuring: (ShardTimer<Int>.Entry) -> PaceInstant? = { _ in nil }
+    _ timer: inout ShardTimer<Int>, at now: PaceInstant,
+    addDuring: (ShardTimer<Int>.Entry) -> PaceInstant? = { _ in nil }
   ) -> [ShardTimer<Int>.Entry] {
     let armed = timer.armIfNeeded()
     let began = timer.beginFiring(generation: armed?.generation ?? timer.generation, now: now)

@@ -1,4 +1,5 @@
 import PaceTestSupport
+
 @testable import Pace
 
 /// Invocations with their scheduler time in milliseconds, per key.

@@ -35,7 +35,10 @@ import Testing
 
   @Test func describesTheProblem() {
     let error = DurationSyntaxError(text: "300", reason: .missingUnit)
-    #expect(error.description == "'300' is not a duration: the unit is missing (write it like 300ms, 1.5s or 250us; units: ns, us, ms, s, min)")
+    #expect(
+      error.description
+        == "'300' is not a duration: the unit is missing (write it like 300ms, 1.5s or 250us; units: ns, us, ms, s, min)"
+    )
   }
 
   @Test(arguments: [

@@ -1,13 +1,16 @@
 import Foundation
-@testable import PaceTesting
 import Testing
+
+@testable import PaceTesting
 
 @Suite struct ExpectMarblesTests {
   @Test func ownCodeTakingAScheduler() {
-    expectMarbles("a-b-c------d---", step: .milliseconds(100), through: { marbles in
-      let model = SearchModel(scheduler: marbles.scheduler) { marbles.emit($0) }
-      return MarbleCalls { model.queryChanged($0) }
-    }, equals: "-------c------d")
+    expectMarbles(
+      "a-b-c------d---", step: .milliseconds(100),
+      through: { marbles in
+        let model = SearchModel(scheduler: marbles.scheduler) { marbles.emit($0) }
+        return MarbleCalls { model.queryChanged($0) }
+      }, equals: "-------c------d")
   }
 
   @Test func headerInsteadOfParameter() {
@@ -15,12 +18,14 @@ import Testing
   }
 
   @Test func trailingDashesAndSpacesDoNotMatter() {
-    expectMarbles("a", step: .milliseconds(100), through: { $0.debouncer(for: .milliseconds(300)) }, equals: "- - - a - - -")
+    expectMarbles(
+      "a", step: .milliseconds(100), through: { $0.debouncer(for: .milliseconds(300)) }, equals: "- - - a - - -")
   }
 
   @Test func aFailingComparisonIsAnIssueWithTheDiagramsAligned() {
     withKnownIssue {
-      expectMarbles("a-b-c", step: .milliseconds(100), through: { $0.debouncer(for: .milliseconds(300)) }, equals: "------c")
+      expectMarbles(
+        "a-b-c", step: .milliseconds(100), through: { $0.debouncer(for: .milliseconds(300)) }, equals: "------c")
     } matching: { issue in
       issue.comments.map(\.rawValue) == [
         """
@@ -37,40 +42,45 @@ import Testing
     let outcome = MarbleComparison.run(
       "a-b-c", stepLength: .milliseconds(100), scheduler: TestScheduler(),
       through: { $0.debouncer(for: .milliseconds(300), merge: .append) }, expected: "-------'ab'-c")
-    #expect(outcome.failure == """
-      Marble diagrams differ (step 100ms):
-        input     a-b-c
-        expected  -------'ab' -c
-        actual    -------'abc'
-      """)
+    #expect(
+      outcome.failure == """
+        Marble diagrams differ (step 100ms):
+          input     a-b-c
+          expected  -------'ab' -c
+          actual    -------'abc'
+        """)
   }
 
   @Test func offGridOutputIsNamed() {
     let outcome = MarbleComparison.run(
       "a", stepLength: .milliseconds(100), scheduler: TestScheduler(),
       through: { $0.debouncer(for: .milliseconds(250)) }, expected: "---a")
-    #expect(outcome.failure == """
-      Marble diagrams differ (step 100ms):
-        input     a
-        expected  ---a
-        actual    --a
-      note: a at 250ms is not on the 100ms step grid (it falls between steps 2 and 3); draw with offGrid: .floor to put it in step 2
-      """)
+    #expect(
+      outcome.failure == """
+        Marble diagrams differ (step 100ms):
+          input     a
+          expected  ---a
+          actual    --a
+        note: a at 250ms is not on the 100ms step grid (it falls between steps 2 and 3); draw with offGrid: .floor to put it in step 2
+        """)
   }
 
   @Test func malformedDiagramsAreReported() {
     let badExpected = MarbleComparison.run(
       "a", stepLength: .milliseconds(100), scheduler: TestScheduler(),
       through: { $0.debouncer(for: .milliseconds(300)) }, expected: "--*")
-    #expect(badExpected.failure == """
-      The expected marble diagram is malformed, column 3: unexpected '*'; a value that is not a letter or digit is quoted, like '*'
-        --*
-          ^
-      """)
+    #expect(
+      badExpected.failure == """
+        The expected marble diagram is malformed, column 3: unexpected '*'; a value that is not a letter or digit is quoted, like '*'
+          --*
+            ^
+        """)
     let badInput = MarbleComparison.run(
       "a-[b", stepLength: .milliseconds(100), scheduler: TestScheduler(),
       through: { $0.debouncer(for: .milliseconds(300)) }, expected: "---a")
-    #expect(badInput.failure?.hasPrefix("Cannot run the marble input: malformed marble diagram, column 3: the group is never closed") == true)
+    #expect(
+      badInput.failure?.hasPrefix(
+        "Cannot run the marble input: malformed marble diagram, column 3: the group is never closed") == true)
   }
 }
 
@@ -101,7 +111,9 @@ import Testing
   @Test func debouncerPerformsEveryCallAtOnce() {
     let scheduler = ImmediateScheduler()
     let performed = Box<[String]>([])
-    let search = Debouncer<String>(for: .milliseconds(300), scheduler: scheduler) { query in performed.mutate { $0.append(query) } }
+    let search = Debouncer<String>(for: .milliseconds(300), scheduler: scheduler) { query in
+      performed.mutate { $0.append(query) }
+    }
     search("s")
     search("sw")
     #expect(performed.value == ["s", "sw"])
@@ -110,7 +122,9 @@ import Testing
 
   @Test func throttlerPerformsEveryCall() {
     let performed = Box<[Int]>([])
-    let throttle = Throttler<Int>(for: .seconds(1), scheduler: ImmediateScheduler()) { value in performed.mutate { $0.append(value) } }
+    let throttle = Throttler<Int>(for: .seconds(1), scheduler: ImmediateScheduler()) { value in
+      performed.mutate { $0.append(value) }
+    }
     for value in 1...3 { throttle(value) }
     #expect(performed.value == [1, 2, 3])
   }
@@ -141,7 +155,8 @@ import Testing
   @Test func usingItIsAnIssueNamingTheMember() {
     let scheduler = UnimplementedScheduler("search")
     withKnownIssue {
-      let debouncer = Debouncer<String>(for: .milliseconds(300), scheduler: scheduler) { _ in Issue.record("performed") }
+      let debouncer = Debouncer<String>(for: .milliseconds(300), scheduler: scheduler) { _ in Issue.record("performed")
+      }
       debouncer("a")
     } matching: { issue in
       let text = issue.comments.map(\.rawValue).joined()

@@ -122,7 +122,8 @@ import Testing
   }
 
   @Test func aTimelineOfHugeStepsSaturates() throws {
-    let timeline = try #require(try MarbleDiagram("a-----------------------b").timeline(stepLength: .seconds(Int64.max)))
+    let timeline = try #require(
+      try MarbleDiagram("a-----------------------b").timeline(stepLength: .seconds(Int64.max)))
     #expect(timeline.events.map(\.instant) == [.zero, PaceInstant(nanoseconds: .max)])
   }
 
@@ -192,4 +193,3 @@ import Testing
     #expect(failures.isEmpty, "\(failures)")
   }
 }
-

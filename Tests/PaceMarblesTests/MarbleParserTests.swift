@@ -6,20 +6,22 @@ import Testing
 
   @Test func stepsValuesAndEnd() throws {
     let diagram = try MarbleDiagram("a--b--c---|")
-    #expect(diagram.events == [
-      Entry(step: 0, event: .value("a")), Entry(step: 3, event: .value("b")), Entry(step: 6, event: .value("c")),
-      Entry(step: 10, event: .finish),
-    ])
+    #expect(
+      diagram.events == [
+        Entry(step: 0, event: .value("a")), Entry(step: 3, event: .value("b")), Entry(step: 6, event: .value("c")),
+        Entry(step: 10, event: .finish),
+      ])
     #expect(diagram.length == 11)
     #expect(diagram.stepLength == nil)
   }
 
   @Test func groupsQuotedValuesFailureAndCancel() throws {
     let diagram = try MarbleDiagram("[ab]-'word';7^")
-    #expect(diagram.events == [
-      Entry(step: 0, event: .value("a")), Entry(step: 0, event: .value("b")), Entry(step: 2, event: .value("word")),
-      Entry(step: 3, event: .cancel), Entry(step: 4, event: .value("7")), Entry(step: 5, event: .failure),
-    ])
+    #expect(
+      diagram.events == [
+        Entry(step: 0, event: .value("a")), Entry(step: 0, event: .value("b")), Entry(step: 2, event: .value("word")),
+        Entry(step: 3, event: .cancel), Entry(step: 4, event: .value("7")), Entry(step: 5, event: .failure),
+      ])
   }
 
   @Test func spacesAndNewlinesAreIgnored() throws {
@@ -62,9 +64,12 @@ import Testing
 
   @Test func malformedHeader() {
     let text = "step: 10 parsecs a-b"
-    #expect(throws: MarbleSyntaxError(
-      text: text, column: 7, reason: .malformedStepLength(DurationSyntaxError(text: "10 parsecs", reason: .unknownUnit("parsecs")))
-    )) { try MarbleDiagram(text) }
+    #expect(
+      throws: MarbleSyntaxError(
+        text: text, column: 7,
+        reason: .malformedStepLength(DurationSyntaxError(text: "10 parsecs", reason: .unknownUnit("parsecs")))
+      )
+    ) { try MarbleDiagram(text) }
   }
 
   @Test func errorDescriptionPointsAtTheColumn() {
@@ -72,11 +77,12 @@ import Testing
     do {
       _ = try MarbleDiagram("a-[b-c]")
     } catch {
-      #expect(error.description == """
-        column 5: '-' inside a group; a group is a single step
-          a-[b-c]
-              ^
-        """)
+      #expect(
+        error.description == """
+          column 5: '-' inside a group; a group is a single step
+            a-[b-c]
+                ^
+          """)
     }
   }
 

@@ -16,7 +16,8 @@ import Testing
 
   @Test func timelineToDiagramAndBack() throws {
     let ms = { (value: Int64) in PaceInstant(.milliseconds(value)) }
-    let timeline = MarbleTimeline([(ms(0), "a"), (ms(300), "b"), (ms(300), "c"), (ms(500), "hello")], end: .finished(at: ms(700)))
+    let timeline = MarbleTimeline(
+      [(ms(0), "a"), (ms(300), "b"), (ms(300), "c"), (ms(500), "hello")], end: .finished(at: ms(700)))
     let diagram = try timeline.diagram(stepLength: .milliseconds(100))
     #expect(diagram.description == "a--[bc]-'hello'-|")
     #expect(diagram.timeline() == timeline)
@@ -29,11 +30,19 @@ import Testing
 
   @Test func offGridIsAnErrorByDefault() {
     let timeline = MarbleTimeline([(PaceInstant(.milliseconds(250)), "c")])
-    #expect(throws: MarbleRenderError.offGrid(value: "c", instant: PaceInstant(.milliseconds(250)), stepLength: .milliseconds(100))) {
+    #expect(
+      throws: MarbleRenderError.offGrid(
+        value: "c", instant: PaceInstant(.milliseconds(250)), stepLength: .milliseconds(100))
+    ) {
       try timeline.diagram(stepLength: .milliseconds(100))
     }
-    let message = MarbleRenderError.offGrid(value: "c", instant: PaceInstant(.milliseconds(250)), stepLength: .milliseconds(100)).description
-    #expect(message == "c at 250ms is not on the 100ms step grid (it falls between steps 2 and 3); draw with offGrid: .floor to put it in step 2")
+    let message = MarbleRenderError.offGrid(
+      value: "c", instant: PaceInstant(.milliseconds(250)), stepLength: .milliseconds(100)
+    ).description
+    #expect(
+      message
+        == "c at 250ms is not on the 100ms step grid (it falls between steps 2 and 3); draw with offGrid: .floor to put it in step 2"
+    )
   }
 
   @Test func floorPutsAnEventInTheStepThatContainsIt() throws {
@@ -43,7 +52,8 @@ import Testing
 
   @Test func originShiftsStepZero() throws {
     let timeline = MarbleTimeline([(PaceInstant(.seconds(10)), "a"), (PaceInstant(.milliseconds(10_200)), "b")])
-    #expect(try timeline.diagram(stepLength: .milliseconds(100), origin: PaceInstant(.seconds(10))).description == "a-b")
+    #expect(
+      try timeline.diagram(stepLength: .milliseconds(100), origin: PaceInstant(.seconds(10))).description == "a-b")
     #expect(throws: MarbleRenderError.beforeOrigin(value: "a", instant: PaceInstant(.seconds(10)))) {
       try timeline.diagram(stepLength: .milliseconds(100), origin: PaceInstant(.seconds(11)))
     }
@@ -59,21 +69,26 @@ import Testing
   }
 
   @Test func alignedDiagramsShareColumns() throws {
-    let lines = MarbleDiagram.aligned([try MarbleDiagram("a-'bc'-d"), try MarbleDiagram("-e-[fg]"), try MarbleDiagram("x")])
-    #expect(lines == [
-      "a-'bc'-   d",
-      "-e-   [fg]",
-      "x",
+    let lines = MarbleDiagram.aligned([
+      try MarbleDiagram("a-'bc'-d"), try MarbleDiagram("-e-[fg]"), try MarbleDiagram("x"),
     ])
+    #expect(
+      lines == [
+        "a-'bc'-   d",
+        "-e-   [fg]",
+        "x",
+      ])
     // Spaces are ignored, so each line still reads as its diagram.
     #expect(try MarbleDiagram(lines[1]) == MarbleDiagram("-e-[fg]"))
   }
 
   @Test func tableLabelsLines() throws {
-    let table = MarbleDiagram.table([("input", try MarbleDiagram("a-b")), ("expected", try MarbleDiagram("--[ab]"))], indent: "  ")
-    #expect(table == """
-        input     a-b
-        expected  --[ab]
-      """)
+    let table = MarbleDiagram.table(
+      [("input", try MarbleDiagram("a-b")), ("expected", try MarbleDiagram("--[ab]"))], indent: "  ")
+    #expect(
+      table == """
+          input     a-b
+          expected  --[ab]
+        """)
   }
 }

@@ -15,23 +15,27 @@ import Testing
   }
 
   @Test func debounceLeading() {
-    expectMarbles("a-b-c------d---", step: step, through: { $0.debouncer(for: interval, edges: .leading) },
-                  equals: "a----------d")
+    expectMarbles(
+      "a-b-c------d---", step: step, through: { $0.debouncer(for: interval, edges: .leading) },
+      equals: "a----------d")
   }
 
   @Test func debounceBothEdgesInvokesALoneCallOnce() {
-    expectMarbles("a-b-c------d---", step: step, through: { $0.debouncer(for: interval, edges: .both) },
-                  equals: "a------c---d")
+    expectMarbles(
+      "a-b-c------d---", step: step, through: { $0.debouncer(for: interval, edges: .both) },
+      equals: "a------c---d")
   }
 
   @Test func debounceMaxWaitBoundsTheWait() {
-    expectMarbles("abcdefghij", step: step, through: { $0.debouncer(for: interval, maxWait: .milliseconds(500)) },
-                  equals: "-----e----j")
+    expectMarbles(
+      "abcdefghij", step: step, through: { $0.debouncer(for: interval, maxWait: .milliseconds(500)) },
+      equals: "-----e----j")
   }
 
   @Test func debounceAppendBatchesEveryValue() {
-    expectMarbles("a-b-c------d", step: step, through: { $0.debouncer(for: interval, merge: .append) },
-                  equals: "-------'abc'------d")
+    expectMarbles(
+      "a-b-c------d", step: step, through: { $0.debouncer(for: interval, merge: .append) },
+      equals: "-------'abc'------d")
   }
 
   @Test func debounceCallAtTheDeadlineStartsANewBurst() {
@@ -40,9 +44,11 @@ import Testing
   }
 
   @Test func debounceSumOfIntegers() {
-    expectMarbles("1-2-3------4", step: step, through: { marbles in
-      Debouncer<Int>(for: interval, merge: .sum, scheduler: marbles.scheduler) { marbles.emit($0) }
-    }, equals: "-------6------4")
+    expectMarbles(
+      "1-2-3------4", step: step,
+      through: { marbles in
+        Debouncer<Int>(for: interval, merge: .sum, scheduler: marbles.scheduler) { marbles.emit($0) }
+      }, equals: "-------6------4")
   }
 
   @Test func finishFlushesAndEnds() {
@@ -68,19 +74,22 @@ import Testing
   }
 
   @Test func throttleLeading() {
-    expectMarbles("abcdefg---h", step: step, through: { $0.throttler(for: interval, edges: .leading) },
-                  equals: "a--d--g---h")
+    expectMarbles(
+      "abcdefg---h", step: step, through: { $0.throttler(for: interval, edges: .leading) },
+      equals: "a--d--g---h")
   }
 
   @Test func throttleTrailing() {
-    expectMarbles("abcdefg---h", step: step, through: { $0.throttler(for: interval, edges: .trailing) },
-                  equals: "---c--f--g--h")
+    expectMarbles(
+      "abcdefg---h", step: step, through: { $0.throttler(for: interval, edges: .trailing) },
+      equals: "---c--f--g--h")
   }
 
   @Test func throttleFirstKeepsTheWindowsFirstValue() {
     // d at step 3 comes after the window ending at 3 invoked b, so it is the next window's first.
-    expectMarbles("abcdefg", step: step, through: { $0.throttler(for: interval, merge: .first) },
-                  equals: "a--b--d--g")
+    expectMarbles(
+      "abcdefg", step: step, through: { $0.throttler(for: interval, merge: .first) },
+      equals: "a--b--d--g")
   }
 
   @Test func throttleQuietsDownAfterAnEmptyWindow() {
@@ -99,9 +108,11 @@ import Testing
   }
 
   @Test func coalesceSum() {
-    expectMarbles("[111]-[11]", step: step, through: { marbles in
-      Coalescer<Int>(merge: .sum, scheduler: marbles.scheduler) { marbles.emit($0) }
-    }, equals: "3-2")
+    expectMarbles(
+      "[111]-[11]", step: step,
+      through: { marbles in
+        Coalescer<Int>(merge: .sum, scheduler: marbles.scheduler) { marbles.emit($0) }
+      }, equals: "3-2")
   }
 
   // MARK: The runner
@@ -115,7 +126,8 @@ import Testing
 
   @Test func runnerStartsAtTheSchedulersTime() throws {
     let scheduler = TestScheduler(now: PaceInstant(.seconds(5)))
-    let run = try MarbleRunner.run("a", stepLength: step, scheduler: scheduler, through: { $0.debouncer(for: interval) })
+    let run = try MarbleRunner.run(
+      "a", stepLength: step, scheduler: scheduler, through: { $0.debouncer(for: interval) })
     #expect(run.output == MarbleTimeline([(PaceInstant(.milliseconds(5300)), "a")]))
     #expect(try run.outputDiagram().description == "---a")
   }
@@ -128,9 +140,11 @@ import Testing
       (error as? MarbleRunError)?.description == "the diagram's header says step: 10ms but stepLength is 20ms"
     }
     #expect {
-      try MarbleRunner.run("1-x", stepLength: step, through: { marbles in
-        Debouncer<Int>(for: interval, scheduler: marbles.scheduler) { marbles.emit($0) }
-      })
+      try MarbleRunner.run(
+        "1-x", stepLength: step,
+        through: { marbles in
+          Debouncer<Int>(for: interval, scheduler: marbles.scheduler) { marbles.emit($0) }
+        })
     } throws: { error in
       (error as? MarbleRunError)?.description == "step 2 (x): 'x' is not a valid Int"
     }
@@ -138,15 +152,17 @@ import Testing
 
   @Test func settlingStopsARepeatingTimer() throws {
     // Work that reschedules itself forever: the run stops `settlingSteps` past the input.
-    let run = try MarbleRunner.run("a", stepLength: step, settlingSteps: 5, through: { marbles in
-      MarbleCalls { _ in
-        @Sendable func tick() {
-          marbles.emit("t")
-          marbles.scheduler.schedule(after: .milliseconds(200)) { tick() }
+    let run = try MarbleRunner.run(
+      "a", stepLength: step, settlingSteps: 5,
+      through: { marbles in
+        MarbleCalls { _ in
+          @Sendable func tick() {
+            marbles.emit("t")
+            marbles.scheduler.schedule(after: .milliseconds(200)) { tick() }
+          }
+          tick()
         }
-        tick()
-      }
-    })
+      })
     #expect(try run.outputDiagram().description == "t-t-t-t")  // up to step 1 + 5
   }
 }

@@ -5,9 +5,11 @@ import XCTest
 /// Testing helpers, tested in `ExpectMarblesTests`).
 final class XCTestHelperTests: XCTestCase {
   func testAssertMarbles() {
-    XCTAssertMarbles("a-b-c------d---", step: .milliseconds(100), through: { marbles in
-      marbles.debouncer(for: .milliseconds(300))
-    }, equals: "-------c------d")
+    XCTAssertMarbles(
+      "a-b-c------d---", step: .milliseconds(100),
+      through: { marbles in
+        marbles.debouncer(for: .milliseconds(300))
+      }, equals: "-------c------d")
   }
 
   func testAssertNothingScheduled() {

@@ -25,7 +25,8 @@ struct PostgresBatchingTests {
       binds.append(keys.map { _ in burstOfTwo.increment })
       binds.append(keys.map { _ in burstOfTwo.tolerance })
       binds.append(Int64(10_000_000))
-      let rows = try await clients[0].query(PostgresQuery(unsafeSQL: PostgresRateLimitStore.batchSQL(table: table), binds: binds))
+      let rows = try await clients[0].query(
+        PostgresQuery(unsafeSQL: PostgresRateLimitStore.batchSQL(table: table), binds: binds))
       var answers: [(Int, Bool, Bool)] = []
       for try await (index, granted, _, _, late) in rows.decode((Int, Int64?, Int64?, Int64, Bool).self) {
         answers.append((index, granted != nil, late))

@@ -60,7 +60,12 @@ struct PostgresDebouncerTests {
     _ body: @Sendable () async throws -> Result
   ) async throws -> Result {
     try await withThrowingTaskGroup(of: Result?.self) { group in
-      for debouncer in debouncers { group.addTask { try await debouncer.run(); return nil } }
+      for debouncer in debouncers {
+        group.addTask {
+          try await debouncer.run()
+          return nil
+        }
+      }
       defer { group.cancelAll() }
       return try await body()
     }

@@ -65,7 +65,8 @@ struct PostgresFaultTests {
     ]
     let memory = KeyedRateLimiter<String>(permits: slow.permits, per: slow.interval, clock: TestScheduler())
     try await TestDatabase.withClients { clients in
-      let store = try PostgresRateLimitStore(client: clients[0], table: TestDatabase.uniqueTable("rl"), timeout: .seconds(30))
+      let store = try PostgresRateLimitStore(
+        client: clients[0], table: TestDatabase.uniqueTable("rl"), timeout: .seconds(30))
       try await store.migrate()
       let shared = KeyedRateLimiter(permits: slow.permits, per: slow.interval, store: store)
       for (index, input) in inputs.enumerated() {
@@ -119,7 +120,8 @@ struct PostgresFaultTests {
       #expect(try await store.tryAcquire("old", cost: 1, limit: slow) == .allowed(remaining: 2))
       // The whole table, as a migration or a VACUUM FULL would.
       try await clients[1].withTransaction(logger: TestDatabase.quietLogger) { locker in
-        try await locker.query("LOCK TABLE \(unescaped: table) IN ACCESS EXCLUSIVE MODE", logger: TestDatabase.quietLogger)
+        try await locker.query(
+          "LOCK TABLE \(unescaped: table) IN ACCESS EXCLUSIVE MODE", logger: TestDatabase.quietLogger)
         let answers = try await withThrowingTaskGroup(of: RateLimitDecision.self) { group in
           for index in 0..<10 {
             group.addTask { try await store.tryAcquire(index % 2 == 0 ? "old" : "new", cost: 1, limit: slow) }
@@ -156,18 +158,21 @@ struct PostgresFaultTests {
       try await admin[0].query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(database)"))
       try await TestDatabase.running([client]) {
         let fallback = KeyedRateLimiter<String>(permits: 1, per: .seconds(3600))
-        let store = try PostgresRateLimitStore(client: client, whenUnavailable: .fallback(fallback), timeout: .seconds(30))
+        let store = try PostgresRateLimitStore(
+          client: client, whenUnavailable: .fallback(fallback), timeout: .seconds(30))
         try await store.migrate()
         #expect(try await store.tryAcquire("k", cost: 1, limit: slow) == .allowed(remaining: 2))
         try await admin[0].query(
           PostgresQuery(unsafeSQL: "ALTER DATABASE \(database) SET default_transaction_read_only = on"))
         // New sessions are read-only: end the old ones.
         try await admin[0].query(
-          PostgresQuery(unsafeSQL: "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(database)'"))
+          PostgresQuery(
+            unsafeSQL: "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(database)'"))
         var answers: [RateLimitDecision] = []
         for _ in 0..<3 { answers.append(try await store.tryAcquire("other", cost: 1, limit: slow)) }
         // The fallback's own limit (1 per hour), never a thrown 25006.
-        #expect(answers.first == .allowed(remaining: 0) && answers.dropFirst().allSatisfy { !$0.isAllowed }, "\(answers)")
+        #expect(
+          answers.first == .allowed(remaining: 0) && answers.dropFirst().allSatisfy { !$0.isAllowed }, "\(answers)")
         let throwing = try PostgresRateLimitStore(client: client, timeout: .seconds(30))
         await #expect {
           try await throwing.tryAcquire("other", cost: 1, limit: slow)
@@ -298,7 +303,8 @@ struct PostgresFaultTests {
     configuration.options.connectTimeout = .milliseconds(500)
     let client = PostgresClient(configuration: configuration, backgroundLogger: TestDatabase.quietLogger)
     var ownConnections = PostgresConnection.Configuration(
-      host: "127.0.0.1", port: cluster.port, username: cluster.owner, password: nil, database: "postgres", tls: .disable)
+      host: "127.0.0.1", port: cluster.port, username: cluster.owner, password: nil, database: "postgres", tls: .disable
+    )
     ownConnections.options.connectTimeout = .milliseconds(500)
     let direct = ownConnections
     let (directLogs, poolLogs) = (InMemoryLogHandler(), InMemoryLogHandler())

@@ -132,7 +132,9 @@ struct PostgresRateLimitStoreTests {
         try await store.tryAcquire(long, cost: 1, limit: hour)
       }
       for cost in [-1, Int.min] {
-        await #expect(throws: InvalidInput.negativeCost(cost)) { try await store.tryAcquire("k", cost: cost, limit: hour) }
+        await #expect(throws: InvalidInput.negativeCost(cost)) {
+          try await store.tryAcquire("k", cost: cost, limit: hour)
+        }
       }
       for cost in [101, Int.max] {
         await #expect(throws: InvalidInput.costAboveBurst(cost: cost, burst: 100)) {

@@ -50,7 +50,8 @@ struct RateLimitMiddlewareTests {
 
   /// The convenience initializer limits in memory with a limiter of its own.
   @Test func aLimitAloneMeansAnInMemoryLimiter() async throws {
-    let middleware = RateLimitMiddleware<BasicRequestContext>(limit: RateLimit(permits: 5, per: .seconds(1), burst: 2)) {
+    let middleware = RateLimitMiddleware<BasicRequestContext>(limit: RateLimit(permits: 5, per: .seconds(1), burst: 2))
+    {
       _, _ in "k"
     }
     #expect(middleware.limit == RateLimit(permits: 5, per: .seconds(1), burst: 2))
@@ -97,7 +98,8 @@ struct RateLimitMiddlewareTests {
   /// through PostgreSQL alike; a limiter that cannot decide gets a 503.
   @Test func hostileRequestsGet400InMemoryAndThroughPostgreSQL() async throws {
     try await TestDatabase.withClients { clients in
-      let store = try PostgresRateLimitStore(client: clients[0], table: TestDatabase.uniqueTable("rl"), timeout: .seconds(30))
+      let store = try PostgresRateLimitStore(
+        client: clients[0], table: TestDatabase.uniqueTable("rl"), timeout: .seconds(30))
       try await store.migrate()
       let limiters = [
         KeyedRateLimiter<String>(permits: 3, per: .seconds(3600)),
@@ -120,7 +122,8 @@ struct RateLimitMiddlewareTests {
           let fine = try await client.execute(uri: "/", method: .get, headers: [Self.apiKey: "a"])
           #expect(fine.headers[HTTPField.Name("RateLimit")!]?.hasPrefix("\"default\";r=2;") == true)
           let query = try await client.execute(uri: "/", method: .get, headers: [Self.apiKey: "a", Self.cost: "0"])
-          #expect(query.status == .ok && query.headers[HTTPField.Name("RateLimit")!]?.hasPrefix("\"default\";r=2;") == true)
+          #expect(
+            query.status == .ok && query.headers[HTTPField.Name("RateLimit")!]?.hasPrefix("\"default\";r=2;") == true)
         }
         let invalid = try metrics.expectCounter(
           "pace_http_rate_limit_responses_total", [("policy", "default"), ("outcome", "invalid")])

@@ -67,7 +67,9 @@ struct SameAnswersOnEveryFramework {
 
   @Test func aLimiterThatCannotDecideGetsTheSame503() async throws {
     let probes = [Probe(key: "a")]
-    func limiter() -> KeyedRateLimiter<String> { KeyedRateLimiter(permits: 3, per: .seconds(60), store: FailingStore()) }
+    func limiter() -> KeyedRateLimiter<String> {
+      KeyedRateLimiter(permits: 3, per: .seconds(60), store: FailingStore())
+    }
     let hummingbird = try await hummingbirdAnswers(limiter(), probes)
     let vapor = try await vaporAnswers(limiter(), probes)
     #expect(hummingbird == vapor)
@@ -111,14 +113,25 @@ struct RateLimitFieldsTests {
       return
     }
     #expect(unavailable.status == 503 && unavailable.reasonPhrase == "Service Unavailable")
-    #expect(unavailable.fields == [
-      HeaderField("Content-Type", "text/plain; charset=utf-8"), HeaderField("Retry-After", "1"),
-    ])
+    #expect(
+      unavailable.fields == [
+        HeaderField("Content-Type", "text/plain; charset=utf-8"), HeaderField("Retry-After", "1"),
+      ])
   }
 
   @Test func wholeSecondsNeverGoBelowZero() {
     #expect(RateLimitFields.wholeSeconds(.zero - .seconds(3)) == 0)
     #expect(RateLimitFields.wholeSeconds(.nanoseconds(1)) == 1)
+    #expect(RateLimitFields.wholeSeconds(.seconds(2)) == 2)
+    #expect(RateLimitFields.wholeSeconds(.milliseconds(2_001)) == 3)
+  }
+
+  /// A configured interval beyond `Int64.max` seconds saturates at the end of the timeline
+  /// (`Int64.max` nanoseconds, 9,223,372,037 s rounded up) instead of trapping.
+  @Test func wholeSecondsSaturatesBeyondTheTimeline() {
+    #expect(RateLimitFields.wholeSeconds(.seconds(Int64.max) * 4) == 9_223_372_037)
+    let fields = RateLimitFields(limit: RateLimit(permits: 1, per: .seconds(Int64.max) * 4), policyName: "p")
+    #expect(fields.policyValue == "\"p\";q=1;w=9223372037")
   }
 }
 #endif

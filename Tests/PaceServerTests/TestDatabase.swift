@@ -204,7 +204,9 @@ final class TestCluster: Sendable {
   }
 
   private func run(_ command: String) throws {
-    let asOwner = owner == NSUserName() ? command : "runuser -u \(owner) -- sh -c \"\(command.replacingOccurrences(of: "\"", with: "\\\""))\""
+    let asOwner =
+      owner == NSUserName()
+      ? command : "runuser -u \(owner) -- sh -c \"\(command.replacingOccurrences(of: "\"", with: "\\\""))\""
     try Self.shell(asOwner)
   }
 

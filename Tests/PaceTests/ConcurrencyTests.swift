@@ -1,6 +1,7 @@
 import Dispatch
 import PaceTestSupport
 import Testing
+
 @testable import Pace
 
 /// Real Dispatch queues and threads. These also run under the thread sanitizer in CI
@@ -25,12 +26,14 @@ import Testing
   @Test func concurrentCallersLoseAndDuplicateNothingWithAppend() async {
     let queue = DispatchQueue(label: "pace.test.append")
     let log = Recorder<[Int]>()
-    let throttler = Throttler<[Int]>(for: .milliseconds(1), merge: .append, scheduler: .queue(queue), perform: log.record)
+    let throttler = Throttler<[Int]>(
+      for: .milliseconds(1), merge: .append, scheduler: .queue(queue), perform: log.record)
     let debouncer = Debouncer<[Int]>(
       for: .milliseconds(1), edges: .both, maxWait: .milliseconds(2), merge: .append, scheduler: .queue(queue),
       perform: log.record
     )
-    let threads = 4, perThread = 5_000
+    let threads = 4
+    let perThread = 5_000
     DispatchQueue.concurrentPerform(iterations: threads) { thread in
       for index in 0..<perThread {
         let value = thread * perThread + index
@@ -47,7 +50,8 @@ import Testing
     // Each thread's calls arrive in the order it made them.
     for thread in 0..<threads {
       let mine = delivered.filter { $0 / perThread == thread }
-      let evens = mine.filter { $0.isMultiple(of: 2) }, odds = mine.filter { !$0.isMultiple(of: 2) }
+      let evens = mine.filter { $0.isMultiple(of: 2) }
+      let odds = mine.filter { !$0.isMultiple(of: 2) }
       #expect(evens == evens.sorted())
       #expect(odds == odds.sorted())
     }
@@ -57,9 +61,15 @@ import Testing
     let queue = DispatchQueue(label: "pace.test.overlap", attributes: .concurrent)
     let active = LockedState((now: 0, max: 0, runs: 0))
     let throttler = Throttler<Int>(for: .zero, edges: .leading, scheduler: .queue(queue)) { _ in
-      active.withLock { $0.now += 1; $0.max = max($0.max, $0.now) }
+      active.withLock {
+        $0.now += 1
+        $0.max = max($0.max, $0.now)
+      }
       for _ in 0..<1_000 { _ = active.withLock { $0.now } }
-      active.withLock { $0.now -= 1; $0.runs += 1 }
+      active.withLock {
+        $0.now -= 1
+        $0.runs += 1
+      }
     }
     DispatchQueue.concurrentPerform(iterations: 4) { _ in
       for value in 0..<2_000 { throttler.call(value) }
@@ -101,7 +111,9 @@ import Testing
     let queue = DispatchQueue(label: "pace.test.latency")
     let scheduler = DispatchScheduler(queue)
     let fired = LockedState<PaceInstant?>(nil)
-    let debouncer = Debouncer<Void>(for: .milliseconds(20), scheduler: scheduler) { fired.withLock { $0 = scheduler.now } }
+    let debouncer = Debouncer<Void>(for: .milliseconds(20), scheduler: scheduler) {
+      fired.withLock { $0 = scheduler.now }
+    }
     let start = scheduler.now
     debouncer.call()
     let settled4 = await eventually { fired.withLock { $0 } != nil }
@@ -142,7 +154,8 @@ import Testing
 
   @Test func twoSchedulersOverOneQueueShareItsTag() {
     let queue = DispatchQueue(label: "pace.test.tag")
-    let first = DispatchScheduler(queue), second = DispatchScheduler.queue(queue)
+    let first = DispatchScheduler(queue)
+    let second = DispatchScheduler.queue(queue)
     #expect(queue.sync { first.isCurrent && second.isCurrent })
   }
 

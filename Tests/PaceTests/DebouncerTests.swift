@@ -1,5 +1,6 @@
 import PaceTestSupport
 import Testing
+
 @testable import Pace
 
 /// Debouncer on virtual time: every mode, with exact invocation times. Calls are made after
@@ -168,8 +169,12 @@ import Testing
   }
 
   @Test func mergePoliciesCombineTheCoveredCalls() {
-    let latest = Recorder<Int>(), first = Recorder<Int>(), sum = Recorder<Int>()
-    let union = Recorder<Set<Int>>(), append = Recorder<[Int]>(), custom = Recorder<Int>()
+    let latest = Recorder<Int>()
+    let first = Recorder<Int>()
+    let sum = Recorder<Int>()
+    let union = Recorder<Set<Int>>()
+    let append = Recorder<[Int]>()
+    let custom = Recorder<Int>()
     let debouncers: [(Int) -> Void] = [
       debouncer(merge: .latest, into: latest).call,
       debouncer(merge: .first, into: first).call,

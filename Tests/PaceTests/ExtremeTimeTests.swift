@@ -100,7 +100,8 @@ import Testing
     var m = DebounceStateMachine<String>(interval: .seconds(1), edges: .both, maxWait: nil, merge: .latest)
     // The first call keeps its own time (it used to be raised to zero).
     #expect(m.call("a", now: first) == .invoke("a"))
-    #expect(m.call("a2", now: first.advanced(by: .milliseconds(1))) == .schedule(at: first.advanced(by: .milliseconds(1001))))
+    #expect(
+      m.call("a2", now: first.advanced(by: .milliseconds(1))) == .schedule(at: first.advanced(by: .milliseconds(1001))))
     #expect(m.timerFired(now: first.advanced(by: .milliseconds(1001))) == .invoke("a2"))
     // A whole timeline later is a quiet period, so this call leads (a wrapped duration said no).
     #expect(m.call("b", now: Self.end) == .invoke("b"))

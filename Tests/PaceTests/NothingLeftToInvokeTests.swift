@@ -1,7 +1,6 @@
-import Testing
-
 import PaceTestSupport
 import PaceTesting
+import Testing
 
 @testable import Pace
 
@@ -127,7 +126,8 @@ import PaceTesting
   }
 
   @Test func machinesSayWhenTheyNeedTheirTimer() {
-    var machine = DebounceStateMachine<Int>(interval: .milliseconds(300), edges: .trailing, maxWait: nil, merge: .latest)
+    var machine = DebounceStateMachine<Int>(
+      interval: .milliseconds(300), edges: .trailing, maxWait: nil, merge: .latest)
     #expect(machine.call(1, now: ms(0)) == .schedule(at: ms(300)))
     #expect(machine.hasTimer)
     #expect(machine.flush(now: ms(100)) == 1)

@@ -1,5 +1,6 @@
 import PaceTestSupport
 import Testing
+
 @testable import Pace
 
 /// The engines against simple reference models on thousands of seeded random timelines.
@@ -169,7 +170,8 @@ import Testing
       let expected = calls.map(\.value)
       let edges: Edges = Bool.random(using: &generator) ? .trailing : .both
       let interval = Int64.random(in: 1...50, using: &generator)
-      #expect(Self.referenceDebounce(calls, interval: interval, edges: edges, maxWait: nil).flatMap(\.value) == expected)
+      #expect(
+        Self.referenceDebounce(calls, interval: interval, edges: edges, maxWait: nil).flatMap(\.value) == expected)
       #expect(Self.referenceThrottle(calls, interval: interval, edges: edges).flatMap(\.value) == expected)
     }
   }

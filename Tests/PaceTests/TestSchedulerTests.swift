@@ -1,6 +1,7 @@
 import Dispatch
 import PaceTestSupport
 import Testing
+
 @testable import Pace
 
 @Suite struct TestSchedulerTests {

@@ -1,5 +1,6 @@
 import PaceTestSupport
 import Testing
+
 @testable import Pace
 
 /// The throttle machine driven directly: `now` in, actions out.

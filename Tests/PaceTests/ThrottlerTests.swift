@@ -1,5 +1,6 @@
 import PaceTestSupport
 import Testing
+
 @testable import Pace
 
 /// Throttler on virtual time, with exact invocation times.

@@ -1,9 +1,11 @@
 import Foundation
+import Testing
+
+@testable import PaceTool
+
 #if canImport(FoundationXML)
 import FoundationXML
 #endif
-@testable import PaceTool
-import Testing
 
 /// Runs `pace` in-process and returns its status and output.
 func pace(_ arguments: String...) -> (status: Int32, output: String, errors: String) {
@@ -18,20 +20,21 @@ func pace(_ arguments: String...) -> (status: Int32, output: String, errors: Str
     let run = pace("simulate", "debounce", "--interval", "300ms", "--events", "a@0 b@40 c@90")
     #expect(run.status == 0)
     #expect(run.errors == "")
-    #expect(run.output == """
-      debounce 300ms, edges trailing, merge latest
-      3 calls over 90ms; one column is 10ms
+    #expect(
+      run.output == """
+        debounce 300ms, edges trailing, merge latest
+        3 calls over 90ms; one column is 10ms
 
-                  0         100ms     200ms     300ms
-        calls     a---b----c------------------------------
-        debounce  ---------------------------------------c
+                    0         100ms     200ms     300ms
+          calls     a---b----c------------------------------
+          debounce  ---------------------------------------c
 
-        #   time  value  calls  delay
-        1  390ms  c      1-3    300ms to 390ms
+          #   time  value  calls  delay
+          1  390ms  c      1-3    300ms to 390ms
 
-      3 calls in, 1 invocation out (66.7% fewer); delay median 350ms, p95 390ms, max 390ms; 0 dropped
+        3 calls in, 1 invocation out (66.7% fewer); delay median 350ms, p95 390ms, max 390ms; 0 dropped
 
-      """)
+        """)
   }
 
   @Test func throttleLeadingOnlyWithAStep() {
@@ -39,22 +42,23 @@ func pace(_ arguments: String...) -> (status: Int32, output: String, errors: Str
       "simulate", "throttle", "--interval", "100ms", "--no-trailing", "--step", "20ms",
       "--events", "a@0 b@40 c@90 d@130 e@250")
     #expect(run.status == 0)
-    #expect(run.output == """
-      throttle 100ms, edges leading, merge latest
-      5 calls over 250ms; one column is 20ms
+    #expect(
+      run.output == """
+        throttle 100ms, edges leading, merge latest
+        5 calls over 250ms; one column is 20ms
 
-                          0         200ms
-        calls             a-b-c-d-----e
-        throttle leading  a-----d-----e
+                            0         200ms
+          calls             a-b-c-d-----e
+          throttle leading  a-----d-----e
 
-        #   time  value  calls  delay
-        1    0ms  a      1      0ms
-        2  130ms  d      4      0ms
-        3  250ms  e      5      0ms
+          #   time  value  calls  delay
+          1    0ms  a      1      0ms
+          2  130ms  d      4      0ms
+          3  250ms  e      5      0ms
 
-      5 calls in, 3 invocations out (40.0% fewer); delay median 0ms, p95 0ms, max 0ms; 2 dropped
+        5 calls in, 3 invocations out (40.0% fewer); delay median 0ms, p95 0ms, max 0ms; 2 dropped
 
-      """)
+        """)
   }
 
   @Test func debounceBothWithMaxWaitAndAppend() {
@@ -63,23 +67,27 @@ func pace(_ arguments: String...) -> (status: Int32, output: String, errors: Str
       "--events", "a@0 b@30 c@60 d@90 e@120")
     #expect(run.status == 0)
     #expect(run.output.hasPrefix("debounce 50ms, edges leading+trailing, maxWait 100ms, merge append\n"))
-    #expect(run.output.contains("""
-        #   time  value  calls  delay
-        1    0ms  a      1      0ms
-        2  100ms  bcd    2-4    10ms to 70ms
-        3  170ms  e      5      50ms
-      """))
+    #expect(
+      run.output.contains(
+        """
+          #   time  value  calls  delay
+          1    0ms  a      1      0ms
+          2  100ms  bcd    2-4    10ms to 70ms
+          3  170ms  e      5      50ms
+        """))
   }
 
   @Test func coalesceSumsOneTurn() {
     let run = pace("simulate", "coalesce", "--interval", "0ms", "--merge", "sum", "--events", "1@5 1@5 1@5 2@8")
     #expect(run.status == 0)
     #expect(run.output.hasPrefix("coalesce on the next turn, merge sum\n"))
-    #expect(run.output.contains("""
-        #  time  value  calls  delay
-        1   5ms  3      1-3    0ms
-        2   8ms  2      4      0ms
-      """))
+    #expect(
+      run.output.contains(
+        """
+          #  time  value  calls  delay
+          1   5ms  3      1-3    0ms
+          2   8ms  2      4      0ms
+        """))
   }
 
   @Test func jsonShape() throws {
@@ -127,26 +135,27 @@ func pace(_ arguments: String...) -> (status: Int32, output: String, errors: Str
   @Test func tableOverEveryStrategy() {
     let run = pace("compare", "--events", "a@0 b@40 c@90 d@1000", "--interval", "300ms")
     #expect(run.status == 0)
-    #expect(run.output == """
-      --events: 4 calls over 1000ms, interval 300ms
+    #expect(
+      run.output == """
+        --events: 4 calls over 1000ms, interval 300ms
 
-        strategy            calls  out  reduction  dropped  median    p95    max
-        debounce                4    2      50.0%        0   300ms  390ms  390ms
-        debounce leading        4    2      50.0%        2     0ms    0ms    0ms
-        debounce both           4    3      25.0%        0     0ms  350ms  350ms
-        debounce maxWait        4    2      50.0%        0   300ms  390ms  390ms
-        throttle                4    3      25.0%        0     0ms  260ms  260ms
-        throttle leading        4    2      50.0%        2     0ms    0ms    0ms
-        throttle trailing       4    2      50.0%        0   260ms  300ms  300ms
-        coalesce                4    2      50.0%        0   260ms  300ms  300ms
-        coalesce next turn      4    4       0.0%        0     0ms    0ms    0ms
+          strategy            calls  out  reduction  dropped  median    p95    max
+          debounce                4    2      50.0%        0   300ms  390ms  390ms
+          debounce leading        4    2      50.0%        2     0ms    0ms    0ms
+          debounce both           4    3      25.0%        0     0ms  350ms  350ms
+          debounce maxWait        4    2      50.0%        0   300ms  390ms  390ms
+          throttle                4    3      25.0%        0     0ms  260ms  260ms
+          throttle leading        4    2      50.0%        2     0ms    0ms    0ms
+          throttle trailing       4    2      50.0%        0   260ms  300ms  300ms
+          coalesce                4    2      50.0%        0   260ms  300ms  300ms
+          coalesce next turn      4    4       0.0%        0     0ms    0ms    0ms
 
-      out: invocations. median, p95, max: the delay from each call to the invocation that covers it
-      (the first invocation at or after the call whose merged value includes it); dropped: calls no
-      invocation covers, which a leading-only strategy ignores.
-      debounce maxWait waits at most 900ms; coalesce runs one window after the first call.
+        out: invocations. median, p95, max: the delay from each call to the invocation that covers it
+        (the first invocation at or after the call whose merged value includes it); dropped: calls no
+        invocation covers, which a leading-only strategy ignores.
+        debounce maxWait waits at most 900ms; coalesce runs one window after the first call.
 
-      """)
+        """)
   }
 
   @Test func jsonShape() throws {
@@ -167,7 +176,9 @@ func pace(_ arguments: String...) -> (status: Int32, output: String, errors: Str
   @Test func svgIsWellFormed() throws {
     let path = FileManager.default.temporaryDirectory.appendingPathComponent("pace-\(UUID().uuidString).svg").path
     defer { try? FileManager.default.removeItem(atPath: path) }
-    #expect(pace("compare", "--trace", try bundledPath("scrolling-120hz.csv"), "--interval", "100ms", "--svg", path).status == 0)
+    #expect(
+      pace("compare", "--trace", try bundledPath("scrolling-120hz.csv"), "--interval", "100ms", "--svg", path).status
+        == 0)
     let data = try #require(FileManager.default.contents(atPath: path))
     let checker = SVGChecker()
     let parser = XMLParser(data: data)
@@ -187,7 +198,9 @@ func pace(_ arguments: String...) -> (status: Int32, output: String, errors: Str
     let run = pace("demo")
     #expect(run.status == 0)
     #expect(run.errors == "")
-    for title in ["1. Typing a search query", "2. A button bashed five times", "3. Scrolling at 120 Hz", "4. A \"complete all\""] {
+    for title in [
+      "1. Typing a search query", "2. A button bashed five times", "3. Scrolling at 120 Hz", "4. A \"complete all\"",
+    ] {
       #expect(run.output.contains(title))
     }
     #expect(run.output.components(separatedBy: "\n  coalesce next turn  ").count == 5)
@@ -197,22 +210,50 @@ func pace(_ arguments: String...) -> (status: Int32, output: String, errors: Str
 
 @Suite struct BadInputTests {
   @Test(arguments: [
-    (["simulate", "bounce", "--interval", "300ms", "--events", "a@0"], "pace: error: unknown strategy 'bounce': use debounce, throttle or coalesce\n"),
-    (["simulate", "debounce", "--interval", "3OOms", "--events", "a@0"],
-     "pace: error: --interval: '3OOms' is not a duration: unknown unit 'OOms' (write it like 300ms, 1.5s or 250us; units: ns, us, ms, s, min)\n"),
-    (["compare", "--interval", "1.5.s", "--events", "a@0"],
-     "pace: error: --interval: '1.5.s' is not a duration: the number is malformed (write it like 300ms, 1.5s or 250us; units: ns, us, ms, s, min)\n"),
-    (["simulate", "debounce", "--interval", "300ms", "--trace", "/nonexistent/t.csv"], "pace: error: /nonexistent/t.csv: no such file\n"),
-    (["simulate", "debounce", "--interval", "300ms", "--merge", "max", "--events", "a@0"],
-     "pace: error: --merge: unknown merge 'max': use latest, first, sum or append\n"),
-    (["simulate", "throttle", "--interval", "300ms", "--max-wait", "1s", "--events", "a@0"], "pace: error: --max-wait applies to debounce only\n"),
-    (["simulate", "coalesce", "--interval", "0ms", "--leading", "--events", "a@0"],
-     "pace: error: --leading and --trailing apply to debounce and throttle, not coalesce\n"),
-    (["simulate", "debounce", "--interval", "300ms", "--no-trailing", "--events", "a@0"],
-     "pace: error: no edge left to invoke on: keep --leading or --trailing\n"),
-    (["simulate", "debounce", "--interval", "300ms"], "pace: error: give the calls with --events \"a@0 b@40\" or --trace FILE\n"),
-    (["simulate", "debounce", "--interval", "300ms", "--events", "a@0", "--trace", "t.csv"], "pace: error: give either --events or --trace, not both\n"),
-    (["simulate", "debounce", "--events", "a@0"], "pace: error: Missing expected argument '--interval <interval>' (see pace --help)\n"),
+    (
+      ["simulate", "bounce", "--interval", "300ms", "--events", "a@0"],
+      "pace: error: unknown strategy 'bounce': use debounce, throttle or coalesce\n"
+    ),
+    (
+      ["simulate", "debounce", "--interval", "3OOms", "--events", "a@0"],
+      "pace: error: --interval: '3OOms' is not a duration: unknown unit 'OOms' (write it like 300ms, 1.5s or 250us; units: ns, us, ms, s, min)\n"
+    ),
+    (
+      ["compare", "--interval", "1.5.s", "--events", "a@0"],
+      "pace: error: --interval: '1.5.s' is not a duration: the number is malformed (write it like 300ms, 1.5s or 250us; units: ns, us, ms, s, min)\n"
+    ),
+    (
+      ["simulate", "debounce", "--interval", "300ms", "--trace", "/nonexistent/t.csv"],
+      "pace: error: /nonexistent/t.csv: no such file\n"
+    ),
+    (
+      ["simulate", "debounce", "--interval", "300ms", "--merge", "max", "--events", "a@0"],
+      "pace: error: --merge: unknown merge 'max': use latest, first, sum or append\n"
+    ),
+    (
+      ["simulate", "throttle", "--interval", "300ms", "--max-wait", "1s", "--events", "a@0"],
+      "pace: error: --max-wait applies to debounce only\n"
+    ),
+    (
+      ["simulate", "coalesce", "--interval", "0ms", "--leading", "--events", "a@0"],
+      "pace: error: --leading and --trailing apply to debounce and throttle, not coalesce\n"
+    ),
+    (
+      ["simulate", "debounce", "--interval", "300ms", "--no-trailing", "--events", "a@0"],
+      "pace: error: no edge left to invoke on: keep --leading or --trailing\n"
+    ),
+    (
+      ["simulate", "debounce", "--interval", "300ms"],
+      "pace: error: give the calls with --events \"a@0 b@40\" or --trace FILE\n"
+    ),
+    (
+      ["simulate", "debounce", "--interval", "300ms", "--events", "a@0", "--trace", "t.csv"],
+      "pace: error: give either --events or --trace, not both\n"
+    ),
+    (
+      ["simulate", "debounce", "--events", "a@0"],
+      "pace: error: Missing expected argument '--interval <interval>' (see pace --help)\n"
+    ),
     (["compare", "--interval", "300ms", "--bogus"], "pace: error: Unknown option '--bogus' (see pace --help)\n"),
     (["frobnicate"], "pace: error: Unexpected argument 'frobnicate' (see pace --help)\n"),
   ])

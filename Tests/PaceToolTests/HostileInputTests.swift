@@ -131,12 +131,16 @@ import Testing
     // An atomic write would rename a file over the device; run as root, it did.
     let null = pace(["simulate", "debounce", "--interval", "1s", "--events", "a@0", "--svg", "/dev/null"])
     #expect(null.status == 0)
-    #expect(try FileManager.default.attributesOfItem(atPath: "/dev/null")[.type] as? FileAttributeType == .typeCharacterSpecial)
+    #expect(
+      try FileManager.default.attributesOfItem(atPath: "/dev/null")[.type] as? FileAttributeType
+        == .typeCharacterSpecial)
     #if os(Linux)
     let full = pace(["simulate", "debounce", "--interval", "1s", "--events", "a@0", "--svg", "/dev/full"])
     #expect(full.status == 2)
     #expect(full.errors.hasPrefix("pace: error: /dev/full: cannot write the SVG file ("))
-    #expect(try FileManager.default.attributesOfItem(atPath: "/dev/full")[.type] as? FileAttributeType == .typeCharacterSpecial)
+    #expect(
+      try FileManager.default.attributesOfItem(atPath: "/dev/full")[.type] as? FileAttributeType
+        == .typeCharacterSpecial)
     #endif
   }
 

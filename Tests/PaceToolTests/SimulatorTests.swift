@@ -1,7 +1,8 @@
 import Pace
-@testable import PaceTool
 import PaceTestSupport
 import Testing
+
+@testable import PaceTool
 
 @Suite struct SimulatorTests {
   let trace = Trace(source: "test", events: [(0, "a"), (40_000_000, "b"), (90_000_000, "c"), (1_000_000_000, "d")])
@@ -11,29 +12,32 @@ import Testing
   }
 
   @Test func debounceTrailingCoversEachBurst() throws {
-    #expect(try invocations(Strategy(.debounce, interval: .milliseconds(300))) == [
-      Invocation(time: 390_000_000, value: "c", firstCall: 0, callCount: 3),
-      Invocation(time: 1_300_000_000, value: "d", firstCall: 3, callCount: 1),
-    ])
+    #expect(
+      try invocations(Strategy(.debounce, interval: .milliseconds(300))) == [
+        Invocation(time: 390_000_000, value: "c", firstCall: 0, callCount: 3),
+        Invocation(time: 1_300_000_000, value: "d", firstCall: 3, callCount: 1),
+      ])
   }
 
   @Test func debounceLeadingDropsTheRestOfTheBurst() throws {
     let result = try Simulator.run(trace, strategy: Strategy(.debounce, interval: .milliseconds(300), edges: .leading))
-    #expect(result.invocations == [
-      Invocation(time: 0, value: "a", firstCall: 0, callCount: 1),
-      Invocation(time: 1_000_000_000, value: "d", firstCall: 3, callCount: 1),
-    ])
+    #expect(
+      result.invocations == [
+        Invocation(time: 0, value: "a", firstCall: 0, callCount: 1),
+        Invocation(time: 1_000_000_000, value: "d", firstCall: 3, callCount: 1),
+      ])
     #expect(result.statistics.dropped == 2)
     #expect(result.statistics.maxDelay == 0)
   }
 
   @Test func throttleKeepsACadence() throws {
-    #expect(try invocations(Strategy(.throttle, interval: .milliseconds(50))) == [
-      Invocation(time: 0, value: "a", firstCall: 0, callCount: 1),
-      Invocation(time: 50_000_000, value: "b", firstCall: 1, callCount: 1),
-      Invocation(time: 100_000_000, value: "c", firstCall: 2, callCount: 1),
-      Invocation(time: 1_000_000_000, value: "d", firstCall: 3, callCount: 1),
-    ])
+    #expect(
+      try invocations(Strategy(.throttle, interval: .milliseconds(50))) == [
+        Invocation(time: 0, value: "a", firstCall: 0, callCount: 1),
+        Invocation(time: 50_000_000, value: "b", firstCall: 1, callCount: 1),
+        Invocation(time: 100_000_000, value: "c", firstCall: 2, callCount: 1),
+        Invocation(time: 1_000_000_000, value: "d", firstCall: 3, callCount: 1),
+      ])
   }
 
   @Test func mergesSumAndAppend() throws {
@@ -42,17 +46,19 @@ import Testing
     #expect(sum.invocations.map(\.value) == ["6.5"])
     let append = try Simulator.run(numbers, strategy: Strategy(.debounce, interval: .milliseconds(100), merge: .append))
     #expect(append.invocations.map(\.value) == ["12.53"])
-    let first = try Simulator.run(numbers, strategy: Strategy(.throttle, interval: .milliseconds(15), edges: .trailing, merge: .first))
+    let first = try Simulator.run(
+      numbers, strategy: Strategy(.throttle, interval: .milliseconds(15), edges: .trailing, merge: .first))
     #expect(first.invocations.map(\.value) == ["1", "3"])
   }
 
   @Test func sameInstantCallsAreOneTurn() throws {
     let burst = Trace(source: "b", events: [(5, "1"), (5, "1"), (5, "1"), (9, "1")])
     let result = try Simulator.run(burst, strategy: Strategy(.coalesce, interval: .zero, merge: .sum))
-    #expect(result.invocations == [
-      Invocation(time: 5, value: "3", firstCall: 0, callCount: 3),
-      Invocation(time: 9, value: "1", firstCall: 3, callCount: 1),
-    ])
+    #expect(
+      result.invocations == [
+        Invocation(time: 5, value: "3", firstCall: 0, callCount: 3),
+        Invocation(time: 9, value: "1", firstCall: 3, callCount: 1),
+      ])
   }
 
   @Test func statisticsUseNearestRank() {
@@ -60,7 +66,8 @@ import Testing
     #expect(Statistics.nearestRank(50, of: delays) == 20)
     #expect(Statistics.nearestRank(95, of: delays) == 40)
     #expect(Statistics.nearestRank(50, of: [7]) == 7)
-    let statistics = Statistics(trace: trace, invocations: [Invocation(time: 390_000_000, value: "c", firstCall: 0, callCount: 3)])
+    let statistics = Statistics(
+      trace: trace, invocations: [Invocation(time: 390_000_000, value: "c", firstCall: 0, callCount: 3)])
     #expect(statistics.dropped == 1)
     #expect(statistics.medianDelay == 350_000_000)
     #expect(statistics.p95Delay == 390_000_000)
@@ -79,10 +86,11 @@ import Testing
     let strategies = Strategy.all(interval: .milliseconds(300))
     let results = try Simulator.runAll(trace, strategies: strategies)
     #expect(results.map(\.strategy) == strategies)
-    #expect(strategies.map(\.label) == [
-      "debounce", "debounce leading", "debounce both", "debounce maxWait", "throttle", "throttle leading",
-      "throttle trailing", "coalesce", "coalesce next turn",
-    ])
+    #expect(
+      strategies.map(\.label) == [
+        "debounce", "debounce leading", "debounce both", "debounce maxWait", "throttle", "throttle leading",
+        "throttle trailing", "coalesce", "coalesce next turn",
+      ])
   }
 
   @Test func aLargeTraceRuns() throws {
@@ -110,7 +118,9 @@ import Testing
         let sorted = values.sorted()
         let trace = Trace(source: "s", events: values.indices.map { (0, "\($0)") })
         // Each invocation covers one call; its time is the call's delay.
-        let invocations = values.enumerated().map { Invocation(time: $0.element, value: "v", firstCall: $0.offset, callCount: 1) }
+        let invocations = values.enumerated().map {
+          Invocation(time: $0.element, value: "v", firstCall: $0.offset, callCount: 1)
+        }
         let statistics = Statistics(trace: trace, invocations: invocations)
         #expect(statistics.medianDelay == Statistics.nearestRank(50, of: sorted))
         #expect(statistics.p95Delay == Statistics.nearestRank(95, of: sorted))
@@ -119,4 +129,3 @@ import Testing
     }
   }
 }
-

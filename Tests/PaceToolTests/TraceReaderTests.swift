@@ -1,7 +1,8 @@
 import Foundation
 import PaceMarbles
-@testable import PaceTool
 import Testing
+
+@testable import PaceTool
 
 @Suite struct TraceReaderTests {
   func csv(_ text: String, source: String = "t.csv") throws(ToolError) -> Trace {
@@ -18,7 +19,8 @@ import Testing
   }
 
   @Test func csvWithHeaderCommentsAndFractions() throws {
-    let trace = try csv("""
+    let trace = try csv(
+      """
       # title: Typing
       # interval: 300ms
       time_ms,value
@@ -41,7 +43,8 @@ import Testing
   }
 
   @Test func jsonLines() throws {
-    let trace = try csv("""
+    let trace = try csv(
+      """
       {"time_ms": 0, "value": "a"}
       {"value": 7, "time_ms": 12.5, "note": "ignored"}
 
@@ -74,7 +77,10 @@ import Testing
   }
 
   @Test(arguments: [
-    ("{\"time_ms\": 0}\n{\"time_ms\": 12.5 \"value\": \"b\"}\n", "t.jsonl:2: column 18: expected ',' or '}', found '\"'"),
+    (
+      "{\"time_ms\": 0}\n{\"time_ms\": 12.5 \"value\": \"b\"}\n",
+      "t.jsonl:2: column 18: expected ',' or '}', found '\"'"
+    ),
     ("{\"value\": \"a\"}\n", "t.jsonl:1: the object has no \"time_ms\""),
     ("{\"time_ms\": \"5\"}\n", "t.jsonl:1: \"time_ms\" must be a number"),
     ("[1, 2]\n", "t.jsonl:1: column 1: expected a JSON object starting with '{', found '['"),
@@ -86,8 +92,11 @@ import Testing
   }
 
   @Test func missingFileAndDirectory() {
-    #expect(error { () throws(ToolError) in try TraceReader.read(path: "/nonexistent/trace.csv") } == "/nonexistent/trace.csv: no such file")
-    #expect(error { () throws(ToolError) in try TraceReader.read(path: "/tmp") } == "/tmp: is a directory, not a trace file")
+    #expect(
+      error { () throws(ToolError) in try TraceReader.read(path: "/nonexistent/trace.csv") }
+        == "/nonexistent/trace.csv: no such file")
+    #expect(
+      error { () throws(ToolError) in try TraceReader.read(path: "/tmp") } == "/tmp: is a directory, not a trace file")
   }
 
   @Test func events() throws {
@@ -99,7 +108,10 @@ import Testing
 
   @Test(arguments: [
     ("a@0 b", "--events: event 2 'b': expected value@time, like a@40"),
-    ("a@0 b@4o", "--events: event 2 'b@4o': '4o' is not a duration: unknown unit 'o' (write it like 300ms, 1.5s or 250us; units: ns, us, ms, s, min)"),
+    (
+      "a@0 b@4o",
+      "--events: event 2 'b@4o': '4o' is not a duration: unknown unit 'o' (write it like 300ms, 1.5s or 250us; units: ns, us, ms, s, min)"
+    ),
     ("a@0 b@x", "--events: event 2 'b@x': 'x' is not a time: write milliseconds like 40, or a duration like 1.5s"),
     ("a@50 b@40", "--events: event 2 'b@40': time 40ms goes backwards (event 1 is at 50ms)"),
     ("  ", "--events: no events given (write them like \"a@0 b@40 c@90\")"),
@@ -112,6 +124,7 @@ import Testing
     let traces = try BundledTraces.all()
     #expect(traces.map(\.source) == BundledTraces.names)
     #expect(traces.map(\.count) == [12, 5, 144, 36])
-    #expect(traces.allSatisfy { $0.metadata["title"] != nil && $0.metadata["interval"] != nil && $0.metadata["fits"] != nil })
+    #expect(
+      traces.allSatisfy { $0.metadata["title"] != nil && $0.metadata["interval"] != nil && $0.metadata["fits"] != nil })
   }
 }

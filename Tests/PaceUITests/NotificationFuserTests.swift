@@ -47,7 +47,9 @@ struct NotificationLawHarness: LawHarness {
   func settle() {}
 }
 
-let notificationLawSubjects = [FuserLawSubject(name: "fromNotifications(named:object:center:)") { NotificationLawHarness() }]
+let notificationLawSubjects = [
+  FuserLawSubject(name: "fromNotifications(named:object:center:)") { NotificationLawHarness() }
+]
 
 @Suite struct NotificationFuserTests {
   @Test(arguments: notificationLawSubjects)

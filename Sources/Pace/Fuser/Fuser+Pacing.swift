@@ -121,7 +121,8 @@ extension Fuser where Event: Sendable {
   /// Connects this fuser through a pacing primitive made per connection by `makePacer`, which
   /// returns the primitive's call and cancel functions.
   private func paced(
-    _ makePacer: @escaping @Sendable (_ dispatch: @escaping @Sendable (Event) -> Void)
+    _ makePacer:
+      @escaping @Sendable (_ dispatch: @escaping @Sendable (Event) -> Void)
       -> (call: @Sendable (Event) -> Void, cancel: @Sendable () -> Void)
   ) -> Fuser<Event> {
     Fuser { dispatch in

@@ -310,4 +310,3 @@ struct KeyTable<Key: Hashable, Value>: ~Copyable {
     count = 0
   }
 }
-

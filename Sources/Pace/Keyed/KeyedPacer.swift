@@ -400,14 +400,17 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
   /// Drains the shard's outbox, one invocation at a time, never holding the lock during `perform`.
   @inlinable
   func deliver(shard index: Int) {
-    while let (key, value) = shards.withLock(index, { shard -> (Key, Value)? in
-      guard let invocation = shard.outbox.popFirst() else {
-        shard.isDelivering = false
-        shard.releaseIdleOutbox()
-        return nil
-      }
-      return invocation
-    }) {
+    while let (key, value) = shards.withLock(
+      index,
+      { shard -> (Key, Value)? in
+        guard let invocation = shard.outbox.popFirst() else {
+          shard.isDelivering = false
+          shard.releaseIdleOutbox()
+          return nil
+        }
+        return invocation
+      })
+    {
       perform(key, value)
     }
   }

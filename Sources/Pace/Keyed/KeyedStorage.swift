@@ -43,7 +43,8 @@ struct KeyedStorage<Element>: ~Copyable {
   /// (`pace_shrink_table`), for elements that may move by their bytes.
   @inlinable
   mutating func shrink(to newCapacity: Int, keeping count: Int) {
-    precondition(count <= newCapacity && newCapacity < capacity, "KeyedStorage.shrink: \(count) of \(newCapacity) < \(capacity)")
+    precondition(
+      count <= newCapacity && newCapacity < capacity, "KeyedStorage.shrink: \(count) of \(newCapacity) < \(capacity)")
     let stride = MemoryLayout<Element>.stride
     if newCapacity == 0 {
       self = KeyedStorage()

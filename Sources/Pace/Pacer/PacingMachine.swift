@@ -138,4 +138,3 @@ package struct PacingMachine<Value: Sendable>: Sendable {
     accumulated.merge(value, using: merge)
   }
 }
-

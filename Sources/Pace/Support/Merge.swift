@@ -47,7 +47,8 @@ public struct Merge<Value: Sendable>: Sendable {
 
   /// Any function of the accumulated and the next value.
   @inlinable
-  public static func custom(_ merge: @escaping @Sendable (_ accumulated: Value, _ next: Value) -> Value) -> Merge<Value> {
+  public static func custom(_ merge: @escaping @Sendable (_ accumulated: Value, _ next: Value) -> Value) -> Merge<Value>
+  {
     Merge { accumulated, next in accumulated = merge(accumulated, next) }
   }
 }

@@ -254,16 +254,16 @@ struct PacedBindingModifier<V: Equatable & Sendable>: ViewModifier {
         if target.wrappedValue != value { target.wrappedValue = value }
       }
       #if !os(watchOS)
-      .onKeyPress(.escape) {
-        // Escape cancels the pending copy; the system still sees the key (to dismiss a sheet).
-        pacer.cancel()
-        return .ignored
-      }
+    .onKeyPress(.escape) {
+      // Escape cancels the pending copy; the system still sees the key (to dismiss a sheet).
+      pacer.cancel()
+      return .ignored
+    }
       #endif
       #if os(macOS) || os(tvOS) || PACE_SWIFTUI_STAND_IN
-      .onExitCommand { pacer.cancel() }
-      #endif
-      .onDisappear { pacer.cancel() }
+    .onExitCommand { pacer.cancel() }
+    #endif
+    .onDisappear { pacer.cancel() }
   }
 }
 #endif

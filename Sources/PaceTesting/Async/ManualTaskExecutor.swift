@@ -1,4 +1,3 @@
-
 /// A task executor that runs nothing until the harness says so: the jobs of the tasks that
 /// prefer it wait in a queue, and ``runPending()`` runs them on the calling thread until the
 /// queue is empty.

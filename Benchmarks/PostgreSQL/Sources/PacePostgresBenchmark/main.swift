@@ -98,7 +98,8 @@ final class RoundTrips: MetricsFactory, CounterHandler, @unchecked Sendable {
 }
 
 /// Runs `callers` concurrent loops of `decide` for `seconds`; decisions/s, p50 and p99 in ms.
-@Sendable func measure(callers: Int, seconds: Double, _ decide: @escaping @Sendable (Int) async throws -> Void) async throws
+@Sendable func measure(callers: Int, seconds: Double, _ decide: @escaping @Sendable (Int) async throws -> Void)
+  async throws
   -> (Double, Double, Double)
 {
   let clock = ContinuousClock()

@@ -184,7 +184,10 @@ public final class RateLimiter: Sendable {
   }
 
   /// Takes `permits` if they are available now and no request is waiting; never waits.
-  @available(*, deprecated, renamed: "tryAcquire(cost:)", message: "tryAcquire(cost:) returns a RateLimitDecision; test its isAllowed")
+  @available(
+    *, deprecated, renamed: "tryAcquire(cost:)",
+    message: "tryAcquire(cost:) returns a RateLimitDecision; test its isAllowed"
+  )
   public func tryAcquire(_ permits: Int) -> Bool {
     tryAcquire(cost: permits).isAllowed
   }

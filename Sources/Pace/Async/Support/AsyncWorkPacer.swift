@@ -430,7 +430,9 @@ final class ResultPromise<Output: Sendable>: Sendable {
         let result = state.withLock { state -> Result<Output, any Error>? in
           switch state {
           case .fulfilled(let result): return result
-          case .waiting: state = .waiting(continuation); return nil
+          case .waiting:
+            state = .waiting(continuation)
+            return nil
           }
         }
         if let result { continuation.resume(with: result) }
