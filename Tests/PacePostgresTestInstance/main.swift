@@ -68,7 +68,7 @@ case ("debounce-worker", 4):
       client: client, table: values[2], quiet: .milliseconds(100), lease: .seconds(2), merge: .append
     ) { key, payload in
       FileHandle.standardOutput.write(Data("started \(key) \(payload)\n".utf8))
-      try await Task.sleep(for: .seconds(seconds))
+      try await Task.sleep(for: .seconds(seconds))  // real-time: a handler that outlives its process
     }
     try await debouncer.run()
   }

@@ -126,7 +126,7 @@ struct SwiftUIGlueTests {
       host.standInRender(
         Leaf().task(id: query, debounce: .milliseconds(300), scheduler: scheduler) { @MainActor [log] in
           log.value.append("start \(query)")
-          try? await Task.sleep(for: .seconds(3_600))  // ends when cancelled
+          try? await Task.sleep(for: .seconds(3_600))  // real-time: ends only when cancelled
           log.value.append(Task.isCancelled ? "cancelled \(query)" : "done \(query)")
         }
       )
