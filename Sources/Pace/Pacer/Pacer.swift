@@ -19,10 +19,8 @@ final class Pacer<Machine: PacerStateMachine>: Sendable where Machine.Value: Sen
   @usableFromInline
   struct State {
     @usableFromInline var machine: Machine
-    /// The armed timer, to cancel on `cancel()` and `deinit`.
-    @usableFromInline var timer: (any PaceCancellable)?
-    /// Identifies the armed timer; a timer that fires with an older generation is stale.
-    @usableFromInline var timerGeneration: UInt64 = 0
+    /// The scheduler's timer, armed as ``TimerSlot`` says.
+    @usableFromInline var timer = TimerSlot()
     /// Values waiting for `perform`, oldest first. Its capacity is kept, so steady state does
     /// not allocate.
     @usableFromInline var outbox: [Value] = []
@@ -33,7 +31,9 @@ final class Pacer<Machine: PacerStateMachine>: Sendable where Machine.Value: Sen
   /// What to do once the lock is released.
   @usableFromInline
   struct Effects {
-    @usableFromInline var arm: (deadline: PaceInstant, generation: UInt64)?
+    @usableFromInline var arm: TimerSlot.Ticket?
+    /// The timer `arm` replaces, to cancel.
+    @usableFromInline var superseded: (any PaceCancellable)?
     @usableFromInline var startDelivery = false
 
     @inlinable init() {}
@@ -56,7 +56,7 @@ final class Pacer<Machine: PacerStateMachine>: Sendable where Machine.Value: Sen
 
   deinit {
     // Pending work is dropped with the instance; the timer holds it only weakly.
-    state.withLock { $0.timer.take() }?.cancel()
+    state.withLock { $0.timer.disarm() }?.cancel()
   }
 
   @inlinable
@@ -85,20 +85,17 @@ final class Pacer<Machine: PacerStateMachine>: Sendable where Machine.Value: Sen
     carryOut(effects)
   }
 
-  /// The timer to cancel once the machine no longer expects it; a timer being armed meanwhile
-  /// is cancelled by `arm`, which finds a newer generation.
+  /// The timer to cancel once the machine no longer expects it.
   static func disarmIfUnneeded(_ state: inout State) -> (any PaceCancellable)? {
-    guard !state.machine.hasTimer else { return nil }
-    state.timerGeneration &+= 1
-    return state.timer.take()
+    guard !state.machine.hasTimer, state.timer.isArmed else { return nil }
+    return state.timer.disarm()
   }
 
   func cancel() {
     let timer = state.withLock { state -> (any PaceCancellable)? in
+      _ = state.machine.cancel()
       // Any timer held goes, even one the machine no longer expects.
-      guard state.machine.cancel() || state.timer != nil else { return nil }
-      state.timerGeneration &+= 1
-      return state.timer.take()
+      return state.timer.disarm()
     }
     timer?.cancel()
   }
@@ -120,8 +117,7 @@ final class Pacer<Machine: PacerStateMachine>: Sendable where Machine.Value: Sen
   func timerFired(generation: UInt64) {
     let now = scheduler.now
     let effects = state.withLock { state -> Effects in
-      guard state.timerGeneration == generation else { return Effects() }
-      state.timer = nil
+      guard state.timer.fire(generation) else { return Effects() }
       return Self.apply(state.machine.timerFired(now: now), to: &state)
     }
     carryOut(effects)
@@ -135,20 +131,14 @@ final class Pacer<Machine: PacerStateMachine>: Sendable where Machine.Value: Sen
     case .none:
       return effects
     case .schedule(let deadline):
-      effects.arm = armTimer(at: deadline, in: &state)
+      (effects.arm, effects.superseded) = state.timer.reserve(at: deadline)
     case .invoke(let value):
       effects.startDelivery = enqueue(value, in: &state)
     case .invokeAndSchedule(let value, let deadline):
       effects.startDelivery = enqueue(value, in: &state)
-      effects.arm = armTimer(at: deadline, in: &state)
+      (effects.arm, effects.superseded) = state.timer.reserve(at: deadline)
     }
     return effects
-  }
-
-  @inlinable
-  static func armTimer(at deadline: PaceInstant, in state: inout State) -> (PaceInstant, UInt64) {
-    state.timerGeneration &+= 1
-    return (deadline, state.timerGeneration)
   }
 
   /// Returns `true` if the caller must start a deliverer.
@@ -169,8 +159,9 @@ final class Pacer<Machine: PacerStateMachine>: Sendable where Machine.Value: Sen
 
   @inlinable
   func carryOutSlowly(_ effects: Effects) {
-    if let (deadline, generation) = effects.arm {
-      arm(at: deadline, generation: generation)
+    effects.superseded?.cancel()
+    if let ticket = effects.arm {
+      arm(ticket)
     }
     if effects.startDelivery {
       if scheduler.isCurrent {
@@ -182,18 +173,13 @@ final class Pacer<Machine: PacerStateMachine>: Sendable where Machine.Value: Sen
   }
 
   @inlinable
-  func arm(at deadline: PaceInstant, generation: UInt64) {
-    // Armed outside the lock: a scheduler may take locks of its own.
-    let timer = scheduler.schedule(at: deadline) { [weak self] in
+  func arm(_ ticket: TimerSlot.Ticket) {
+    let generation = ticket.generation
+    let timer = scheduler.schedule(at: ticket.deadline) { [weak self] in
       self?.timerFired(generation: generation)
     }
-    let superseded = state.withLock { state -> Bool in
-      guard state.timerGeneration == generation else { return true }
-      state.timer = timer
-      return false
-    }
-    // A `cancel()` or a newer timer got in between: this one must never fire.
-    if superseded { timer.cancel() }
+    // A `cancel()`, a newer timer or the firing got in between: this one must never fire.
+    if !state.withLock({ $0.timer.install(timer, for: ticket) }) { timer.cancel() }
   }
 
   /// Drains the outbox, one value at a time, never holding the lock while `perform` runs.
