@@ -41,14 +41,13 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     var completion: Subscribers.Completion<Failure>?
     /// Whether a deliverer is draining the outbox.
     var isDelivering = false
-    var timer: (any PaceCancellable)?
-    /// Identifies the armed timer; a timer that fires with an older generation is stale.
-    var timerGeneration: UInt64 = 0
+    /// The scheduler's timer, armed as Pace's `TimerSlot` says.
+    var timer = TimerSlot()
   }
 
   /// What to do once the lock is released.
   private struct Effects {
-    var arm: (deadline: PaceInstant, generation: UInt64)?
+    var arm: TimerSlot.Ticket?
     var cancelTimer: (any PaceCancellable)?
     var startDelivery = false
   }
@@ -64,7 +63,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
 
   deinit {
     // Released while pending (downstream went away without cancelling): leave nothing scheduled.
-    state.timer?.cancel()
+    state.timer.disarm()?.cancel()
   }
 
   private func withLock<Result>(_ body: (inout State) -> Result) -> Result {
@@ -108,8 +107,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
         effects.startDelivery = Self.invoke(pending, in: &state)
       }
       _ = state.machine.cancel()
-      state.timerGeneration &+= 1
-      effects.cancelTimer = state.timer.take()
+      effects.cancelTimer = state.timer.disarm()
       state.upstream = nil
       state.completion = completion
       effects.startDelivery = Self.startDelivery(in: &state) || effects.startDelivery
@@ -134,10 +132,9 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     let (timer, upstream) = withLock { state -> ((any PaceCancellable)?, (any Subscription)?) in
       state.downstream = nil
       _ = state.machine.cancel()
-      state.timerGeneration &+= 1
       state.outbox.removeAll()
       state.held = nil
-      return (state.timer.take(), state.upstream.take())
+      return (state.timer.disarm(), state.upstream.take())
     }
     timer?.cancel()
     upstream?.cancel()
@@ -151,19 +148,14 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     case .none:
       break
     case .schedule(let deadline):
-      effects.arm = arm(at: deadline, in: &state)
+      (effects.arm, effects.cancelTimer) = state.timer.reserve(at: deadline)
     case .invoke(let value):
       effects.startDelivery = invoke(value, in: &state)
     case .invokeAndSchedule(let value, let deadline):
       effects.startDelivery = invoke(value, in: &state)
-      effects.arm = arm(at: deadline, in: &state)
+      (effects.arm, effects.cancelTimer) = state.timer.reserve(at: deadline)
     }
     return effects
-  }
-
-  private static func arm(at deadline: PaceInstant, in state: inout State) -> (PaceInstant, UInt64) {
-    state.timerGeneration &+= 1
-    return (deadline, state.timerGeneration)
   }
 
   /// Returns `true` if the caller must start a deliverer.
@@ -198,34 +190,28 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
 
   private func carryOut(_ effects: Effects) {
     effects.cancelTimer?.cancel()
-    if let (deadline, generation) = effects.arm {
-      arm(at: deadline, generation: generation)
+    if let ticket = effects.arm {
+      arm(ticket)
     }
     if effects.startDelivery { deliver() }
   }
 
-  private func arm(at deadline: PaceInstant, generation: UInt64) {
-    // Armed outside the lock: a scheduler may take locks of its own.
+  private func arm(_ ticket: TimerSlot.Ticket) {
     // Captured as an existential: a closure that captured the generic `self` would capture its
     // metatypes too, which are not `Sendable`.
     let target: any TimerTarget = self
-    let timer = scheduler.schedule(at: deadline) { [weak target] in
+    let generation = ticket.generation
+    let timer = scheduler.schedule(at: ticket.deadline) { [weak target] in
       target?.timerFired(generation: generation)
     }
-    let superseded = withLock { state -> Bool in
-      guard state.timerGeneration == generation else { return true }
-      state.timer = timer
-      return false
-    }
     // A cancel, a completion or a newer timer got in between: this one must never fire.
-    if superseded { timer.cancel() }
+    if !withLock({ $0.timer.install(timer, for: ticket) }) { timer.cancel() }
   }
 
   func timerFired(generation: UInt64) {
     let now = scheduler.now
     let effects = withLock { state -> Effects in
-      guard state.timerGeneration == generation, state.downstream != nil else { return Effects() }
-      state.timer = nil
+      guard state.downstream != nil, state.timer.fire(generation) else { return Effects() }
       return Self.apply(state.machine.timerFired(now: now), to: &state)
     }
     carryOut(effects)

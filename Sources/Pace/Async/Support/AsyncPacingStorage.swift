@@ -10,8 +10,8 @@
 /// `interval` (a leading and a trailing invocation); with a zero interval it can hold as many
 /// elements as a slow consumer leaves behind.
 ///
-/// Everything happens under one lock: machine, queue, consumer, timer. Continuations are resumed
-/// and tasks cancelled only after the lock is released.
+/// Everything happens under one lock: machine, queue, consumer, timer. Continuations are resumed,
+/// timers armed and tasks cancelled only after the lock is released.
 ///
 /// The path each element takes (`readUpstream`, `receive`, `perform`, `deliver`) and the
 /// consumer's `next()` that starts it are `@inlinable`, so a client's operator is specialised for
@@ -42,14 +42,23 @@ where Base.Element == Machine.Value {
     /// The consumer suspended in `next()`; only while `outputs` is empty.
     @usableFromInline var consumer: Consumer?
     @usableFromInline var upstreamTask: Task<Void, Never>?
-    @usableFromInline var timer: (any PaceCancellable)?
-    /// Identifies the armed timer; a timer that fires with another generation is stale.
-    @usableFromInline var timerGeneration: UInt64 = 0
+    /// The clock's timer, armed as ``TimerSlot`` says.
+    @usableFromInline var timer = TimerSlot()
 
     @usableFromInline
     init(machine: Machine) {
       self.machine = machine
     }
+  }
+
+  /// What to do once the lock is released.
+  @usableFromInline
+  struct Effects {
+    @usableFromInline var handOff: (Consumer, Element)?
+    @usableFromInline var arm: TimerSlot.Ticket?
+    @usableFromInline var superseded: (any PaceCancellable)?
+
+    @inlinable init() {}
   }
 
   /// What a poll of the queue found.
@@ -137,8 +146,7 @@ where Base.Element == Machine.Value {
       state.phase = .done
       state.outputs.removeAll()
       _ = state.machine.cancel()
-      state.timerGeneration &+= 1
-      return (state.consumer.take(), state.timer.take(), state.upstreamTask.take())
+      return (state.consumer.take(), state.timer.disarm(), state.upstreamTask.take())
     }
     timer?.cancel()
     upstream?.cancel()
@@ -164,15 +172,15 @@ where Base.Element == Machine.Value {
   @inlinable
   func receive(_ element: Element) -> Bool {
     var wanted = true
-    let handOff = state.withLock { state -> (Consumer, Element)? in
+    let effects = state.withLock { state -> Effects in
       guard case .running = state.phase else {
         wanted = false
-        return nil
+        return Effects()
       }
       let clock = self.clock
       return perform(state.machine.call(element, now: clock.now()), in: &state)
     }
-    if let (consumer, output) = handOff { consumer.resume(returning: .success(output)) }
+    carryOut(effects)
     return wanted
   }
 
@@ -188,8 +196,7 @@ where Base.Element == Machine.Value {
         handOff = deliver(pending, in: &state)
       }
       _ = state.machine.cancel()
-      state.timerGeneration &+= 1
-      let timer = state.timer.take()
+      let timer = state.timer.disarm()
       if let consumer = state.consumer.take() {
         state.phase = .done
         return (handOff, consumer, timer)
@@ -206,31 +213,39 @@ where Base.Element == Machine.Value {
 
   @usableFromInline
   func timerFired(generation: UInt64) {
-    let handOff = state.withLock { state -> (Consumer, Element)? in
-      guard state.timerGeneration == generation, case .running = state.phase else { return nil }
-      state.timer = nil
+    let effects = state.withLock { state -> Effects in
+      guard case .running = state.phase, state.timer.fire(generation) else { return Effects() }
       return perform(state.machine.timerFired(now: clock.now()), in: &state)
     }
-    if let (consumer, output) = handOff { consumer.resume(returning: .success(output)) }
+    carryOut(effects)
   }
 
   // MARK: Actions
 
-  /// Carries out the machine's action under the lock; returns the consumer to resume, if any.
+  /// Applies the machine's action under the lock; returns what to do once it is released.
   @inlinable
-  func perform(_ action: PacerAction<Element>, in state: inout State) -> (Consumer, Element)? {
+  func perform(_ action: PacerAction<Element>, in state: inout State) -> Effects {
+    var effects = Effects()
     switch action {
     case .none:
-      return nil
+      break
     case .schedule(let deadline):
-      arm(at: deadline, in: &state)
-      return nil
+      (effects.arm, effects.superseded) = state.timer.reserve(at: deadline)
     case .invoke(let value):
-      return deliver(value, in: &state)
+      effects.handOff = deliver(value, in: &state)
     case .invokeAndSchedule(let value, let deadline):
-      arm(at: deadline, in: &state)
-      return deliver(value, in: &state)
+      (effects.arm, effects.superseded) = state.timer.reserve(at: deadline)
+      effects.handOff = deliver(value, in: &state)
     }
+    return effects
+  }
+
+  /// Once the lock is released: arms the timer, then resumes the consumer.
+  @inlinable
+  func carryOut(_ effects: Effects) {
+    effects.superseded?.cancel()
+    if let ticket = effects.arm { arm(ticket) }
+    if let (consumer, output) = effects.handOff { consumer.resume(returning: .success(output)) }
   }
 
   @inlinable
@@ -240,16 +255,14 @@ where Base.Element == Machine.Value {
     return nil
   }
 
-  /// Arms the timer. Under the lock: `TestScheduler` only records the job and other clocks only
-  /// create a task, so neither runs other code here. The machine asks for a timer only when none
-  /// is armed.
   @usableFromInline
-  func arm(at deadline: PaceInstant, in state: inout State) {
-    state.timerGeneration &+= 1
-    let generation = state.timerGeneration
-    state.timer = clock.schedule(deadline) { [weak self] in
+  func arm(_ ticket: TimerSlot.Ticket) {
+    let generation = ticket.generation
+    let timer = clock.schedule(ticket.deadline) { [weak self] in
       self?.timerFired(generation: generation)
     }
+    // A cancel, a newer timer or the firing got in between: this one must never fire.
+    if !state.withLock({ $0.timer.install(timer, for: ticket) }) { timer.cancel() }
   }
 
   // MARK: Testing
@@ -258,7 +271,7 @@ where Base.Element == Machine.Value {
   /// can await their end.
   var tasksForTesting: [Task<Void, Never>] {
     state.withLock { state in
-      [state.upstreamTask, state.timer as? Task<Void, Never>].compactMap { $0 }
+      [state.upstreamTask, state.timer.installedHandle as? Task<Void, Never>].compactMap { $0 }
     }
   }
 }

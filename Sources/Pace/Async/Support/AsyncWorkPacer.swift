@@ -76,8 +76,8 @@ final class AsyncWorkPacer<Machine: PacerStateMachine, Output: Sendable>: Sendab
     var runs: [UInt64: Run] = [:]
     /// Superseded invocations left to finish (``StaleWork/discardResult``), their results dropped.
     var discarded: [UInt64: Task<Void, Never>] = [:]
-    var timer: (any PaceCancellable)?
-    var timerGeneration: UInt64 = 0
+    /// The clock's timer, armed as ``TimerSlot`` says.
+    var timer = TimerSlot()
     /// How many invocations have started, for tests.
     var invocationCount = 0
 
@@ -91,6 +91,7 @@ final class AsyncWorkPacer<Machine: PacerStateMachine, Output: Sendable>: Sendab
   private struct Effects {
     var resumptions: [(Waiter, Result<Output, any Error>)] = []
     var cancellations: [any PaceCancellable] = []
+    var arm: TimerSlot.Ticket?
 
     mutating func fail(_ callers: [Caller]) {
       for caller in callers { resumptions.append((caller.waiter, .failure(CancellationError()))) }
@@ -99,11 +100,7 @@ final class AsyncWorkPacer<Machine: PacerStateMachine, Output: Sendable>: Sendab
     mutating func append(_ other: Effects) {
       resumptions.append(contentsOf: other.resumptions)
       cancellations.append(contentsOf: other.cancellations)
-    }
-
-    func carryOut() {
-      for cancellable in cancellations { cancellable.cancel() }
-      for (waiter, result) in resumptions { waiter.resume(with: result) }
+      if let ticket = other.arm { arm = ticket }
     }
   }
 
@@ -129,7 +126,7 @@ final class AsyncWorkPacer<Machine: PacerStateMachine, Output: Sendable>: Sendab
     // Callers of `call` hold the instance while they wait; `submit`'s tasks do not, and their
     // callers fail here, with the timers and any work still running.
     let effects = state.withLock { state in takeEverything(from: &state) }
-    effects.carryOut()
+    carryOut(effects)
   }
 
   // MARK: Calls
@@ -146,7 +143,7 @@ final class AsyncWorkPacer<Machine: PacerStateMachine, Output: Sendable>: Sendab
             let caller = Caller(id: id, waiter: .continuation(continuation))
             return register(caller, input, cancelled: Task.isCancelled, in: &state)
           }
-          effects.carryOut()
+          carryOut(effects)
         }
       },
       onCancel: {
@@ -164,7 +161,7 @@ final class AsyncWorkPacer<Machine: PacerStateMachine, Output: Sendable>: Sendab
     let effects = state.withLock { state in
       register(Caller(id: id, waiter: .promise(promise)), input, cancelled: false, in: &state)
     }
-    effects.carryOut()
+    carryOut(effects)
     // The task does not keep the pacer alive, not even while it waits (a strong local here kept a
     // released debouncer's timer armed and let its work run): releasing the pacer fails the promise.
     return Task { [weak self] in
@@ -189,7 +186,7 @@ final class AsyncWorkPacer<Machine: PacerStateMachine, Output: Sendable>: Sendab
     }
     let clock = self.clock
     let action = state.machine.call(input, now: clock.now())
-    let invoked = carryOut(action, in: &state)
+    let invoked = apply(action, in: &state, effects: &effects)
     guard invoked != nil || state.machine.isPending else {
       // Dropped by the machine: no invocation will cover this call.
       effects.fail([caller])
@@ -226,7 +223,7 @@ final class AsyncWorkPacer<Machine: PacerStateMachine, Output: Sendable>: Sendab
         return
       }
     }
-    effects.carryOut()
+    carryOut(effects)
   }
 
   // MARK: Control
@@ -239,12 +236,12 @@ final class AsyncWorkPacer<Machine: PacerStateMachine, Output: Sendable>: Sendab
       disarmIfUnneeded(in: &state, effects: &effects)
       return effects
     }
-    effects.carryOut()
+    carryOut(effects)
   }
 
   func cancel() {
     let effects = state.withLock { state in takeEverything(from: &state) }
-    effects.carryOut()
+    carryOut(effects)
   }
 
   /// Whether an invocation will start: a value is pending and a caller waits for it.
@@ -259,18 +256,16 @@ final class AsyncWorkPacer<Machine: PacerStateMachine, Output: Sendable>: Sendab
 
   /// Cancels the timer once the machine no longer expects it.
   private func disarmIfUnneeded(in state: inout State, effects: inout Effects) {
-    guard !state.machine.hasTimer, let timer = state.timer.take() else { return }
-    state.timerGeneration &+= 1
-    effects.cancellations.append(timer)
+    guard !state.machine.hasTimer, state.timer.isArmed else { return }
+    effects.arm = nil
+    if let timer = state.timer.disarm() { effects.cancellations.append(timer) }
   }
 
   /// Resets the machine and ends every wait and every task.
   private func takeEverything(from state: inout State) -> Effects {
     var effects = Effects()
-    if state.machine.cancel() || state.timer != nil {
-      state.timerGeneration &+= 1
-      if let timer = state.timer.take() { effects.cancellations.append(timer) }
-    }
+    _ = state.machine.cancel()
+    if let timer = state.timer.disarm() { effects.cancellations.append(timer) }
     effects.fail(state.waiting)
     state.waiting.removeAll()
     for run in state.runs.values {
@@ -285,20 +280,33 @@ final class AsyncWorkPacer<Machine: PacerStateMachine, Output: Sendable>: Sendab
 
   // MARK: Invocations
 
-  /// Arms the timer the action asks for; returns the value to invoke, if any.
-  private func carryOut(_ action: PacerAction<Input>, in state: inout State) -> Input? {
+  /// Reserves the timer the action asks for; returns the value to invoke, if any.
+  private func apply(_ action: PacerAction<Input>, in state: inout State, effects: inout Effects) -> Input? {
     switch action {
     case .none:
       return nil
     case .schedule(let deadline):
-      arm(at: deadline, in: &state)
+      reserveTimer(at: deadline, in: &state, effects: &effects)
       return nil
     case .invoke(let value):
       return value
     case .invokeAndSchedule(let value, let deadline):
-      arm(at: deadline, in: &state)
+      reserveTimer(at: deadline, in: &state, effects: &effects)
       return value
     }
+  }
+
+  private func reserveTimer(at deadline: PaceInstant, in state: inout State, effects: inout Effects) {
+    let (ticket, superseded) = state.timer.reserve(at: deadline)
+    effects.arm = ticket
+    if let superseded { effects.cancellations.append(superseded) }
+  }
+
+  /// Once the lock is released: cancels, arms the timer, then resumes the callers.
+  private func carryOut(_ effects: Effects) {
+    for cancellable in effects.cancellations { cancellable.cancel() }
+    if let ticket = effects.arm { arm(ticket) }
+    for (waiter, result) in effects.resumptions { waiter.resume(with: result) }
   }
 
   /// Starts an invocation covering every waiting caller; skipped if none waits.
@@ -369,25 +377,27 @@ final class AsyncWorkPacer<Machine: PacerStateMachine, Output: Sendable>: Sendab
 
   // MARK: Timer
 
-  /// Arms the timer under the lock: `TestScheduler` only records the job and other clocks only
-  /// create a task.
-  private func arm(at deadline: PaceInstant, in state: inout State) {
-    state.timerGeneration &+= 1
-    let generation = state.timerGeneration
-    state.timer = clock.schedule(deadline) { [weak self] in
+  private func arm(_ ticket: TimerSlot.Ticket) {
+    let generation = ticket.generation
+    let timer = clock.schedule(ticket.deadline) { [weak self] in
       self?.timerFired(generation: generation)
     }
+    // A cancel, a newer timer or the firing got in between: this one must never fire.
+    if !state.withLock({ $0.timer.install(timer, for: ticket) }) { timer.cancel() }
   }
 
   private func timerFired(generation: UInt64) {
     let clock = self.clock
     let effects = state.withLock { state -> Effects in
-      guard state.timerGeneration == generation else { return Effects() }
-      state.timer = nil
-      guard let value = carryOut(state.machine.timerFired(now: clock.now()), in: &state) else { return Effects() }
-      return start(value, in: &state)
+      guard state.timer.fire(generation) else { return Effects() }
+      var effects = Effects()
+      guard let value = apply(state.machine.timerFired(now: clock.now()), in: &state, effects: &effects) else {
+        return effects
+      }
+      effects.append(start(value, in: &state))
+      return effects
     }
-    effects.carryOut()
+    carryOut(effects)
   }
 
   // MARK: Testing
