@@ -144,17 +144,8 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
 
   private static func apply(_ action: PacerAction<Input>, to state: inout State) -> Effects {
     var effects = Effects()
-    switch action {
-    case .none:
-      break
-    case .schedule(let deadline):
-      (effects.arm, effects.cancelTimer) = state.timer.reserve(at: deadline)
-    case .invoke(let value):
-      effects.startDelivery = invoke(value, in: &state)
-    case .invokeAndSchedule(let value, let deadline):
-      effects.startDelivery = invoke(value, in: &state)
-      (effects.arm, effects.cancelTimer) = state.timer.reserve(at: deadline)
-    }
+    if let value = action.invocation { effects.startDelivery = invoke(value, in: &state) }
+    if let deadline = action.deadline { (effects.arm, effects.cancelTimer) = state.timer.reserve(at: deadline) }
     return effects
   }
 

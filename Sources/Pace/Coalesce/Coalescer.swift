@@ -128,14 +128,9 @@ public final class Coalescer<Value: Sendable>: Sendable {
     owner: Owner,
     perform: @escaping @MainActor @Sendable (_ owner: Owner, _ value: Value) -> Void
   ) {
-    MainActorPerform.checkScheduler(scheduler, for: "Coalescer")
-    let weakOwner = WeakOwner(owner)
+    let owned = MainActorPerform.owned("Coalescer", owner: owner, scheduler: scheduler, perform: perform)
     self.init(
-      window: window, merge: merge, scheduler: scheduler, ownerIsGone: { weakOwner.value == nil },
-      perform: MainActorPerform.wrap("Coalescer") { value in
-        guard let owner = weakOwner.value else { return }
-        perform(owner, value)
-      }
+      window: window, merge: merge, scheduler: scheduler, ownerIsGone: owned.ownerIsGone, perform: owned.perform
     )
   }
 

@@ -209,8 +209,7 @@ struct DebounceConfiguration<Value: Sendable>: Sendable {
 /// that was never called.
 ///
 /// Packed: the two optional instants are stored as nanoseconds plus one byte of flags, so that
-/// the state of a `KeyedDebouncer<Int, Int>` key is 34 bytes instead of 49, and its slot, key
-/// included, fits one cache line.
+/// the slot of a `KeyedDebouncer<Int, Int>` key, key included, fits one cache line.
 @usableFromInline
 struct DebounceKeyState<Value: Sendable>: Sendable {
   @usableFromInline var lastCallNanoseconds: Int64 = 0

@@ -181,15 +181,10 @@ public final class Debouncer<Value: Sendable>: Sendable {
     owner: Owner,
     perform: @escaping @MainActor @Sendable (_ owner: Owner, _ value: Value) -> Void
   ) {
-    MainActorPerform.checkScheduler(scheduler, for: "Debouncer")
-    let weakOwner = WeakOwner(owner)
+    let owned = MainActorPerform.owned("Debouncer", owner: owner, scheduler: scheduler, perform: perform)
     self.init(
       interval: interval, edges: edges, maxWait: maxWait, merge: merge, scheduler: scheduler,
-      ownerIsGone: { weakOwner.value == nil },
-      perform: MainActorPerform.wrap("Debouncer") { value in
-        guard let owner = weakOwner.value else { return }
-        perform(owner, value)
-      }
+      ownerIsGone: owned.ownerIsGone, perform: owned.perform
     )
   }
 

@@ -17,6 +17,24 @@ package enum PacerAction<Value> {
   case invokeAndSchedule(Value, at: PaceInstant)
 }
 
+extension PacerAction {
+  /// The value to invoke `perform` with now, if the action invokes.
+  @inlinable package var invocation: Value? {
+    switch self {
+    case .invoke(let value), .invokeAndSchedule(let value, _): value
+    case .none, .schedule: nil
+    }
+  }
+
+  /// The deadline to arm the timer for, if the action schedules.
+  @inlinable package var deadline: PaceInstant? {
+    switch self {
+    case .schedule(let deadline), .invokeAndSchedule(_, let deadline): deadline
+    case .none, .invoke: nil
+    }
+  }
+}
+
 extension PacerAction: Equatable where Value: Equatable {}
 extension PacerAction: Sendable where Value: Sendable {}
 

@@ -31,6 +31,26 @@ enum MainActorPerform {
     }
   }
 
+  /// What an `owner:` initialiser hands its pacer: whether `owner` is gone, and `perform` run
+  /// main-actor isolated with the owner, doing nothing once the owner is gone.
+  static func owned<Owner: AnyObject & Sendable, Value: Sendable>(
+    _ type: StaticString,
+    owner: Owner,
+    scheduler: any PaceScheduler,
+    perform: @escaping @MainActor @Sendable (Owner, Value) -> Void
+  ) -> (ownerIsGone: @Sendable () -> Bool, perform: @Sendable (Value) -> Void) {
+    checkScheduler(scheduler, for: type)
+    let weakOwner = WeakOwner(owner)
+    let ownerIsGone: @Sendable () -> Bool = { weakOwner.value == nil }
+    return (
+      ownerIsGone,
+      wrap(type) { value in
+        guard let owner = weakOwner.value else { return }
+        perform(owner, value)
+      }
+    )
+  }
+
   /// `perform`, run main-actor isolated; run off the main thread it fails with a message that
   /// says so.
   static func wrap<Value: Sendable>(

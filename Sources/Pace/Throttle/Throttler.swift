@@ -155,15 +155,10 @@ public final class Throttler<Value: Sendable>: Sendable {
     owner: Owner,
     perform: @escaping @MainActor @Sendable (_ owner: Owner, _ value: Value) -> Void
   ) {
-    MainActorPerform.checkScheduler(scheduler, for: "Throttler")
-    let weakOwner = WeakOwner(owner)
+    let owned = MainActorPerform.owned("Throttler", owner: owner, scheduler: scheduler, perform: perform)
     self.init(
       interval: interval, edges: edges, merge: merge, scheduler: scheduler,
-      ownerIsGone: { weakOwner.value == nil },
-      perform: MainActorPerform.wrap("Throttler") { value in
-        guard let owner = weakOwner.value else { return }
-        perform(owner, value)
-      }
+      ownerIsGone: owned.ownerIsGone, perform: owned.perform
     )
   }
 

@@ -226,17 +226,8 @@ where Base.Element == Machine.Value {
   @inlinable
   func perform(_ action: PacerAction<Element>, in state: inout State) -> Effects {
     var effects = Effects()
-    switch action {
-    case .none:
-      break
-    case .schedule(let deadline):
-      (effects.arm, effects.superseded) = state.timer.reserve(at: deadline)
-    case .invoke(let value):
-      effects.handOff = deliver(value, in: &state)
-    case .invokeAndSchedule(let value, let deadline):
-      (effects.arm, effects.superseded) = state.timer.reserve(at: deadline)
-      effects.handOff = deliver(value, in: &state)
-    }
+    if let value = action.invocation { effects.handOff = deliver(value, in: &state) }
+    if let deadline = action.deadline { (effects.arm, effects.superseded) = state.timer.reserve(at: deadline) }
     return effects
   }
 

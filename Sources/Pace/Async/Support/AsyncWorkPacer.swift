@@ -282,24 +282,12 @@ final class AsyncWorkPacer<Machine: PacerStateMachine, Output: Sendable>: Sendab
 
   /// Reserves the timer the action asks for; returns the value to invoke, if any.
   private func apply(_ action: PacerAction<Input>, in state: inout State, effects: inout Effects) -> Input? {
-    switch action {
-    case .none:
-      return nil
-    case .schedule(let deadline):
-      reserveTimer(at: deadline, in: &state, effects: &effects)
-      return nil
-    case .invoke(let value):
-      return value
-    case .invokeAndSchedule(let value, let deadline):
-      reserveTimer(at: deadline, in: &state, effects: &effects)
-      return value
+    if let deadline = action.deadline {
+      let (ticket, superseded) = state.timer.reserve(at: deadline)
+      effects.arm = ticket
+      if let superseded { effects.cancellations.append(superseded) }
     }
-  }
-
-  private func reserveTimer(at deadline: PaceInstant, in state: inout State, effects: inout Effects) {
-    let (ticket, superseded) = state.timer.reserve(at: deadline)
-    effects.arm = ticket
-    if let superseded { effects.cancellations.append(superseded) }
+    return action.invocation
   }
 
   /// Once the lock is released: cancels, arms the timer, then resumes the callers.
