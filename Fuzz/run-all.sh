@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets and runs each for SECONDS (default 300), one after another.
+# Builds the libFuzzer targets and runs each for SECONDS (default 300), one after another; any
+# further arguments go to `swift build` (CI passes -Xswiftc -warnings-as-errors).
 # The corpus grows in .build/corpus/<target> (seeded from Corpus/); crashes land in Artifacts/.
 set -euo pipefail
 cd "$(dirname "$0")"
 seconds=${1:-300}
-swift build -c release --sanitize=fuzzer --sanitize=address
+shift || true
+swift build -c release --sanitize=fuzzer --sanitize=address "$@"
 mkdir -p Artifacts
 for target in TraceReader DurationText MarbleParser; do
   mkdir -p ".build/corpus/$target"
