@@ -41,8 +41,8 @@ import Testing
       }
     }
     let total = threads * perThread
-    let settled1 = await eventually { log.values.reduce(0) { $0 + $1.count } >= total }
-    #expect(settled1)
+    let everythingDelivered = await eventually { log.values.reduce(0) { $0 + $1.count } >= total }
+    #expect(everythingDelivered)
     withExtendedLifetime((throttler, debouncer)) {}
     let delivered = log.values.flatMap { $0 }
     #expect(delivered.count == total)
@@ -74,8 +74,8 @@ import Testing
     DispatchQueue.concurrentPerform(iterations: 4) { _ in
       for value in 0..<2_000 { throttler.call(value) }
     }
-    let settled2 = await eventually { active.withLock { $0.runs > 0 && $0.now == 0 } }
-    #expect(settled2)
+    let ranOnTheQueue = await eventually { active.withLock { $0.runs > 0 && $0.now == 0 } }
+    #expect(ranOnTheQueue)
     #expect(active.withLock { $0.max } == 1)
     withExtendedLifetime(throttler) {}
   }
@@ -95,8 +95,8 @@ import Testing
       }
     }
     debouncer.flush()
-    let settled3 = await eventually { !debouncer.isPending }
-    #expect(settled3)
+    let nothingPending = await eventually { !debouncer.isPending }
+    #expect(nothingPending)
     // Threads 0 and 1 call on 49 of every 50 iterations, thread 3 on all; thread 2 only reads.
     // Cancel drops some calls, so the total delivered is at most what was called.
     let calls = 2 * (2_000 - 2_000 / 50) + 2_000
@@ -116,12 +116,12 @@ import Testing
     }
     let start = scheduler.now
     debouncer.call()
-    let settled4 = await eventually { fired.withLock { $0 } != nil }
-    #expect(settled4)
+    let didFire = await eventually { fired.withLock { $0 } != nil }
+    #expect(didFire)
     withExtendedLifetime(debouncer) {}
     let elapsed = start.duration(to: fired.withLock { $0 }!)
     #expect(elapsed >= .milliseconds(20))
-    #expect(elapsed < .seconds(2))
+    #expect(elapsed < .seconds(10), "a bound for a loaded machine, not a latency figure")
   }
 
   @Test func aLeadingInvocationFromTheQueueItselfRunsInsideCall() {
@@ -146,8 +146,8 @@ import Testing
       onQueue.withLock { $0 = scheduler.isCurrent }
     }
     debouncer.call(1)
-    let settled5 = await eventually { onQueue.withLock { $0 } != nil }
-    #expect(settled5)
+    let ranOnTheQueue = await eventually { onQueue.withLock { $0 } != nil }
+    #expect(ranOnTheQueue)
     #expect(onQueue.withLock { $0 } == true)
     debouncer.cancel()
   }
@@ -166,8 +166,8 @@ import Testing
       fired.withLock { $0 = true }
     }
     debouncer.call()
-    let settled6 = await eventually { fired.withLock { $0 } }
-    #expect(settled6)
+    let didFire = await eventually { fired.withLock { $0 } }
+    #expect(didFire)
     withExtendedLifetime(debouncer) {}
   }
 
