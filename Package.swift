@@ -190,7 +190,7 @@ let package = Package(
     ),
     .testTarget(
       name: "PaceCombineTests",
-      dependencies: ["Pace", "PaceCombine", openCombine],
+      dependencies: ["Pace", "PaceCombine", "PaceTestSupport", openCombine],
       swiftSettings: swiftSettings
     ),
     .testTarget(name: "PaceObservationTests", dependencies: ["Pace", "PaceObservation"], swiftSettings: swiftSettings),
