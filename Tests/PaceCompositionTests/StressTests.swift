@@ -6,7 +6,7 @@ import Testing
 
 /// Real threads and real queues, run under the thread sanitizer in CI (the suite name matches
 /// its `StressTests` filter). Every bound is an exact count, never a time.
-@Suite struct CompositionStressTests {
+@Suite(.offThePool) struct CompositionStressTests {
   @Test func concurrentSignalsOnARealQueueAddUpExactly() {
     // real-time: threads and a real DispatchQueue; the only bound is the exact total.
     let queue = DispatchQueue(label: "pace.coalescer.stress")

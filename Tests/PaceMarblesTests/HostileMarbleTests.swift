@@ -7,7 +7,7 @@ import Testing
 /// Marble notation and durations at the edges: every input is an answer or a clear error, never
 /// a trap, a hang or a blow-up. The fuzz tests are seeded, so a failure repeats; the libFuzzer
 /// targets in Fuzz/ search the same ground without a seed (see CONTRIBUTING.md).
-@Suite struct HostileMarbleTests {
+@Suite(.offThePool) struct HostileMarbleTests {
   // MARK: Durations
 
   @Test(arguments: [

@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 
 /// Runs `body` on a thread of its own and returns its result.
 ///
@@ -38,5 +39,51 @@ public struct Failures: Sendable, CustomStringConvertible {
   public var description: String {
     let more = messages.count > 20 ? "\n… and \(messages.count - 20) more" : ""
     return messages.prefix(20).joined(separator: "\n") + more
+  }
+}
+
+/// Runs each test case of a suite (or one test) on a thread of its own instead of the
+/// cooperative pool: `@Suite(.offThePool)`.
+///
+/// For suites of long synchronous tests (reference models, property tests on random timelines):
+/// their cases otherwise hold the pool's threads one after another, and the real-clock tests of
+/// other suites wait behind them for a thread to fire their timers. A task executor preference
+/// moves the test body, and the tasks it starts, to a serial queue of the case's own, whose thread
+/// Dispatch adds beside the pool's; `#expect` works as usual.
+public struct OffThePoolTrait: SuiteTrait, TestTrait, TestScoping {
+  public var isRecursive: Bool { true }
+
+  public func provideScope(
+    for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
+  ) async throws {
+    // The suite's own scope covers no code of a case: each case gets its own thread below.
+    guard testCase != nil else { return try await function() }
+    try await withTaskExecutorPreference(ThreadOfItsOwn()) { try await function() }
+  }
+}
+
+extension Trait where Self == OffThePoolTrait {
+  /// Runs the test cases on threads of their own, off the cooperative pool.
+  public static var offThePool: Self { Self() }
+}
+
+extension OffThePoolTrait {
+  /// Whether the caller runs on a queue of ``OffThePoolTrait``.
+  public static var isCurrent: Bool { DispatchQueue.getSpecific(key: ThreadOfItsOwn.key) != nil }
+}
+
+/// A task executor on a serial Dispatch queue: Dispatch gives it a thread outside the pool.
+final class ThreadOfItsOwn: TaskExecutor {
+  static let key = DispatchSpecificKey<Void>()
+  private let queue = DispatchQueue(label: "PaceTestSupport.offThePool")
+
+  init() {
+    queue.setSpecific(key: Self.key, value: ())
+  }
+
+  func enqueue(_ job: consuming ExecutorJob) {
+    let job = UnownedJob(job)
+    let executor = asUnownedTaskExecutor()
+    queue.async { job.runSynchronously(on: executor) }
   }
 }

@@ -8,7 +8,7 @@ import Testing
 /// The models know nothing of timers, deadlines or re-arming: they step through time one
 /// millisecond at a time and apply the documented rules. At each millisecond the time-based
 /// rule applies before that millisecond's calls, as `advance(to:)` then `call` does.
-@Suite struct ReferenceModelTests {
+@Suite(.offThePool) struct ReferenceModelTests {
   struct Call {
     var ms: Int64
     var value: Int
@@ -174,5 +174,18 @@ import Testing
         Self.referenceDebounce(calls, interval: interval, edges: edges, maxWait: nil).flatMap(\.value) == expected)
       #expect(Self.referenceThrottle(calls, interval: interval, edges: edges).flatMap(\.value) == expected)
     }
+  }
+}
+
+/// The trait that keeps the synchronous suites off the cooperative pool does move them.
+@Suite(.offThePool) struct OffThePoolTraitTests {
+  @Test func aSynchronousTestRunsOffThePool() {
+    #expect(OffThePoolTrait.isCurrent)
+  }
+
+  @Test(arguments: 0..<2) func soDoesEachCaseOfAParameterizedTest(_ index: Int) async {
+    #expect(OffThePoolTrait.isCurrent)
+    await Task.yield()
+    #expect(OffThePoolTrait.isCurrent, "after a suspension too")
   }
 }

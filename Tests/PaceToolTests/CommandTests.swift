@@ -1,4 +1,5 @@
 import Foundation
+import PaceTestSupport
 import Testing
 
 @testable import PaceTool
@@ -302,7 +303,7 @@ func pace(_ arguments: String...) -> (status: Int32, output: String, errors: Str
 }
 
 /// Exit statuses of the real executable, next to the test bundle when the package is built.
-@Suite struct ExecutableTests {
+@Suite(.offThePool) struct ExecutableTests {
   static let executable = Bundle.main.bundleURL.appendingPathComponent("pace")
 
   @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: executable.path), "the pace executable is built"))

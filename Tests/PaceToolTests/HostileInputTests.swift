@@ -6,7 +6,7 @@ import Testing
 
 /// The tool at the edges (issue 8): each reproducer from the report, then a seeded fuzz run of
 /// hostile traces and arguments through ``PaceCLI/main(_:standardOutput:standardError:)``.
-@Suite struct HostileInputTests {
+@Suite(.offThePool) struct HostileInputTests {
   @Test(arguments: [
     // Durations that do not fit: an error naming the limit, never an overflow trap.
     (

@@ -4,7 +4,7 @@ import Testing
 
 @testable import PaceTool
 
-@Suite struct SimulatorTests {
+@Suite(.offThePool) struct SimulatorTests {
   let trace = Trace(source: "test", events: [(0, "a"), (40_000_000, "b"), (90_000_000, "c"), (1_000_000_000, "d")])
 
   func invocations(_ strategy: Strategy) throws -> [Invocation] {
