@@ -11,7 +11,7 @@ import Testing
 /// A failure names its seed and step. Where a key lands also depends on the process's hash seed
 /// and on the table's address (its own seed), so a rerun of a seed tries other placements of the
 /// same operations; the structural check below tells which invariant broke.
-@Suite struct KeyTableTests {
+@Suite(.offThePool) struct KeyTableTests {
   // MARK: Reference model
 
   /// What the random runs reached, so that a test can check they reached the cases it is about.

@@ -6,7 +6,7 @@ import Testing
 /// The ring that holds a keyed shard's undelivered invocations: seeded random appends and pops
 /// against an array (growth while the ring wraps around its end included), and the lifetimes of
 /// its elements through growth, `releaseStorage()` and `deinit`.
-@Suite struct KeyedOutboxTests {
+@Suite(.offThePool) struct KeyedOutboxTests {
   typealias LiveInstances = KeyTableTests.LiveInstances
   typealias LifetimeProbe = KeyTableTests.LifetimeProbe
 

@@ -7,7 +7,7 @@ import Testing
 /// invocations from one keyed primitive equal, at exact times, those of a single-key primitive
 /// driven by that key's calls alone on its own `TestScheduler`. Keys are evicted along the way,
 /// so this also checks that eviction never drops or changes pending work.
-@Suite struct KeyedReferenceModelTests {
+@Suite(.offThePool) struct KeyedReferenceModelTests {
   enum Operation {
     case call, flush, cancel
   }

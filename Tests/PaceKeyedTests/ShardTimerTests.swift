@@ -7,7 +7,7 @@ import Testing
 /// additions and firings against a sorted array, deadlines added during a firing, the stale
 /// generations, and the lifetimes of keys through growth, shrinking in place, the mapped-pages
 /// threshold both ways, `removeAll()` and `deinit`.
-@Suite struct ShardTimerTests {
+@Suite(.offThePool) struct ShardTimerTests {
   typealias LiveInstances = KeyTableTests.LiveInstances
   typealias LifetimeProbe = KeyTableTests.LifetimeProbe
 
