@@ -4,7 +4,7 @@ import Testing
 @testable import Pace
 
 /// `AsyncDebouncer`: debounced async work whose callers get the result covering their call.
-@Suite(.timeLimit(.minutes(1))) struct AsyncDebouncerTests {
+@Suite(.timeLimit(.minutes(3))) struct AsyncDebouncerTests {
   let scheduler = TestScheduler()
 
   // MARK: Timing: the Debouncer's, invocation by invocation

@@ -6,7 +6,7 @@ import Testing
 
 /// The diagrams and examples of AsyncOperators.md, AsyncDebouncer.md and RateLimiter.md, run
 /// through the real operators on virtual time. One character is 100 ms.
-@Suite(.timeLimit(.minutes(1))) struct AsyncDocDiagramTests {
+@Suite(.timeLimit(.minutes(3))) struct AsyncDocDiagramTests {
   let step: Int64 = 100
 
   func debounced(_ base: String, edges: Edges = .trailing) async -> String {

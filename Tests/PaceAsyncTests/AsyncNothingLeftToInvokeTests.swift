@@ -6,7 +6,7 @@ import Testing
 
 /// `AsyncDebouncer` and `AsyncThrottler` with nothing left to invoke: no timer, and `isPending`
 /// says whether anything will start.
-@Suite(.timeLimit(.minutes(1))) struct AsyncNothingLeftToInvokeTests {
+@Suite(.timeLimit(.minutes(3))) struct AsyncNothingLeftToInvokeTests {
   let scheduler = TestScheduler()
 
   @Test func submitThenFlushLeavesNoTimer() async throws {

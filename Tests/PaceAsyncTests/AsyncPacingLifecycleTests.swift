@@ -122,7 +122,7 @@ import Testing
 
   /// The timer of a real clock is a task sleeping on the clock: it must end with the iterator,
   /// not an hour later.
-  @Test(.timeLimit(.minutes(1)), arguments: Operator.allCases)
+  @Test(.timeLimit(.minutes(3)), arguments: Operator.allCases)
   func withARealClockNoTaskOutlivesTheIterator(kind: Operator) async {
     let upstream = TestStream<String>()
     let tasks = await { () async -> [Task<Void, Never>] in

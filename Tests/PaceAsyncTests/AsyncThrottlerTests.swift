@@ -5,7 +5,7 @@ import Testing
 @testable import Pace
 
 /// `AsyncThrottler`: throttled async work whose callers get the result covering their call.
-@Suite(.timeLimit(.minutes(1))) struct AsyncThrottlerTests {
+@Suite(.timeLimit(.minutes(3))) struct AsyncThrottlerTests {
   let scheduler = TestScheduler()
 
   @Test func invocationsAreExactlyOneIntervalApartWhileCallsContinue() async {

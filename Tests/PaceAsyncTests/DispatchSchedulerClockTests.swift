@@ -4,7 +4,7 @@ import Testing
 @testable import Pace
 
 /// `DispatchScheduler` as a `Clock`: one value for the `scheduler:` and `clock:` parameters.
-@Suite(.timeLimit(.minutes(2))) struct DispatchSchedulerClockTests {
+@Suite(.timeLimit(.minutes(3))) struct DispatchSchedulerClockTests {
   let scheduler = DispatchScheduler.queue(DispatchQueue(label: "pace.test.clock"))
 
   @Test func aSleepEndsNoEarlierThanItsDeadline() async throws {

@@ -9,7 +9,7 @@ import XCTest
 
 // `ms(_:)` is the target's `PaceInstant(.milliseconds(_:))` (Support/Timelines.swift).
 
-@Suite(.timeLimit(.minutes(1))) struct PublicHarnessTests {
+@Suite(.timeLimit(.minutes(3))) struct PublicHarnessTests {
   @Test func debouncedOverAStreamEmitsAtExactTimes() async {
     let scheduler = TestScheduler()
     let queries = TestStream<String>()

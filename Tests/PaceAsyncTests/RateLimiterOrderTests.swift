@@ -5,7 +5,7 @@ import Testing
 
 /// `RateLimiter.acquire` queues its request on the caller's actor, before it first suspends:
 /// tasks started in order from one actor are granted in that order, every round.
-@Suite(.timeLimit(.minutes(2))) struct RateLimiterOrderTests {
+@Suite(.timeLimit(.minutes(3))) struct RateLimiterOrderTests {
   static let rounds = 2_000
 
   // Each round grants one request per step of time and reads which task started: two

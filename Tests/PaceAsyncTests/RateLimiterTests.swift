@@ -5,7 +5,7 @@ import Testing
 @testable import Pace
 
 /// `RateLimiter` on virtual time, with exact grant times; and a real-time stress test.
-@Suite(.timeLimit(.minutes(1))) struct RateLimiterTests {
+@Suite(.timeLimit(.minutes(3))) struct RateLimiterTests {
   let scheduler = TestScheduler()
 
   @Test func theBurstIsAvailableAtOnceThenPermitsComeBackAtTheRate() {
@@ -121,7 +121,7 @@ import Testing
 }
 
 /// `rateLimited(bytesPerSecond:)` and `rateLimited(by:cost:)`.
-@Suite(.timeLimit(.minutes(1))) struct AsyncRateLimitedSequenceTests {
+@Suite(.timeLimit(.minutes(3))) struct AsyncRateLimitedSequenceTests {
   let scheduler = TestScheduler()
 
   @Test func byteChunksArePacedToTheRate() async throws {

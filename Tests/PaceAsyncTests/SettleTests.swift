@@ -4,7 +4,7 @@ import XCTest
 
 /// `TestScheduler.settle` and `OwnedTasks`: a view model's search, from keystroke to delivered
 /// results, tested with no wait but `settle`, at exact virtual times.
-@Suite(.timeLimit(.minutes(1))) struct SettleTests {
+@Suite(.timeLimit(.minutes(3))) struct SettleTests {
   @MainActor final class SearchModel {
     private(set) var items: [String] = []
     let tasks = OwnedTasks()
@@ -105,7 +105,7 @@ import XCTest
 }
 
 /// `OwnedTasks` on its own: awaited, cancelled with its owner, and no leak of the owner.
-@Suite(.timeLimit(.minutes(1))) struct OwnedTasksTests {
+@Suite(.timeLimit(.minutes(3))) struct OwnedTasksTests {
   @MainActor @Test func spawnedWorkIsAwaitedAndRunsOnTheCallersActor() async {
     let tasks = OwnedTasks()
     let recorder = LockedRecorder<Int>()

@@ -3,7 +3,7 @@ import Testing
 
 /// PaceTesting's pieces for async view models: the fake dependency, the immediate clock,
 /// `expectReleased`, the recorder and the instant shorthands.
-@Suite(.timeLimit(.minutes(1))) struct ViewModelHarnessTests {
+@Suite(.timeLimit(.minutes(3))) struct ViewModelHarnessTests {
   @MainActor final class SearchModel {
     private(set) var results: [String] = []
     let search: AsyncDebouncer<String, [String]>

@@ -4,7 +4,7 @@ import Testing
 @testable import Pace
 
 /// `KeyedRateLimiter` on virtual time, in memory and over a fake store.
-@Suite(.timeLimit(.minutes(1))) struct KeyedRateLimiterTests {
+@Suite(.timeLimit(.minutes(3))) struct KeyedRateLimiterTests {
   let scheduler = TestScheduler()
 
   @Test func decisionsSayWhatRemainsAndWhenToRetry() {

@@ -42,14 +42,14 @@ public struct Failures: Sendable, CustomStringConvertible {
   }
 }
 
-/// Runs each test case of a suite (or one test) on a thread of its own instead of the
-/// cooperative pool: `@Suite(.offThePool)`.
+/// Runs each test case of a suite (or one test) on threads outside the cooperative pool:
+/// `@Suite(.offThePool)`.
 ///
 /// For suites of long synchronous tests (reference models, property tests on random timelines):
 /// their cases otherwise hold the pool's threads one after another, and the real-clock tests of
 /// other suites wait behind them for a thread to fire their timers. A task executor preference
-/// moves the test body, and the tasks it starts, to a serial queue of the case's own, whose thread
-/// Dispatch adds beside the pool's; `#expect` works as usual.
+/// moves the test body, and the tasks it starts, to one of two serial queues whose threads Dispatch
+/// adds beside the pool's; `#expect` works as usual.
 public struct OffThePoolTrait: SuiteTrait, TestTrait, TestScoping {
   public var isRecursive: Bool { true }
 
@@ -58,32 +58,51 @@ public struct OffThePoolTrait: SuiteTrait, TestTrait, TestScoping {
   ) async throws {
     // The suite's own scope covers no code of a case: each case gets its own thread below.
     guard testCase != nil else { return try await function() }
-    try await withTaskExecutorPreference(ThreadOfItsOwn()) { try await function() }
+    try await withTaskExecutorPreference(OffThePoolExecutor()) { try await function() }
   }
 }
 
 extension Trait where Self == OffThePoolTrait {
-  /// Runs the test cases on threads of their own, off the cooperative pool.
+  /// Runs the test cases on threads outside the cooperative pool.
   public static var offThePool: Self { Self() }
 }
 
 extension OffThePoolTrait {
   /// Whether the caller runs on a queue of ``OffThePoolTrait``.
-  public static var isCurrent: Bool { DispatchQueue.getSpecific(key: ThreadOfItsOwn.key) != nil }
+  public static var isCurrent: Bool { DispatchQueue.getSpecific(key: OffThePoolExecutor.key) != nil }
 }
 
-/// A task executor on a serial Dispatch queue: Dispatch gives it a thread outside the pool.
-final class ThreadOfItsOwn: TaskExecutor {
+/// A task executor on one of two serial Dispatch queues, taken in turn: Dispatch gives each a
+/// thread outside the pool, and two are enough to keep both cores busy without starting a thread
+/// per test case.
+final class OffThePoolExecutor: TaskExecutor {
   static let key = DispatchSpecificKey<Void>()
-  private let queue = DispatchQueue(label: "PaceTestSupport.offThePool")
-
-  init() {
-    queue.setSpecific(key: Self.key, value: ())
+  private static let queues = (0..<2).map { index in
+    let queue = DispatchQueue(label: "PaceTestSupport.offThePool.\(index)")
+    queue.setSpecific(key: key, value: ())
+    return queue
   }
+  private static let turns = LockedTurns()
+
+  private let queue = OffThePoolExecutor.queues[OffThePoolExecutor.turns.next() % OffThePoolExecutor.queues.count]
 
   func enqueue(_ job: consuming ExecutorJob) {
     let job = UnownedJob(job)
     let executor = asUnownedTaskExecutor()
     queue.async { job.runSynchronously(on: executor) }
+  }
+}
+
+/// A counter behind a lock, for taking the queues in turn.
+private final class LockedTurns: @unchecked Sendable {
+  // @unchecked Sendable: `count` is only read and written while `lock` is held.
+  private let lock = NSLock()
+  private var count = 0
+
+  func next() -> Int {
+    lock.lock()
+    defer { lock.unlock() }
+    count &+= 1
+    return count
   }
 }

@@ -8,7 +8,7 @@ import Testing
 /// `.seconds(Int64.max)`, and schedulers that start at `Int64.min` or just before
 /// ``PaceInstant/max``. Deadlines saturate at the end of the timeline, a timer that fires there
 /// invokes or goes quiet, and ``TestScheduler/run()`` returns.
-@Suite(.timeLimit(.minutes(1))) struct ExtremeTimeTests {
+@Suite(.timeLimit(.minutes(3))) struct ExtremeTimeTests {
   static let end = PaceInstant.max
   static let forever = Duration.seconds(Int64.max)
 
