@@ -71,12 +71,13 @@ struct RateLimitStateMachine {
   }
 
   /// The waiting request `id` leaves the queue, refused; the head may have changed, so the
-  /// requests that fit now are granted. Nothing happens if `id` does not wait (it was granted).
+  /// requests that fit now are granted. If `id` does not wait (it was granted), nobody is refused,
+  /// and the action still says when to look again, so that the driver's timer stays right.
   @inlinable
   mutating func cancel(id: UInt64, now: PaceInstant) -> RateLimitAction {
-    guard queue?.remove(id: id) == true else { return .none }
+    let removed = queue?.remove(id: id) ?? false
     var action = grant(now: now)
-    action.refused = id
+    if removed { action.refused = id }
     return action
   }
 
