@@ -11,7 +11,7 @@
 ///
 /// Each key has its own token bucket with exactly the arithmetic of ``RateLimiter``: it starts
 /// full with `burst` permits, and permits come back at `permits` per `interval`, exactly.
-/// ``acquire(_:cost:)`` waits in first-come first-served order per key and is cancellable;
+/// ``acquire(_:cost:isolation:)`` waits in first-come first-served order per key and is cancellable;
 /// `tryAcquire(_:cost:)` never waits. Keys never interfere.
 ///
 /// A key costs 16 bytes of bucket state, an entry in its shard's table and one deadline in its
@@ -22,9 +22,9 @@
 ///
 /// With a ``RateLimitStore`` (``init(permits:per:burst:clock:store:)``) the decisions are the
 /// store's, shared by every process that uses it: call ``decide(_:cost:)`` and
-/// ``acquire(_:cost:)`` with `try await`. The synchronous `tryAcquire(_:cost:)` decides in
+/// ``acquire(_:cost:isolation:)`` with `try await`. The synchronous `tryAcquire(_:cost:)` decides in
 /// memory, so calling it on a store-backed limiter is a programming error. A waiting
-/// ``acquire(_:cost:)`` asks the store again after each `retryAfter` the store returns, slept on
+/// ``acquire(_:cost:isolation:)`` asks the store again after each `retryAfter` the store returns, slept on
 /// the limiter's clock; so with a store, waiters of one key are not served in strict FIFO order.
 public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   // The decisions and the timer's path are `@inlinable` (with what they touch
@@ -97,13 +97,13 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
 
   /// A keyed rate limiter whose decisions are made by `store`, shared beyond this process.
   ///
-  /// Call its ``decide(_:cost:)`` and ``acquire(_:cost:)`` with `try await`.
+  /// Call its ``decide(_:cost:)`` and ``acquire(_:cost:isolation:)`` with `try await`.
   ///
   /// - Parameters:
   ///   - permits: How many permits come back to a key per `interval`. Positive.
   ///   - interval: The period of the rate. Positive.
   ///   - burst: How many permits a key can take at once; `permits` by default. Positive.
-  ///   - clock: The clock ``acquire(_:cost:)`` sleeps on between attempts.
+  ///   - clock: The clock ``acquire(_:cost:isolation:)`` sleeps on between attempts.
   ///   - store: Where the buckets live and the decisions are made.
   public convenience init<C: Clock>(
     permits: Int, per interval: Duration, burst: Int? = nil, clock: C = ContinuousClock(),
@@ -183,12 +183,16 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   /// the burst waits for a full bucket and leaves it in debt. With a store, it asks the store and
   /// sleeps on the limiter's clock for each `retryAfter` until the store allows it.
   ///
+  /// In memory, the request arrives on the caller's actor, before `acquire` first suspends: tasks
+  /// started in order from one actor join the key's queue, and are granted, in that order.
+  ///
   /// - Parameters:
   ///   - key: Whose bucket to take from.
   ///   - cost: How many permits to take; 1 by default. Not negative.
+  ///   - isolation: The caller's actor; leave the default.
   /// - Throws: `CancellationError` if the task is cancelled before the permits are granted (then
   ///   nothing is taken), or what the store throws.
-  public func acquire(_ key: Key, cost: Int = 1) async throws {
+  public func acquire(_ key: Key, cost: Int = 1, isolation: isolated (any Actor)? = #isolation) async throws {
     precondition(cost >= 0, "KeyedRateLimiter.acquire: cost must not be negative (got \(cost))")
     try Task.checkCancellation()
     if let store {
@@ -206,30 +210,36 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     }
     let hash = key.hashValue
     let index = Self.shardIndex(hash: hash)
-    try await withTaskCancellationHandler {
-      try await withUnsafeThrowingContinuation { (continuation: Continuation) in
+    // With `isolation`, neither the handler nor the continuation's body hops to another
+    // executor: the request is queued before the first suspension, in the caller's order.
+    try await withTaskCancellationHandler(
+      operation: {
+        try await withUnsafeThrowingContinuation(isolation: isolation) { (continuation: Continuation) in
+          let now = clock.now()
+          let effects = shards.withLock(index) { shard -> Effects in
+            guard !Task.isCancelled else { return Effects(refused: continuation) }
+            shard.waiters[id] = continuation
+            _ = shard.buckets.indexInserting(
+              key, hash: hash, KeyBucket(level: rate.full(at: now), checkAt: PaceInstant(nanoseconds: .max)))
+            return run(key, hash: hash, now: now, consumedCheck: false, in: &shard) {
+              $0.enqueue(id: id, cost: cost, now: now)
+            }
+          }
+          carryOut(effects, shard: index)
+        }
+      },
+      onCancel: {
         let now = clock.now()
         let effects = shards.withLock(index) { shard -> Effects in
-          guard !Task.isCancelled else { return Effects(refused: continuation) }
-          shard.waiters[id] = continuation
-          _ = shard.buckets.indexInserting(
-            key, hash: hash, KeyBucket(level: rate.full(at: now), checkAt: PaceInstant(nanoseconds: .max)))
+          guard shard.waiters[id] != nil else { return Effects() }
           return run(key, hash: hash, now: now, consumedCheck: false, in: &shard) {
-            $0.enqueue(id: id, cost: cost, now: now)
+            $0.cancel(id: id, now: now)
           }
         }
         carryOut(effects, shard: index)
-      }
-    } onCancel: {
-      let now = clock.now()
-      let effects = shards.withLock(index) { shard -> Effects in
-        guard shard.waiters[id] != nil else { return Effects() }
-        return run(key, hash: hash, now: now, consumedCheck: false, in: &shard) {
-          $0.cancel(id: id, now: now)
-        }
-      }
-      carryOut(effects, shard: index)
-    }
+      },
+      isolation: isolation
+    )
   }
 
   /// The whole permits `key` could take now; 0 while its bucket is in debt. In memory only: a
@@ -265,7 +275,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     }
   }
 
-  /// How many ``acquire(_:cost:)`` calls wait, over all keys.
+  /// How many ``acquire(_:cost:isolation:)`` calls wait, over all keys.
   public var waitingCount: Int {
     shards.indices.reduce(0) { count, index in count + shards.withLock(index) { $0.waiters.count } }
   }

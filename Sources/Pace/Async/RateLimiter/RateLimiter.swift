@@ -83,6 +83,9 @@ public final class RateLimiter: Sendable {
     var watchers: [UnsafeContinuation<Void, Never>] = []
   }
 
+  /// The limit: `permits` per `interval`, up to `burst` at once; a ``KeyedRateLimiter``'s
+  /// `limit` in the same words.
+  public let limit: RateLimit
   private let clock: AsyncClock
   private let state: LockedState<State>
 
@@ -111,6 +114,7 @@ public final class RateLimiter: Sendable {
   init(permits: Int, per interval: Duration, burst: Int, clock: AsyncClock) {
     self.clock = clock
     let bucket = TokenBucket(permits: permits, per: interval, burst: burst, now: clock.now())
+    limit = RateLimit(permits: permits, per: interval, burst: burst)
     state = LockedState(State(machine: RateLimitStateMachine(bucket: bucket)))
   }
 
@@ -119,7 +123,7 @@ public final class RateLimiter: Sendable {
     state.withLock { $0.timer.disarm() }?.cancel()
   }
 
-  /// Waits until `permits` are available, then takes them.
+  /// Waits until `cost` permits are available, then takes them.
   ///
   /// Requests are served in the order they arrive. A request for more than the burst waits for a
   /// full bucket and leaves the bucket in debt.
@@ -179,6 +183,9 @@ public final class RateLimiter: Sendable {
   }
 
   /// Takes `permits` if they are available now and no request is waiting; never waits.
+  ///
+  /// - Parameter permits: How many permits to take.
+  /// - Returns: Whether they were taken.
   @available(
     *, deprecated, renamed: "tryAcquire(cost:)",
     message: "tryAcquire(cost:) returns a RateLimitDecision; test its isAllowed"
