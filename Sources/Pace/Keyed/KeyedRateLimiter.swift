@@ -329,7 +329,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   /// comes by its next event (its first request's turn, or its bucket full again).
   ///
   /// - Parameter consumedCheck: Whether the key's heap entry has just come out of the heap.
-  /// - Returns: The continuations the event resumes.
+  /// - Returns: The continuations the event resumes, and whether the shard's timer needs arming.
   @inlinable
   func run(
     _ key: Key, hash: Int, now: PaceInstant, consumedCheck: Bool, in shard: inout Shard,
@@ -346,7 +346,8 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       if let continuation = shard.waiters.removeValue(forKey: id) { effects.granted.append(continuation) }
     }
     if let id = action.refused { effects.refused = shard.waiters.removeValue(forKey: id) }
-    if let queue = machine.queue, !queue.isEmpty {
+    let isWaiting = machine.isWaiting
+    if isWaiting, let queue = machine.queue.take() {
       shard.queues[key] = queue
     } else if machine.bucket.isFull {
       shard.buckets.remove(at: slot)
@@ -355,7 +356,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     }
     bucket.level = machine.bucket.level
     // Nobody waits: the key is looked at again when its bucket is full, to be forgotten.
-    let next = machine.isWaiting ? action.wakeAt : machine.bucket.fullTime
+    let next = isWaiting ? action.wakeAt : machine.bucket.fullTime
     if let next, consumedCheck || next < bucket.checkAt {
       bucket.checkAt = next
       shard.timer.add(next, for: key)
