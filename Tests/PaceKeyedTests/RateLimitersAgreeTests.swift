@@ -63,4 +63,46 @@ import Testing
       scheduler.advance(by: .milliseconds(Int64.random(in: 0...200, using: &random)))
     }
   }
+
+  /// Waiting requests, cancellations, refusals and pauses, on both limiters at the same instants:
+  /// the same requests wait, and the same permits remain, after every step.
+  @Test(arguments: 0..<10)
+  func bothQueueAndGrantAlikeOnRandomTimelines(seed: UInt64) async {
+    var random = SeededGenerator(seed: seed)
+    let scheduler = TestScheduler()
+    let single = RateLimiter(permits: 3, per: .milliseconds(100), burst: 5, clock: scheduler)
+    let keyed = KeyedRateLimiter<Int>(permits: 3, per: .milliseconds(100), burst: 5, clock: scheduler)
+    var requests: [(Task<Void, any Error>, Task<Void, any Error>)] = []
+    for _ in 0..<200 {
+      let cost = Int.random(in: 0...7, using: &random)
+      switch Int.random(in: 0..<5, using: &random) {
+      case 0, 1:
+        requests.append(
+          (
+            Task.immediate { try await single.acquire(cost: cost) },
+            Task.immediate { try await keyed.acquire(1, cost: cost) }
+          ))
+      case 2:
+        guard let (first, second) = requests.randomElement(using: &random) else { break }
+        first.cancel()
+        second.cancel()
+      case 3:
+        #expect(keyed.tryAcquire(1, cost: cost) == single.tryAcquire(cost: cost))
+      default:
+        scheduler.advance(by: .milliseconds(Int64.random(in: 0...150, using: &random)))
+      }
+      #expect(keyed.waitingCount == single.waitingCount)
+      #expect(keyed.availablePermits(for: 1) == single.availablePermits)
+    }
+    for (first, second) in requests {
+      first.cancel()
+      second.cancel()
+    }
+    for (first, second) in requests {
+      _ = await first.result
+      _ = await second.result
+    }
+    #expect(keyed.waitingCount == 0)
+    #expect(single.waitingCount == 0)
+  }
 }
