@@ -85,6 +85,33 @@ import Testing
     try await next.value
   }
 
+  /// The timer follows the first waiting request: kept when a later head is due after it (it
+  /// looks again when it fires), moved earlier when the head is due sooner, cancelled when
+  /// nobody waits.
+  @Test func theTimerFollowsTheFirstWaitingRequest() async throws {
+    let limiter = RateLimiter(permits: 10, per: .seconds(1), clock: scheduler)
+    #expect(limiter.tryAcquire(cost: 10).isAllowed)
+    let small = Task.immediate { try await limiter.acquire(cost: 1) }
+    let large = Task.immediate { try await limiter.acquire(cost: 5) }
+    #expect(scheduler.pendingDeadlines == [ms(100)])
+    scheduler.advance(to: ms(100))
+    try await small.value
+    #expect(scheduler.pendingDeadlines == [ms(600)])
+    large.cancel()
+    await #expect(throws: CancellationError.self) { try await large.value }
+    #expect(scheduler.pendingCount == 0)
+    let first = Task.immediate { try await limiter.acquire(cost: 3) }
+    let second = Task.immediate { try await limiter.acquire(cost: 1) }
+    #expect(scheduler.pendingDeadlines == [ms(400)])
+    first.cancel()
+    await #expect(throws: CancellationError.self) { try await first.value }
+    #expect(scheduler.pendingDeadlines == [ms(200)])  // the new head is due sooner
+    scheduler.advance(to: ms(200))
+    try await second.value
+    #expect(scheduler.pendingCount == 0)
+    #expect(limiter.waitingCount == 0)
+  }
+
   /// 10,000 requests at once on virtual time: grants are counted in every 100 µs step, and no
   /// window of any length ever holds more than the burst plus the rate times its length.
   @Test func tenThousandConcurrentRequestsNeverOverGrant() async throws {

@@ -11,7 +11,7 @@
 ///
 /// Each key has its own token bucket with exactly the arithmetic of ``RateLimiter``: it starts
 /// full with `burst` permits, and permits come back at `permits` per `interval`, exactly.
-/// ``acquire(_:cost:)`` waits in first-come first-served order per key and is cancellable;
+/// ``acquire(_:cost:isolation:)`` waits in first-come first-served order per key and is cancellable;
 /// `tryAcquire(_:cost:)` never waits. Keys never interfere.
 ///
 /// A key costs 16 bytes of bucket state, an entry in its shard's table and one deadline in its
@@ -22,9 +22,9 @@
 ///
 /// With a ``RateLimitStore`` (``init(permits:per:burst:clock:store:)``) the decisions are the
 /// store's, shared by every process that uses it: call ``decide(_:cost:)`` and
-/// ``acquire(_:cost:)`` with `try await`. The synchronous `tryAcquire(_:cost:)` decides in
+/// ``acquire(_:cost:isolation:)`` with `try await`. The synchronous `tryAcquire(_:cost:)` decides in
 /// memory, so calling it on a store-backed limiter is a programming error. A waiting
-/// ``acquire(_:cost:)`` asks the store again after each `retryAfter` the store returns, slept on
+/// ``acquire(_:cost:isolation:)`` asks the store again after each `retryAfter` the store returns, slept on
 /// the limiter's clock; so with a store, waiters of one key are not served in strict FIFO order.
 public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   // The decisions and the timer's path are `@inlinable` (with what they touch
@@ -32,13 +32,6 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   // unspecialised, every table operation goes through witness tables and generic metadata,
   // which doubles the cost of a decision (measured with a struct key in `Benchmarks`).
   @usableFromInline typealias Continuation = UnsafeContinuation<Void, any Error>
-
-  @usableFromInline
-  struct Waiter {
-    @usableFromInline let key: Key
-    @usableFromInline let permits: Int
-    @usableFromInline let continuation: Continuation
-  }
 
   /// A key's bucket level and the deadline of its one live entry in the shard's heap.
   @usableFromInline
@@ -52,18 +45,14 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     }
   }
 
-  /// The requests waiting for one key, in order; cancelled ones are skipped.
-  @usableFromInline
-  struct WaitQueue {
-    @usableFromInline var order = FIFO<UInt64>()
-    @usableFromInline var permits = 0
-  }
-
   @usableFromInline
   struct Shard: ~Copyable {
     @usableFromInline var buckets = KeyTable<Key, KeyBucket>()
-    @usableFromInline var queues: [Key: WaitQueue] = [:]
-    @usableFromInline var waiters: [UInt64: Waiter] = [:]
+    /// The queues of the keys with waiting requests, apart from the buckets so that an idle key
+    /// pays for none.
+    @usableFromInline var queues: [Key: RateLimitQueue] = [:]
+    /// The waiting requests' continuations, by the ids their keys' queues hold.
+    @usableFromInline var waiters: [UInt64: Continuation] = [:]
     @usableFromInline var timer = ShardTimer<Key>()
   }
 
@@ -108,13 +97,13 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
 
   /// A keyed rate limiter whose decisions are made by `store`, shared beyond this process.
   ///
-  /// Call its ``decide(_:cost:)`` and ``acquire(_:cost:)`` with `try await`.
+  /// Call its ``decide(_:cost:)`` and ``acquire(_:cost:isolation:)`` with `try await`.
   ///
   /// - Parameters:
   ///   - permits: How many permits come back to a key per `interval`. Positive.
   ///   - interval: The period of the rate. Positive.
   ///   - burst: How many permits a key can take at once; `permits` by default. Positive.
-  ///   - clock: The clock ``acquire(_:cost:)`` sleeps on between attempts.
+  ///   - clock: The clock ``acquire(_:cost:isolation:)`` sleeps on between attempts.
   ///   - store: Where the buckets live and the decisions are made.
   public convenience init<C: Clock>(
     permits: Int, per interval: Duration, burst: Int? = nil, clock: C = ContinuousClock(),
@@ -194,12 +183,16 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   /// the burst waits for a full bucket and leaves it in debt. With a store, it asks the store and
   /// sleeps on the limiter's clock for each `retryAfter` until the store allows it.
   ///
+  /// In memory, the request arrives on the caller's actor, before `acquire` first suspends: tasks
+  /// started in order from one actor join the key's queue, and are granted, in that order.
+  ///
   /// - Parameters:
   ///   - key: Whose bucket to take from.
   ///   - cost: How many permits to take; 1 by default. Not negative.
+  ///   - isolation: The caller's actor; leave the default.
   /// - Throws: `CancellationError` if the task is cancelled before the permits are granted (then
   ///   nothing is taken), or what the store throws.
-  public func acquire(_ key: Key, cost: Int = 1) async throws {
+  public func acquire(_ key: Key, cost: Int = 1, isolation: isolated (any Actor)? = #isolation) async throws {
     precondition(cost >= 0, "KeyedRateLimiter.acquire: cost must not be negative (got \(cost))")
     try Task.checkCancellation()
     if let store {
@@ -217,36 +210,36 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     }
     let hash = key.hashValue
     let index = Self.shardIndex(hash: hash)
-    try await withTaskCancellationHandler {
-      try await withUnsafeThrowingContinuation { (continuation: Continuation) in
+    // With `isolation`, neither the handler nor the continuation's body hops to another
+    // executor: the request is queued before the first suspension, in the caller's order.
+    try await withTaskCancellationHandler(
+      operation: {
+        try await withUnsafeThrowingContinuation(isolation: isolation) { (continuation: Continuation) in
+          let now = clock.now()
+          let effects = shards.withLock(index) { shard -> Effects in
+            guard !Task.isCancelled else { return Effects(refused: continuation) }
+            shard.waiters[id] = continuation
+            _ = shard.buckets.indexInserting(
+              key, hash: hash, KeyBucket(level: rate.full(at: now), checkAt: PaceInstant(nanoseconds: .max)))
+            return run(key, hash: hash, now: now, consumedCheck: false, in: &shard) {
+              $0.enqueue(id: id, cost: cost, now: now)
+            }
+          }
+          carryOut(effects, shard: index)
+        }
+      },
+      onCancel: {
         let now = clock.now()
         let effects = shards.withLock(index) { shard -> Effects in
-          guard !Task.isCancelled else { return Effects(refused: continuation) }
-          shard.waiters[id] = Waiter(key: key, permits: cost, continuation: continuation)
-          shard.queues[key, default: WaitQueue()].order.append(id)
-          shard.queues[key]!.permits += cost
-          _ = shard.buckets.indexInserting(
-            key, hash: hash, KeyBucket(level: rate.full(at: now), checkAt: PaceInstant(nanoseconds: .max)))
-          var effects = Effects()
-          effects.granted = grant(key, hash: hash, now: now, consumedCheck: false, in: &shard)
-          effects.arm = shard.timer.needsArming
-          return effects
+          guard shard.waiters[id] != nil else { return Effects() }
+          return run(key, hash: hash, now: now, consumedCheck: false, in: &shard) {
+            $0.cancel(id: id, now: now)
+          }
         }
         carryOut(effects, shard: index)
-      }
-    } onCancel: {
-      let now = clock.now()
-      let effects = shards.withLock(index) { shard -> Effects in
-        guard let waiter = shard.waiters.removeValue(forKey: id) else { return Effects() }
-        shard.queues[key]?.permits -= waiter.permits
-        // The head may have changed: the next requests may fit now, or need another deadline.
-        var effects = Effects(refused: waiter.continuation)
-        effects.granted = grant(key, hash: hash, now: now, consumedCheck: false, in: &shard)
-        effects.arm = shard.timer.needsArming
-        return effects
-      }
-      carryOut(effects, shard: index)
-    }
+      },
+      isolation: isolation
+    )
   }
 
   /// The whole permits `key` could take now; 0 while its bucket is in debt. In memory only: a
@@ -256,11 +249,9 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     let rate = self.rate
     let hash = key.hashValue
     return shards.withLock(Self.shardIndex(hash: hash)) { shard in
-      guard let slot = shard.buckets.index(of: key, hash: hash) else { return rate.fullPermits }
-      let bucket = shard.buckets.valuePointer(at: slot).pointee
-      var tokens = TokenBucket(rate: rate, level: bucket.level)
-      tokens.refill(now: now)
-      return tokens.availablePermits
+      let level = shard.buckets.index(of: key, hash: hash).map { shard.buckets.valuePointer(at: $0).pointee.level }
+      var machine = RateLimitStateMachine(bucket: TokenBucket(rate: rate, level: level ?? rate.full(at: now)))
+      return machine.availablePermits(now: now)
     }
   }
 
@@ -278,13 +269,13 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
         + shards.withLock(index) { shard in
           shard.buckets.capacity * KeyTable<Key, KeyBucket>.slotStride
             + shard.timer.capacity * MemoryLayout<ShardTimer<Key>.Entry>.stride
-            + shard.queues.capacity * MemoryLayout<(Key, WaitQueue)>.stride
-            + shard.waiters.capacity * MemoryLayout<(UInt64, Waiter)>.stride
+            + shard.queues.capacity * MemoryLayout<(Key, RateLimitQueue)>.stride
+            + shard.waiters.capacity * MemoryLayout<(UInt64, Continuation)>.stride
         }
     }
   }
 
-  /// How many ``acquire(_:cost:)`` calls wait, over all keys.
+  /// How many ``acquire(_:cost:isolation:)`` calls wait, over all keys.
   public var waitingCount: Int {
     shards.indices.reduce(0) { count, index in count + shards.withLock(index) { $0.waiters.count } }
   }
@@ -307,73 +298,65 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     var arm = false
     let decision = shards.withLock(index) { shard -> RateLimitDecision in
       guard let slot = shard.buckets.index(of: key, hash: hash) else {
-        // A key with no state has a full bucket, which any request fits (a larger one than
-        // the burst leaves it in debt).
-        guard cost > 0 else { return .allowed(remaining: rate.fullPermits) }
-        var tokens = TokenBucket(rate: rate, level: rate.full(at: now))
-        tokens.take(cost)
+        // A key with no state has a full bucket and nobody waiting: any request fits (a larger
+        // one than the burst leaves it in debt), and a query leaves it full, so unstored.
+        var machine = RateLimitStateMachine(bucket: TokenBucket(rate: rate, level: rate.full(at: now)))
+        let decision = machine.tryAcquire(cost: cost, now: now)
+        guard !machine.bucket.isFull else { return decision }
         // A bucket that fills again only beyond the end of the timeline is never checked.
-        let checkAt = tokens.fullTime
-        _ = shard.buckets.indexInserting(key, hash: hash, KeyBucket(level: tokens.level, checkAt: checkAt ?? .max))
+        let checkAt = machine.bucket.fullTime
+        _ = shard.buckets.indexInserting(
+          key, hash: hash, KeyBucket(level: machine.bucket.level, checkAt: checkAt ?? .max))
         if let checkAt { shard.timer.add(checkAt, for: key) }
         arm = shard.timer.needsArming
-        return .allowed(remaining: tokens.availablePermits)
+        return decision
       }
       let bucket = shard.buckets.valuePointer(at: slot)
-      var tokens = TokenBucket(rate: rate, level: bucket.pointee.level)
-      tokens.refill(now: now)
-      defer { bucket.pointee.level = tokens.level }
-      // Requests queued in `acquire` go first; the queues are looked up only in a shard that has any.
-      if !shard.queues.isEmpty, let queue = shard.queues[key], !queue.order.isEmpty {
-        return .limited(retryAfter: now.duration(to: tokens.readyTime(for: queue.permits &+ cost) ?? .max))
-      }
-      guard tokens.canTake(cost) else {
-        return .limited(retryAfter: now.duration(to: tokens.readyTime(for: cost) ?? .max))
-      }
-      tokens.take(cost)
-      return .allowed(remaining: tokens.availablePermits)
+      // The queues are looked up only in a shard that has any; `tryAcquire` never changes the
+      // queue, so only the level is stored back.
+      var machine = RateLimitStateMachine(
+        bucket: TokenBucket(rate: rate, level: bucket.pointee.level),
+        queue: shard.queues.isEmpty ? nil : shard.queues[key])
+      defer { bucket.pointee.level = machine.bucket.level }
+      return machine.tryAcquire(cost: cost, now: now)
     }
     if arm { carryOut(Effects(arm: true), shard: index) }
     return decision
   }
 
-  /// Grants `key`'s waiting requests that fit, in order, then forgets the key if its bucket is
-  /// full and nobody waits, or makes sure its heap entry comes by its next event.
+  /// Runs one event of `key`'s machine, built from its stored level and queue, then stores them
+  /// back: forgets the key if its bucket is full and nobody waits, or makes sure its heap entry
+  /// comes by its next event (its first request's turn, or its bucket full again).
   ///
   /// - Parameter consumedCheck: Whether the key's heap entry has just come out of the heap.
+  /// - Returns: The continuations the event resumes, and whether the shard's timer needs arming.
   @inlinable
-  func grant(
-    _ key: Key, hash: Int, now: PaceInstant, consumedCheck: Bool, in shard: inout Shard
-  ) -> [Continuation] {
-    guard let slot = shard.buckets.index(of: key, hash: hash) else { return [] }
+  func run(
+    _ key: Key, hash: Int, now: PaceInstant, consumedCheck: Bool, in shard: inout Shard,
+    _ event: (inout RateLimitStateMachine) -> RateLimitAction
+  ) -> Effects {
+    guard let slot = shard.buckets.index(of: key, hash: hash) else { return Effects() }
     var bucket = shard.buckets.valuePointer(at: slot).pointee
-    var tokens = TokenBucket(rate: rate, level: bucket.level)
-    tokens.refill(now: now)
-    var granted: [Continuation] = []
-    var next = tokens.fullTime
-    if var queue = shard.queues[key] {
-      while let id = queue.order.first {
-        guard let waiter = shard.waiters[id] else {
-          _ = queue.order.popFirst()  // cancelled
-          continue
-        }
-        guard tokens.canTake(waiter.permits) else {
-          next = tokens.readyTime(for: waiter.permits)
-          break
-        }
-        tokens.take(waiter.permits)
-        _ = queue.order.popFirst()
-        queue.permits -= waiter.permits
-        shard.waiters[id] = nil
-        granted.append(waiter.continuation)
-      }
-      shard.queues[key] = queue.order.isEmpty ? nil : queue
+    var machine = RateLimitStateMachine(
+      bucket: TokenBucket(rate: rate, level: bucket.level),
+      queue: shard.queues.isEmpty ? nil : shard.queues.removeValue(forKey: key))
+    let action = event(&machine)
+    var effects = Effects()
+    for id in action.granted {
+      if let continuation = shard.waiters.removeValue(forKey: id) { effects.granted.append(continuation) }
     }
-    if shard.queues[key] == nil, tokens.isFull {
+    if let id = action.refused { effects.refused = shard.waiters.removeValue(forKey: id) }
+    let isWaiting = machine.isWaiting
+    if isWaiting, let queue = machine.queue.take() {
+      shard.queues[key] = queue
+    } else if machine.bucket.isFull {
       shard.buckets.remove(at: slot)
-      return granted
+      effects.arm = shard.timer.needsArming
+      return effects
     }
-    bucket.level = tokens.level
+    bucket.level = machine.bucket.level
+    // Nobody waits: the key is looked at again when its bucket is full, to be forgotten.
+    let next = isWaiting ? action.wakeAt : machine.bucket.fullTime
     if let next, consumedCheck || next < bucket.checkAt {
       bucket.checkAt = next
       shard.timer.add(next, for: key)
@@ -383,7 +366,8 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       bucket.checkAt = .max
     }
     shard.buckets.valuePointer(at: slot).pointee = bucket
-    return granted
+    effects.arm = shard.timer.needsArming
+    return effects
   }
 
   @inlinable
@@ -397,7 +381,10 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
         guard let slot = shard.buckets.index(of: entry.key, hash: hash),
           shard.buckets.valuePointer(at: slot).pointee.checkAt == entry.deadline
         else { continue }
-        effects.granted += grant(entry.key, hash: hash, now: now, consumedCheck: true, in: &shard)
+        effects.granted +=
+          run(entry.key, hash: hash, now: now, consumedCheck: true, in: &shard) {
+            $0.timerFired(now: now)
+          }.granted
       }
       shard.timer.endFiring()
       shard.buckets.shrinkIfSparse()

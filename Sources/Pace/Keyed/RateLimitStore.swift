@@ -1,4 +1,5 @@
-/// The rate a keyed limiter enforces for each key: `permits` per `interval`, up to `burst` at once.
+/// The rate a rate limiter enforces, for each key of a keyed one: `permits` per `interval`, up to
+/// `burst` at once.
 public struct RateLimit: Sendable, Hashable, CustomStringConvertible {
   /// How many permits come back per ``interval``.
   public let permits: Int

@@ -36,49 +36,56 @@ public final class RateLimiter: Sendable {
 
   private typealias Continuation = UnsafeContinuation<Void, any Error>
 
-  private struct Waiter {
-    let permits: Int
-    let continuation: Continuation
-  }
-
   private struct State {
-    var bucket: TokenBucket
-    /// The waiting requests by id; a cancelled one is removed here and skipped in `order`.
-    var waiters: [UInt64: Waiter] = [:]
-    var order = FIFO<UInt64>()
-    /// The permits the waiting requests ask for, in all: what a refused `tryAcquire` waits behind.
-    var queuedPermits = 0
+    var machine: RateLimitStateMachine
+    /// The waiting requests' continuations, by the ids the machine queues.
+    var continuations: [UInt64: Continuation] = [:]
     var nextID: UInt64 = 0
-    var timer: (any PaceCancellable)?
-    var timerDeadline: PaceInstant?
-    var timerGeneration: UInt64 = 0
+    /// The timer for the first waiting request, armed as ``TimerSlot`` says.
+    var timer = TimerSlot()
     /// Tests waiting for a number of waiting requests; empty outside tests.
     var watchers: [CountWatcher] = []
 
     /// Takes the watchers whose count of waiting requests is reached.
     mutating func takeSatisfiedWatchers() -> [UnsafeContinuation<Void, Never>] {
       if watchers.isEmpty { return [] }
-      let waiting = waiters.count
+      let waiting = machine.waitingCount
       let ready = watchers.filter { $0.count <= waiting }.map(\.continuation)
       watchers.removeAll { $0.count <= waiting }
       return ready
     }
-  }
 
-  private struct Effects {
-    var granted: [Continuation] = []
-    var refused: Continuation?
-    var cancelled: (any PaceCancellable)?
-    var watchers: [UnsafeContinuation<Void, Never>] = []
-
-    func carryOut() {
-      cancelled?.cancel()
-      refused?.resume(throwing: CancellationError())
-      for continuation in granted { continuation.resume() }
-      for watcher in watchers { watcher.resume() }
+    /// Takes the continuations the machine's action resumes, and reserves or disarms the timer.
+    mutating func apply(_ action: RateLimitAction) -> Effects {
+      var effects = Effects()
+      for id in action.granted {
+        if let continuation = continuations.removeValue(forKey: id) { effects.granted.append(continuation) }
+      }
+      if let id = action.refused { effects.refused = continuations.removeValue(forKey: id) }
+      if let deadline = action.wakeAt {
+        // A timer armed for earlier looks again when it fires, and arms for what it finds then.
+        if let armed = timer.deadline, armed <= deadline { return effects }
+        (effects.arm, effects.superseded) = timer.reserve(at: deadline)
+      } else if timer.isArmed {
+        effects.superseded = timer.disarm()
+      }
+      return effects
     }
   }
 
+  /// What to do once the lock is released.
+  private struct Effects {
+    var granted: [Continuation] = []
+    var refused: Continuation?
+    var arm: TimerSlot.Ticket?
+    /// The timer `arm` replaces, or the one no longer needed, to cancel.
+    var superseded: (any PaceCancellable)?
+    var watchers: [UnsafeContinuation<Void, Never>] = []
+  }
+
+  /// The limit: `permits` per `interval`, up to `burst` at once; a ``KeyedRateLimiter``'s
+  /// `limit` in the same words.
+  public let limit: RateLimit
   private let clock: AsyncClock
   private let state: LockedState<State>
 
@@ -106,15 +113,17 @@ public final class RateLimiter: Sendable {
   @usableFromInline
   init(permits: Int, per interval: Duration, burst: Int, clock: AsyncClock) {
     self.clock = clock
-    state = LockedState(State(bucket: TokenBucket(permits: permits, per: interval, burst: burst, now: clock.now())))
+    let bucket = TokenBucket(permits: permits, per: interval, burst: burst, now: clock.now())
+    limit = RateLimit(permits: permits, per: interval, burst: burst)
+    state = LockedState(State(machine: RateLimitStateMachine(bucket: bucket)))
   }
 
   deinit {
     // Waiters hold the limiter while they wait, so only the timer can be left.
-    state.withLock { $0.timer.take() }?.cancel()
+    state.withLock { $0.timer.disarm() }?.cancel()
   }
 
-  /// Waits until `permits` are available, then takes them.
+  /// Waits until `cost` permits are available, then takes them.
   ///
   /// Requests are served in the order they arrive. A request for more than the burst waits for a
   /// full bucket and leaves the bucket in debt.
@@ -129,13 +138,13 @@ public final class RateLimiter: Sendable {
   ///   nothing is consumed.
   public func acquire(cost: Int = 1, isolation: isolated (any Actor)? = #isolation) async throws {
     precondition(cost >= 0, "RateLimiter.acquire: cost must not be negative (got \(cost))")
-    let permits = cost
     try Task.checkCancellation()
-    if decideAtOnce(permits).isAllowed { return }
+    if decideAtOnce(cost).isAllowed { return }
     let id = state.withLock { state in
       state.nextID &+= 1
       return state.nextID
     }
+    let clock = self.clock
     // With `isolation`, neither the handler nor the continuation's body hops to another
     // executor: the request is queued before the first suspension, in the caller's order.
     try await withTaskCancellationHandler(
@@ -143,26 +152,16 @@ public final class RateLimiter: Sendable {
         try await withUnsafeThrowingContinuation(isolation: isolation) { (continuation: Continuation) in
           let effects = state.withLock { state -> Effects in
             guard !Task.isCancelled else { return Effects(refused: continuation) }
-            state.waiters[id] = Waiter(permits: permits, continuation: continuation)
-            state.order.append(id)
-            state.queuedPermits &+= permits
-            var effects = grant(in: &state)
+            state.continuations[id] = continuation
+            var effects = state.apply(state.machine.enqueue(id: id, cost: cost, now: clock.now()))
             effects.watchers = state.takeSatisfiedWatchers()
             return effects
           }
-          effects.carryOut()
+          carryOut(effects)
         }
       },
       onCancel: {
-        let effects = state.withLock { state -> Effects in
-          guard let waiter = state.waiters.removeValue(forKey: id) else { return Effects() }
-          state.queuedPermits &-= waiter.permits
-          // The head may have changed: the next requests may fit now, or need another deadline.
-          var effects = grant(in: &state)
-          effects.refused = waiter.continuation
-          return effects
-        }
-        effects.carryOut()
+        carryOut(state.withLock { $0.apply($0.machine.cancel(id: id, now: clock.now())) })
       },
       isolation: isolation
     )
@@ -184,6 +183,9 @@ public final class RateLimiter: Sendable {
   }
 
   /// Takes `permits` if they are available now and no request is waiting; never waits.
+  ///
+  /// - Parameter permits: How many permits to take.
+  /// - Returns: Whether they were taken.
   @available(
     *, deprecated, renamed: "tryAcquire(cost:)",
     message: "tryAcquire(cost:) returns a RateLimitDecision; test its isAllowed"
@@ -201,16 +203,13 @@ public final class RateLimiter: Sendable {
   /// The whole permits in the bucket now; 0 while the bucket is in debt. Permits may be in the
   /// bucket while requests wait, if the first request needs more than there are.
   public var availablePermits: Int {
-    let now = clock.now()
-    return state.withLock { state in
-      state.bucket.refill(now: now)
-      return state.bucket.availablePermits
-    }
+    let clock = self.clock
+    return state.withLock { $0.machine.availablePermits(now: clock.now()) }
   }
 
   /// How many requests are waiting in ``acquire(cost:isolation:)``.
   public var waitingCount: Int {
-    state.withLock { $0.waiters.count }
+    state.withLock { $0.machine.waitingCount }
   }
 
   /// Returns once at least `count` requests wait in ``acquire(cost:isolation:)``; resumed by the
@@ -227,75 +226,36 @@ public final class RateLimiter: Sendable {
 
   private func decideAtOnce(_ cost: Int) -> RateLimitDecision {
     let clock = self.clock
-    return state.withLock { state in
-      let now = clock.now()
-      state.bucket.refill(now: now)
-      // Requests waiting in `acquire` go first.
-      guard state.waiters.isEmpty else {
-        return .limited(retryAfter: now.duration(to: state.bucket.readyTime(for: state.queuedPermits &+ cost) ?? .max))
-      }
-      guard state.bucket.canTake(cost) else {
-        return .limited(retryAfter: now.duration(to: state.bucket.readyTime(for: cost) ?? .max))
-      }
-      state.bucket.take(cost)
-      return .allowed(remaining: state.bucket.availablePermits)
-    }
+    return state.withLock { $0.machine.tryAcquire(cost: cost, now: clock.now()) }
   }
 
-  /// Grants the waiting requests that fit, in order, and arms the timer for the next one.
-  private func grant(in state: inout State) -> Effects {
-    var effects = Effects()
-    state.bucket.refill(now: clock.now())
-    while let id = state.order.first {
-      guard let waiter = state.waiters[id] else {
-        _ = state.order.popFirst()  // cancelled
-        continue
-      }
-      guard state.bucket.canTake(waiter.permits) else {
-        // Ready only beyond the end of the timeline: the request waits until it is cancelled,
-        // with no timer (one armed at the end would find it still not ready, again and again).
-        guard let deadline = state.bucket.readyTime(for: waiter.permits) else {
-          effects.cancelled = state.timer.take()
-          state.timerDeadline = nil
-          state.timerGeneration &+= 1
-          return effects
-        }
-        if let armed = state.timerDeadline, armed <= deadline { return effects }  // it will look again
-        effects.cancelled = state.timer.take()
-        arm(at: deadline, in: &state)
-        return effects
-      }
-      state.bucket.take(waiter.permits)
-      _ = state.order.popFirst()
-      state.queuedPermits &-= waiter.permits
-      state.waiters[id] = nil
-      effects.granted.append(waiter.continuation)
-    }
-    // Nobody waits: no timer is needed.
-    effects.cancelled = state.timer.take()
-    state.timerDeadline = nil
-    state.timerGeneration &+= 1
-    return effects
-  }
-
-  /// Arms the timer under the lock: `TestScheduler` only records the job and other clocks only
-  /// create a task.
-  private func arm(at deadline: PaceInstant, in state: inout State) {
-    state.timerGeneration &+= 1
-    let generation = state.timerGeneration
-    state.timerDeadline = deadline
-    state.timer = clock.schedule(deadline) { [weak self] in
+  /// Arms the reserved timer with the lock released, as ``TimerSlot`` says: a scheduler may run
+  /// the timer in line.
+  private func arm(_ ticket: TimerSlot.Ticket) {
+    let generation = ticket.generation
+    let timer = clock.schedule(ticket.deadline) { [weak self] in
       self?.timerFired(generation: generation)
     }
+    // A newer timer, a disarm or the firing got in between: this one must never fire.
+    if !state.withLock({ $0.timer.install(timer, for: ticket) }) { timer.cancel() }
   }
 
   private func timerFired(generation: UInt64) {
-    let effects = state.withLock { state -> Effects in
-      guard state.timerGeneration == generation else { return Effects() }
-      state.timer = nil
-      state.timerDeadline = nil
-      return grant(in: &state)
-    }
-    effects.carryOut()
+    let clock = self.clock
+    carryOut(
+      state.withLock { state -> Effects in
+        guard state.timer.fire(generation) else { return Effects() }
+        return state.apply(state.machine.timerFired(now: clock.now()))
+      }
+    )
+  }
+
+  /// Performs the effects with the lock released.
+  private func carryOut(_ effects: Effects) {
+    effects.superseded?.cancel()
+    if let ticket = effects.arm { arm(ticket) }
+    effects.refused?.resume(throwing: CancellationError())
+    for continuation in effects.granted { continuation.resume() }
+    for watcher in effects.watchers { watcher.resume() }
   }
 }

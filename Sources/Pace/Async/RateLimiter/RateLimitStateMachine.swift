@@ -1,0 +1,185 @@
+/// The logic of both rate limiters as a value type: one token bucket and the requests waiting for
+/// it, in arrival order.
+///
+/// ``RateLimiter`` keeps one machine; ``KeyedRateLimiter`` builds one for a key from the key's
+/// stored level and queue, runs one event and stores them back. So the decision, the FIFO grant
+/// loop and the reported permits are written once, and both limiters give the same answers at
+/// every limit.
+///
+/// The machine holds no continuation, lock or clock: requests are ids, `now` comes in and a
+/// ``RateLimitAction`` (the ids to grant in order, the id refused, when to look again) comes out.
+/// The driver keeps the continuations by id and arms its timer for ``RateLimitAction/wakeAt``.
+///
+/// - A request never overtakes an earlier one, even a small request behind a large one.
+/// - A request for more than the burst waits for a full bucket, then takes its permits and leaves
+///   the bucket in debt.
+/// - ``tryAcquire(cost:now:)`` is refused while anyone waits, and never changes the queue.
+///
+/// `@inlinable` throughout, so that a ``KeyedRateLimiter``'s decision is specialised, and its
+/// arithmetic inlined, in the module that calls it.
+@usableFromInline
+struct RateLimitStateMachine {
+  @usableFromInline var bucket: TokenBucket
+  /// The waiting requests; `nil` when none has waited yet, so that a key of a
+  /// ``KeyedRateLimiter`` with no waiter pays for no queue. Empty and `nil` mean the same.
+  @usableFromInline var queue: RateLimitQueue?
+
+  @inlinable
+  init(bucket: TokenBucket, queue: RateLimitQueue? = nil) {
+    self.bucket = bucket
+    self.queue = queue
+  }
+
+  /// How many requests wait.
+  @inlinable var waitingCount: Int { queue?.count ?? 0 }
+
+  /// Whether any request waits.
+  @inlinable var isWaiting: Bool { waitingCount > 0 }
+
+  /// The whole permits in the bucket at `now`; 0 while the bucket is in debt.
+  @inlinable
+  mutating func availablePermits(now: PaceInstant) -> Int {
+    bucket.refill(now: now)
+    return bucket.availablePermits
+  }
+
+  /// Takes `cost` permits if they are in the bucket and nobody waits; never changes the queue.
+  ///
+  /// - Returns: `.allowed(remaining:)` with the whole permits left, or `.limited(retryAfter:)`
+  ///   with how long until the same request would fit if nothing else is taken (behind the
+  ///   waiting requests' permits, while some wait).
+  @inlinable
+  mutating func tryAcquire(cost: Int, now: PaceInstant) -> RateLimitDecision {
+    bucket.refill(now: now)
+    if let queue, !queue.isEmpty {
+      return .limited(retryAfter: now.duration(to: bucket.readyTime(for: queue.permits &+ cost) ?? .max))
+    }
+    guard bucket.canTake(cost) else {
+      return .limited(retryAfter: now.duration(to: bucket.readyTime(for: cost) ?? .max))
+    }
+    bucket.take(cost)
+    return .allowed(remaining: bucket.availablePermits)
+  }
+
+  /// A request `id` for `cost` permits joins the end of the queue; the requests that fit are
+  /// granted, in order.
+  @inlinable
+  mutating func enqueue(id: UInt64, cost: Int, now: PaceInstant) -> RateLimitAction {
+    if queue == nil { queue = RateLimitQueue() }
+    queue!.append(id: id, cost: cost)
+    return grant(now: now)
+  }
+
+  /// The waiting request `id` leaves the queue, refused; the head may have changed, so the
+  /// requests that fit now are granted. If `id` does not wait (it was granted), nobody is refused,
+  /// and the action still says when to look again, so that the driver's timer stays right.
+  @inlinable
+  mutating func cancel(id: UInt64, now: PaceInstant) -> RateLimitAction {
+    let removed = queue?.remove(id: id) ?? false
+    var action = grant(now: now)
+    if removed { action.refused = id }
+    return action
+  }
+
+  /// The driver's timer fired: the requests that fit now are granted, in order.
+  @inlinable
+  mutating func timerFired(now: PaceInstant) -> RateLimitAction {
+    grant(now: now)
+  }
+
+  /// Grants the waiting requests that fit, in order, and says when the next one will.
+  @inlinable
+  mutating func grant(now: PaceInstant) -> RateLimitAction {
+    bucket.refill(now: now)
+    guard var queue = queue.take() else { return .none }
+    defer { self.queue = queue }
+    var action = RateLimitAction.none
+    while let head = queue.first {
+      guard bucket.canTake(head.cost) else {
+        // Ready only beyond the end of the timeline: the request waits until it is cancelled,
+        // with no timer (one armed at the end would find it still not ready, again and again).
+        action.wakeAt = bucket.readyTime(for: head.cost)
+        return action
+      }
+      bucket.take(head.cost)
+      queue.removeFirst()
+      action.granted.append(head.id)
+    }
+    return action
+  }
+}
+
+/// What a ``RateLimitStateMachine`` asks its driver to do.
+@usableFromInline
+struct RateLimitAction: Equatable, Sendable {
+  /// The waiting requests to resume, in this order.
+  @usableFromInline var granted: [UInt64]
+  /// The request to resume with `CancellationError`.
+  @usableFromInline var refused: UInt64?
+  /// When the first request still waiting fits: the timer's deadline. `nil` when nobody waits,
+  /// or when the first request fits only beyond the end of the timeline.
+  @usableFromInline var wakeAt: PaceInstant?
+
+  @inlinable
+  init(granted: [UInt64] = [], refused: UInt64? = nil, wakeAt: PaceInstant? = nil) {
+    self.granted = granted
+    self.refused = refused
+    self.wakeAt = wakeAt
+  }
+
+  /// Nothing to resume and no timer needed.
+  @inlinable static var none: Self { Self() }
+}
+
+/// The requests waiting for one bucket, in arrival order, with the permits they ask for.
+@usableFromInline
+struct RateLimitQueue {
+  /// The ids in arrival order; a cancelled one stays until it reaches the head.
+  @usableFromInline var order = FIFO<UInt64>()
+  /// The cost of each waiting request, by id; a cancelled request is removed here at once.
+  @usableFromInline var costs: [UInt64: Int] = [:]
+  /// The permits the waiting requests ask for, in all: what a refused `tryAcquire` waits behind.
+  @usableFromInline var permits = 0
+
+  @inlinable init() {}
+
+  @inlinable var count: Int { costs.count }
+
+  @inlinable var isEmpty: Bool { costs.isEmpty }
+
+  @inlinable
+  mutating func append(id: UInt64, cost: Int) {
+    order.append(id)
+    costs[id] = cost
+    permits &+= cost
+  }
+
+  /// The first request still waiting; the cancelled ones before it are dropped.
+  @inlinable
+  var first: (id: UInt64, cost: Int)? {
+    mutating get {
+      while let id = order.first {
+        if let cost = costs[id] { return (id, cost) }
+        _ = order.popFirst()
+      }
+      return nil
+    }
+  }
+
+  /// Removes the first request; call after ``first`` found one.
+  @inlinable
+  mutating func removeFirst() {
+    guard let id = order.popFirst(), let cost = costs.removeValue(forKey: id) else { return }
+    permits &-= cost
+  }
+
+  /// Removes the request `id` wherever it waits; `false` if it does not wait.
+  @inlinable
+  mutating func remove(id: UInt64) -> Bool {
+    guard let cost = costs.removeValue(forKey: id) else { return false }
+    permits &-= cost
+    // With nobody left, the skipped ids go too, so the order keeps no garbage.
+    if costs.isEmpty { order.removeAll() }
+    return true
+  }
+}
