@@ -108,8 +108,9 @@ final class DecisionBatcher: Sendable {
     }
     return try await withTaskCancellationHandler {
       try await withCheckedThrowingContinuation { continuation in
-        let (submitted, lane, watch) = state.withLock { state in
-          guard !state.closed else { return (BatchMachine<UInt64>.Submitted?.none, nil, false) }
+        let (submitted, lane, watch) = state.withLock {
+          state -> (BatchMachine<UInt64>.Submitted?, CheckedContinuation<Void, Never>?, Bool) in
+          guard !state.closed else { return (nil, nil, false) }
           state.waiters[id] = Waiter(request: request, continuation: continuation)
           let submitted = state.machine.submit(id)
           let lane = submitted == .wakeLane ? state.parkedLanes.popLast() : nil

@@ -88,7 +88,7 @@ extension PostgresDebouncer {
     binds.append(claim.key)
     binds.append(through)
     let (client, logger) = (client, logger)
-    return try await unavailableAsError {
+    return try await unavailableAsError { [binds] in
       var stored: [(Int64, ByteBuffer)] = []
       for try await row in try await statement.execute(binds, on: client, logger: logger) {
         stored.append(try row.decode((Int64, ByteBuffer).self))
@@ -155,7 +155,7 @@ extension PostgresDebouncer {
         return
       }
       do {
-        let held = try await unavailableAsError {
+        let held = try await unavailableAsError { [binds] in
           var held = false
           for try await _ in try await statement.execute(binds, on: client, logger: logger) { held = true }
           return held
@@ -188,7 +188,7 @@ extension PostgresDebouncer {
     binds.append(claim.key)
     binds.append(claim.token)
     let (client, logger) = (client, logger)
-    try await unavailableAsError {
+    try await unavailableAsError { [binds] in
       for try await _ in try await statement.execute(binds, on: client, logger: logger) {}
     }
   }
@@ -207,7 +207,7 @@ extension PostgresDebouncer {
     binds.append(claim.key)
     binds.append(claim.token)
     let (client, logger) = (client, logger)
-    try await unavailableAsError {
+    try await unavailableAsError { [binds] in
       for try await _ in try await statement.execute(binds, on: client, logger: logger) {}
     }
   }

@@ -284,7 +284,7 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
     binds.append(maxWaitMicroseconds)
     binds.append(ByteBuffer(bytes: json))
     let (client, logger, statement) = (client, logger, PreparedSQL("call", table: keys, sql: callSQL))
-    try await unavailableAsError {
+    try await unavailableAsError { [binds] in
       for try await _ in try await statement.execute(binds, on: client, logger: logger) {}
     }
     metrics.calls.increment()
@@ -429,7 +429,7 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
     binds.append(leaseMicroseconds)
     binds.append(limit)
     let (client, logger, statement) = (client, logger, PreparedSQL("claim", table: keys, sql: claimSQL))
-    return try await unavailableAsError {
+    return try await unavailableAsError { [binds] in
       var claims: [Claim] = []
       let rows = try await statement.execute(binds, on: client, logger: logger)
       let clock = ContinuousClock()

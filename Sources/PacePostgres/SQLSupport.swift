@@ -144,6 +144,11 @@ struct PreparedSQL: Sendable, Hashable {
   let name: String
   let sql: String
 
+  init(name: String, sql: String) {
+    self.name = name
+    self.sql = sql
+  }
+
   /// `sql` under a name made of `kind` and `table`, with the generation of the names (see
   /// ``preparedGeneration``).
   init(_ kind: String, table: TableName, sql: String) {
