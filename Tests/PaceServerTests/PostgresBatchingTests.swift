@@ -138,7 +138,10 @@ struct PostgresBatchingTests {
       // Concurrent decisions open more than one lane.
       try await withThrowingTaskGroup(of: Void.self) { group in
         for caller in 0..<64 {
-          group.addTask { #expect(try await store.tryAcquire("k\(caller % 8)", cost: 1, limit: limit).isAllowed) }
+          group.addTask {
+            let decision = try await store.tryAcquire("k\(caller % 8)", cost: 1, limit: limit)
+            #expect(decision.isAllowed)
+          }
         }
         try await group.waitForAll()
       }
