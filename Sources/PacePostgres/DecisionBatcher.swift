@@ -45,14 +45,29 @@ final class DecisionBatcher: Sendable {
     var machine: BatchMachine<UInt64>
     var waiters: [UInt64: Waiter] = [:]
     var parkedLanes: [CheckedContinuation<Void, Never>] = []
+    /// The lanes' tasks, which ``shutdown()`` awaits.
+    var laneTasks: [Task<Void, Never>] = []
     var nextID: UInt64 = 0
     var watching = false
     var batchesSent = 0
+    /// Whether ``shutdown()`` was called: no decision is taken any more, the lanes end.
+    var closed = false
+  }
+
+  /// What a lane does next.
+  private enum Work {
+    case send([UInt64])
+    case park
+    case stop
   }
 
   private let state: Locked<State>
   private let client: PostgresClient
-  private let sql: String
+  private let table: TableName
+  /// The batch function's call, and the single decision for a batch of one (the same arithmetic,
+  /// without the function's loop).
+  private let batchSQL: String
+  private let singleSQL: String
   /// Taken off the budget the database gets: it must answer before the caller stops waiting, the
   /// way back included.
   private let margin: Duration
@@ -61,16 +76,20 @@ final class DecisionBatcher: Sendable {
   /// Where the lanes connect on their own, instead of leasing from `client`'s pool.
   private let direct: PostgresConnection.Configuration?
 
-  /// A batcher that sends `sql` (binds: keys, increments, tolerances, budget in microseconds;
-  /// rows: index, granted, current, now, late) on `client`.
+  /// A batcher that sends `batchSQL` (binds: keys, increments, tolerances, budget in
+  /// microseconds; rows: index, granted, current, now, late), or `singleSQL` for one decision
+  /// (binds: key, increment, tolerance, budget, budget as a `lock_timeout`; a row: granted,
+  /// current, now, late), on `client`, as prepared statements named after `table`.
   init(
-    client: PostgresClient, direct: PostgresConnection.Configuration?, sql: String, margin: Duration, maxBatch: Int,
-    maxLanes: Int, roundTrips: Counter, logger: Logger
+    client: PostgresClient, direct: PostgresConnection.Configuration?, table: TableName, batchSQL: String,
+    singleSQL: String, margin: Duration, maxBatch: Int, maxLanes: Int, roundTrips: Counter, logger: Logger
   ) {
     self.direct = direct
     self.state = Locked(State(machine: BatchMachine(maxBatch: maxBatch, maxLanes: maxLanes)))
     self.client = client
-    self.sql = sql
+    self.table = table
+    self.batchSQL = batchSQL
+    self.singleSQL = singleSQL
     self.margin = margin
     self.roundTrips = roundTrips
     self.logger = logger
@@ -80,7 +99,8 @@ final class DecisionBatcher: Sendable {
   var batchesSent: Int { state.withLock { $0.batchesSent } }
 
   /// The database's answer to `request`, or the error of its batch (a serialization failure or a
-  /// deadlock retried once), ``DatabaseTimeout`` at its deadline, or `CancellationError`.
+  /// deadlock retried once), ``DatabaseTimeout`` at its deadline, ``StoreShutDown`` after
+  /// ``shutdown()``, or `CancellationError`.
   func decide(_ request: DecisionRequest) async throws -> DecisionAnswer {
     let id = state.withLock { state in
       state.nextID &+= 1
@@ -88,15 +108,24 @@ final class DecisionBatcher: Sendable {
     }
     return try await withTaskCancellationHandler {
       try await withCheckedThrowingContinuation { continuation in
-        let (submitted, lane, watch) = state.withLock { state in
+        let (submitted, lane, watch) = state.withLock {
+          state -> (BatchMachine<UInt64>.Submitted?, CheckedContinuation<Void, Never>?, Bool) in
+          guard !state.closed else { return (nil, nil, false) }
           state.waiters[id] = Waiter(request: request, continuation: continuation)
           let submitted = state.machine.submit(id)
           let lane = submitted == .wakeLane ? state.parkedLanes.popLast() : nil
           defer { state.watching = true }
           return (submitted, lane, !state.watching)
         }
+        guard let submitted else {
+          continuation.resume(throwing: StoreShutDown())
+          return
+        }
         lane?.resume()
-        if submitted == .startLane { Task { await self.lane() } }
+        if submitted == .startLane {
+          let task = Task { await self.lane() }
+          state.withLock { $0.laneTasks.append(task) }
+        }
         if watch { Task { await self.watch() } }
         // A caller cancelled before it was registered is not seen by the handler below.
         if Task.isCancelled { fail([id], with: CancellationError()) }
@@ -121,16 +150,46 @@ final class DecisionBatcher: Sendable {
     waiter?.continuation.resume(returning: answer)
   }
 
-  /// Sends batches while there are any, parks while there are none.
+  /// Stops taking decisions, answers those not yet sent with ``StoreShutDown``, and returns once
+  /// every lane has ended and closed its connection; the batches in flight are answered first.
+  func shutdown() async {
+    let (lanes, parked, queued) = state.withLock { state in
+      state.closed = true
+      var queued: [UInt64] = []
+      while let batch = state.machine.next() { queued += batch }
+      defer { state.parkedLanes = [] }
+      return (state.laneTasks, state.parkedLanes, queued)
+    }
+    if !lanes.isEmpty || !queued.isEmpty {
+      logger.debug(
+        "rate-limit store shutting down", metadata: ["pace.lanes": "\(lanes.count)", "pace.unsent": "\(queued.count)"])
+    }
+    fail(queued, with: StoreShutDown())
+    for lane in parked { lane.resume() }
+    for lane in lanes { await lane.value }
+  }
+
+  private func nextWork() -> Work {
+    state.withLock { state in
+      if state.closed { return .stop }
+      return state.machine.next().map(Work.send) ?? .park
+    }
+  }
+
+  /// Sends batches while there are any, parks while there are none, ends after ``shutdown()``.
   private func lane() async {
     if let direct {
       await directLane(direct)
       return
     }
     while true {
-      guard let first = state.withLock({ $0.machine.next() }) else {
+      let first: [UInt64]
+      switch nextWork() {
+      case .stop: return
+      case .park:
         await park()
         continue
+      case .send(let batch): first = batch
       }
       var unsent: [UInt64]? = first
       do {
@@ -150,14 +209,20 @@ final class DecisionBatcher: Sendable {
 
   /// A lane on a connection of its own, which it opens when it has work and none is open: after
   /// an outage, the first batch (the circuit breaker's probe) reconnects at once, where a pool
-  /// would wait for its reconnection backoff.
+  /// would wait for its reconnection backoff. It closes the connection when it ends.
   private func directLane(_ configuration: PostgresConnection.Configuration) async {
     var connection: PostgresConnection?
     var connections = 0
     while true {
-      guard var batch = state.withLock({ $0.machine.next() }) else {
+      var batch: [UInt64]
+      switch nextWork() {
+      case .stop:
+        if let open = connection { await close(open, why: "the store shut down") }
+        return
+      case .park:
         await park()
         continue
+      case .send(let next): batch = next
       }
       do {
         // A connection the server closed while the lane was idle is replaced before it is used.
@@ -173,7 +238,7 @@ final class DecisionBatcher: Sendable {
       guard let open = connection else { continue }
       while true {
         guard await send(batch, on: open) else {
-          try? await open.close()
+          await close(open, why: "a decision failed on it")
           connection = nil
           break
         }
@@ -183,10 +248,21 @@ final class DecisionBatcher: Sendable {
     }
   }
 
+  /// Closes a lane's own connection, logging a failure: the lane goes on without it either way.
+  private func close(_ connection: PostgresConnection, why: String) async {
+    do {
+      try await connection.close()
+    } catch {
+      logger.warning(
+        "closing a decision connection failed",
+        metadata: ["error": "\(String(reflecting: error))", "pace.reason": "\(why)"])
+    }
+  }
+
   private func park() async {
     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
       let parked = state.withLock { state in
-        guard state.machine.park() else { return false }
+        guard !state.closed, state.machine.park() else { return false }
         state.parkedLanes.append(continuation)
         return true
       }
@@ -211,19 +287,38 @@ final class DecisionBatcher: Sendable {
       guard let deadline = batch.map(\.1.deadline).min(),
         let budget = (now.duration(to: deadline) - margin).wholeMicroseconds
       else { return true }
-      var binds = PostgresBindings()
-      binds.append(batch.map(\.1.key))
-      binds.append(batch.map(\.1.increment))
-      binds.append(batch.map(\.1.tolerance))
-      binds.append(budget)
       let sent = ContinuousClock.now
       roundTrips.increment()
       do {
-        let rows = try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
         var answers = [DecisionAnswer?](repeating: nil, count: batch.count)
-        for try await (index, granted, current, now, late) in rows.decode((Int, Int64?, Int64?, Int64, Bool).self)
-        where answers.indices.contains(index - 1) {
-          answers[index - 1] = DecisionAnswer(granted: granted, current: current, now: now, late: late, sent: sent)
+        if batch.count == 1 {
+          // A lone decision skips the function's loop: the very statement it would run, no more.
+          let request = batch[0].1
+          var binds = PostgresBindings()
+          binds.append(request.key)
+          binds.append(request.increment)
+          binds.append(request.tolerance)
+          binds.append(budget)
+          binds.append("\(max(1, budget / 1000))ms")
+          let rows = try await PreparedSQL("decide", table: table, sql: singleSQL).execute(
+            binds, on: connection, logger: logger)
+          for try await row in rows {
+            let (granted, current, now, late) = try row.decode((Int64?, Int64?, Int64, Bool).self)
+            answers[0] = DecisionAnswer(granted: granted, current: current, now: now, late: late, sent: sent)
+          }
+        } else {
+          var binds = PostgresBindings()
+          binds.append(batch.map(\.1.key))
+          binds.append(batch.map(\.1.increment))
+          binds.append(batch.map(\.1.tolerance))
+          binds.append(budget)
+          let rows = try await PreparedSQL("decide_batch", table: table, sql: batchSQL).execute(
+            binds, on: connection, logger: logger)
+          for try await row in rows {
+            let (index, granted, current, now, late) = try row.decode((Int, Int64?, Int64?, Int64, Bool).self)
+            guard answers.indices.contains(index - 1) else { continue }
+            answers[index - 1] = DecisionAnswer(granted: granted, current: current, now: now, late: late, sent: sent)
+          }
         }
         for ((id, _), answer) in zip(batch, answers) {
           if let answer {
@@ -253,7 +348,13 @@ final class DecisionBatcher: Sendable {
         return earliest
       }
       guard let earliest else { return }
-      try? await Task.sleep(until: earliest, clock: .continuous)
+      // One sleep for every waiter rather than a timer per decision: a decision costs no task.
+      do {
+        try await Task.sleep(until: earliest, clock: .continuous)
+      } catch {
+        // Nothing cancels the watchdog: it is unstructured and its handle is not kept.
+        logger.error("the decision watchdog was cancelled", metadata: ["error": "\(error)"])
+      }
       let now = ContinuousClock.now
       let expired = state.withLock { state in state.waiters.filter { $0.value.request.deadline <= now }.map(\.key) }
       fail(expired, with: DatabaseTimeout())

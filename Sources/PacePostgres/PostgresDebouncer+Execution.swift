@@ -82,14 +82,17 @@ extension PostgresDebouncer {
   /// The claim's stored payloads, in call order: `(call id, JSON)`.
   private func storedPayloads(of claim: Claim) async throws -> [(Int64, ByteBuffer)] {
     guard let through = claim.through else { return [] }
-    let (client, logger, calls) = (client, logger, calls.description)
-    return try await unavailableAsError {
-      let rows = try await client.query(
-        "SELECT id, payload FROM \(unescaped: calls) WHERE key = \(claim.key) AND id <= \(through) ORDER BY id",
-        logger: logger
-      )
+    let statement = PreparedSQL(
+      "payloads", table: keys, sql: "SELECT id, payload FROM \(calls) WHERE key = $1 AND id <= $2 ORDER BY id")
+    var binds = PostgresBindings()
+    binds.append(claim.key)
+    binds.append(through)
+    let (client, logger) = (client, logger)
+    return try await unavailableAsError { [binds] in
       var stored: [(Int64, ByteBuffer)] = []
-      for try await row in rows.decode((Int64, ByteBuffer).self) { stored.append(row) }
+      for try await row in try await statement.execute(binds, on: client, logger: logger) {
+        stored.append(try row.decode((Int64, ByteBuffer).self))
+      }
       return stored
     }
   }
@@ -134,7 +137,17 @@ extension PostgresDebouncer {
   }
 
   private func renewLease(_ claim: Claim, logger: Logger) async {
-    let (client, logger, keys, lease) = (client, logger, keys.description, leaseMicroseconds)
+    let statement = PreparedSQL(
+      "renew", table: keys,
+      sql: """
+        UPDATE \(keys) SET lease_until = clock_timestamp() + $1 * interval '1 microsecond'
+        WHERE key = $2 AND lease_token = $3 RETURNING 1
+        """)
+    var binds = PostgresBindings()
+    binds.append(leaseMicroseconds)
+    binds.append(claim.key)
+    binds.append(claim.token)
+    let client = client
     while true {
       do {
         try await Task.sleep(for: self.lease / 3)
@@ -142,16 +155,9 @@ extension PostgresDebouncer {
         return
       }
       do {
-        let held = try await unavailableAsError {
-          let rows = try await client.query(
-            """
-            UPDATE \(unescaped: keys) SET lease_until = clock_timestamp() + \(lease) * interval '1 microsecond'
-            WHERE key = \(claim.key) AND lease_token = \(claim.token) RETURNING 1
-            """,
-            logger: logger
-          )
+        let held = try await unavailableAsError { [binds] in
           var held = false
-          for try await _ in rows { held = true }
+          for try await _ in try await statement.execute(binds, on: client, logger: logger) { held = true }
           return held
         }
         guard held else {
@@ -169,34 +175,40 @@ extension PostgresDebouncer {
 
   /// Gives a key whose execution failed back, due after `wait`, payloads and attempts untouched.
   private func retry(_ claim: Claim, after wait: Duration) async throws {
-    let (client, logger, keys) = (client, logger, keys.description)
-    let wait = wait.wholeMicroseconds ?? Int64.max
-    try await unavailableAsError {
-      try await client.query(
-        """
-        UPDATE \(unescaped: keys)
+    let statement = PreparedSQL(
+      "retry", table: keys,
+      sql: """
+        UPDATE \(keys)
         SET lease_until = NULL, lease_token = NULL, claimed_through = NULL,
-            due_at = clock_timestamp() + \(wait) * interval '1 microsecond'
-        WHERE key = \(claim.key) AND lease_token = \(claim.token)
-        """,
-        logger: logger
-      )
+            due_at = clock_timestamp() + $1 * interval '1 microsecond'
+        WHERE key = $2 AND lease_token = $3
+        """)
+    var binds = PostgresBindings()
+    binds.append(wait.wholeMicroseconds ?? Int64.max)
+    binds.append(claim.key)
+    binds.append(claim.token)
+    let (client, logger) = (client, logger)
+    try await unavailableAsError { [binds] in
+      for try await _ in try await statement.execute(binds, on: client, logger: logger) {}
     }
   }
 
   /// Gives back a claim whose handler did not run to its end, due as it was, without counting the
   /// attempt: another instance may claim it at once.
   private func release(_ claim: Claim) async throws {
-    let (client, logger, keys) = (client, logger, keys.description)
-    try await unavailableAsError {
-      try await client.query(
-        """
-        UPDATE \(unescaped: keys)
+    let statement = PreparedSQL(
+      "release", table: keys,
+      sql: """
+        UPDATE \(keys)
         SET lease_until = NULL, lease_token = NULL, claimed_through = NULL, attempts = GREATEST(attempts - 1, 0)
-        WHERE key = \(claim.key) AND lease_token = \(claim.token)
-        """,
-        logger: logger
-      )
+        WHERE key = $1 AND lease_token = $2
+        """)
+    var binds = PostgresBindings()
+    binds.append(claim.key)
+    binds.append(claim.token)
+    let (client, logger) = (client, logger)
+    try await unavailableAsError { [binds] in
+      for try await _ in try await statement.execute(binds, on: client, logger: logger) {}
     }
   }
 
@@ -205,52 +217,77 @@ extension PostgresDebouncer {
   /// newer call) or makes it due for the calls that came during the execution, with no attempt
   /// counted. Returns whether the lease was held.
   func settle(_ claim: Claim, deadLetter lastError: String?) async throws -> Bool {
-    let (client, logger) = (client, logger)
-    let (keys, calls, deadLetters) = (keys.description, calls.description, deadLetters.description)
-    let (key, through, quiet, maxWait) = (claim.key, claim.through ?? 0, quietMicroseconds, maxWaitMicroseconds)
+    let (client, logger, statements) = (client, logger, settleStatements)
+    let (key, token, attempt) = (claim.key, claim.token, claim.attempt)
+    let (through, quiet, maxWait) = (claim.through ?? 0, quietMicroseconds, maxWaitMicroseconds)
     return try await unavailableAsError {
       try await client.withTransaction(logger: logger) { connection in
-        let held = try await connection.query(
-          "SELECT 1 FROM \(unescaped: keys) WHERE key = \(key) AND lease_token = \(claim.token) FOR UPDATE",
-          logger: logger
-        )
+        var binds = PostgresBindings()
+        binds.append(key)
+        binds.append(token)
         var isHeld = false
-        for try await _ in held { isHeld = true }
+        for try await _ in try await statements.held.execute(binds, on: connection, logger: logger) { isHeld = true }
         guard isHeld else { return false }
         if let lastError {
-          try await connection.query(
-            """
-            INSERT INTO \(unescaped: deadLetters) (execution, key, call_id, payload, called_at, attempts, last_error)
-            SELECT \(claim.token), key, id, payload, called_at, \(claim.attempt), \(lastError)
-            FROM \(unescaped: calls) WHERE key = \(key) AND id <= \(through) ORDER BY id
-            """,
-            logger: logger
-          )
+          binds = PostgresBindings()
+          binds.append(token)
+          binds.append(attempt)
+          binds.append(lastError)
+          binds.append(key)
+          binds.append(through)
+          for try await _ in try await statements.deadLetter.execute(binds, on: connection, logger: logger) {}
         }
-        try await connection.query(
-          "DELETE FROM \(unescaped: calls) WHERE key = \(key) AND id <= \(through)", logger: logger)
-        try await connection.query(
-          """
-          UPDATE \(unescaped: keys) AS j
-          SET lease_until = NULL, lease_token = NULL, claimed_through = NULL, attempts = 0,
-              first_call_at = rest.first,
-              due_at = LEAST(rest.last + \(quiet) * interval '1 microsecond',
-                             rest.first + \(maxWait) * interval '1 microsecond')
-          FROM (SELECT min(called_at) AS first, max(called_at) AS last FROM \(unescaped: calls) WHERE key = \(key)) AS rest
-          WHERE j.key = \(key) AND rest.first IS NOT NULL
-          """,
-          logger: logger
-        )
-        try await connection.query(
-          """
-          DELETE FROM \(unescaped: keys) AS j
-          WHERE j.key = \(key) AND NOT EXISTS (SELECT 1 FROM \(unescaped: calls) AS c WHERE c.key = \(key))
-          """,
-          logger: logger
-        )
+        binds = PostgresBindings()
+        binds.append(key)
+        binds.append(through)
+        for try await _ in try await statements.acknowledge.execute(binds, on: connection, logger: logger) {}
+        binds = PostgresBindings()
+        binds.append(key)
+        binds.append(quiet)
+        binds.append(maxWait)
+        for try await _ in try await statements.reschedule.execute(binds, on: connection, logger: logger) {}
+        binds = PostgresBindings()
+        binds.append(key)
+        for try await _ in try await statements.forget.execute(binds, on: connection, logger: logger) {}
         return true
       }
     }
+  }
+
+  /// ``settle(_:deadLetter:)``'s statements, in the order it runs them.
+  private var settleStatements:
+    (held: PreparedSQL, deadLetter: PreparedSQL, acknowledge: PreparedSQL, reschedule: PreparedSQL, forget: PreparedSQL)
+  {
+    (
+      held: PreparedSQL(
+        "held", table: keys, sql: "SELECT 1 FROM \(keys) WHERE key = $1 AND lease_token = $2 FOR UPDATE"),
+      deadLetter: PreparedSQL(
+        "dead_letter", table: keys,
+        sql: """
+          INSERT INTO \(deadLetters) (execution, key, call_id, payload, called_at, attempts, last_error)
+          SELECT $1, key, id, payload, called_at, $2, $3
+          FROM \(calls) WHERE key = $4 AND id <= $5 ORDER BY id
+          """),
+      acknowledge: PreparedSQL(
+        "acknowledge", table: keys, sql: "DELETE FROM \(calls) WHERE key = $1 AND id <= $2"),
+      reschedule: PreparedSQL(
+        "reschedule", table: keys,
+        sql: """
+          UPDATE \(keys) AS j
+          SET lease_until = NULL, lease_token = NULL, claimed_through = NULL, attempts = 0,
+              first_call_at = rest.first,
+              due_at = LEAST(rest.last + $2 * interval '1 microsecond',
+                             rest.first + $3 * interval '1 microsecond')
+          FROM (SELECT min(called_at) AS first, max(called_at) AS last FROM \(calls) WHERE key = $1) AS rest
+          WHERE j.key = $1 AND rest.first IS NOT NULL
+          """),
+      forget: PreparedSQL(
+        "forget", table: keys,
+        sql: """
+          DELETE FROM \(keys) AS j
+          WHERE j.key = $1 AND NOT EXISTS (SELECT 1 FROM \(calls) AS c WHERE c.key = $1)
+          """)
+    )
   }
 
   /// Runs `operation` within ``timeout``, turning the errors that mean "the database is

@@ -283,8 +283,10 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
     binds.append(quietMicroseconds)
     binds.append(maxWaitMicroseconds)
     binds.append(ByteBuffer(bytes: json))
-    let (client, logger, query) = (client, logger, PostgresQuery(unsafeSQL: callSQL, binds: binds))
-    try await unavailableAsError { try await client.query(query, logger: logger) }
+    let (client, logger, statement) = (client, logger, PreparedSQL("call", table: keys, sql: callSQL))
+    try await unavailableAsError { [binds] in
+      for try await _ in try await statement.execute(binds, on: client, logger: logger) {}
+    }
     metrics.calls.increment()
   }
 
@@ -426,12 +428,13 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
     var binds = PostgresBindings()
     binds.append(leaseMicroseconds)
     binds.append(limit)
-    let (client, logger, query) = (client, logger, PostgresQuery(unsafeSQL: claimSQL, binds: binds))
-    return try await unavailableAsError {
+    let (client, logger, statement) = (client, logger, PreparedSQL("claim", table: keys, sql: claimSQL))
+    return try await unavailableAsError { [binds] in
       var claims: [Claim] = []
-      let rows = try await client.query(query, logger: logger)
+      let rows = try await statement.execute(binds, on: client, logger: logger)
       let clock = ContinuousClock()
-      for try await (key, through, token, attempt, lateness) in rows.decode((String, Int64?, UUID, Int, Int64).self) {
+      for try await row in rows {
+        let (key, through, token, attempt, lateness) = try row.decode((String, Int64?, UUID, Int, Int64).self)
         claims.append(
           Claim(
             key: key, through: through, token: token, attempt: attempt,

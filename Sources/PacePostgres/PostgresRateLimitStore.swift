@@ -84,8 +84,8 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   ///   - circuitBreaker: When to stop asking an unavailable database; see ``CircuitBreaker``.
   ///   - purgeInterval: How often ``run()`` deletes expired rows; one minute by default. Positive.
   ///   - directConnection: Where decisions connect on their own, up to four connections that the
-  ///     store keeps open for the life of the process, instead of through `client`'s pool; nil (the
-  ///     pool) by default. Give it the same
+  ///     store keeps open until ``shutdown()``, instead of through `client`'s pool; nil (the pool)
+  ///     by default. Give it the same
   ///     server as `client`: then decisions reconnect as soon as the database is back, where a
   ///     pool waits out its reconnection backoff, which grows with the outage.
   ///   - logger: Where to log; silent by default, as PostgresNIO's own logging is.
@@ -115,7 +115,8 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
     self.logger = logger
     self.health = StoreHealth(circuitBreaker, table: table, factory: metricsFactory)
     self.batcher = DecisionBatcher(
-      client: client, direct: directConnection, sql: Self.batchSQL(table: tableName),
+      client: client, direct: directConnection, table: tableName, batchSQL: Self.batchSQL(table: tableName),
+      singleSQL: Self.decisionSQL(table: tableName),
       margin: min(timeout / 5, .milliseconds(100)), maxBatch: Self.maxBatch, maxLanes: Self.lanes,
       roundTrips: health.roundTrips, logger: logger)
     self.denials = Locked(DenialCacheState(capacity: Self.denialCapacity))
@@ -320,8 +321,10 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
 
   /// Deletes expired rows every ``purgeInterval`` until the task is cancelled or the service group
   /// shuts down gracefully; a purge that fails is logged and tried again at the next interval.
+  /// Then it shuts the store down (``shutdown()``): its decisions' connections are closed.
   ///
-  /// The client is a service of its own: run both in one `ServiceGroup`.
+  /// The client is a service of its own: run both in one `ServiceGroup`, the client first, so that
+  /// the group shuts the store down before the client.
   public func run() async throws {
     logger.info("PostgreSQL rate-limit store running", metadata: ["pace.purge_interval": "\(purgeInterval)"])
     while !Task.isCancelled && !Task.isShuttingDownGracefully {
@@ -342,6 +345,16 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
         logger.warning("purging expired rows failed", metadata: ["error": "\(String(reflecting: error))"])
       }
     }
+    await shutdown()
+  }
+
+  /// Stops deciding and closes the connections the store's decisions hold (those it opened itself
+  /// with `directConnection`; pool connections go back to the pool), once the decisions in flight
+  /// are answered. Idempotent; ``run()`` calls it when it ends.
+  ///
+  /// Decisions after it follow the failure policy, as if the database were unavailable.
+  public func shutdown() async {
+    await batcher.shutdown()
     logger.info("PostgreSQL rate-limit store stopped")
   }
 

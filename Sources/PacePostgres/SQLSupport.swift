@@ -63,7 +63,7 @@ let unavailableStates: Set<String> = [
 
 /// Classifies `error` as the table in the article says.
 func failureKind(of error: any Error) -> FailureKind {
-  if error is DatabaseTimeout { return .unavailable }
+  if error is DatabaseTimeout || error is StoreShutDown { return .unavailable }
   if let error = error as? PostgresTransactionError {
     let kinds = [error.beginError, error.closureError, error.commitError].compactMap { $0.map(failureKind(of:)) }
     if kinds.contains(.unavailable) { return .unavailable }
@@ -95,6 +95,9 @@ func sqlState(of error: any Error) -> String? {
 
 /// The database did not answer within the configured time.
 struct DatabaseTimeout: Error {}
+
+/// The store was shut down: the failure policy answers, as when the database is unavailable.
+struct StoreShutDown: Error {}
 
 /// Runs `operation`, giving up with ``DatabaseTimeout`` after `timeout`.
 ///
@@ -128,5 +131,88 @@ func withTimeout<Result: Sendable>(
   }
   for try await result in answers { return result }
   throw CancellationError()  // the caller was cancelled: the stream ended without an answer
+}
+#endif
+
+#if PostgreSQL
+import Logging
+
+/// A statement PostgreSQL parses and plans once per connection: PostgresNIO prepares it under
+/// ``name`` on a connection's first use and binds it afterwards.
+struct PreparedSQL: Sendable, Hashable {
+  /// The statement's name on every connection; it names its table, so one name is always one text.
+  let name: String
+  let sql: String
+
+  init(name: String, sql: String) {
+    self.name = name
+    self.sql = sql
+  }
+
+  /// `sql` under a name made of `kind` and `table`, with the generation of the names (see
+  /// ``preparedGeneration``).
+  init(_ kind: String, table: TableName, sql: String) {
+    self.name = "pace.\(preparedGeneration.withLock { $0 }).\(kind).\(table.name)"
+    self.sql = sql
+  }
+}
+
+/// Bumped when the database refuses to prepare a statement: PostgresNIO remembers a refused
+/// preparation on its connection for good, so after a `migrate()` the statements need new names.
+let preparedGeneration = Locked(0)
+
+/// The statement being executed, for ``NamedStatement``: PostgresNIO reads a prepared statement's
+/// name and text as static properties, synchronously within `execute`, and a table is known only
+/// at run time.
+enum CurrentStatement {
+  @TaskLocal static var value = PreparedSQL(name: "", sql: "")
+}
+
+/// ``CurrentStatement``'s statement with its binds, as PostgresNIO's prepared statements are.
+struct NamedStatement: PostgresPreparedStatement {
+  typealias Row = PostgresRow
+  static var name: String { CurrentStatement.value.name }
+  static var sql: String { CurrentStatement.value.sql }
+  let binds: PostgresBindings
+
+  func makeBindings() -> PostgresBindings { binds }
+  func decodeRow(_ row: PostgresRow) -> PostgresRow { row }
+}
+
+extension PreparedSQL {
+  /// Runs the statement with `binds` on `connection`, prepared on its first use there.
+  func execute(
+    _ binds: PostgresBindings = PostgresBindings(), on connection: PostgresConnection, logger: Logger
+  ) async throws -> AsyncThrowingMapSequence<PostgresRowSequence, PostgresRow> {
+    do {
+      return try await CurrentStatement.$value.withValue(self) {
+        try await connection.execute(NamedStatement(binds: binds), logger: logger)
+      }
+    } catch {
+      refused(error)
+      throw error
+    }
+  }
+
+  /// Runs the statement with `binds` on a connection of `client`'s pool.
+  func execute(
+    _ binds: PostgresBindings = PostgresBindings(), on client: PostgresClient, logger: Logger
+  ) async throws -> AsyncThrowingMapSequence<PostgresRowSequence, PostgresRow> {
+    do {
+      return try await CurrentStatement.$value.withValue(self) {
+        try await client.execute(NamedStatement(binds: binds), logger: logger)
+      }
+    } catch {
+      refused(error)
+      throw error
+    }
+  }
+
+  /// A statement the database refused may have been refused at its preparation: the next
+  /// statements get new names (the refusal is logged by whoever handles `error`).
+  private func refused(_ error: any Error) {
+    guard failureKind(of: error) == .fatal else { return }
+    preparedGeneration.withLock { $0 += 1 }
+  }
 }
 #endif

@@ -109,5 +109,54 @@ struct PostgresBatchingTests {
       #expect(store.batcher.batchesSent - before == batches + 1)
     }
   }
+
+  /// A store with connections of its own closes them when it shuts down: the server sees the
+  /// store's connections while it decides and none after ``PostgresRateLimitStore/shutdown()``;
+  /// a decision after it follows the failure policy.
+  @Test func aShutDownStoreClosesItsConnections() async throws {
+    let url = try TestDatabase.url()
+    let application = TestDatabase.uniqueTable("pace_store")
+    var own = PostgresConnection.Configuration(
+      host: url.host ?? "127.0.0.1", port: url.port ?? 5432, username: url.user ?? "postgres", password: url.password,
+      database: url.path.isEmpty ? nil : String(url.path.dropFirst()), tls: .disable)
+    own.options.additionalStartupParameters = [("application_name", application)]
+    let direct = own
+    try await TestDatabase.withClients(connections: 4) { clients in
+      let client = clients[0]
+      let store = try PostgresRateLimitStore(
+        client: client, table: TestDatabase.uniqueTable("rl"), whenUnavailable: .deny(retryAfter: .seconds(7)),
+        directConnection: direct)
+      try await store.migrate()
+      let limit = RateLimit(permits: 1_000_000, per: .seconds(1))
+      let connections: @Sendable () async throws -> Int = {
+        let rows = try await client.query(
+          "SELECT count(*)::int FROM pg_stat_activity WHERE application_name = \(application)")
+        var count = 0
+        for try await value in rows.decode(Int.self) { count = value }
+        return count
+      }
+      // Concurrent decisions open more than one lane.
+      try await withThrowingTaskGroup(of: Void.self) { group in
+        for caller in 0..<64 {
+          group.addTask {
+            let decision = try await store.tryAcquire("k\(caller % 8)", cost: 1, limit: limit)
+            #expect(decision.isAllowed)
+          }
+        }
+        try await group.waitForAll()
+      }
+      let open = try await connections()
+      #expect(open >= 1)
+      await store.shutdown()
+      // The server notices a closed connection a moment after the client closed it.
+      var left = open
+      for _ in 0..<100 where left > 0 {
+        try await Task.sleep(for: .milliseconds(20))  // real-time: the server's own bookkeeping
+        left = try await connections()
+      }
+      #expect(left == 0, "\(left) of \(open) connections still open after shutdown")
+      #expect(try await store.tryAcquire("k0", cost: 1, limit: limit) == .limited(retryAfter: .seconds(7)))
+    }
+  }
 }
 #endif
