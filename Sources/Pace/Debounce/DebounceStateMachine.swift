@@ -228,27 +228,26 @@ struct DebounceKeyState<Value: Sendable>: Sendable {
 
   /// The time of the latest call; `nil` before the first call and after a cancel.
   @inlinable var lastCall: PaceInstant? {
-    get { flags & Self.hasLastCall != 0 ? PaceInstant(nanoseconds: lastCallNanoseconds) : nil }
-    set {
-      if let newValue {
-        lastCallNanoseconds = newValue.nanoseconds
-        flags |= Self.hasLastCall
-      } else {
-        flags &= ~Self.hasLastCall
-      }
-    }
+    get { Self.unpack(lastCallNanoseconds, present: flags & Self.hasLastCall != 0) }
+    set { Self.pack(newValue, into: &lastCallNanoseconds, flags: &flags, flag: Self.hasLastCall) }
   }
 
   /// The deadline of the armed timer; `nil` when no burst is active.
   @inlinable var armedDeadline: PaceInstant? {
-    get { flags & Self.hasArmedDeadline != 0 ? PaceInstant(nanoseconds: armedDeadlineNanoseconds) : nil }
-    set {
-      if let newValue {
-        armedDeadlineNanoseconds = newValue.nanoseconds
-        flags |= Self.hasArmedDeadline
-      } else {
-        flags &= ~Self.hasArmedDeadline
-      }
+    get { Self.unpack(armedDeadlineNanoseconds, present: flags & Self.hasArmedDeadline != 0) }
+    set { Self.pack(newValue, into: &armedDeadlineNanoseconds, flags: &flags, flag: Self.hasArmedDeadline) }
+  }
+
+  @inlinable static func unpack(_ nanoseconds: Int64, present: Bool) -> PaceInstant? {
+    present ? PaceInstant(nanoseconds: nanoseconds) : nil
+  }
+
+  @inlinable static func pack(_ instant: PaceInstant?, into nanoseconds: inout Int64, flags: inout UInt8, flag: UInt8) {
+    if let instant {
+      nanoseconds = instant.nanoseconds
+      flags |= flag
+    } else {
+      flags &= ~flag
     }
   }
 }
