@@ -71,16 +71,18 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   struct Effects {
     @usableFromInline var granted: [Continuation] = []
     @usableFromInline var refused: Continuation?
-    /// The shard's earliest deadline is earlier than its timer.
-    @usableFromInline var arm = false
+    /// The shard's timer, reserved for an earliest deadline earlier than the one it was armed for.
+    @usableFromInline var arming: ShardTimer<Key>.Arming?
 
-    @inlinable init(granted: [Continuation] = [], refused: Continuation? = nil, arm: Bool = false) {
+    @inlinable init(
+      granted: [Continuation] = [], refused: Continuation? = nil, arming: ShardTimer<Key>.Arming? = nil
+    ) {
       self.granted = granted
       self.refused = refused
-      self.arm = arm
+      self.arming = arming
     }
 
-    @inlinable var isEmpty: Bool { granted.isEmpty && refused == nil && !arm }
+    @inlinable var isEmpty: Bool { granted.isEmpty && refused == nil && arming == nil }
   }
 
   /// The limit every key has.
@@ -229,7 +231,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
             key, hash: hash, KeyBucket(level: rate.full(at: now), checkAt: PaceInstant(nanoseconds: .max)))
           var effects = Effects()
           effects.granted = grant(key, hash: hash, now: now, consumedCheck: false, in: &shard)
-          effects.arm = shard.timer.needsArming
+          effects.arming = shard.timer.reserveIfNeeded()
           return effects
         }
         carryOut(effects, shard: index)
@@ -242,7 +244,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
         // The head may have changed: the next requests may fit now, or need another deadline.
         var effects = Effects(refused: waiter.continuation)
         effects.granted = grant(key, hash: hash, now: now, consumedCheck: false, in: &shard)
-        effects.arm = shard.timer.needsArming
+        effects.arming = shard.timer.reserveIfNeeded()
         return effects
       }
       carryOut(effects, shard: index)
@@ -257,7 +259,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     let hash = key.hashValue
     return shards.withLock(Self.shardIndex(hash: hash)) { shard in
       guard let slot = shard.buckets.index(of: key, hash: hash) else { return rate.fullPermits }
-      let bucket = shard.buckets.valuePointer(at: slot).pointee
+      let bucket = shard.buckets.unsafeValuePointer(at: slot).pointee
       var tokens = TokenBucket(rate: rate, level: bucket.level)
       tokens.refill(now: now)
       return tokens.availablePermits
@@ -301,10 +303,10 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     let hash = key.hashValue
     let index = Self.shardIndex(hash: hash)
     // As in ``KeyedPacer/call(_:_:)``: the slot loads while the clock is read and the lock taken.
-    KeyTable<Key, KeyBucket>.prefetch(shards.shard(index).pointee.state.buckets.prefetchHint, hash: hash)
+    KeyTable<Key, KeyBucket>.prefetch(shards.unsafeShard(index).pointee.state.buckets.unsafePrefetchHint, hash: hash)
     let now = clock.now()
     let rate = self.rate
-    var arm = false
+    var arming: ShardTimer<Key>.Arming?
     let decision = shards.withLock(index) { shard -> RateLimitDecision in
       guard let slot = shard.buckets.index(of: key, hash: hash) else {
         // A key with no state has a full bucket, which any request fits (a larger one than
@@ -316,10 +318,10 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
         let checkAt = tokens.fullTime
         _ = shard.buckets.indexInserting(key, hash: hash, KeyBucket(level: tokens.level, checkAt: checkAt ?? .max))
         if let checkAt { shard.timer.add(checkAt, for: key) }
-        arm = shard.timer.needsArming
+        arming = shard.timer.reserveIfNeeded()
         return .allowed(remaining: tokens.availablePermits)
       }
-      let bucket = shard.buckets.valuePointer(at: slot)
+      let bucket = shard.buckets.unsafeValuePointer(at: slot)
       var tokens = TokenBucket(rate: rate, level: bucket.pointee.level)
       tokens.refill(now: now)
       defer { bucket.pointee.level = tokens.level }
@@ -333,7 +335,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       tokens.take(cost)
       return .allowed(remaining: tokens.availablePermits)
     }
-    if arm { carryOut(Effects(arm: true), shard: index) }
+    if arming != nil { carryOut(Effects(arming: arming), shard: index) }
     return decision
   }
 
@@ -346,7 +348,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     _ key: Key, hash: Int, now: PaceInstant, consumedCheck: Bool, in shard: inout Shard
   ) -> [Continuation] {
     guard let slot = shard.buckets.index(of: key, hash: hash) else { return [] }
-    var bucket = shard.buckets.valuePointer(at: slot).pointee
+    var bucket = shard.buckets.unsafeValuePointer(at: slot).pointee
     var tokens = TokenBucket(rate: rate, level: bucket.level)
     tokens.refill(now: now)
     var granted: [Continuation] = []
@@ -382,7 +384,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       // with RateLimiter.
       bucket.checkAt = .max
     }
-    shard.buckets.valuePointer(at: slot).pointee = bucket
+    shard.buckets.unsafeValuePointer(at: slot).pointee = bucket
     return granted
   }
 
@@ -395,14 +397,14 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       while let entry = shard.timer.nextDue() {
         let hash = entry.key.hashValue
         guard let slot = shard.buckets.index(of: entry.key, hash: hash),
-          shard.buckets.valuePointer(at: slot).pointee.checkAt == entry.deadline
+          shard.buckets.unsafeValuePointer(at: slot).pointee.checkAt == entry.deadline
         else { continue }
         effects.granted += grant(entry.key, hash: hash, now: now, consumedCheck: true, in: &shard)
       }
       shard.timer.endFiring()
       shard.buckets.shrinkIfSparse()
       shard.queues.shrinkIfSparse()
-      effects.arm = shard.timer.needsArming
+      effects.arming = shard.timer.reserveIfNeeded()
       return effects
     }
     carryOut(effects, shard: index)
@@ -413,13 +415,13 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   @inlinable
   func carryOut(_ effects: Effects, shard index: Int) {
     if effects.isEmpty { return }
-    if effects.arm, let arming = shards.withLock(index, { $0.timer.armIfNeeded() }) {
+    if let arming = effects.arming {
       arming.superseded?.cancel()
-      let generation = arming.generation
-      let timer = clock.schedule(arming.deadline) { [weak self] in
-        self?.timerFired(shard: index, generation: generation)
+      let ticket = arming.ticket
+      let timer = clock.schedule(ticket.deadline) { [weak self] in
+        self?.timerFired(shard: index, generation: ticket.generation)
       }
-      if !shards.withLock(index, { $0.timer.armed(timer, generation: generation) }) {
+      if !shards.withLock(index, { $0.timer.install(timer, for: ticket) }) {
         timer.cancel()
       }
     }

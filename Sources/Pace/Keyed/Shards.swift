@@ -1,40 +1,24 @@
-#if canImport(Darwin)
-import os
-#elseif canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
+/// How many shards a keyed primitive splits its keys into: enough that threads calling
+/// different keys rarely meet on one lock, few enough that an instance with a handful of keys
+/// stays small.
+@usableFromInline
+let keyedShardCount = 64
 
-/// The shards of a keyed primitive: one allocation holding, for each shard, a lock and the
-/// state it guards, each on cache lines of its own so that threads on different shards never
-/// share a line.
+/// A key's shard is the top `log2(keyedShardCount)` bits of its hash.
+@usableFromInline
+let keyedShardShift: UInt64 = 58
+
+/// The shards of a keyed primitive: one allocation holding, for each shard, a ``LockedCell`` (the
+/// package's one lock and the state it guards), each on cache lines of its own so that threads
+/// on different shards never share a line.
 ///
-/// The lock is `os_unfair_lock` on Apple platforms and a plain `pthread_mutex_t` elsewhere; not
-/// `Synchronization.Mutex` on Linux, unlike ``LockedState``: `Mutex` is a priority-inheritance
-/// futex, whose contended path goes through the kernel and hands the lock over strictly
-/// (swiftlang/swift #88440). Measured with the `KeyedMemory` benchmark (a hot set of 1,000 keys
-/// over 64 shards, 2 cores), `Mutex` fell from 11 M updates/s at 2 threads to 2 M/s at 4 and 8
-/// threads, while `pthread_mutex_t` rose to 12 and 18 M/s. The thread sanitizer sees
-/// `pthread_mutex_t`, so this lock needs no sanitizer variant.
-///
-/// One allocation rather than an array of lock objects, so that reaching a shard loads no
+/// One allocation rather than an array of ``LockedState``s, so that reaching a shard loads no
 /// reference and retains nothing.
 @usableFromInline
 final class Shards<State: ~Copyable>: @unchecked Sendable {
   // @unchecked Sendable: each shard's state is only read or written inside `withLock`, under
   // that shard's lock.
-  #if canImport(Darwin)
-  @usableFromInline typealias Lock = os_unfair_lock
-  #else
-  @usableFromInline typealias Lock = pthread_mutex_t
-  #endif
-
-  @usableFromInline
-  struct Shard: ~Copyable {
-    @usableFromInline var lock: Lock
-    @usableFromInline var state: State
-  }
+  @usableFromInline typealias Shard = LockedCell<State>
 
   @usableFromInline let base: UnsafeMutableRawPointer
   /// The distance between shards: a whole number of cache lines (128 bytes, the unit of
@@ -47,29 +31,21 @@ final class Shards<State: ~Copyable>: @unchecked Sendable {
     stride = (MemoryLayout<Shard>.stride + 127) / 128 * 128
     base = .allocate(byteCount: stride * count, alignment: Swift.max(128, MemoryLayout<Shard>.alignment))
     for index in 0..<count {
-      let shard = (base + stride * index).bindMemory(to: Shard.self, capacity: 1)
-      #if canImport(Darwin)
-      shard.initialize(to: Shard(lock: os_unfair_lock(), state: makeState()))
-      #else
-      shard.initialize(to: Shard(lock: pthread_mutex_t(), state: makeState()))
-      pthread_mutex_init(&shard.pointee.lock, nil)
-      #endif
+      (base + stride * index).bindMemory(to: Shard.self, capacity: 1).initialize(to: Shard(makeState()))
     }
   }
 
   deinit {
     for index in 0..<count {
-      let shard = shard(index)
-      #if !canImport(Darwin)
-      pthread_mutex_destroy(&shard.pointee.lock)
-      #endif
-      shard.deinitialize(count: 1)
+      unsafeShard(index).deinitialize(count: 1)
     }
     base.deallocate()
   }
 
+  /// Shard `index`, valid as long as the instance: its state may only be touched through
+  /// ``withLock(_:_:)``, except what never changes after `init`.
   @inlinable @inline(__always)
-  func shard(_ index: Int) -> UnsafeMutablePointer<Shard> {
+  func unsafeShard(_ index: Int) -> UnsafeMutablePointer<Shard> {
     (base + stride &* index).assumingMemoryBound(to: Shard.self)
   }
 
@@ -78,15 +54,7 @@ final class Shards<State: ~Copyable>: @unchecked Sendable {
 
   /// Runs `body` on the state of shard `index` under its lock. `body` must not call user code.
   @inlinable @inline(__always)
-  func withLock<Result: ~Copyable>(_ index: Int, _ body: (inout State) -> Result) -> Result {
-    let shard = shard(index)
-    #if canImport(Darwin)
-    os_unfair_lock_lock(&shard.pointee.lock)
-    defer { os_unfair_lock_unlock(&shard.pointee.lock) }
-    #else
-    pthread_mutex_lock(&shard.pointee.lock)
-    defer { pthread_mutex_unlock(&shard.pointee.lock) }
-    #endif
-    return body(&shard.pointee.state)
+  func withLock<Result>(_ index: Int, _ body: (inout State) -> Result) -> Result {
+    LockedCell.withLock(unsafeShard(index), body)
   }
 }
