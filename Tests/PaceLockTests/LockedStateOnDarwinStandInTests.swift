@@ -25,13 +25,13 @@ import Testing
   @Test func withLockHoldsTheUnfairLockOnlyWhileItsBodyRuns() {
     let box = LockedState([1, 2])
     let sum = box.withLock { state -> Int in
-      os_unfair_lock_assert_owner(&box.cell.pointee.lock)
+      os_unfair_lock_assert_owner(box.lock)
       state.append(3)
       return state.reduce(0, +)
     }
     #expect(sum == 6)
-    os_unfair_lock_assert_not_owner(&box.cell.pointee.lock)
-    #expect(box.cell.pointee.lock._os_unfair_lock_opaque == 0)
+    os_unfair_lock_assert_not_owner(box.lock)
+    #expect(box.lock.pointee._os_unfair_lock_opaque == 0)
     #expect(box.withLock { $0 } == [1, 2, 3])
   }
 

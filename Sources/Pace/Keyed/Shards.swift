@@ -1,3 +1,11 @@
+#if canImport(Darwin)
+import os
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 /// How many shards a keyed primitive splits its keys into: enough that threads calling
 /// different keys rarely meet on one lock, few enough that an instance with a handful of keys
 /// stays small.
@@ -8,17 +16,31 @@ let keyedShardCount = 64
 @usableFromInline
 let keyedShardShift: UInt64 = 58
 
-/// The shards of a keyed primitive: one allocation holding, for each shard, a ``LockedCell`` (the
-/// package's one lock and the state it guards), each on cache lines of its own so that threads
-/// on different shards never share a line.
+/// The shards of a keyed primitive: one allocation holding, for each shard, a lock and the
+/// state it guards, each on cache lines of its own so that threads on different shards never
+/// share a line.
 ///
-/// One allocation rather than an array of ``LockedState``s, so that reaching a shard loads no
+/// The lock is `os_unfair_lock` on Apple platforms and `pthread_mutex_t` on Linux, not
+/// `Synchronization.Mutex` as in ``LockedState``, whose documentation gives the reason.
+///
+/// One allocation rather than an array of lock objects, so that reaching a shard loads no
 /// reference and retains nothing.
 @usableFromInline
 final class Shards<State: ~Copyable>: @unchecked Sendable {
   // @unchecked Sendable: each shard's state is only read or written inside `withLock`, under
   // that shard's lock.
-  @usableFromInline typealias Shard = LockedCell<State>
+  #if canImport(Darwin)
+  @usableFromInline typealias Lock = os_unfair_lock
+  #else
+  @usableFromInline typealias Lock = pthread_mutex_t
+  #endif
+
+  /// A shard's lock and the state it guards.
+  @usableFromInline
+  struct Shard: ~Copyable {
+    @usableFromInline var lock: Lock
+    @usableFromInline var state: State
+  }
 
   @usableFromInline let base: UnsafeMutableRawPointer
   /// The distance between shards: a whole number of cache lines (128 bytes, the unit of
@@ -31,13 +53,23 @@ final class Shards<State: ~Copyable>: @unchecked Sendable {
     stride = (MemoryLayout<Shard>.stride + 127) / 128 * 128
     base = .allocate(byteCount: stride * count, alignment: Swift.max(128, MemoryLayout<Shard>.alignment))
     for index in 0..<count {
-      (base + stride * index).bindMemory(to: Shard.self, capacity: 1).initialize(to: Shard(makeState()))
+      let shard = (base + stride * index).bindMemory(to: Shard.self, capacity: 1)
+      #if canImport(Darwin)
+      shard.initialize(to: Shard(lock: os_unfair_lock(), state: makeState()))
+      #else
+      shard.initialize(to: Shard(lock: pthread_mutex_t(), state: makeState()))
+      pthread_mutex_init(&shard.pointee.lock, nil)
+      #endif
     }
   }
 
   deinit {
     for index in 0..<count {
-      unsafeShard(index).deinitialize(count: 1)
+      let shard = unsafeShard(index)
+      #if !canImport(Darwin)
+      pthread_mutex_destroy(&shard.pointee.lock)
+      #endif
+      shard.deinitialize(count: 1)
     }
     base.deallocate()
   }
@@ -55,6 +87,14 @@ final class Shards<State: ~Copyable>: @unchecked Sendable {
   /// Runs `body` on the state of shard `index` under its lock. `body` must not call user code.
   @inlinable @inline(__always)
   func withLock<Result>(_ index: Int, _ body: (inout State) -> Result) -> Result {
-    LockedCell.withLock(unsafeShard(index), body)
+    let shard = unsafeShard(index)
+    #if canImport(Darwin)
+    os_unfair_lock_lock(&shard.pointee.lock)
+    defer { os_unfair_lock_unlock(&shard.pointee.lock) }
+    #else
+    pthread_mutex_lock(&shard.pointee.lock)
+    defer { pthread_mutex_unlock(&shard.pointee.lock) }
+    #endif
+    return body(&shard.pointee.state)
   }
 }
