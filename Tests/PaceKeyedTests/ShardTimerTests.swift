@@ -19,7 +19,7 @@ import Testing
     addDuring: (ShardTimer<Int>.Entry) -> PaceInstant? = { _ in nil }
   ) -> [ShardTimer<Int>.Entry] {
     // An empty heap has no timer to fire.
-    guard let generation = timer.reserveIfNeeded()?.ticket.generation ?? Self.armedGeneration(timer) else { return [] }
+    guard let generation = timer.reserveIfNeeded()?.generation ?? Self.armedGeneration(timer) else { return [] }
     let began = timer.beginFiring(generation: generation, now: now)
     #expect(began)
     var due: [ShardTimer<Int>.Entry] = []
@@ -106,9 +106,9 @@ import Testing
   @Test func aStaleGenerationTakesNothing() {
     var timer = ShardTimer<Int>()
     timer.add(Self.instant(10), for: 1)
-    let first = timer.reserveIfNeeded()?.ticket
+    let first = timer.reserveIfNeeded()
     timer.add(Self.instant(5), for: 2)
-    let second = timer.reserveIfNeeded()?.ticket
+    let second = timer.reserveIfNeeded()
     // A later deadline than the reserved one needs no new timer.
     timer.add(Self.instant(7), for: 3)
     let third = timer.reserveIfNeeded()
@@ -151,7 +151,7 @@ import Testing
       var next: Int64 = 1
       var capacities: [Int] = []
       for now in [Int64(100), 30_000, 39_700, 39_900, 39_990] {
-        let generation = timer.reserveIfNeeded()?.ticket.generation ?? Self.armedGeneration(timer)
+        let generation = timer.reserveIfNeeded()?.generation ?? Self.armedGeneration(timer)
         let began = timer.beginFiring(generation: generation ?? 0, now: Self.instant(now))
         #expect(began)
         while let entry = timer.nextDue() {

@@ -228,7 +228,7 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
       return (stale, shard.timer.reserveIfNeeded())
     }
     stale?.cancel()
-    if let arming {
+    if arming != nil {
       var effects = Effects()
       effects.arming = arming
       carryOut(effects, shard: index)
@@ -378,17 +378,15 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
 
   @inlinable
   func carryOut(_ effects: Effects, shard index: Int) {
-    if let arming = effects.arming {
+    if let ticket = effects.arming {
       // Reserved under the lock, armed outside it (a scheduler may take locks of its own), kept
       // under it again: ``TimerSlot``'s rule.
-      arming.superseded?.cancel()
-      let ticket = arming.ticket
       let timer = scheduler.schedule(at: ticket.deadline) { [weak self] in
         self?.timerFired(shard: index, generation: ticket.generation)
       }
-      if !shards.withLock(index, { $0.timer.install(timer, for: ticket) }) {
-        timer.cancel()
-      }
+      let (installed, superseded) = shards.withLock(index) { $0.timer.install(timer, for: ticket) }
+      superseded?.cancel()
+      if !installed { timer.cancel() }
     }
     if effects.startDelivery {
       if scheduler.isCurrent {

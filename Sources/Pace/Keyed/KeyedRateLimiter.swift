@@ -415,15 +415,13 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   @inlinable
   func carryOut(_ effects: Effects, shard index: Int) {
     if effects.isEmpty { return }
-    if let arming = effects.arming {
-      arming.superseded?.cancel()
-      let ticket = arming.ticket
+    if let ticket = effects.arming {
       let timer = clock.schedule(ticket.deadline) { [weak self] in
         self?.timerFired(shard: index, generation: ticket.generation)
       }
-      if !shards.withLock(index, { $0.timer.install(timer, for: ticket) }) {
-        timer.cancel()
-      }
+      let (installed, superseded) = shards.withLock(index) { $0.timer.install(timer, for: ticket) }
+      superseded?.cancel()
+      if !installed { timer.cancel() }
     }
     effects.refused?.resume(throwing: CancellationError())
     for continuation in effects.granted { continuation.resume() }

@@ -18,21 +18,15 @@
 struct ShardTimer<Key>: ~Copyable {
   @usableFromInline typealias Entry = DeadlineHeap<Key>.Entry
 
-  /// A reserved timer to arm once the shard's lock is released, and the one it replaces, to
-  /// cancel.
-  @usableFromInline
-  struct Arming {
-    @usableFromInline let ticket: TimerSlot.Ticket
-    @usableFromInline let superseded: (any PaceCancellable)?
-
-    @inlinable init(ticket: TimerSlot.Ticket, superseded: (any PaceCancellable)?) {
-      self.ticket = ticket
-      self.superseded = superseded
-    }
-  }
+  /// A reservation of the shard's timer, to arm once the shard's lock is released.
+  @usableFromInline typealias Arming = TimerSlot.Ticket
 
   @usableFromInline var heap = DeadlineHeap<Key>()
   @usableFromInline var slot = TimerSlot()
+  /// The timer a reservation replaced, handed to the driver by the reservation's ``install(_:for:)``
+  /// to cancel: kept here rather than carried in the driver's effects, which stay plain values on
+  /// the hot path.
+  @usableFromInline var superseded: (any PaceCancellable)?
   /// While a firing takes its entries out, the instant it fires at: a deadline added meanwhile
   /// that is already due waits in `deferred`, for the scheduler's next turn.
   @usableFromInline var firingAt: PaceInstant?
@@ -62,20 +56,26 @@ struct ShardTimer<Key>: ~Copyable {
   // MARK: Arming
 
   /// Reserves the timer for the earliest deadline unless it is armed for that or earlier; the
-  /// driver arms the reservation once the lock is released.
+  /// driver arms the reservation once the lock is released, then calls ``install(_:for:)``.
   @inlinable
   mutating func reserveIfNeeded() -> Arming? {
     guard let earliest else { return nil }
     if let armed = slot.deadline, armed <= earliest { return nil }
-    let (ticket, superseded) = slot.reserve(at: earliest)
-    return Arming(ticket: ticket, superseded: superseded)
+    let (ticket, replaced) = slot.reserve(at: earliest)
+    // A reservation's install always follows and takes it; only a reservation made before the
+    // last one installed finds a handle to replace, and by then the last one has taken its own.
+    if let replaced { superseded = replaced }
+    return ticket
   }
 
-  /// Keeps the handle of the timer armed for `ticket`; `false` if a newer reservation, a firing
-  /// or ``removeAll()`` came in between, so the caller must cancel it.
+  /// Keeps the handle of the timer armed for `ticket` and returns `installed`, `false` if a newer
+  /// reservation, a firing or ``removeAll()`` came in between (the caller then cancels `timer`),
+  /// and the timer a reservation replaced, which the caller cancels once the lock is released.
   @inlinable
-  mutating func install(_ timer: any PaceCancellable, for ticket: TimerSlot.Ticket) -> Bool {
-    slot.install(timer, for: ticket)
+  mutating func install(
+    _ timer: any PaceCancellable, for ticket: TimerSlot.Ticket
+  ) -> (installed: Bool, superseded: (any PaceCancellable)?) {
+    (slot.install(timer, for: ticket), superseded.take())
   }
 
   // MARK: Firing
