@@ -40,35 +40,19 @@ void pace_free_table(void *table, size_t bytes) {
   free(table);
 }
 
-void *pace_shrink_table(void *table, size_t bytes, size_t newBytes) {
+bool pace_shrink_table_in_place(void *table, size_t bytes, size_t newBytes) {
 #if defined(__linux__)
-  if (bytes >= mappedTableBytes) {
-    if (newBytes >= mappedTableBytes) {
-      // Give back the whole pages past the ones still used; `munmap` of `newBytes` frees the
-      // rest, rounding up to the page as `mmap` did.
-      size_t page = (size_t)sysconf(_SC_PAGESIZE);
-      size_t kept = (newBytes + page - 1) / page * page;
-      if (kept < bytes) munmap((char *)table + kept, bytes - kept);
-      return table;
-    }
-    void *smaller = pace_allocate_table(newBytes);
-    if (smaller == NULL) return NULL;
-    memcpy(smaller, table, newBytes);
-    munmap(table, bytes);
-    return smaller;
+  if (bytes >= mappedTableBytes && newBytes >= mappedTableBytes) {
+    // Give back the whole pages past the ones still used; `munmap` of `newBytes` frees the
+    // rest, rounding up to the page as `mmap` did.
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t kept = (newBytes + page - 1) / page * page;
+    if (kept < bytes) munmap((char *)table + kept, bytes - kept);
+    return true;
   }
 #endif
-  // glibc and Darwin shrink a block in place, which keeps its alignment; should one move it to
-  // a less aligned address, copy it once more.
-  void *smaller = realloc(table, newBytes);
-  if (smaller == NULL) return NULL;
-  if (((uintptr_t)smaller & 63) == 0) return smaller;
-  void *aligned = pace_allocate_table(newBytes);
-  if (aligned == NULL) {
-    free(smaller);
-    return NULL;
-  }
-  memcpy(aligned, smaller, newBytes);
-  free(smaller);
-  return aligned;
+  (void)table;
+  (void)bytes;
+  (void)newBytes;
+  return false;
 }

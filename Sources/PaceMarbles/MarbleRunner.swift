@@ -153,21 +153,15 @@ public final class MarbleHarness: Sendable {
 
 /// The recorded output; emitted from `perform`, which a thread-safe primitive may call from
 /// whichever thread advances the scheduler.
-private final class MarbleRecorder: @unchecked Sendable {
-  // @unchecked Sendable: `storage` is only touched while holding `lock`.
-  private let lock = NSLock()
-  private var storage: [MarbleTimeline<String>.Event] = []
+private final class MarbleRecorder: Sendable {
+  private let storage = LockedState<[MarbleTimeline<String>.Event]>([])
 
   func append(_ event: MarbleTimeline<String>.Event) {
-    lock.lock()
-    storage.append(event)
-    lock.unlock()
+    storage.withLock { $0.append(event) }
   }
 
   var events: [MarbleTimeline<String>.Event] {
-    lock.lock()
-    defer { lock.unlock() }
-    return storage
+    storage.withLock { $0 }
   }
 }
 

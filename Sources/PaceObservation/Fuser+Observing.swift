@@ -47,14 +47,11 @@ extension Fuser where Event: Sendable {
 /// One connection of ``Pace/Fuser/observing(scheduler:_:)``: re-registers with Observation after
 /// each change, until disposed.
 @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
-final class ObservationTracking<Event: Sendable>: Disposable, @unchecked Sendable {
-  // @unchecked Sendable: `isDisposed` is read and written only while `lock` is held; the rest
-  // is immutable.
+final class ObservationTracking<Event: Sendable>: Disposable, Sendable {
   private let scheduler: any PaceScheduler
   private let value: @MainActor @Sendable () -> Event
   private let dispatch: @Sendable (Event) -> Void
-  private let lock = NSLock()
-  private var isDisposed = false
+  private let isDisposed = LockedState(false)
 
   init(
     scheduler: any PaceScheduler,
@@ -67,9 +64,7 @@ final class ObservationTracking<Event: Sendable>: Disposable, @unchecked Sendabl
   }
 
   private var isActive: Bool {
-    lock.lock()
-    defer { lock.unlock() }
-    return !isDisposed
+    !isDisposed.withLock { $0 }
   }
 
   func start() {
@@ -82,9 +77,7 @@ final class ObservationTracking<Event: Sendable>: Disposable, @unchecked Sendabl
   }
 
   func dispose() {
-    lock.lock()
-    isDisposed = true
-    lock.unlock()
+    isDisposed.withLock { $0 = true }
   }
 
   /// Reads `value` under tracking; the next change to what it read calls `changed()` once.

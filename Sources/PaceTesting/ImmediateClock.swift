@@ -18,11 +18,11 @@
 /// task. Pace's own timers arm as tasks that sleep on it, so they fire on the next turn of the
 /// concurrency runtime, not synchronously: await the result, not a time.
 public final class ImmediateClock: Clock, Sendable {
-  private let current: Locked<PaceInstant>
+  private let current: LockedState<PaceInstant>
 
   /// A clock whose time starts at `now`.
   public init(now: PaceInstant = .zero) {
-    current = Locked(now)
+    current = LockedState(now)
   }
 
   /// The latest deadline slept until, or the starting instant.

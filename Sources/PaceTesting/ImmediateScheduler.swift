@@ -25,10 +25,8 @@ import Foundation
 /// trampoline), not nested inside it. Work scheduled from another thread while this scheduler
 /// is running work is run by that thread, after what is already queued. ``isCurrent`` is always
 /// `true`.
-public final class ImmediateScheduler: PaceScheduler, @unchecked Sendable {
-  // @unchecked Sendable: `state` is only read or written while holding `lock`.
-  private let lock = NSLock()
-  private var state: State
+public final class ImmediateScheduler: PaceScheduler, Sendable {
+  private let state: LockedState<State>
 
   private struct State {
     var now: PaceInstant
@@ -47,7 +45,7 @@ public final class ImmediateScheduler: PaceScheduler, @unchecked Sendable {
 
   /// A scheduler whose clock starts at `now`.
   public init(now: PaceInstant = .zero) {
-    state = State(now: now)
+    state = LockedState(State(now: now))
   }
 
   /// The deadline of the latest work run, or the starting instant.
@@ -104,9 +102,7 @@ public final class ImmediateScheduler: PaceScheduler, @unchecked Sendable {
   }
 
   private func withLock<Result>(_ body: (inout State) -> Result) -> Result {
-    lock.lock()
-    defer { lock.unlock() }
-    return body(&state)
+    state.withLock(body)
   }
 
   private struct Cancellation: PaceCancellable {

@@ -16,7 +16,7 @@
 ///
 /// Without a clock, every value is stamped `PaceInstant.zero`.
 public final class LockedRecorder<Value: Sendable>: Sendable {
-  private let storage = Locked<[(time: PaceInstant, value: Value)]>([])
+  private let storage = LockedState<[(time: PaceInstant, value: Value)]>([])
   private let clock: (any PaceScheduler)?
 
   /// A recorder that stamps each value with `clock`'s time (`PaceInstant.zero` without one).

@@ -154,25 +154,21 @@ struct Covered: Sendable {
 }
 
 /// The invocations recorded by `perform`.
-private final class InvocationRecorder: @unchecked Sendable {
-  // @unchecked Sendable: `storage` is only touched while holding `lock`.
-  private let lock = NSLock()
-  private var storage: [(Int64, Covered)] = []
+private final class InvocationRecorder: Sendable {
+  private let storage: LockedState<[(Int64, Covered)]>
 
   init(capacity: Int) {
+    var storage: [(Int64, Covered)] = []
     storage.reserveCapacity(capacity)
+    self.storage = LockedState(storage)
   }
 
   func append(_ covered: Covered, at time: Int64) {
-    lock.lock()
-    storage.append((time, covered))
-    lock.unlock()
+    storage.withLock { $0.append((time, covered)) }
   }
 
   func invocations(sum: Bool) -> [Invocation] {
-    lock.lock()
-    defer { lock.unlock() }
-    return storage.map { time, covered in
+    storage.withLock { $0 }.map { time, covered in
       Invocation(
         time: time, value: sum ? formatNumber(covered.number) : covered.text, firstCall: covered.first,
         callCount: covered.count)
@@ -181,25 +177,19 @@ private final class InvocationRecorder: @unchecked Sendable {
 }
 
 /// Results written by concurrent workers, each to its own slot.
-private final class ResultBox: @unchecked Sendable {
-  // @unchecked Sendable: `slots` is only touched while holding `lock`.
-  private let lock = NSLock()
-  private var slots: [Result<SimulationResult, ToolError>?]
+private final class ResultBox: Sendable {
+  private let slots: LockedState<[Result<SimulationResult, ToolError>?]>
 
   init(count: Int) {
-    slots = Array(repeating: nil, count: count)
+    slots = LockedState(Array(repeating: nil, count: count))
   }
 
   func set(_ index: Int, _ result: Result<SimulationResult, ToolError>) {
-    lock.lock()
-    slots[index] = result
-    lock.unlock()
+    slots.withLock { $0[index] = result }
   }
 
   var values: [Result<SimulationResult, ToolError>] {
-    lock.lock()
-    defer { lock.unlock() }
-    return slots.map { $0! }
+    slots.withLock { $0 }.map { $0! }
   }
 }
 

@@ -5,8 +5,8 @@ import Testing
 
 /// The open-addressing table behind the keyed primitives' shards, white-box: seeded random
 /// operations against a `Dictionary`, keys that all hash alike, keys placed on purpose around the
-/// end of the table, the lifetimes of keys and values through every rebuild, and the layout that
-/// `valuePointer(at:)` and `prefetch(_:hash:)` compute by hand.
+/// end of the table, the lifetimes of keys and values through every rebuild, and the addresses
+/// that `unsafeValuePointer(at:)` and `prefetch(_:hash:)` compute.
 ///
 /// A failure names its seed and step. Where a key lands also depends on the process's hash seed
 /// and on the table's address (its own seed), so a rerun of a seed tries other placements of the
@@ -52,7 +52,7 @@ import Testing
   }
 
   /// How `key` differs between `table` and `values`: presence, the key in its slot, its value
-  /// read both through `withValue(at:_:)` and through `valuePointer(at:)`.
+  /// read both through `withValue(at:_:)` and through `unsafeValuePointer(at:)`.
   static func difference<Key: Hashable>(_ table: borrowing KeyTable<Key, Int>, _ values: [Key: Int], at key: Key)
     -> String?
   {
@@ -68,7 +68,7 @@ import Testing
       let found = table.key(at: index)
       if found != key { return "index(of: \(key)) is slot \(index), which holds \(found)" }
       let value = table.withValue(at: index) { $0 }
-      let pointed = table.valuePointer(at: index).pointee
+      let pointed = table.unsafeValuePointer(at: index).pointee
       if value != expected || pointed != expected {
         return "\(key) holds \(value) (pointer: \(pointed)), expected \(expected)"
       }
@@ -90,7 +90,7 @@ import Testing
     var found: [Key: Int] = [:]
     for index in occupied {
       let key = table.key(at: index)
-      if found.updateValue(table.valuePointer(at: index).pointee, forKey: key) != nil {
+      if found.updateValue(table.unsafeValuePointer(at: index).pointee, forKey: key) != nil {
         return "\(key) occupies two slots"
       }
     }
@@ -105,8 +105,8 @@ import Testing
   static func structuralDifference<Key: Hashable, Value>(
     _ table: borrowing KeyTable<Key, Value>, coverage: inout Coverage, hash: (Key) -> Int = { $0.hashValue }
   ) -> String? {
-    let hint = (table.prefetchHint[0], table.prefetchHint[1], table.prefetchHint[2])
-    guard let slots = table.slots else {
+    let hint = (table.unsafePrefetchHint[0], table.unsafePrefetchHint[1], table.unsafePrefetchHint[2])
+    guard let slots = table.unsafeSlots else {
       if table.count != 0 || table.capacity != 0 { return "no slots, count \(table.count), capacity \(table.capacity)" }
       if hint.0 != 0 { return "a table without slots publishes slots \(hint.0) for prefetching" }
       return nil
@@ -120,16 +120,16 @@ import Testing
     }
     var occupied = 0
     for index in 0..<capacity {
-      let tag = KeyTable<Key, Value>.slot(slots, index).pointee.tag
+      let tag = KeyTable<Key, Value>.unsafeSlot(slots, index).pointee.tag
       guard tag != 0 else { continue }
       occupied += 1
-      let key = KeyTable<Key, Value>.slot(slots, index).pointee.key
+      let key = KeyTable<Key, Value>.unsafeSlot(slots, index).pointee.key
       if tag != KeyTable<Key, Value>.mix(hash(key), seed: table.seed) { return "slot \(index): tag \(tag) for \(key)" }
       let home = table.home(of: tag)
       if index < home { coverage.wrappedSlots += 1 }
       var probe = home
       while probe != index {
-        if KeyTable<Key, Value>.slot(slots, probe).pointee.tag == 0 {
+        if KeyTable<Key, Value>.unsafeSlot(slots, probe).pointee.tag == 0 {
           return "\(key) in slot \(index) is unreachable: slot \(probe), between it and its home \(home), is empty"
         }
         probe = (probe + 1) & table.mask
@@ -143,11 +143,11 @@ import Testing
   static func runWrapsAroundTheEnd<Key: Hashable, Value>(_ table: borrowing KeyTable<Key, Value>, after index: Int)
     -> Bool
   {
-    guard let slots = table.slots else { return false }
+    guard let slots = table.unsafeSlots else { return false }
     var probe = index
     while true {
       let next = (probe + 1) & table.mask
-      if KeyTable<Key, Value>.slot(slots, next).pointee.tag == 0 { return false }
+      if KeyTable<Key, Value>.unsafeSlot(slots, next).pointee.tag == 0 { return false }
       if next == 0 { return true }
       probe = next
     }
@@ -167,7 +167,7 @@ import Testing
         model.keys.isEmpty || Bool.random(using: &generator)
         ? newKey(&generator) : model.keys.randomElement(using: &generator)!
       let hash = key.hashValue
-      KeyTable<Key, Int>.prefetch(table.prefetchHint, hash: hash)
+      KeyTable<Key, Int>.prefetch(table.unsafePrefetchHint, hash: hash)
       let operation: String
       var failure: String?
       switch Int.random(in: 0..<100, using: &generator) {
@@ -215,7 +215,7 @@ import Testing
         }
       case 97..<99:
         operation = "add 1 to every value"
-        table.forEachSlot { index in table.valuePointer(at: index).pointee += 1 }
+        table.forEachSlot { index in table.unsafeValuePointer(at: index).pointee += 1 }
         for key in model.keys { model.values[key]! += 1 }
       default:
         operation = "remove all"
@@ -320,7 +320,7 @@ import Testing
     for key in keys.suffix(5) { Self.remove(key, from: &table) }
     table.shrinkIfSparse()
     #expect(table.capacity == 0)
-    #expect(table.prefetchHint[0] == 0)
+    #expect(table.unsafePrefetchHint[0] == 0)
     model = [:]
 
     keys = randomKeys(2_000)
@@ -391,7 +391,7 @@ import Testing
   static func slots(_ table: borrowing KeyTable<Int, Int>, _ hashes: [Int: Int]) -> [Int: Int] {
     var slots: [Int: Int] = [:]
     for (key, hash) in hashes {
-      if let index = table.index(of: key, hash: hash), table.valuePointer(at: index).pointee == key * 10 {
+      if let index = table.index(of: key, hash: hash), table.unsafeValuePointer(at: index).pointee == key * 10 {
         slots[key] = index
       }
     }
@@ -535,7 +535,7 @@ import Testing
     ids.filter { id in
       let key = LifetimeProbe(id, instances, hashModulus: modulus)
       guard let index = table.index(of: key, hash: key.hashValue) else { return true }
-      return table.key(at: index).id != id || table.valuePointer(at: index).pointee.id != -id * sign
+      return table.key(at: index).id != id || table.unsafeValuePointer(at: index).pointee.id != -id * sign
     }
   }
 
@@ -633,7 +633,7 @@ import Testing
       #expect(instances.live == 50)
       #expect(table.capacity == 256)  // 1024, then 512 below 128 keys, 256 below 64
       let wrong = (550..<600).filter { id in
-        table.index(of: key(id), hash: key(id).hashValue).map { table.valuePointer(at: $0).pointee.id } != id
+        table.index(of: key(id), hash: key(id).hashValue).map { table.unsafeValuePointer(at: $0).pointee.id } != id
       }
       #expect(wrong == [])
     }
@@ -655,47 +655,7 @@ import Testing
 
   struct NoBytes: Hashable {}
 
-  /// How `valueOffset` and `slotStride`, computed by hand, differ from the compiler's layout.
-  static func layoutDifference<Key: Hashable, Value>(_: Key.Type, _: Value.Type) -> String? {
-    typealias Table = KeyTable<Key, Value>
-    let name = "KeyTable<\(Key.self), \(Value.self)>"
-    guard let offset = MemoryLayout<Table.Slot>.offset(of: \Table.Slot.value) else { return "\(name): no offset" }
-    if Table.valueOffset != offset { return "\(name).valueOffset \(Table.valueOffset), the value is at \(offset)" }
-    if Table.slotStride != MemoryLayout<Table.Slot>.stride { return "\(name).slotStride \(Table.slotStride)" }
-    return nil
-  }
-
-  @Test func valueOffsetIsWhereTheCompilerPutsTheValue() {
-    #expect(MemoryLayout<SIMD4<Float>>.alignment == 16)
-    #expect(MemoryLayout<SixteenByteAligned>.alignment == 16)
-    let differences = [
-      Self.layoutDifference(Int.self, Int.self),
-      Self.layoutDifference(Int.self, UInt8.self),
-      Self.layoutDifference(UInt8.self, Int.self),
-      Self.layoutDifference(UInt8.self, UInt16.self),
-      Self.layoutDifference(UInt16.self, UInt32.self),
-      Self.layoutDifference(Bool.self, UInt8.self),
-      Self.layoutDifference(String.self, [Int].self),
-      Self.layoutDifference(UInt8.self, SIMD4<Float>.self),
-      Self.layoutDifference(UInt8.self, SixteenByteAligned.self),
-      Self.layoutDifference(UInt8.self, TwoWords.self),
-      Self.layoutDifference(SIMD4<Int32>.self, UInt8.self),
-      Self.layoutDifference(SIMD4<Int32>.self, SIMD4<Float>.self),
-      // Keys that end past an 8-byte boundary but not at a 16-byte one, before 16-byte values.
-      Self.layoutDifference(Int?.self, SIMD4<Float>.self),
-      Self.layoutDifference(String.self, SixteenByteAligned.self),
-      Self.layoutDifference(Int?.self, UInt8.self),
-      Self.layoutDifference(Int?.self, Int?.self),
-      Self.layoutDifference(NoBytes.self, Int.self),
-      Self.layoutDifference(Int.self, Void.self),
-      Self.layoutDifference(Int.self, DebounceKeyState<Int>.self),
-      Self.layoutDifference(String.self, DebounceKeyState<[String]>.self),
-      Self.layoutDifference(Int.self, LifetimeProbe.self),
-    ]
-    #expect(differences.compactMap { $0 } == [])
-  }
-
-  /// The keys whose value, written through `valuePointer(at:)`, is not what the slot holds, or
+  /// The keys whose value, written through `unsafeValuePointer(at:)`, is not what the slot holds, or
   /// whose pointer is not aligned for the value.
   static func misplacedValues<Key: Hashable, Value: Equatable>(
     _ keys: [Key], _ value: (Key) -> Value
@@ -703,12 +663,12 @@ import Testing
     var table = KeyTable<Key, Value>()
     for key in keys {
       let index = table.indexInserting(key, hash: key.hashValue, value(key))
-      table.valuePointer(at: index).pointee = value(key)
+      table.unsafeValuePointer(at: index).pointee = value(key)
     }
     return keys.filter { key in
-      guard let index = table.index(of: key, hash: key.hashValue), let slots = table.slots else { return true }
-      let pointer = table.valuePointer(at: index)
-      return KeyTable<Key, Value>.slot(slots, index).pointee.value != value(key)
+      guard let index = table.index(of: key, hash: key.hashValue), let slots = table.unsafeSlots else { return true }
+      let pointer = table.unsafeValuePointer(at: index)
+      return KeyTable<Key, Value>.unsafeSlot(slots, index).pointee.value != value(key)
         || table.withValue(at: index, { $0 }) != value(key)
         || Int(bitPattern: pointer) % MemoryLayout<Value>.alignment != 0
     }
@@ -732,10 +692,10 @@ import Testing
         state.pending = key
       }
     }
-    let slots = table.slots!
+    let slots = table.unsafeSlots!
     let wrong = (0..<100).filter { key in
       guard let index = table.index(of: key, hash: key.hashValue) else { return true }
-      let state = KeyTable<Int, DebounceKeyState<Int>>.slot(slots, index).pointee.value
+      let state = KeyTable<Int, DebounceKeyState<Int>>.unsafeSlot(slots, index).pointee.value
       return state.lastCall != PaceInstant(nanoseconds: Int64(key)) || state.pending != key
         || state.armedDeadline != nil
     }
@@ -752,13 +712,13 @@ import Testing
     var visited = 0
     table.forEachSlot { _ in visited += 1 }
     #expect(visited == 0)
-    #expect(table.prefetchHint[0] == 0)
-    KeyTable<Int, Int>.prefetch(table.prefetchHint, hash: 7.hashValue)
+    #expect(table.unsafePrefetchHint[0] == 0)
+    KeyTable<Int, Int>.prefetch(table.unsafePrefetchHint, hash: 7.hashValue)
     table.shrinkIfSparse()
     #expect(table.capacity == 0)
     table.removeAll()
     #expect(table.capacity == 0)
-    #expect(table.prefetchHint[0] == 0)
+    #expect(table.unsafePrefetchHint[0] == 0)
   }
 
   @Test func removeAllFreesTheSlotsAndTheTableCanBeUsedAgain() {
@@ -768,7 +728,7 @@ import Testing
     table.removeAll()
     #expect(table.count == 0)
     #expect(table.capacity == 0)
-    #expect(table.slots == nil)
+    #expect(table.unsafeSlots == nil)
     #expect((0..<100).allSatisfy { table.index(of: $0, hash: $0.hashValue) == nil })
     for key in 50..<60 { _ = table.indexInserting(key, hash: key.hashValue, -key) }
     #expect(table.capacity == 16)
@@ -797,35 +757,35 @@ import Testing
   @Test func thePrefetchHintFollowsTheSlots() {
     var table = KeyTable<Int, Int>()
     var coverage = Coverage()
-    #expect(table.prefetchHint[0] == 0)
+    #expect(table.unsafePrefetchHint[0] == 0)
     _ = table.indexInserting(1, hash: 1.hashValue, 1)
-    #expect(table.prefetchHint[0] != 0)
-    #expect(table.prefetchHint[0] == UInt(bitPattern: table.slots))
+    #expect(table.unsafePrefetchHint[0] != 0)
+    #expect(table.unsafePrefetchHint[0] == UInt(bitPattern: table.unsafeSlots))
     #expect(Self.structuralDifference(table, coverage: &coverage) == nil)
-    var addresses: Set<UInt> = [table.prefetchHint[0]]
+    var addresses: Set<UInt> = [table.unsafePrefetchHint[0]]
     for key in 2...1_000 {
       _ = table.indexInserting(key, hash: key.hashValue, key)
-      addresses.insert(table.prefetchHint[0])
-      KeyTable<Int, Int>.prefetch(table.prefetchHint, hash: (key * 7).hashValue)
+      addresses.insert(table.unsafePrefetchHint[0])
+      KeyTable<Int, Int>.prefetch(table.unsafePrefetchHint, hash: (key * 7).hashValue)
     }
     #expect(Self.structuralDifference(table, coverage: &coverage) == nil)
     #expect(addresses.count >= 2)  // 16 to 2048 slots: some rebuild lands elsewhere
     for key in 1...990 {
       Self.remove(key, from: &table)
       table.shrinkIfSparse()
-      KeyTable<Int, Int>.prefetch(table.prefetchHint, hash: key.hashValue)
+      KeyTable<Int, Int>.prefetch(table.unsafePrefetchHint, hash: key.hashValue)
     }
     #expect(table.capacity == 64)
     #expect(Self.structuralDifference(table, coverage: &coverage) == nil)
     table.removeAll()
-    #expect(table.prefetchHint[0] == 0)
-    KeyTable<Int, Int>.prefetch(table.prefetchHint, hash: 5.hashValue)
+    #expect(table.unsafePrefetchHint[0] == 0)
+    KeyTable<Int, Int>.prefetch(table.unsafePrefetchHint, hash: 5.hashValue)
     _ = table.indexInserting(5, hash: 5.hashValue, 5)
     #expect(Self.structuralDifference(table, coverage: &coverage) == nil)
-    #expect(table.prefetchHint[0] == UInt(bitPattern: table.slots))
+    #expect(table.unsafePrefetchHint[0] == UInt(bitPattern: table.unsafeSlots))
     Self.remove(5, from: &table)
     table.shrinkIfSparse()
-    #expect(table.prefetchHint[0] == 0)
-    KeyTable<Int, Int>.prefetch(table.prefetchHint, hash: 5.hashValue)
+    #expect(table.unsafePrefetchHint[0] == 0)
+    KeyTable<Int, Int>.prefetch(table.unsafePrefetchHint, hash: 5.hashValue)
   }
 }

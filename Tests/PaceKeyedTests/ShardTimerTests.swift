@@ -5,8 +5,8 @@ import Testing
 
 /// The heap of deadlines behind each keyed shard's one scheduler timer, white-box: seeded random
 /// additions and firings against a sorted array, deadlines added during a firing, the stale
-/// generations, and the lifetimes of keys through growth, shrinking in place, the mapped-pages
-/// threshold both ways, `removeAll()` and `deinit`.
+/// generations, and the lifetimes of keys through growth, shrinking (in place and by moving),
+/// the mapped-pages threshold both ways, `removeAll()` and `deinit`.
 @Suite(.offThePool) struct ShardTimerTests {
   typealias LiveInstances = KeyTableTests.LiveInstances
   typealias LifetimeProbe = KeyTableTests.LifetimeProbe
@@ -18,8 +18,9 @@ import Testing
     _ timer: inout ShardTimer<Int>, at now: PaceInstant,
     addDuring: (ShardTimer<Int>.Entry) -> PaceInstant? = { _ in nil }
   ) -> [ShardTimer<Int>.Entry] {
-    let armed = timer.armIfNeeded()
-    let began = timer.beginFiring(generation: armed?.generation ?? timer.generation, now: now)
+    // An empty heap has no timer to fire.
+    guard let generation = timer.reserveIfNeeded()?.generation ?? Self.armedGeneration(timer) else { return [] }
+    let began = timer.beginFiring(generation: generation, now: now)
     #expect(began)
     var due: [ShardTimer<Int>.Entry] = []
     while let entry = timer.nextDue() {
@@ -28,6 +29,11 @@ import Testing
     }
     timer.endFiring()
     return due
+  }
+
+  /// The generation of the timer already reserved; `nil` if none is.
+  static func armedGeneration<Key>(_ timer: borrowing ShardTimer<Key>) -> UInt64? {
+    timer.slot.isArmed ? timer.slot.generation : nil
   }
 
   @Test(arguments: 0..<200)
@@ -75,7 +81,7 @@ import Testing
     // Everything still in the heap comes out, in order, once the end of time is reached.
     let rest = Self.fire(&timer, at: .max)
     #expect(rest.map(\.deadline.nanoseconds) == model.map(\.deadline).sorted(), "seed \(seed)")
-    let emptied = timer.count == 0 && timer.capacity == 0 && timer.storage.base == nil
+    let emptied = timer.count == 0 && timer.capacity == 0 && timer.heap.storage.unsafeBase == nil
     #expect(emptied, "seed \(seed)")
   }
 
@@ -87,9 +93,10 @@ import Testing
     let first = Self.fire(&timer, at: Self.instant(10)) { entry in entry.key == 1 ? Self.instant(5) : nil }
     #expect(first.map(\.key).sorted() == [1, 2])
     // Due at 5, before the firing's instant: in the heap now, so the next arming is for it.
-    let (earliest, needsArming) = (timer.earliest, timer.needsArming)
+    let (earliest, armedFor) = (timer.earliest, timer.slot.deadline)
     #expect(earliest == Self.instant(5))
-    #expect(needsArming)
+    // The firing disarmed the timer; the next event reserves it for the new earliest.
+    #expect(armedFor == nil)
     let second = Self.fire(&timer, at: Self.instant(10))
     #expect(second.map(\.key) == [1])
     let count = timer.count
@@ -99,11 +106,15 @@ import Testing
   @Test func aStaleGenerationTakesNothing() {
     var timer = ShardTimer<Int>()
     timer.add(Self.instant(10), for: 1)
-    let first = timer.armIfNeeded()
+    let first = timer.reserveIfNeeded()
     timer.add(Self.instant(5), for: 2)
-    let second = timer.armIfNeeded()
+    let second = timer.reserveIfNeeded()
+    // A later deadline than the reserved one needs no new timer.
+    timer.add(Self.instant(7), for: 3)
+    let third = timer.reserveIfNeeded()
     #expect(first?.deadline == Self.instant(10))
     #expect(second?.deadline == Self.instant(5))
+    #expect(third == nil)
     #expect(second.map { $0.generation } != first.map { $0.generation })
     // The first timer fires late: it is stale, and leaves the heap as it is.
     let began = timer.beginFiring(generation: first!.generation, now: Self.instant(20))
@@ -111,7 +122,7 @@ import Testing
     let nextDue = timer.nextDue()
     #expect(nextDue == nil)
     let count = timer.count
-    #expect(count == 2)
+    #expect(count == 3)
     // A timer that removeAll() disowned is stale too.
     let cancelled = timer.removeAll()
     #expect(cancelled == nil)  // no handle was kept in this test
@@ -135,13 +146,13 @@ import Testing
       let grownBytes = timer.capacity * stride
       #expect(grownBytes >= KeyTable<Int, Int>.mappedBytes)
       #expect(instances.live == count)
-      // Firings shrink the storage: mapped pages given back in place (twice), then into malloc's
-      // memory under the threshold, then through `realloc`.
+      // Firings shrink the storage: mapped pages given back in place (twice), then moved into
+      // malloc's memory under the threshold, then moved again.
       var next: Int64 = 1
       var capacities: [Int] = []
       for now in [Int64(100), 30_000, 39_700, 39_900, 39_990] {
-        let armed = timer.armIfNeeded()
-        let began = timer.beginFiring(generation: armed?.generation ?? timer.generation, now: Self.instant(now))
+        let generation = timer.reserveIfNeeded()?.generation ?? Self.armedGeneration(timer)
+        let began = timer.beginFiring(generation: generation ?? 0, now: Self.instant(now))
         #expect(began)
         while let entry = timer.nextDue() {
           #expect(entry.deadline == Self.instant(next))

@@ -1,6 +1,7 @@
 #ifndef C_PACE_SUPPORT_H
 #define C_PACE_SUPPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -62,13 +63,11 @@ static inline __attribute__((always_inline)) void pace_tsan_release(const void *
 /// Frees what `pace_allocate_table(bytes)` returned, given the same `bytes`.
 void pace_free_table(void *table, size_t bytes);
 
-/// Shrinks what `pace_allocate_table(bytes)` returned to `newBytes` (less than `bytes`), keeping
-/// its first `newBytes` bytes, in place where it can: on Linux a mapped table gives its tail pages
-/// back, and a smaller one goes through `realloc`, which shrinks a block where it lies. The result
-/// is aligned to 64 bytes, is freed with `pace_free_table(result, newBytes)`, and may be `table`
-/// itself; `NULL` only when memory runs out, and then the table is lost (callers stop). Bytes are
-/// moved, not copied: only for values that are bitwise movable.
-void *pace_shrink_table(void *table, size_t bytes, size_t newBytes);
+/// Shrinks what `pace_allocate_table(bytes)` returned to `newBytes` (less than `bytes`) where it
+/// lies, without moving a byte: on Linux a mapped table that stays mapped gives its tail pages
+/// back. Returns whether it did; if not, the caller moves its elements into a smaller table. The
+/// table is then freed with `pace_free_table(table, newBytes)`.
+bool pace_shrink_table_in_place(void *table, size_t bytes, size_t newBytes);
 
 /// The size from which `pace_allocate_table` maps pages of its own (on Linux).
 size_t pace_mapped_table_bytes(void);

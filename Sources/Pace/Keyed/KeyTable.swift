@@ -24,8 +24,8 @@ import CPaceSupport
 ///
 /// Noncopyable, because it owns its slots, whose keys and values `deinit` deinitialises; it
 /// lives inside its shard's state and is only used under the shard's lock, except
-/// ``prefetchHint``, which is immutable and whose words are read and written atomically. Slot indices stay valid until the next
-/// insertion, removal or ``shrinkIfSparse()``.
+/// ``unsafePrefetchHint``, which is immutable and whose words are read and written atomically.
+/// Slot indices stay valid until the next insertion, removal or ``shrinkIfSparse()``.
 @usableFromInline
 struct KeyTable<Key: Hashable, Value>: ~Copyable {
   @usableFromInline
@@ -57,34 +57,34 @@ struct KeyTable<Key: Hashable, Value>: ~Copyable {
   /// Three words, `slots`, `shift` and `seed`, published with relaxed atomic stores whenever
   /// they change, for ``prefetch(_:hash:)`` to read without the lock. A stale hint only
   /// prefetches the wrong line.
-  @usableFromInline let prefetchHint: UnsafeMutablePointer<UInt>
+  @usableFromInline let unsafePrefetchHint: UnsafeMutablePointer<UInt>
 
   @usableFromInline init() {
-    prefetchHint = .allocate(capacity: 3)
-    prefetchHint.initialize(repeating: 0, count: 3)
+    unsafePrefetchHint = .allocate(capacity: 3)
+    unsafePrefetchHint.initialize(repeating: 0, count: 3)
     // Different for each table (the allocation's address); Swift's per-process hash seed
     // already keeps the placement unpredictable from outside.
-    seed = UInt64(UInt(bitPattern: prefetchHint)) &* 0xBF58_476D_1CE4_E5B9
+    seed = UInt64(UInt(bitPattern: unsafePrefetchHint)) &* 0xBF58_476D_1CE4_E5B9
   }
 
   @inlinable
   deinit {
     // The storage frees the memory after this.
     deinitializeSlots()
-    prefetchHint.deallocate()
+    unsafePrefetchHint.deallocate()
   }
 
-  /// The first slot; `nil` while the table has none.
-  @inlinable var slots: UnsafeMutablePointer<Slot>? { storage.base }
+  /// The first slot; `nil` while the table has none. Valid until the next insertion, removal or
+  /// rebuild.
+  @inlinable var unsafeSlots: UnsafeMutablePointer<Slot>? { storage.unsafeBase }
 
   /// The number of slots.
   @inlinable var capacity: Int { storage.capacity }
 
   // MARK: Layout
 
-  /// The distance between slots. (Padding a slot of 33 to 63 bytes to a whole cache line was
-  /// measured and gained nothing once ``prefetch(_:hash:)`` loads both lines of a straddling
-  /// slot, so slots are packed.)
+  /// The distance between slots: packed, because padding a slot to a whole cache line gains
+  /// nothing once ``prefetch(_:hash:)`` loads both lines of a straddling slot.
   @inlinable
   static var slotStride: Int { MemoryLayout<Slot>.stride }
 
@@ -92,7 +92,7 @@ struct KeyTable<Key: Hashable, Value>: ~Copyable {
   static var mappedBytes: Int { pace_mapped_table_bytes() }
 
   @inlinable @inline(__always)
-  static func slot(_ slots: UnsafeMutablePointer<Slot>, _ index: Int) -> UnsafeMutablePointer<Slot> {
+  static func unsafeSlot(_ slots: UnsafeMutablePointer<Slot>, _ index: Int) -> UnsafeMutablePointer<Slot> {
     (UnsafeMutableRawPointer(slots) + index &* slotStride).assumingMemoryBound(to: Slot.self)
   }
 
@@ -107,7 +107,7 @@ struct KeyTable<Key: Hashable, Value>: ~Copyable {
   func home(of tag: UInt64) -> Int { Int(truncatingIfNeeded: tag >> shift) }
 
   /// Starts loading the home slot of a key whose `hashValue` is `hash` into the cache, without
-  /// the lock, from the table's `prefetchHint`.
+  /// the lock, from the table's `unsafePrefetchHint`.
   @inlinable @inline(__always)
   static func prefetch(_ hint: UnsafeMutablePointer<UInt>, hash: Int) {
     let base = pace_load_relaxed(hint)
@@ -130,13 +130,13 @@ struct KeyTable<Key: Hashable, Value>: ~Copyable {
   /// The slot holding `key`, whose `hashValue` is `hash`; `nil` if the table has none.
   @inlinable
   func index(of key: Key, hash: Int) -> Int? {
-    guard let slots else { return nil }
+    guard let slots = unsafeSlots else { return nil }
     let tag = Self.mix(hash, seed: seed)
     var index = home(of: tag)
     while true {
-      let found = Self.slot(slots, index).pointee.tag
+      let found = Self.unsafeSlot(slots, index).pointee.tag
       if found == 0 { return nil }
-      if found == tag, Self.slot(slots, index).pointee.key == key { return index }
+      if found == tag, Self.unsafeSlot(slots, index).pointee.key == key { return index }
       index = (index &+ 1) & mask
     }
   }
@@ -146,12 +146,12 @@ struct KeyTable<Key: Hashable, Value>: ~Copyable {
   mutating func indexInserting(_ key: Key, hash: Int, _ makeValue: @autoclosure () -> Value) -> Int {
     let tag = Self.mix(hash, seed: seed)
     var index = 0
-    if let slots {
+    if let slots = unsafeSlots {
       index = home(of: tag)
       while true {
-        let found = Self.slot(slots, index).pointee.tag
+        let found = Self.unsafeSlot(slots, index).pointee.tag
         if found == 0 { break }
-        if found == tag, Self.slot(slots, index).pointee.key == key { return index }
+        if found == tag, Self.unsafeSlot(slots, index).pointee.key == key { return index }
         index = (index &+ 1) & mask
       }
     }
@@ -159,37 +159,32 @@ struct KeyTable<Key: Hashable, Value>: ~Copyable {
     if count >= capacity / 4 * 3 {
       grow()
       index = home(of: tag)
-      while Self.slot(slots.unsafelyUnwrapped, index).pointee.tag != 0 { index = (index &+ 1) & mask }
+      while Self.unsafeSlot(unsafeSlots.unsafelyUnwrapped, index).pointee.tag != 0 { index = (index &+ 1) & mask }
     }
-    Self.slot(slots.unsafelyUnwrapped, index).initialize(to: Slot(tag: tag, key: key, value: makeValue()))
+    Self.unsafeSlot(unsafeSlots.unsafelyUnwrapped, index).initialize(to: Slot(tag: tag, key: key, value: makeValue()))
     count += 1
     return index
   }
 
   /// The value in `slot`, valid until the next insertion, removal or rebuild.
   @inlinable @inline(__always)
-  func valuePointer(at slot: Int) -> UnsafeMutablePointer<Value> {
-    let slot = UnsafeMutableRawPointer(Self.slot(slots.unsafelyUnwrapped, slot))
+  func unsafeValuePointer(at slot: Int) -> UnsafeMutablePointer<Value> {
+    let slot = UnsafeMutableRawPointer(Self.unsafeSlot(unsafeSlots.unsafelyUnwrapped, slot))
     return (slot + Self.valueOffset).assumingMemoryBound(to: Value.self)
   }
 
-  /// Where `value` lies in a ``Slot``: Swift lays out a struct's stored properties in order,
-  /// each at the next offset its alignment allows (checked in a test).
+  /// Where `value` lies in a ``Slot``; a constant once specialised.
   @inlinable
-  static var valueOffset: Int {
-    func aligned(_ offset: Int, _ alignment: Int) -> Int { (offset + alignment - 1) / alignment * alignment }
-    let keyOffset = aligned(MemoryLayout<UInt64>.size, MemoryLayout<Key>.alignment)
-    return aligned(keyOffset + MemoryLayout<Key>.size, MemoryLayout<Value>.alignment)
-  }
+  static var valueOffset: Int { MemoryLayout<Slot>.offset(of: \Slot.value).unsafelyUnwrapped }
 
   /// Calls `body` with the value in `slot`, in place.
   @inlinable @inline(__always)
   func withValue<Result>(at slot: Int, _ body: (inout Value) -> Result) -> Result {
-    body(&valuePointer(at: slot).pointee)
+    body(&unsafeValuePointer(at: slot).pointee)
   }
 
   @inlinable @inline(__always)
-  func key(at slot: Int) -> Key { Self.slot(slots.unsafelyUnwrapped, slot).pointee.key }
+  func key(at slot: Int) -> Key { Self.unsafeSlot(unsafeSlots.unsafelyUnwrapped, slot).pointee.key }
 
   // MARK: Removal
 
@@ -198,22 +193,22 @@ struct KeyTable<Key: Hashable, Value>: ~Copyable {
   /// done removing.
   @inlinable
   mutating func remove(at slot: Int) {
-    let slots = self.slots.unsafelyUnwrapped
-    Self.slot(slots, slot).deinitialize(count: 1)
+    let slots = self.unsafeSlots.unsafelyUnwrapped
+    Self.unsafeSlot(slots, slot).deinitialize(count: 1)
     count -= 1
     var hole = slot
     var next = slot
     while true {
       next = (next &+ 1) & mask
-      let tag = Self.slot(slots, next).pointee.tag
+      let tag = Self.unsafeSlot(slots, next).pointee.tag
       if tag == 0 { break }
       // The slot at `next` may move to the hole unless its home lies after the hole.
       if (next &- home(of: tag)) & mask >= (next &- hole) & mask {
-        Self.slot(slots, hole).moveInitialize(from: Self.slot(slots, next), count: 1)
+        Self.unsafeSlot(slots, hole).moveInitialize(from: Self.unsafeSlot(slots, next), count: 1)
         hole = next
       }
     }
-    UnsafeMutableRawPointer(Self.slot(slots, hole)).storeBytes(of: 0, as: UInt64.self)
+    UnsafeMutableRawPointer(Self.unsafeSlot(slots, hole)).storeBytes(of: 0, as: UInt64.self)
   }
 
   /// Removes every key and gives the memory back.
@@ -227,7 +222,7 @@ struct KeyTable<Key: Hashable, Value>: ~Copyable {
   @inlinable
   mutating func shrinkIfSparse() {
     if count == 0 {
-      if slots != nil { release() }
+      if unsafeSlots != nil { release() }
     } else if capacity > 64, count < capacity / 8 {
       rebuild(capacity: Self.capacity(for: count * 2))
     }
@@ -244,8 +239,8 @@ struct KeyTable<Key: Hashable, Value>: ~Copyable {
   /// Calls `body` with each occupied slot; `body` may change values but not add or remove keys.
   @inlinable
   func forEachSlot(_ body: (Int) -> Void) {
-    guard let slots else { return }
-    for index in 0...mask where Self.slot(slots, index).pointee.tag != 0 {
+    guard let slots = unsafeSlots else { return }
+    for index in 0...mask where Self.unsafeSlot(slots, index).pointee.tag != 0 {
       body(index)
     }
   }
@@ -271,15 +266,15 @@ struct KeyTable<Key: Hashable, Value>: ~Copyable {
     // frees once they have moved.
     var old = KeyedStorage<Slot>(capacity: capacity)
     swap(&storage, &old)
-    let newSlots = storage.base.unsafelyUnwrapped
+    let newSlots = storage.unsafeBase.unsafelyUnwrapped
     let oldMask = mask
     mask = capacity - 1
     shift = UInt64(64 - capacity.trailingZeroBitCount)
-    if let oldSlots = old.base {
-      for index in 0...oldMask where Self.slot(oldSlots, index).pointee.tag != 0 {
-        var target = home(of: Self.slot(oldSlots, index).pointee.tag)
-        while Self.slot(newSlots, target).pointee.tag != 0 { target = (target &+ 1) & mask }
-        Self.slot(newSlots, target).moveInitialize(from: Self.slot(oldSlots, index), count: 1)
+    if let oldSlots = old.unsafeBase {
+      for index in 0...oldMask where Self.unsafeSlot(oldSlots, index).pointee.tag != 0 {
+        var target = home(of: Self.unsafeSlot(oldSlots, index).pointee.tag)
+        while Self.unsafeSlot(newSlots, target).pointee.tag != 0 { target = (target &+ 1) & mask }
+        Self.unsafeSlot(newSlots, target).moveInitialize(from: Self.unsafeSlot(oldSlots, index), count: 1)
       }
     }
     publishHint()
@@ -287,22 +282,22 @@ struct KeyTable<Key: Hashable, Value>: ~Copyable {
 
   @inlinable
   func publishHint() {
-    pace_store_relaxed(prefetchHint, UInt(bitPattern: slots))
-    pace_store_relaxed(prefetchHint + 1, UInt(shift))
-    pace_store_relaxed(prefetchHint + 2, UInt(truncatingIfNeeded: seed))
+    pace_store_relaxed(unsafePrefetchHint, UInt(bitPattern: unsafeSlots))
+    pace_store_relaxed(unsafePrefetchHint + 1, UInt(shift))
+    pace_store_relaxed(unsafePrefetchHint + 2, UInt(truncatingIfNeeded: seed))
   }
 
   /// Deinitialises the keys and values, leaving the memory to the storage.
   @inlinable
   func deinitializeSlots() {
-    guard let slots else { return }
-    forEachSlot { slot in Self.slot(slots, slot).deinitialize(count: 1) }
+    guard let slots = unsafeSlots else { return }
+    forEachSlot { slot in Self.unsafeSlot(slots, slot).deinitialize(count: 1) }
   }
 
   @usableFromInline
   mutating func release() {
     // Unpublish first: a prefetch of freed memory is harmless, but pointless.
-    pace_store_relaxed(prefetchHint, 0)
+    pace_store_relaxed(unsafePrefetchHint, 0)
     deinitializeSlots()
     storage = KeyedStorage()
     mask = 0

@@ -51,7 +51,7 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
     @usableFromInline var machine: Machine
     @usableFromInline var timer = ShardTimer<Key>()
     /// Invocations waiting for `perform`, oldest first.
-    @usableFromInline var outbox = KeyedOutbox<(Key, Value)>()
+    @usableFromInline var outbox = RingBuffer<(Key, Value)>()
     /// Whether a deliverer is draining the outbox or has been dispatched to.
     @usableFromInline var isDelivering = false
 
@@ -72,8 +72,8 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
   /// What to do once the lock is released.
   @usableFromInline
   struct Effects {
-    /// The shard's earliest deadline is earlier than its scheduler timer.
-    @usableFromInline var arm = false
+    /// The shard's timer, reserved for an earliest deadline earlier than the one it was armed for.
+    @usableFromInline var arming: ShardTimer<Key>.Arming?
     @usableFromInline var startDelivery = false
 
     @inlinable init() {}
@@ -115,8 +115,9 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
     let hash = key.hashValue
     let index = Self.shardIndex(hash: hash)
     // The key's slot is most likely not in the cache: start loading it, and read the clock and
-    // take the lock meanwhile. (`prefetchHint` is immutable; its words are atomic.)
-    KeyTable<Key, Machine.KeyState>.prefetch(shards.shard(index).pointee.state.keys.prefetchHint, hash: hash)
+    // take the lock meanwhile. (`unsafePrefetchHint` is immutable; its words are atomic.)
+    KeyTable<Key, Machine.KeyState>.prefetch(
+      shards.unsafeShard(index).pointee.state.keys.unsafePrefetchHint, hash: hash)
     // Read before the lock, to keep it short; the machines never go back in time, so a call
     // that read the clock first but locks second counts as simultaneous with the other.
     let now = scheduler.now
@@ -132,10 +133,10 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
         Self.settle(slot: slot, now: now, in: &shard)
         shard.keys.shrinkIfSparse()
       }
-      effects.arm = shard.timer.needsArming
+      effects.arming = shard.timer.reserveIfNeeded()
       return effects
     }
-    if effects.arm || effects.startDelivery { carryOut(effects, shard: index) }
+    if effects.arming != nil || effects.startDelivery { carryOut(effects, shard: index) }
   }
 
   @inlinable
@@ -155,7 +156,7 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
       }
       Self.settle(slot: slot, now: now, in: &shard)
       shard.keys.shrinkIfSparse()
-      effects.arm = shard.timer.needsArming
+      effects.arming = shard.timer.reserveIfNeeded()
       return (effects, stale)
     }
     stale?.cancel()
@@ -197,7 +198,7 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
           stale?.cancel()
           stale = timer
         }
-        effects.arm = shard.timer.needsArming
+        effects.arming = shard.timer.reserveIfNeeded()
         return (effects, stale)
       }
       stale?.cancel()
@@ -213,23 +214,23 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
     // are taken out (and the timer disarmed or moved) when the shard has no key left or the
     // timer is armed for one of them, so that nothing left to invoke holds a timer. Otherwise
     // they stay until they come out, keeping `cancel` O(1).
-    let (stale, arm) = shards.withLock(index) { shard -> ((any PaceCancellable)?, Bool) in
-      guard let slot = shard.keys.index(of: key, hash: hash) else { return (nil, false) }
+    let (stale, arming) = shards.withLock(index) { shard -> ((any PaceCancellable)?, ShardTimer<Key>.Arming?) in
+      guard let slot = shard.keys.index(of: key, hash: hash) else { return (nil, nil) }
       shard.keys.remove(at: slot)
       shard.keys.shrinkIfSparse()
       if shard.keys.count == 0 {
         // No timer will fire to give back the outbox's storage, so it goes now.
         shard.releaseIdleOutbox()
-        return (shard.timer.removeAll(), false)
+        return (shard.timer.removeAll(), nil)
       }
-      guard shard.timer.earliestKey == key else { return (nil, false) }
+      guard shard.timer.earliestKey == key else { return (nil, nil) }
       let stale = shard.timer.removeDeadlines(of: key)
-      return (stale, shard.timer.needsArming)
+      return (stale, shard.timer.reserveIfNeeded())
     }
     stale?.cancel()
-    if arm {
+    if arming != nil {
       var effects = Effects()
-      effects.arm = true
+      effects.arming = arming
       carryOut(effects, shard: index)
     }
   }
@@ -297,7 +298,7 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
       Self.dropStaleDeadlines(in: &shard)
       shard.keys.shrinkIfSparse()
       shard.releaseIdleOutbox()
-      effects.arm = shard.timer.needsArming
+      effects.arming = shard.timer.reserveIfNeeded()
       return effects
     }
     carryOut(effects, shard: index)
@@ -309,14 +310,14 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
   /// swapped in and back out, so a merged `pending` array is never copied either.
   @inlinable @inline(__always)
   static func run<Result>(slot: Int, in shard: inout Shard, _ body: (inout Machine) -> Result) -> Result {
-    let state = shard.keys.valuePointer(at: slot)
+    let state = shard.keys.unsafeValuePointer(at: slot)
     swap(&state.pointee, &shard.machine.state)
     defer { swap(&state.pointee, &shard.machine.state) }
     return body(&shard.machine)
   }
 
   /// Records the machine's action: a deadline in the heap, a value in the outbox. The caller
-  /// asks ``ShardTimer/needsArming`` once before releasing the lock.
+  /// calls ``ShardTimer/reserveIfNeeded()`` once before releasing the lock.
   @inlinable @inline(__always)
   static func apply(_ action: PacerAction<Value>, for key: Key, to shard: inout Shard) -> Effects {
     var effects = Effects()
@@ -359,7 +360,7 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
         let (armed, idleFrom) = run(slot: slot, in: &shard) { ($0.armedDeadline, $0.idleFrom) }
         if armed == deadline || (armed == nil && idleFrom == deadline) { return }
       }
-      _ = shard.timer.popFirst()
+      shard.timer.dropEarliest()
       dropped = true
     }
   }
@@ -377,16 +378,15 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
 
   @inlinable
   func carryOut(_ effects: Effects, shard index: Int) {
-    if effects.arm, let arming = shards.withLock(index, { $0.timer.armIfNeeded() }) {
-      arming.superseded?.cancel()
-      // Armed outside the lock: a scheduler may take locks of its own.
-      let generation = arming.generation
-      let timer = scheduler.schedule(at: arming.deadline) { [weak self] in
-        self?.timerFired(shard: index, generation: generation)
+    if let ticket = effects.arming {
+      // Reserved under the lock, armed outside it (a scheduler may take locks of its own), kept
+      // under it again: ``TimerSlot``'s rule.
+      let timer = scheduler.schedule(at: ticket.deadline) { [weak self] in
+        self?.timerFired(shard: index, generation: ticket.generation)
       }
-      if !shards.withLock(index, { $0.timer.armed(timer, generation: generation) }) {
-        timer.cancel()
-      }
+      let (installed, superseded) = shards.withLock(index) { $0.timer.install(timer, for: ticket) }
+      superseded?.cancel()
+      if !installed { timer.cancel() }
     }
     if effects.startDelivery {
       if scheduler.isCurrent {

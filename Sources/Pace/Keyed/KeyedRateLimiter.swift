@@ -60,16 +60,18 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   struct Effects {
     @usableFromInline var granted: [Continuation] = []
     @usableFromInline var refused: Continuation?
-    /// The shard's earliest deadline is earlier than its timer.
-    @usableFromInline var arm = false
+    /// The shard's timer, reserved for an earliest deadline earlier than the one it was armed for.
+    @usableFromInline var arming: ShardTimer<Key>.Arming?
 
-    @inlinable init(granted: [Continuation] = [], refused: Continuation? = nil, arm: Bool = false) {
+    @inlinable init(
+      granted: [Continuation] = [], refused: Continuation? = nil, arming: ShardTimer<Key>.Arming? = nil
+    ) {
       self.granted = granted
       self.refused = refused
-      self.arm = arm
+      self.arming = arming
     }
 
-    @inlinable var isEmpty: Bool { granted.isEmpty && refused == nil && !arm }
+    @inlinable var isEmpty: Bool { granted.isEmpty && refused == nil && arming == nil }
   }
 
   /// The limit every key has.
@@ -249,7 +251,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     let rate = self.rate
     let hash = key.hashValue
     return shards.withLock(Self.shardIndex(hash: hash)) { shard in
-      let level = shard.buckets.index(of: key, hash: hash).map { shard.buckets.valuePointer(at: $0).pointee.level }
+      let level = shard.buckets.index(of: key, hash: hash).map { shard.buckets.unsafeValuePointer(at: $0).pointee.level }
       var machine = RateLimitStateMachine(bucket: TokenBucket(rate: rate, level: level ?? rate.full(at: now)))
       return machine.availablePermits(now: now)
     }
@@ -292,10 +294,10 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     let hash = key.hashValue
     let index = Self.shardIndex(hash: hash)
     // As in ``KeyedPacer/call(_:_:)``: the slot loads while the clock is read and the lock taken.
-    KeyTable<Key, KeyBucket>.prefetch(shards.shard(index).pointee.state.buckets.prefetchHint, hash: hash)
+    KeyTable<Key, KeyBucket>.prefetch(shards.unsafeShard(index).pointee.state.buckets.unsafePrefetchHint, hash: hash)
     let now = clock.now()
     let rate = self.rate
-    var arm = false
+    var arming: ShardTimer<Key>.Arming?
     let decision = shards.withLock(index) { shard -> RateLimitDecision in
       guard let slot = shard.buckets.index(of: key, hash: hash) else {
         // A key with no state has a full bucket and nobody waiting: any request fits (a larger
@@ -308,10 +310,10 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
         _ = shard.buckets.indexInserting(
           key, hash: hash, KeyBucket(level: machine.bucket.level, checkAt: checkAt ?? .max))
         if let checkAt { shard.timer.add(checkAt, for: key) }
-        arm = shard.timer.needsArming
+        arming = shard.timer.reserveIfNeeded()
         return decision
       }
-      let bucket = shard.buckets.valuePointer(at: slot)
+      let bucket = shard.buckets.unsafeValuePointer(at: slot)
       // The queues are looked up only in a shard that has any; `tryAcquire` never changes the
       // queue, so only the level is stored back.
       var machine = RateLimitStateMachine(
@@ -320,7 +322,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       defer { bucket.pointee.level = machine.bucket.level }
       return machine.tryAcquire(cost: cost, now: now)
     }
-    if arm { carryOut(Effects(arm: true), shard: index) }
+    if arming != nil { carryOut(Effects(arming: arming), shard: index) }
     return decision
   }
 
@@ -336,7 +338,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     _ event: (inout RateLimitStateMachine) -> RateLimitAction
   ) -> Effects {
     guard let slot = shard.buckets.index(of: key, hash: hash) else { return Effects() }
-    var bucket = shard.buckets.valuePointer(at: slot).pointee
+    var bucket = shard.buckets.unsafeValuePointer(at: slot).pointee
     var machine = RateLimitStateMachine(
       bucket: TokenBucket(rate: rate, level: bucket.level),
       queue: shard.queues.isEmpty ? nil : shard.queues.removeValue(forKey: key))
@@ -351,7 +353,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       shard.queues[key] = queue
     } else if machine.bucket.isFull {
       shard.buckets.remove(at: slot)
-      effects.arm = shard.timer.needsArming
+      effects.arming = shard.timer.reserveIfNeeded()
       return effects
     }
     bucket.level = machine.bucket.level
@@ -365,8 +367,8 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       // with RateLimiter.
       bucket.checkAt = .max
     }
-    shard.buckets.valuePointer(at: slot).pointee = bucket
-    effects.arm = shard.timer.needsArming
+    shard.buckets.unsafeValuePointer(at: slot).pointee = bucket
+    effects.arming = shard.timer.reserveIfNeeded()
     return effects
   }
 
@@ -379,7 +381,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       while let entry = shard.timer.nextDue() {
         let hash = entry.key.hashValue
         guard let slot = shard.buckets.index(of: entry.key, hash: hash),
-          shard.buckets.valuePointer(at: slot).pointee.checkAt == entry.deadline
+          shard.buckets.unsafeValuePointer(at: slot).pointee.checkAt == entry.deadline
         else { continue }
         effects.granted +=
           run(entry.key, hash: hash, now: now, consumedCheck: true, in: &shard) {
@@ -389,7 +391,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       shard.timer.endFiring()
       shard.buckets.shrinkIfSparse()
       shard.queues.shrinkIfSparse()
-      effects.arm = shard.timer.needsArming
+      effects.arming = shard.timer.reserveIfNeeded()
       return effects
     }
     carryOut(effects, shard: index)
@@ -400,15 +402,13 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   @inlinable
   func carryOut(_ effects: Effects, shard index: Int) {
     if effects.isEmpty { return }
-    if effects.arm, let arming = shards.withLock(index, { $0.timer.armIfNeeded() }) {
-      arming.superseded?.cancel()
-      let generation = arming.generation
-      let timer = clock.schedule(arming.deadline) { [weak self] in
-        self?.timerFired(shard: index, generation: generation)
+    if let ticket = effects.arming {
+      let timer = clock.schedule(ticket.deadline) { [weak self] in
+        self?.timerFired(shard: index, generation: ticket.generation)
       }
-      if !shards.withLock(index, { $0.timer.armed(timer, generation: generation) }) {
-        timer.cancel()
-      }
+      let (installed, superseded) = shards.withLock(index) { $0.timer.install(timer, for: ticket) }
+      superseded?.cancel()
+      if !installed { timer.cancel() }
     }
     effects.refused?.resume(throwing: CancellationError())
     for continuation in effects.granted { continuation.resume() }

@@ -6,17 +6,22 @@ import Glibc
 import Musl
 #endif
 
+/// How many shards a keyed primitive splits its keys into: enough that threads calling
+/// different keys rarely meet on one lock, few enough that an instance with a handful of keys
+/// stays small.
+@usableFromInline
+let keyedShardCount = 64
+
+/// A key's shard is the top `log2(keyedShardCount)` bits of its hash.
+@usableFromInline
+let keyedShardShift: UInt64 = 58
+
 /// The shards of a keyed primitive: one allocation holding, for each shard, a lock and the
 /// state it guards, each on cache lines of its own so that threads on different shards never
 /// share a line.
 ///
-/// The lock is `os_unfair_lock` on Apple platforms and a plain `pthread_mutex_t` elsewhere; not
-/// `Synchronization.Mutex` on Linux, unlike ``LockedState``: `Mutex` is a priority-inheritance
-/// futex, whose contended path goes through the kernel and hands the lock over strictly
-/// (swiftlang/swift #88440). Measured with the `KeyedMemory` benchmark (a hot set of 1,000 keys
-/// over 64 shards, 2 cores), `Mutex` fell from 11 M updates/s at 2 threads to 2 M/s at 4 and 8
-/// threads, while `pthread_mutex_t` rose to 12 and 18 M/s. The thread sanitizer sees
-/// `pthread_mutex_t`, so this lock needs no sanitizer variant.
+/// The lock is `os_unfair_lock` on Apple platforms and `pthread_mutex_t` on Linux, not
+/// `Synchronization.Mutex` as in ``LockedState``, whose documentation gives the reason.
 ///
 /// One allocation rather than an array of lock objects, so that reaching a shard loads no
 /// reference and retains nothing.
@@ -30,6 +35,7 @@ final class Shards<State: ~Copyable>: @unchecked Sendable {
   @usableFromInline typealias Lock = pthread_mutex_t
   #endif
 
+  /// A shard's lock and the state it guards.
   @usableFromInline
   struct Shard: ~Copyable {
     @usableFromInline var lock: Lock
@@ -59,7 +65,7 @@ final class Shards<State: ~Copyable>: @unchecked Sendable {
 
   deinit {
     for index in 0..<count {
-      let shard = shard(index)
+      let shard = unsafeShard(index)
       #if !canImport(Darwin)
       pthread_mutex_destroy(&shard.pointee.lock)
       #endif
@@ -68,8 +74,10 @@ final class Shards<State: ~Copyable>: @unchecked Sendable {
     base.deallocate()
   }
 
+  /// Shard `index`, valid as long as the instance: its state may only be touched through
+  /// ``withLock(_:_:)``, except what never changes after `init`.
   @inlinable @inline(__always)
-  func shard(_ index: Int) -> UnsafeMutablePointer<Shard> {
+  func unsafeShard(_ index: Int) -> UnsafeMutablePointer<Shard> {
     (base + stride &* index).assumingMemoryBound(to: Shard.self)
   }
 
@@ -78,8 +86,8 @@ final class Shards<State: ~Copyable>: @unchecked Sendable {
 
   /// Runs `body` on the state of shard `index` under its lock. `body` must not call user code.
   @inlinable @inline(__always)
-  func withLock<Result: ~Copyable>(_ index: Int, _ body: (inout State) -> Result) -> Result {
-    let shard = shard(index)
+  func withLock<Result>(_ index: Int, _ body: (inout State) -> Result) -> Result {
+    let shard = unsafeShard(index)
     #if canImport(Darwin)
     os_unfair_lock_lock(&shard.pointee.lock)
     defer { os_unfair_lock_unlock(&shard.pointee.lock) }

@@ -58,7 +58,7 @@ public final class FakeDependency<Input: Sendable, Output: Sendable>: Sendable {
   /// How long each call takes to answer, in the scheduler's time.
   public let latency: Duration
   private let respond: @Sendable (Input) throws -> Output
-  private let state = Locked(State())
+  private let state = LockedState(State())
 
   /// A fake that answers with `respond(input)` after `latency` of `scheduler`'s time.
   ///

@@ -16,7 +16,7 @@ final class ManualTaskExecutor: TaskExecutor {
     var waiters: [CheckedContinuation<Void, Never>] = []
   }
 
-  private let state = Locked(State())
+  private let state = LockedState(State())
 
   func enqueue(_ job: consuming ExecutorJob) {
     let job = UnownedJob(job)

@@ -48,7 +48,7 @@ public final class TestStream<Element: Sendable>: AsyncSequence, Sendable {
     var releaseWaiters: [UnsafeContinuation<Void, Never>] = []
   }
 
-  private let state = Locked(State())
+  private let state = LockedState(State())
 
   private enum Step {
     case none

@@ -48,7 +48,7 @@ public final class VirtualTimeline<Element: Equatable & Sendable>: Sendable {
   /// The scheduler whose time stamps the emissions.
   public let scheduler: TestScheduler
   private let executor = ManualTaskExecutor()
-  private let state = Locked(State())
+  private let state = LockedState(State())
   private let reader: Task<Void, Never>
 
   /// Starts reading `sequence`, and lets the reader run until it waits for its first element.

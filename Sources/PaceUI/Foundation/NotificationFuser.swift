@@ -37,23 +37,18 @@ extension Fuser where Event == Notification {
 
 /// An observer token that is removed from its center once.
 private final class Observation: @unchecked Sendable {
-  // @unchecked Sendable: `token` is read and cleared only while holding `lock`; `center` is
-  // immutable and NotificationCenter is thread-safe.
-  private let lock = NSLock()
-  private var token: (any NSObjectProtocol)?
+  // @unchecked Sendable: `token` is read and cleared only under its `LockedState`'s lock;
+  // `center` is immutable and NotificationCenter is thread-safe.
+  private let token: LockedState<(any NSObjectProtocol)?>
   private let center: NotificationCenter
 
-  init(token: any NSObjectProtocol, center: NotificationCenter) {
-    self.token = token
+  init(token: sending any NSObjectProtocol, center: NotificationCenter) {
+    self.token = LockedState(token)
     self.center = center
   }
 
   func remove() {
-    lock.lock()
-    let token = self.token
-    self.token = nil
-    lock.unlock()
-    if let token { center.removeObserver(token) }
+    if let token = token.withLock({ $0.take() }) { center.removeObserver(token) }
   }
 }
 #endif

@@ -35,10 +35,10 @@ where Base.Element == Machine.Value {
   }
 
   @usableFromInline
-  struct State {
+  struct State: ~Copyable {
     @usableFromInline var phase = Phase.idle
     @usableFromInline var machine: Machine
-    @usableFromInline var outputs = FIFO<Element>()
+    @usableFromInline var outputs = RingBuffer<Element>()
     /// The consumer suspended in `next()`; only while `outputs` is empty.
     @usableFromInline var consumer: Consumer?
     @usableFromInline var upstreamTask: Task<Void, Never>?

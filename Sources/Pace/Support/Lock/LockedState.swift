@@ -8,36 +8,45 @@
 import DarwinStandIn
 #elseif canImport(Darwin)
 import os
-#elseif PACE_PTHREAD_LOCK
-import Glibc
 #else
 import CPaceSupport
 import Synchronization
 #endif
 
-/// A value guarded by the fastest uncontended lock the platform has, in the spirit of
-/// swift-nio's `NIOLockedValueBox`.
+/// A value guarded by the package's lock, in the spirit of swift-nio's `NIOLockedValueBox`: for
+/// every type of the package, and of its other modules, that shares state between threads.
+/// Never call user code inside `withLock`.
 ///
-/// On Linux this is `Synchronization.Mutex`; on Apple platforms `os_unfair_lock`, because
-/// `Mutex` needs macOS 15 and Pace supports macOS 13. Never call user code inside `withLock`.
+/// The package's locks, chosen here once:
+///
+/// - On Apple platforms, `os_unfair_lock`, everywhere: `Synchronization.Mutex` needs macOS 15
+///   and Pace supports macOS 13.
+/// - On Linux, `Synchronization.Mutex` here, for its uncontended acquisition, a fraction of
+///   `pthread_mutex_t`'s: a single-key primitive's caller rarely meets its timer's thread.
+/// - On Linux, `pthread_mutex_t` in the keyed primitives' `Shards`: there the callers and the
+///   timer thread, which holds a shard's lock for a whole firing, meet all the time, and
+///   `Mutex`, a priority-inheritance futex, then hands the lock over through the kernel every
+///   time (swiftlang/swift #88440), where `pthread_mutex_t` lets a running thread take it.
+///
+/// The figures, side by side, are in `Benchmarks/README.md` ("The lock").
 ///
 /// The thread sanitizer cannot see `Mutex`'s futex on Linux, and without help it reports false
 /// races on the state it guards. So `withLock` tells it about the lock (`__tsan_acquire` and
-/// `__tsan_release`, weak symbols that are null unless the sanitizer's runtime is linked in):
-/// an app's `swift test --sanitize=thread` is clean with no flag, and without the sanitizer the
-/// cost is two predicted branches, where a `pthread_mutex_t`, which the sanitizer intercepts,
-/// cost about 20 ns a call. `-DPACE_PTHREAD_LOCK` builds with the `pthread_mutex_t`, to compare.
+/// `__tsan_release`, weak symbols that are null unless the sanitizer's runtime is linked in): an
+/// app's `swift test --sanitize=thread` is clean with no flag, and without the sanitizer the cost
+/// is two predicted branches. The sanitizer sees `pthread_mutex_t` by itself.
 ///
 /// `@usableFromInline`, with an `@inlinable` `withLock`, so that the hot paths of the public
 /// generic types specialise in the caller's module (see ``Pacer``).
 @usableFromInline
-final class LockedState<State>: @unchecked Sendable {
+package final class LockedState<State: ~Copyable>: @unchecked Sendable {
   // @unchecked Sendable: `state` is only read or written inside `withLock`, under `lock`.
   #if PACE_DARWIN_STAND_IN || canImport(Darwin)
+  /// Allocated, so that the lock never moves.
   @usableFromInline let lock: UnsafeMutablePointer<os_unfair_lock>
   @usableFromInline var state: State
 
-  init(_ initial: sending State) {
+  package init(_ initial: consuming sending State) {
     lock = .allocate(capacity: 1)
     lock.initialize(to: os_unfair_lock())
     state = initial
@@ -48,44 +57,23 @@ final class LockedState<State>: @unchecked Sendable {
     lock.deallocate()
   }
 
+  /// Runs `body` on the state under the lock.
   @inlinable @inline(__always)
-  func withLock<Result>(_ body: (inout State) -> Result) -> Result {
+  package func withLock<Result>(_ body: (inout State) -> Result) -> Result {
     os_unfair_lock_lock(lock)
     defer { os_unfair_lock_unlock(lock) }
-    return body(&state)
-  }
-  #elseif PACE_PTHREAD_LOCK
-  @usableFromInline let lock: UnsafeMutablePointer<pthread_mutex_t>
-  @usableFromInline var state: State
-
-  init(_ initial: sending State) {
-    lock = .allocate(capacity: 1)
-    lock.initialize(to: pthread_mutex_t())
-    pthread_mutex_init(lock, nil)
-    state = initial
-  }
-
-  deinit {
-    pthread_mutex_destroy(lock)
-    lock.deinitialize(count: 1)
-    lock.deallocate()
-  }
-
-  @inlinable @inline(__always)
-  func withLock<Result>(_ body: (inout State) -> Result) -> Result {
-    pthread_mutex_lock(lock)
-    defer { pthread_mutex_unlock(lock) }
     return body(&state)
   }
   #else
   @usableFromInline let mutex: Mutex<State>
 
-  init(_ initial: sending State) {
+  package init(_ initial: consuming sending State) {
     mutex = Mutex(initial)
   }
 
+  /// Runs `body` on the state under the lock.
   @inlinable @inline(__always)
-  func withLock<Result>(_ body: (inout State) -> Result) -> Result {
+  package func withLock<Result>(_ body: (inout State) -> Result) -> Result {
     // Pace's states and results hold only `Sendable` values, so handing them across the
     // `sending` boundary of `Mutex.withLock` is safe; the compiler cannot see that generically.
     // The annotations name this instance; `self` is alive for the whole call.

@@ -3,17 +3,18 @@ import Testing
 
 @testable import Pace
 
-/// The ring that holds a keyed shard's undelivered invocations: seeded random appends and pops
-/// against an array (growth while the ring wraps around its end included), and the lifetimes of
-/// its elements through growth, `releaseStorage()` and `deinit`.
-@Suite(.offThePool) struct KeyedOutboxTests {
+/// The ring buffer that holds a keyed shard's undelivered invocations and an async operator's
+/// undelivered outputs: seeded random appends and pops against an array (growth while the ring
+/// wraps around its end included), and the lifetimes of its elements through growth,
+/// `releaseStorage()`, `removeAll()` and `deinit`.
+@Suite(.offThePool) struct RingBufferTests {
   typealias LiveInstances = KeyTableTests.LiveInstances
   typealias LifetimeProbe = KeyTableTests.LifetimeProbe
 
   @Test(arguments: 0..<50)
   func matchesAnArrayOnRandomAppendsAndPops(seed: UInt64) {
     var generator = SeededGenerator(seed: seed)
-    var outbox = KeyedOutbox<Int>()
+    var outbox = RingBuffer<Int>()
     var model: [Int] = []
     var next = 0
     var grewWhileWrapped = 0
@@ -51,7 +52,7 @@ import Testing
   @Test func elementsLiveUntilPoppedOrUntilTheOutboxIsDropped() {
     let instances = LiveInstances()
     do {
-      var outbox = KeyedOutbox<LifetimeProbe>()
+      var outbox = RingBuffer<LifetimeProbe>()
       for id in 0..<10 { outbox.append(LifetimeProbe(id, instances, hashModulus: .max)) }
       // Wrapped: the oldest 6 popped, then appends past the end of the 16-element ring.
       for id in 0..<6 { #expect(outbox.popFirst()?.id == id) }
@@ -72,6 +73,24 @@ import Testing
       #expect(instances.live == 21)
     }
     #expect(instances.live == 0)
+    #expect(instances.deinitialisedTwice == 0)
+  }
+
+  @Test func removeAllReleasesTheElementsAndTheStorage() {
+    let instances = LiveInstances()
+    var ring = RingBuffer<LifetimeProbe>()
+    for id in 0..<20 { ring.append(LifetimeProbe(id, instances, hashModulus: .max)) }
+    for id in 0..<12 { #expect(ring.popFirst()?.id == id) }
+    // Wrapped around the end of the 32-element storage.
+    for id in 20..<40 { ring.append(LifetimeProbe(id, instances, hashModulus: .max)) }
+    let (head, count, capacity) = (ring.head, ring.count, ring.capacity)
+    #expect(head + count > capacity)
+    ring.removeAll()
+    let (emptied, released) = (ring.isEmpty, ring.capacity == 0)
+    #expect(emptied && released)
+    #expect(instances.live == 0)
+    ring.append(LifetimeProbe(40, instances, hashModulus: .max))
+    #expect(ring.popFirst()?.id == 40)
     #expect(instances.deinitialisedTwice == 0)
   }
 }
