@@ -40,7 +40,7 @@ import Testing
 
   @Test(arguments: 0..<4)
   func keyedDebouncerMatchesOneDebouncerPerKey(batch: UInt64) async {
-    for seed in batch * 500..<(batch + 1) * 500 {
+    for seed in batch * 250..<(batch + 1) * 250 {
       // Seconds of synchronous work: let the real-clock tests of other suites run meanwhile.
       await Task.yield()
       var generator = SeededGenerator(seed: seed)
@@ -98,7 +98,7 @@ import Testing
 
   @Test(arguments: 0..<4)
   func keyedThrottlerMatchesOneThrottlerPerKey(batch: UInt64) async {
-    for seed in batch * 500..<(batch + 1) * 500 {
+    for seed in batch * 250..<(batch + 1) * 250 {
       // Seconds of synchronous work: let the real-clock tests of other suites run meanwhile.
       await Task.yield()
       var generator = SeededGenerator(seed: seed)
@@ -154,7 +154,7 @@ import Testing
 
   @Test(arguments: 0..<4)
   func keyedRateLimiterMatchesOneRateLimiterPerKey(batch: UInt64) async {
-    for seed in batch * 500..<(batch + 1) * 500 {
+    for seed in batch * 250..<(batch + 1) * 250 {
       // Seconds of synchronous work: let the real-clock tests of other suites run meanwhile.
       await Task.yield()
       var generator = SeededGenerator(seed: seed)

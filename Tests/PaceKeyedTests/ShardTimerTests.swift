@@ -36,7 +36,8 @@ import Testing
     timer.slot.isArmed ? timer.slot.generation : nil
   }
 
-  @Test(arguments: 0..<200)
+  /// Seeded timelines of up to 60,000 deadlines each; more with `PACE_FUZZ_SCALE`.
+  @Test(arguments: 0..<UInt64(fuzzRuns(50)))
   func matchesASortedArrayOnRandomTimelines(seed: UInt64) {
     var generator = SeededGenerator(seed: seed)
     var timer = ShardTimer<Int>()

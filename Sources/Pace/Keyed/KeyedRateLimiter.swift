@@ -223,9 +223,11 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
             shard.waiters[id] = continuation
             _ = shard.buckets.indexInserting(
               key, hash: hash, KeyBucket(level: rate.full(at: now), checkAt: PaceInstant(nanoseconds: .max)))
-            return run(key, hash: hash, now: now, consumedCheck: false, in: &shard) {
+            var effects = run(key, hash: hash, now: now, consumedCheck: false, in: &shard) {
               $0.enqueue(id: id, cost: cost, now: now)
             }
+            effects.arming = shard.timer.reserveIfNeeded()
+            return effects
           }
           carryOut(effects, shard: index)
         }
@@ -234,9 +236,11 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
         let now = clock.now()
         let effects = shards.withLock(index) { shard -> Effects in
           guard shard.waiters[id] != nil else { return Effects() }
-          return run(key, hash: hash, now: now, consumedCheck: false, in: &shard) {
+          var effects = run(key, hash: hash, now: now, consumedCheck: false, in: &shard) {
             $0.cancel(id: id, now: now)
           }
+          effects.arming = shard.timer.reserveIfNeeded()
+          return effects
         }
         carryOut(effects, shard: index)
       },
@@ -331,7 +335,8 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   /// comes by its next event (its first request's turn, or its bucket full again).
   ///
   /// - Parameter consumedCheck: Whether the key's heap entry has just come out of the heap.
-  /// - Returns: The continuations the event resumes, and whether the shard's timer needs arming.
+  /// - Returns: The continuations the event resumes; the caller reserves the shard's timer once
+  ///   the event is done (not during a firing, which reserves it when it ends).
   @inlinable
   func run(
     _ key: Key, hash: Int, now: PaceInstant, consumedCheck: Bool, in shard: inout Shard,
@@ -353,7 +358,6 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       shard.queues[key] = queue
     } else if machine.bucket.isFull {
       shard.buckets.remove(at: slot)
-      effects.arming = shard.timer.reserveIfNeeded()
       return effects
     }
     bucket.level = machine.bucket.level
@@ -368,7 +372,6 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       bucket.checkAt = .max
     }
     shard.buckets.unsafeValuePointer(at: slot).pointee = bucket
-    effects.arming = shard.timer.reserveIfNeeded()
     return effects
   }
 
