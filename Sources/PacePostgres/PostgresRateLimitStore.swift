@@ -371,23 +371,35 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   ///   ``PacePostgresError/unavailable(reason:)`` under `.throwError` when the database cannot
   ///   decide; what the database reports about the statement itself.
   public func tryAcquire(_ requestedKey: String, cost: Int, limit: RateLimit) async throws -> RateLimitDecision {
+    // Synchronous up to the denial cache, in a small async frame: a cached denial costs no task
+    // allocation beyond this call's, and one clock read.
     let started = ContinuousClock.now
-    let key: String
-    let arithmetic: GCRA
-    do {
-      try KeyPolicy.check(cost: cost, limit: limit)
-      key = try storedKey(requestedKey)
-      arithmetic = try GCRA(cost: cost, limit: limit)
-    } catch {
-      health.count(error is InvalidInput ? .invalid : .error)
-      throw error
-    }
+    let (key, arithmetic) = try checked(requestedKey, cost: cost, limit: limit)
     // A denial this instance was given is answered again until it expires, at memory speed.
     let entry = DenialCacheState.Entry(key: key, increment: arithmetic.increment, tolerance: arithmetic.tolerance)
     if let retryAfter = denials.withLock({ $0.retryAfter(entry, now: started) }) {
       health.count(.denied)
       return .limited(retryAfter: retryAfter)
     }
+    return try await decide(entry, arithmetic, cost: cost, limit: limit, started: started)
+  }
+
+  /// The stored key and the GCRA arithmetic of a request, or the error that rejects it (counted).
+  private func checked(_ requestedKey: String, cost: Int, limit: RateLimit) throws -> (String, GCRA) {
+    do {
+      try KeyPolicy.check(cost: cost, limit: limit)
+      return (try storedKey(requestedKey), try GCRA(cost: cost, limit: limit))
+    } catch {
+      health.count(error is InvalidInput ? .invalid : .error)
+      throw error
+    }
+  }
+
+  /// The decision of a request the denial cache does not answer: the database's, or the policy's.
+  private func decide(
+    _ entry: DenialCacheState.Entry, _ arithmetic: GCRA, cost: Int, limit: RateLimit, started: ContinuousClock.Instant
+  ) async throws -> RateLimitDecision {
+    let key = entry.key
     let admission = health.admit(now: started, logger: logger)
     switch admission {
     case .ask:
