@@ -83,7 +83,7 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   ///   - timeout: How long a decision may take; one second by default. Positive.
   ///   - circuitBreaker: When to stop asking an unavailable database; see ``CircuitBreaker``.
   ///   - purgeInterval: How often ``run()`` deletes expired rows; one minute by default. Positive.
-  ///   - directConnection: Where decisions connect on their own, up to four connections that the
+  ///   - directConnection: Where decisions connect on their own, up to two connections that the
   ///     store keeps open until ``shutdown()``, instead of through `client`'s pool; nil (the pool)
   ///     by default. Give it the same
   ///     server as `client`: then decisions reconnect as soon as the database is back, where a
@@ -126,8 +126,10 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   /// batch holds its rows' locks briefly.
   static let maxBatch = 64
   /// The most connections the store's decisions use at once: each sends one batch at a time, so
-  /// that concurrent decisions gather into batches rather than spread over the pool.
-  static let lanes = 4
+  /// that concurrent decisions gather into batches rather than spread over the pool. Two: while
+  /// one batch is decided, the next gathers; more lanes make more, smaller batches, which cost
+  /// the client and the database more per decision.
+  static let lanes = 2
   /// The most denials remembered (see ``DenialCacheState``).
   static let denialCapacity = 10_000
 
