@@ -9,7 +9,7 @@ are denied.
 
 Needs the database of Scripts/with-postgres.sh (PACE_POSTGRES_URL, PACE_POSTGRES_BIN), pgbench
 (Debian's postgresql), and optionally redis-server with redis-benchmark, and wrk with the
-example server (`swift build --traits PostgreSQL,Hummingbird --product pace-example-server`).
+example server (`swift build --package-path Examples/PaceExampleServer --scratch-path .build-server`).
 Prints medians over the rounds, and each figure's ratio to pgbench in the same cell.
 """
 import glob

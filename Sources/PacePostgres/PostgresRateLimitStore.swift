@@ -83,7 +83,7 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   ///   - timeout: How long a decision may take; one second by default. Positive.
   ///   - circuitBreaker: When to stop asking an unavailable database; see ``CircuitBreaker``.
   ///   - purgeInterval: How often ``run()`` deletes expired rows; one minute by default. Positive.
-  ///   - directConnection: Where decisions connect on their own, up to four connections that the
+  ///   - directConnection: Where decisions connect on their own, up to two connections that the
   ///     store keeps open until ``shutdown()``, instead of through `client`'s pool; nil (the pool)
   ///     by default. Give it the same
   ///     server as `client`: then decisions reconnect as soon as the database is back, where a
@@ -126,8 +126,10 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   /// batch holds its rows' locks briefly.
   static let maxBatch = 64
   /// The most connections the store's decisions use at once: each sends one batch at a time, so
-  /// that concurrent decisions gather into batches rather than spread over the pool.
-  static let lanes = 4
+  /// that concurrent decisions gather into batches rather than spread over the pool. Two: while
+  /// one batch is decided, the next gathers; more lanes make more, smaller batches, which cost
+  /// the client and the database more per decision.
+  static let lanes = 2
   /// The most denials remembered (see ``DenialCacheState``).
   static let denialCapacity = 10_000
 
@@ -371,23 +373,35 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   ///   ``PacePostgresError/unavailable(reason:)`` under `.throwError` when the database cannot
   ///   decide; what the database reports about the statement itself.
   public func tryAcquire(_ requestedKey: String, cost: Int, limit: RateLimit) async throws -> RateLimitDecision {
+    // Synchronous up to the denial cache, in a small async frame: a cached denial costs no task
+    // allocation beyond this call's, and one clock read.
     let started = ContinuousClock.now
-    let key: String
-    let arithmetic: GCRA
-    do {
-      try KeyPolicy.check(cost: cost, limit: limit)
-      key = try storedKey(requestedKey)
-      arithmetic = try GCRA(cost: cost, limit: limit)
-    } catch {
-      health.count(error is InvalidInput ? .invalid : .error)
-      throw error
-    }
+    let (key, arithmetic) = try checked(requestedKey, cost: cost, limit: limit)
     // A denial this instance was given is answered again until it expires, at memory speed.
     let entry = DenialCacheState.Entry(key: key, increment: arithmetic.increment, tolerance: arithmetic.tolerance)
     if let retryAfter = denials.withLock({ $0.retryAfter(entry, now: started) }) {
       health.count(.denied)
       return .limited(retryAfter: retryAfter)
     }
+    return try await decide(entry, arithmetic, cost: cost, limit: limit, started: started)
+  }
+
+  /// The stored key and the GCRA arithmetic of a request, or the error that rejects it (counted).
+  private func checked(_ requestedKey: String, cost: Int, limit: RateLimit) throws -> (String, GCRA) {
+    do {
+      try KeyPolicy.check(cost: cost, limit: limit)
+      return (try storedKey(requestedKey), try GCRA(cost: cost, limit: limit))
+    } catch {
+      health.count(error is InvalidInput ? .invalid : .error)
+      throw error
+    }
+  }
+
+  /// The decision of a request the denial cache does not answer: the database's, or the policy's.
+  private func decide(
+    _ entry: DenialCacheState.Entry, _ arithmetic: GCRA, cost: Int, limit: RateLimit, started: ContinuousClock.Instant
+  ) async throws -> RateLimitDecision {
+    let key = entry.key
     let admission = health.admit(now: started, logger: logger)
     switch admission {
     case .ask:

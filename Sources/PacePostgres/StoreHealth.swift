@@ -8,8 +8,18 @@ import PostgresNIO
 /// store: the circuit breaker, the fallback log's throttle, and the metrics it reports.
 final class StoreHealth: Sendable {
   /// The outcomes counted in `pace_rate_limit_decisions_total`.
-  enum Outcome: String, CaseIterable, Sendable {
+  enum Outcome: Int, CaseIterable, Sendable {
     case allowed, denied, fallback, invalid, error
+
+    var label: String {
+      switch self {
+      case .allowed: "allowed"
+      case .denied: "denied"
+      case .fallback: "fallback"
+      case .invalid: "invalid"
+      case .error: "error"
+      }
+    }
   }
 
   /// The breaker, and what the fallback log has not yet said.
@@ -26,7 +36,8 @@ final class StoreHealth: Sendable {
 
   private let state: Locked<State>
   private let fallbackLog = OccasionalReport(every: fallbackLogInterval)
-  private let decisions: [Outcome: Counter]
+  /// By `Outcome.rawValue`: an index rather than a hash per decision.
+  private let decisions: [Counter]
   private let latency: Metrics.Timer
   private let breakerState: Gauge
   /// Statements the store's decisions sent: fewer than decisions when they are batched, or denied locally.
@@ -36,15 +47,11 @@ final class StoreHealth: Sendable {
   init(_ breaker: CircuitBreaker, table: String, factory: any MetricsFactory) {
     state = Locked(State(breaker: CircuitBreakerMachine(breaker)))
     let dimensions = [("table", table)]
-    decisions = Dictionary(
-      uniqueKeysWithValues: Outcome.allCases.map { outcome in
-        (
-          outcome,
-          Counter(
-            label: "pace_rate_limit_decisions_total", dimensions: dimensions + [("outcome", outcome.rawValue)],
-            factory: factory)
-        )
-      })
+    decisions = Outcome.allCases.map { outcome in
+      Counter(
+        label: "pace_rate_limit_decisions_total", dimensions: dimensions + [("outcome", outcome.label)],
+        factory: factory)
+    }
     latency = Metrics.Timer(
       label: "pace_rate_limit_decision_duration_seconds", dimensions: dimensions, factory: factory)
     breakerState = Gauge(label: "pace_rate_limit_breaker_state", dimensions: dimensions, factory: factory)
@@ -65,7 +72,7 @@ final class StoreHealth: Sendable {
   /// Counts one decision; `duration` (when the decision got as far as the database or its policy)
   /// goes to the latency timer.
   func count(_ outcome: Outcome, duration: Duration? = nil) {
-    decisions[outcome]?.increment()
+    decisions[outcome.rawValue].increment()
     if let duration { latency.recordNanoseconds(duration.wholeNanoseconds) }
   }
 

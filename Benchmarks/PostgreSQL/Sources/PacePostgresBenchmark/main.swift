@@ -193,9 +193,12 @@ case "store", "naive":
     if command == "store" {
       let store = try PostgresRateLimitStore(client: client, table: table)
       _ = try await store.tryAcquire("key-0", cost: 0, limit: limit)  // connected, function planned
-      return try await measure(callers: callers, seconds: seconds) { _ in
+      let figures = try await measure(callers: callers, seconds: seconds) { _ in
         _ = try await store.tryAcquire(key(), cost: 1, limit: limit)
       }
+      // The store's lanes give their connections back before the client stops.
+      await store.shutdown()
+      return figures
     }
     let naive = NaiveStore(client: client, table: table)
     return try await measure(callers: callers, seconds: seconds) { _ in _ = try await naive.tryAcquire(key()) }
@@ -217,7 +220,9 @@ case "denied":
     let perSecond = try await throughput(callers: callers, seconds: seconds) {
       _ = try await store.tryAcquire(key, cost: 1, limit: hour)
     }
-    return (perSecond, Double(roundTrips.value - before) / seconds)
+    let trips = Double(roundTrips.value - before) / seconds
+    await store.shutdown()
+    return (perSecond, trips)
   }
   print(String(format: "%.0f %.1f", perSecond, trips))
 
