@@ -1,5 +1,6 @@
 #if PostgreSQL
 import Foundation
+import Pace
 
 /// The debouncer's worker as a state machine: how many keys it may claim, when it polls again,
 /// which outage and shutdown events deserve a log line. It holds no task and reads no clock:
@@ -130,10 +131,10 @@ final class DebouncerWorker: Sendable {
     var sleeper: Task<Void, Never>?
   }
 
-  private let box: Locked<Box>
+  private let box: LockedState<Box>
 
   init(_ machine: DebouncerWorkerState) {
-    box = Locked(Box(machine: machine))
+    box = LockedState(Box(machine: machine))
   }
 
   /// Asks the machine, under the lock.
@@ -216,7 +217,7 @@ final class DebouncerWorker: Sendable {
 
 /// A continuation resumed by the first of several racers.
 private final class ResumeOnce: Sendable {
-  private let continuation = Locked<CheckedContinuation<Bool, Never>?>(nil)
+  private let continuation = LockedState<CheckedContinuation<Bool, Never>?>(nil)
 
   func set(_ continuation: CheckedContinuation<Bool, Never>) {
     self.continuation.withLock { $0 = continuation }
@@ -227,24 +228,6 @@ private final class ResumeOnce: Sendable {
       defer { continuation = nil }
       return continuation
     }?.resume(returning: value)
-  }
-}
-
-/// A value behind a lock, for PacePostgres's few shared mutable states (`Synchronization.Mutex`
-/// needs macOS 15, the package supports 13).
-final class Locked<Value>: @unchecked Sendable {
-  // `value` is read and written only inside `lock`.
-  private let lock = NSLock()
-  private var value: Value
-
-  init(_ value: Value) {
-    self.value = value
-  }
-
-  func withLock<Result>(_ body: (inout Value) -> Result) -> Result {
-    lock.lock()
-    defer { lock.unlock() }
-    return body(&value)
   }
 }
 #endif

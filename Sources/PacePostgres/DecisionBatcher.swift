@@ -1,6 +1,7 @@
 #if PostgreSQL
 import Logging
 import Metrics
+import Pace
 import PostgresNIO
 
 /// One decision for the database: a stored key, its GCRA arithmetic, and when its caller stops
@@ -61,7 +62,7 @@ final class DecisionBatcher: Sendable {
     case stop
   }
 
-  private let state: Locked<State>
+  private let state: LockedState<State>
   private let client: PostgresClient
   private let table: TableName
   /// The batch function's call, and the single decision for a batch of one (the same arithmetic,
@@ -85,7 +86,7 @@ final class DecisionBatcher: Sendable {
     singleSQL: String, margin: Duration, maxBatch: Int, maxLanes: Int, roundTrips: Counter, logger: Logger
   ) {
     self.direct = direct
-    self.state = Locked(State(machine: BatchMachine(maxBatch: maxBatch, maxLanes: maxLanes)))
+    self.state = LockedState(State(machine: BatchMachine(maxBatch: maxBatch, maxLanes: maxLanes)))
     self.client = client
     self.table = table
     self.batchSQL = batchSQL

@@ -72,7 +72,7 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   let tableName: TableName
   let health: StoreHealth
   let batcher: DecisionBatcher
-  let denials: Locked<DenialCacheState>
+  let denials: LockedState<DenialCacheState>
 
   /// A store on `client`, in `table`.
   ///
@@ -119,7 +119,7 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
       singleSQL: Self.decisionSQL(table: tableName),
       margin: min(timeout / 5, .milliseconds(100)), maxBatch: Self.maxBatch, maxLanes: Self.lanes,
       roundTrips: health.roundTrips, logger: logger)
-    self.denials = Locked(DenialCacheState(capacity: Self.denialCapacity))
+    self.denials = LockedState(DenialCacheState(capacity: Self.denialCapacity))
   }
 
   /// The most decisions sent in one statement: enough to amortise a round trip, few enough that a

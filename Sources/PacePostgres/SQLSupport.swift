@@ -1,4 +1,5 @@
 #if PostgreSQL
+import Pace
 import PostgresNIO
 
 /// A table name checked to be a plain identifier, so that it can be spliced into SQL text
@@ -159,7 +160,7 @@ struct PreparedSQL: Sendable, Hashable {
 
 /// Bumped when the database refuses to prepare a statement: PostgresNIO remembers a refused
 /// preparation on its connection for good, so after a `migrate()` the statements need new names.
-let preparedGeneration = Locked(0)
+let preparedGeneration = LockedState(0)
 
 /// The statement being executed, for ``NamedStatement``: PostgresNIO reads a prepared statement's
 /// name and text as static properties, synchronously within `execute`, and a table is known only
@@ -184,24 +185,20 @@ extension PreparedSQL {
   func execute(
     _ binds: PostgresBindings = PostgresBindings(), on connection: PostgresConnection, logger: Logger
   ) async throws -> AsyncThrowingMapSequence<PostgresRowSequence, PostgresRow> {
-    do {
-      return try await CurrentStatement.$value.withValue(self) {
-        try await connection.execute(NamedStatement(binds: binds), logger: logger)
-      }
-    } catch {
-      refused(error)
-      throw error
-    }
+    try await whileCurrent { try await connection.execute(NamedStatement(binds: binds), logger: logger) }
   }
 
   /// Runs the statement with `binds` on a connection of `client`'s pool.
   func execute(
     _ binds: PostgresBindings = PostgresBindings(), on client: PostgresClient, logger: Logger
   ) async throws -> AsyncThrowingMapSequence<PostgresRowSequence, PostgresRow> {
+    try await whileCurrent { try await client.execute(NamedStatement(binds: binds), logger: logger) }
+  }
+
+  /// Runs `execute` with this statement as the one `NamedStatement` reads; a refusal is noted.
+  private func whileCurrent<Rows>(_ execute: () async throws -> Rows) async throws -> Rows {
     do {
-      return try await CurrentStatement.$value.withValue(self) {
-        try await client.execute(NamedStatement(binds: binds), logger: logger)
-      }
+      return try await CurrentStatement.$value.withValue(self) { try await execute() }
     } catch {
       refused(error)
       throw error

@@ -34,7 +34,7 @@ final class StoreHealth: Sendable {
   /// flood the log.
   static let fallbackLogInterval = Duration.seconds(10)
 
-  private let state: Locked<State>
+  private let state: LockedState<State>
   private let fallbackLog = OccasionalReport(every: fallbackLogInterval)
   /// By `Outcome.rawValue`: an index rather than a hash per decision.
   private let decisions: [Counter]
@@ -45,7 +45,7 @@ final class StoreHealth: Sendable {
   private let breakerTransitions: [CircuitBreakerMachine.Transition: Counter]
 
   init(_ breaker: CircuitBreaker, table: String, factory: any MetricsFactory) {
-    state = Locked(State(breaker: CircuitBreakerMachine(breaker)))
+    state = LockedState(State(breaker: CircuitBreakerMachine(breaker)))
     let dimensions = [("table", table)]
     decisions = Outcome.allCases.map { outcome in
       Counter(

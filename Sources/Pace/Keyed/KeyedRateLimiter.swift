@@ -255,7 +255,9 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     let rate = self.rate
     let hash = key.hashValue
     return shards.withLock(Self.shardIndex(hash: hash)) { shard in
-      let level = shard.buckets.index(of: key, hash: hash).map { shard.buckets.unsafeValuePointer(at: $0).pointee.level }
+      let level = shard.buckets.index(of: key, hash: hash).map {
+        shard.buckets.unsafeValuePointer(at: $0).pointee.level
+      }
       var machine = RateLimitStateMachine(bucket: TokenBucket(rate: rate, level: level ?? rate.full(at: now)))
       return machine.availablePermits(now: now)
     }

@@ -75,6 +75,21 @@ package struct TimerSlot {
     return true
   }
 
+  /// Steps 2 and 3 of the rule, with the lock released: schedules the timer `ticket` reserved,
+  /// which calls `fire` with its generation, then `install`s it under the lock, or cancels it.
+  @inlinable
+  package static func arm(
+    _ ticket: Ticket,
+    schedule: (PaceInstant, @escaping @Sendable () -> Void) -> any PaceCancellable,
+    fire: @escaping @Sendable (UInt64) -> Void,
+    install: (any PaceCancellable) -> Bool
+  ) {
+    let generation = ticket.generation
+    let timer = schedule(ticket.deadline) { fire(generation) }
+    // A newer timer, a disarm or the firing got in between: this one must never fire.
+    if !install(timer) { timer.cancel() }
+  }
+
   /// Makes any armed or arming timer stale; returns the handle to cancel after the lock.
   @inlinable
   package mutating func disarm() -> (any PaceCancellable)? {

@@ -366,12 +366,9 @@ final class AsyncWorkPacer<Machine: PacerStateMachine, Output: Sendable>: Sendab
   // MARK: Timer
 
   private func arm(_ ticket: TimerSlot.Ticket) {
-    let generation = ticket.generation
-    let timer = clock.schedule(ticket.deadline) { [weak self] in
-      self?.timerFired(generation: generation)
+    TimerSlot.arm(ticket, schedule: clock.schedule, fire: { [weak self] in self?.timerFired(generation: $0) }) {
+      timer in state.withLock { $0.timer.install(timer, for: ticket) }
     }
-    // A cancel, a newer timer or the firing got in between: this one must never fire.
-    if !state.withLock({ $0.timer.install(timer, for: ticket) }) { timer.cancel() }
   }
 
   private func timerFired(generation: UInt64) {
