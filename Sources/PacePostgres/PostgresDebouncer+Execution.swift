@@ -229,25 +229,17 @@ extension PostgresDebouncer {
         for try await _ in try await statements.held.execute(binds, on: connection, logger: logger) { isHeld = true }
         guard isHeld else { return false }
         if let lastError {
-          binds = PostgresBindings()
-          binds.append(token)
-          binds.append(attempt)
-          binds.append(lastError)
-          binds.append(key)
-          binds.append(through)
+          binds = PostgresBindings(token, attempt, lastError, key, through)
           for try await _ in try await statements.deadLetter.execute(binds, on: connection, logger: logger) {}
         }
-        binds = PostgresBindings()
-        binds.append(key)
-        binds.append(through)
+        binds = PostgresBindings(key, through)
         for try await _ in try await statements.acknowledge.execute(binds, on: connection, logger: logger) {}
         binds = PostgresBindings()
         binds.append(key)
         binds.append(quiet)
         binds.append(maxWait)
         for try await _ in try await statements.reschedule.execute(binds, on: connection, logger: logger) {}
-        binds = PostgresBindings()
-        binds.append(key)
+        binds = PostgresBindings(key)
         for try await _ in try await statements.forget.execute(binds, on: connection, logger: logger) {}
         return true
       }

@@ -180,6 +180,14 @@ struct NamedStatement: PostgresPreparedStatement {
   func decodeRow(_ row: PostgresRow) -> PostgresRow { row }
 }
 
+extension PostgresBindings {
+  /// Bindings of `values`, in order.
+  init<each Value: PostgresDynamicTypeEncodable>(_ values: repeat each Value) {
+    self.init()
+    repeat append(each values)
+  }
+}
+
 extension PreparedSQL {
   /// Runs the statement with `binds` on `connection`, prepared on its first use there.
   func execute(
