@@ -146,4 +146,70 @@ import Testing
     #expect(m.enqueue(id: 1, cost: 1, now: ms(0)) == wake(at: .max))
     #expect(m.timerFired(now: .max) == grant(1))
   }
+
+  /// ``KeyedRateLimiter`` builds machines from copies of its stored queues, so a copy of a queue
+  /// or a machine must change alone, though copies share the ids' ring until one of them changes.
+  @Test func aCopiedQueueOrMachineChangesAlone() {
+    var queue = RateLimitQueue()
+    for id in UInt64(1)...3 { queue.append(id: id, cost: Int(id)) }
+    var copy = queue
+    #expect(copy.order === queue.order)
+    // Cancelled in the copy, then dropped from the copy's ring as its head is looked at.
+    let removed = copy.remove(id: 1)
+    #expect(removed)
+    let head = copy.first
+    #expect(head?.id == 2 && head?.cost == 2)
+    #expect(copy.order !== queue.order)
+    copy.append(id: 4, cost: 4)
+    copy.removeFirst()
+    let (copyIDs, copyPermits) = (copy.order.ring.count, copy.permits)
+    #expect(copyIDs == 2 && copyPermits == 7)
+    let (ids, permits) = (queue.order.ring.count, queue.permits)
+    #expect(ids == 3 && permits == 6 && queue.count == 3)
+    let originalHead = queue.first
+    #expect(originalHead?.id == 1 && originalHead?.cost == 1)
+
+    // The last waiter cancelled in a copy: the copy gets an empty order of its own.
+    var single = RateLimitQueue()
+    single.append(id: 1, cost: 1)
+    var emptied = single
+    let removedLast = emptied.remove(id: 1)
+    #expect(removedLast)
+    let (emptiedIDs, singleIDs) = (emptied.order.ring.count, single.order.ring.count)
+    let singleHead = single.first
+    #expect(emptiedIDs == 0 && singleIDs == 1 && singleHead?.id == 1)
+
+    var m = machine()
+    #expect(m.tryAcquire(cost: 10, now: ms(0)) == .allowed(remaining: 0))
+    #expect(m.enqueue(id: 1, cost: 5, now: ms(0)) == wake(at: ms(500)))
+    #expect(m.enqueue(id: 2, cost: 1, now: ms(0)) == wake(at: ms(500)))
+    var other = m
+    #expect(other.cancel(id: 1, now: ms(100)) == RateLimitAction(granted: [2], refused: 1))
+    #expect(other.enqueue(id: 3, cost: 1, now: ms(100)) == wake(at: ms(200)))
+    #expect(m.waitingCount == 2)
+    #expect(m.timerFired(now: ms(500)) == grant(1, wakeAt: ms(600)))
+    #expect(m.timerFired(now: ms(600)) == grant(2))
+    #expect(other.timerFired(now: ms(200)) == grant(3))
+  }
+
+  /// A queue that fills and empties in turn, its last waiter granted or cancelled, keeps its ring
+  /// and the ring's storage, so that it allocates nothing after the first time.
+  @Test func aQueueThatFillsAndEmptiesInTurnKeepsItsStorage() {
+    var m = machine(burst: 1)
+    #expect(m.tryAcquire(cost: 1, now: ms(0)) == .allowed(remaining: 0))
+    #expect(m.enqueue(id: 1, cost: 1, now: ms(0)) == wake(at: ms(100)))
+    // Weak, so that the queue's order stays uniquely referenced, as in a limiter.
+    weak let order = m.queue!.order
+    for round in UInt64(1)...40 {
+      let (now, next) = (ms(Int64(round) * 100), ms(Int64(round) * 100 + 100))
+      // Granted, then cancelled: both leave the queue empty, its storage kept.
+      #expect(m.timerFired(now: now) == grant(round * 2 - 1))
+      let afterGrant = m.queue!.order.ring.capacity
+      #expect(m.enqueue(id: round * 2, cost: 1, now: now) == wake(at: next))
+      #expect(m.cancel(id: round * 2, now: now) == RateLimitAction(refused: round * 2, wakeAt: nil))
+      let (afterCancel, same) = (m.queue!.order.ring.capacity, m.queue!.order === order)
+      #expect(afterGrant == 16 && afterCancel == 16 && same)
+      #expect(m.enqueue(id: round * 2 + 1, cost: 1, now: now) == wake(at: next))
+    }
+  }
 }

@@ -5,8 +5,8 @@ import Testing
 
 /// The ring buffer that holds a keyed shard's undelivered invocations and an async operator's
 /// undelivered outputs: seeded random appends and pops against an array (growth while the ring
-/// wraps around its end included), and the lifetimes of its elements through growth,
-/// `releaseStorage()`, `removeAll()` and `deinit`.
+/// wraps around its end included), the lifetimes of its elements through growth,
+/// `releaseStorage()`, `removeAll(keepingCapacity:)`, `copy()` and `deinit`, and `first`.
 @Suite(.offThePool) struct RingBufferTests {
   typealias LiveInstances = KeyTableTests.LiveInstances
   typealias LifetimeProbe = KeyTableTests.LifetimeProbe
@@ -91,6 +91,86 @@ import Testing
     #expect(instances.live == 0)
     ring.append(LifetimeProbe(40, instances, hashModulus: .max))
     #expect(ring.popFirst()?.id == 40)
+    #expect(instances.deinitialisedTwice == 0)
+  }
+
+  /// `removeAll(keepingCapacity: true)`, which a rate limiter's queue calls when its last waiter
+  /// leaves, must release the elements and keep the storage, so that the next fill allocates
+  /// nothing.
+  @Test func removeAllKeepingCapacityReleasesTheElementsAndKeepsTheStorage() {
+    let instances = LiveInstances()
+    var ring = RingBuffer<LifetimeProbe>()
+    for id in 0..<10 { ring.append(LifetimeProbe(id, instances, hashModulus: .max)) }
+    for id in 0..<6 { #expect(ring.popFirst()?.id == id) }
+    // Wrapped around the end of the 16-element storage.
+    for id in 10..<20 { ring.append(LifetimeProbe(id, instances, hashModulus: .max)) }
+    let (head, count, capacity) = (ring.head, ring.count, ring.capacity)
+    #expect(head + count > capacity)
+    ring.removeAll(keepingCapacity: true)
+    let (emptied, headAfter, kept) = (ring.isEmpty, ring.head, ring.capacity)
+    #expect(emptied && headAfter == 0 && kept == 16)
+    #expect(instances.live == 0)
+    // Full again in the same storage.
+    for id in 20..<36 { ring.append(LifetimeProbe(id, instances, hashModulus: .max)) }
+    let refilled = ring.capacity
+    #expect(refilled == 16)
+    for id in 20..<36 { #expect(ring.popFirst()?.id == id) }
+    #expect(instances.live == 0)
+    #expect(instances.deinitialisedTwice == 0)
+  }
+
+  /// `first` lets a consumer look at the oldest element before it takes it, also once the ring
+  /// has wrapped around its end.
+  @Test func firstIsTheOldestElementLeftInPlace() {
+    var ring = RingBuffer<Int>()
+    #expect(ring.first == nil)
+    for value in 0..<10 { ring.append(value) }
+    for value in 0..<8 { #expect(ring.popFirst() == value) }
+    for value in 10..<22 { ring.append(value) }
+    let (head, count, capacity) = (ring.head, ring.count, ring.capacity)
+    #expect(head + count > capacity)
+    for value in 8..<22 {
+      #expect(ring.first == value)
+      #expect(ring.first == value)
+      #expect(ring.popFirst() == value)
+    }
+    #expect(ring.first == nil)
+  }
+
+  /// `copy()`, the copy on write of a rate limiter's queue, must copy a wrapped ring's two parts
+  /// in order, retain every element once, and leave the copy and the original independent.
+  @Test func aCopyHoldsTheSameElementsInOrderAndChangesAlone() {
+    let instances = LiveInstances()
+    var copy = RingBuffer<LifetimeProbe>()
+    do {
+      var ring = RingBuffer<LifetimeProbe>()
+      let empty = ring.copy()
+      let emptyCapacity = empty.capacity
+      #expect(emptyCapacity == 0)
+      for id in 0..<10 { ring.append(LifetimeProbe(id, instances, hashModulus: .max)) }
+      for id in 0..<6 { #expect(ring.popFirst()?.id == id) }
+      for id in 10..<22 { ring.append(LifetimeProbe(id, instances, hashModulus: .max)) }
+      // Full and wrapped: 10 elements at the end of the storage, 6 at its start.
+      let (head, count, capacity) = (ring.head, ring.count, ring.capacity)
+      #expect(head == 6 && count == 16 && capacity == 16)
+      copy = ring.copy()
+      let (copyHead, copyCount, copyCapacity) = (copy.head, copy.count, copy.capacity)
+      #expect(copyHead == 0 && copyCount == 16 && copyCapacity == 16)
+      // The copy changes alone: it grows and loses its oldest.
+      copy.append(LifetimeProbe(22, instances, hashModulus: .max))
+      #expect(copy.popFirst()?.id == 6)
+      let (countAfter, firstAfter) = (ring.count, ring.first?.id)
+      #expect(countAfter == 16 && firstAfter == 6)
+      #expect(instances.live == 17)
+      // And the original alone.
+      #expect(ring.popFirst()?.id == 6)
+      #expect(copy.first?.id == 7)
+      #expect(instances.live == 16)
+    }
+    // The original dropped: the elements the copy holds stay.
+    #expect(instances.live == 16)
+    for id in 7..<23 { #expect(copy.popFirst()?.id == id) }
+    #expect(instances.live == 0)
     #expect(instances.deinitialisedTwice == 0)
   }
 }

@@ -1,6 +1,7 @@
 /// A first-in first-out queue in a ring of ``KeyedStorage``, which doubles when full and is given
-/// back with ``releaseStorage()`` or ``removeAll()``: the queue of a keyed shard's undelivered
-/// invocations and of an async operator's undelivered outputs.
+/// back with ``releaseStorage()`` or ``removeAll(keepingCapacity:)``: the queue of a keyed shard's
+/// undelivered invocations, of an async operator's undelivered outputs and of a rate limiter's
+/// waiting requests (``RateLimitQueue``, which copies it on write).
 ///
 /// On ``KeyedStorage`` rather than an `Array`, so that a keyed shard's outbox, grown on the
 /// callers' threads and emptied on the timer's, leaves nothing in either thread's malloc arena
@@ -23,6 +24,12 @@ struct RingBuffer<Element>: ~Copyable {
   @inlinable var isEmpty: Bool { count == 0 }
   @inlinable var capacity: Int { storage.capacity }
 
+  /// The oldest element, left in place, for a consumer that looks before it takes.
+  @inlinable
+  var first: Element? {
+    count > 0 ? storage.unsafeBase.unsafelyUnwrapped[head] : nil
+  }
+
   @inlinable
   mutating func append(_ element: Element) {
     if count == storage.capacity { grow() }
@@ -43,12 +50,30 @@ struct RingBuffer<Element>: ~Copyable {
     return element
   }
 
-  /// Drops every element and gives the storage back.
+  /// Drops every element and gives the storage back, unless `keepingCapacity`: a queue that
+  /// empties and fills in turn keeps its storage rather than allocating it again.
   @inlinable
-  mutating func removeAll() {
+  mutating func removeAll(keepingCapacity: Bool = false) {
     deinitializeElements()
     count = 0
-    releaseStorage()
+    head = 0
+    if !keepingCapacity { releaseStorage() }
+  }
+
+  /// A ring of the same elements in the same order, in storage of the same capacity (none when
+  /// empty): the copy on write of an owner that gives a noncopyable ring value semantics.
+  @inlinable
+  func copy() -> RingBuffer {
+    var ring = RingBuffer()
+    guard count > 0, let base = storage.unsafeBase else { return ring }
+    ring.storage = KeyedStorage(capacity: storage.capacity)
+    // The oldest elements first: from `head` to the end, then from the start.
+    let first = Swift.min(count, storage.capacity - head)
+    let target = ring.storage.unsafeBase.unsafelyUnwrapped
+    target.initialize(from: base + head, count: first)
+    (target + first).initialize(from: base, count: count - first)
+    ring.count = count
+    return ring
   }
 
   /// Frees the storage of an empty ring.

@@ -5,8 +5,9 @@ import PaceTesting
 /// An unbounded channel of test events: code under test posts, the test awaits them in order.
 /// Continuation-based: the test never polls or yields.
 final class Signals<Value: Sendable>: Sendable {
-  private struct State {
-    var queue = FIFO<Value>()
+  /// Noncopyable, because the values wait in a ``RingBuffer``, which owns them.
+  private struct State: ~Copyable {
+    var queue = RingBuffer<Value>()
     var waiter: UnsafeContinuation<Value, Never>?
   }
 
@@ -35,7 +36,12 @@ final class Signals<Value: Sendable>: Sendable {
 
   /// The values posted and not yet taken.
   var queued: [Value] {
-    state.withLock { state in state.queue.drain() }
+    state.withLock { state in
+      var values: [Value] = []
+      values.reserveCapacity(state.queue.count)
+      while let value = state.queue.popFirst() { values.append(value) }
+      return values
+    }
   }
 }
 

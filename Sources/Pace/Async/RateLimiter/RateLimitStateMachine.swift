@@ -132,10 +132,26 @@ struct RateLimitAction: Equatable, Sendable {
 }
 
 /// The requests waiting for one bucket, in arrival order, with the permits they ask for.
+///
+/// A value, because ``KeyedRateLimiter`` keeps its keys' queues in a dictionary and reads them
+/// by copy; the ids' ring is noncopyable, so it lives in an ``Order`` box that copies share until
+/// one of them changes.
 @usableFromInline
 struct RateLimitQueue {
-  /// The ids in arrival order; a cancelled one stays until it reaches the head.
-  @usableFromInline var order = FIFO<UInt64>()
+  /// The box of the ids' ring, a class so that the queue stays copyable.
+  @usableFromInline
+  final class Order {
+    /// The ids in arrival order; a cancelled one stays until it reaches the head.
+    @usableFromInline var ring: RingBuffer<UInt64>
+
+    /// Holds `ring`: empty for a new queue, a copy of a shared ring for a queue about to change it.
+    @inlinable init(_ ring: consuming RingBuffer<UInt64> = RingBuffer()) {
+      self.ring = ring
+    }
+  }
+
+  /// The ids in arrival order, shared with this queue's copies until one of them changes.
+  @usableFromInline var order = Order()
   /// The cost of each waiting request, by id; a cancelled request is removed here at once.
   @usableFromInline var costs: [UInt64: Int] = [:]
   /// The permits the waiting requests ask for, in all: what a refused `tryAcquire` waits behind.
@@ -147,9 +163,11 @@ struct RateLimitQueue {
 
   @inlinable var isEmpty: Bool { costs.isEmpty }
 
+  /// The request `id` for `cost` permits joins the end, behind every request already waiting.
   @inlinable
   mutating func append(id: UInt64, cost: Int) {
-    order.append(id)
+    makeOrderUnique()
+    order.ring.append(id)
     costs[id] = cost
     permits &+= cost
   }
@@ -158,9 +176,10 @@ struct RateLimitQueue {
   @inlinable
   var first: (id: UInt64, cost: Int)? {
     mutating get {
-      while let id = order.first {
+      while let id = order.ring.first {
         if let cost = costs[id] { return (id, cost) }
-        _ = order.popFirst()
+        makeOrderUnique()
+        _ = order.ring.popFirst()
       }
       return nil
     }
@@ -169,7 +188,8 @@ struct RateLimitQueue {
   /// Removes the first request; call after ``first`` found one.
   @inlinable
   mutating func removeFirst() {
-    guard let id = order.popFirst(), let cost = costs.removeValue(forKey: id) else { return }
+    makeOrderUnique()
+    guard let id = order.ring.popFirst(), let cost = costs.removeValue(forKey: id) else { return }
     permits &-= cost
   }
 
@@ -178,8 +198,21 @@ struct RateLimitQueue {
   mutating func remove(id: UInt64) -> Bool {
     guard let cost = costs.removeValue(forKey: id) else { return false }
     permits &-= cost
-    // With nobody left, the skipped ids go too, so the order keeps no garbage.
-    if costs.isEmpty { order.removeAll() }
+    // With nobody left, the skipped ids go too, so the order keeps no garbage; its storage stays,
+    // so that a queue which fills and empties in turn does not allocate each time.
+    if costs.isEmpty {
+      if isKnownUniquelyReferenced(&order) {
+        order.ring.removeAll(keepingCapacity: true)
+      } else {
+        order = Order()
+      }
+    }
     return true
+  }
+
+  /// Gives this queue an order of its own before it changes, so that its copies keep theirs.
+  @inlinable
+  mutating func makeOrderUnique() {
+    if !isKnownUniquelyReferenced(&order) { order = Order(order.ring.copy()) }
   }
 }
