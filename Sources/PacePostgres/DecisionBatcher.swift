@@ -4,6 +4,22 @@ import Metrics
 import Pace
 import PostgresNIO
 
+/// Runs a task's jobs on a connection's event loop: a lane that sends there writes to the socket
+/// and is resumed with the answer on the loop's own thread, where a lane on the global executor
+/// wakes the loop for every write and is woken by it for every answer.
+final class EventLoopExecutor: TaskExecutor {
+  let eventLoop: any EventLoop
+
+  init(_ eventLoop: any EventLoop) {
+    self.eventLoop = eventLoop
+  }
+
+  func enqueue(_ job: consuming ExecutorJob) {
+    let job = UnownedJob(job)
+    eventLoop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+  }
+}
+
 /// One decision for the database: a stored key, its GCRA arithmetic, and when its caller stops
 /// waiting.
 struct DecisionRequest: Sendable, Equatable {
@@ -195,11 +211,13 @@ final class DecisionBatcher: Sendable {
       var unsent: [UInt64]? = first
       do {
         try await client.withConnection { connection in
-          while let batch = unsent {
-            unsent = nil
-            // A connection that failed is given back: the pool replaces it.
-            guard await send(batch, on: connection) else { break }
-            unsent = state.withLock { $0.machine.next() }
+          await withTaskExecutorPreference(EventLoopExecutor(connection.eventLoop)) {
+            while let batch = unsent {
+              unsent = nil
+              // A connection that failed is given back: the pool replaces it.
+              guard await send(batch, on: connection) else { break }
+              unsent = state.withLock { $0.machine.next() }
+            }
           }
         }
       } catch {
@@ -237,14 +255,17 @@ final class DecisionBatcher: Sendable {
         continue
       }
       guard let open = connection else { continue }
-      while true {
-        guard await send(batch, on: open) else {
-          await close(open, why: "a decision failed on it")
-          connection = nil
-          break
+      let failed = await withTaskExecutorPreference(EventLoopExecutor(open.eventLoop)) { [batch] in
+        var batch = batch
+        while true {
+          guard await send(batch, on: open) else { return true }
+          guard let next = state.withLock({ $0.machine.next() }) else { return false }
+          batch = next
         }
-        guard let next = state.withLock({ $0.machine.next() }) else { break }
-        batch = next
+      }
+      if failed {
+        await close(open, why: "a decision failed on it")
+        connection = nil
       }
     }
   }

@@ -168,8 +168,8 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
     """
   }
 
-  /// The statement that makes one decision, as the batch function runs it for each decision of a
-  /// batch, on `table`: for benchmarks and for reading. `$1` key, `$2` `cost × T` and `$3` `τ` in
+  /// The statement that makes one decision on `table`, as the store sends it for a batch of one:
+  /// for benchmarks and for reading (the batch function makes each decision the same way). `$1` key, `$2` `cost × T` and `$3` `τ` in
   /// microseconds (see <doc:SharedRateLimitsAndDebouncing>), `$4` the budget in microseconds,
   /// `$5` the same budget as a `lock_timeout` setting (`"250ms"`).
   ///
@@ -197,18 +197,21 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   /// The function that decides a batch: in array order, each decision as ``decisionSQL(table:)``
   /// makes it, in one transaction.
   ///
-  /// A loop of statements rather than one statement over `unnest`, because one
-  /// `INSERT … ON CONFLICT` cannot touch a row twice, and a key may come twice in a batch. PL/pgSQL
-  /// plans each statement once per connection and keeps the plan, as a prepared statement would.
+  /// A loop rather than one statement over `unnest`, because one `INSERT … ON CONFLICT` cannot
+  /// touch a row twice, and a key may come twice in a batch. Each decision locks its row with
+  /// `SELECT … FOR UPDATE` (or inserts it if there is none), reads the clock once the row is held,
+  /// and writes the new TAT only when it grants: the single statement's arithmetic and order, in
+  /// two plain statements whose plans PL/pgSQL keeps, which cost the database less than running
+  /// the five-CTE statement once per element. A key inserted by another transaction between the
+  /// look and the insert is looked at again, locked this time.
   ///
-  /// Each decision gets what is left of the batch's budget as its `lock_timeout`, and one that
-  /// starts after the budget takes nothing and answers `late`, as the single statement does: a
-  /// batch whose callers stopped waiting takes nothing. A lock timeout fails the whole batch (its
-  /// transaction takes nothing), and its callers follow the failure policy.
+  /// Each decision gets what is left of the batch's budget as its `lock_timeout` (set again only
+  /// when that value, in milliseconds, changes), and one that holds its row after the budget takes
+  /// nothing and answers `late`, as the single statement does: a batch whose callers stopped
+  /// waiting takes nothing. A lock timeout fails the whole batch (its transaction takes nothing),
+  /// and its callers follow the failure policy.
   static func functionSQL(table: TableName) -> String {
-    let decision = decisionStatement(
-      table: table, key: "keys[i]", increment: "increments[i]", tolerance: "tolerances[i]", budget: "budget",
-      started: "started", proposedExtra: "")
+    let clock = "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint"
     return """
       CREATE OR REPLACE FUNCTION \(functionName(table: table))(
         keys text[], increments bigint[], tolerances bigint[], budget bigint
@@ -218,19 +221,45 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
       DECLARE
         started bigint := (extract(epoch FROM transaction_timestamp()) * 1000000)::bigint;
         elapsed bigint;
+        timeout bigint := -1;
+        held bigint;
+        clock bigint;
       BEGIN
         FOR i IN 1 .. coalesce(array_length(keys, 1), 0) LOOP
           o_index := i;
-          elapsed := (extract(epoch FROM clock_timestamp()) * 1000000)::bigint - started;
+          o_granted := NULL;
+          o_current := NULL;
+          elapsed := \(clock) - started;
           IF elapsed > budget THEN
-            o_granted := NULL;
-            o_current := NULL;
             o_now := started + elapsed;
             o_late := true;
           ELSE
-            PERFORM set_config('lock_timeout', greatest(1, (budget - elapsed) / 1000)::text || 'ms', true);
-            \(decision)
-            INTO o_granted, o_current, o_now, o_late;
+            IF greatest(1, (budget - elapsed) / 1000) <> timeout THEN
+              timeout := greatest(1, (budget - elapsed) / 1000);
+              PERFORM set_config('lock_timeout', timeout::text || 'ms', true);
+            END IF;
+            LOOP
+              SELECT r.tat INTO held FROM \(table) AS r WHERE r.key = keys[i] FOR UPDATE;
+              clock := \(clock);
+              o_now := clock;
+              o_late := clock - started > budget;
+              IF FOUND THEN
+                IF NOT o_late AND GREATEST(held, clock) + increments[i] - clock <= tolerances[i] THEN
+                  o_granted := GREATEST(held, clock) + increments[i];
+                  UPDATE \(table) AS r SET tat = o_granted WHERE r.key = keys[i];
+                ELSE
+                  o_current := held;
+                END IF;
+                EXIT;
+              END IF;
+              EXIT WHEN o_late;
+              INSERT INTO \(table) AS r (key, tat) VALUES (keys[i], clock + increments[i])
+              ON CONFLICT (key) DO NOTHING;
+              IF FOUND THEN
+                o_granted := clock + increments[i];
+                EXIT;
+              END IF;
+            END LOOP;
           END IF;
           RETURN NEXT;
         END LOOP;
@@ -261,40 +290,30 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   /// budget (it waited for the row, or for the table's lock before it could run at all) takes
   /// nothing and answers `late`, so a decision nobody waits for any more never takes permits.
   static func decisionSQL(table: TableName) -> String {
-    decisionStatement(
-      table: table, key: "$1", increment: "$2", tolerance: "$3", budget: "$4",
-      started: "(SELECT started FROM proposed)",
-      proposedExtra: ",\n    (extract(epoch FROM transaction_timestamp()) * 1000000)::bigint AS started,"
-        + "\n    set_config('lock_timeout', $5, true) AS lock_timeout")
-  }
-
-  /// ``decisionSQL(table:)`` with its parameters as SQL expressions, for the batch function too.
-  static func decisionStatement(
-    table: TableName, key: String, increment: String, tolerance: String, budget: String, started: String,
-    proposedExtra: String
-  ) -> String {
     """
     WITH proposed AS MATERIALIZED (
-      SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint AS now\(proposedExtra)
+      SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint AS now,
+        (extract(epoch FROM transaction_timestamp()) * 1000000)::bigint AS started,
+        set_config('lock_timeout', $5, true) AS lock_timeout
     ), locked AS MATERIALIZED (
       SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint AS now
     ), granted AS (
       INSERT INTO \(table) AS r (key, tat)
-      SELECT \(key), proposed.now + \(increment) FROM proposed WHERE proposed.now - \(started) <= \(budget)
+      SELECT $1, proposed.now + $2 FROM proposed WHERE proposed.now - proposed.started <= $4
       ON CONFLICT (key) DO UPDATE
-        SET tat = GREATEST(r.tat, (SELECT now FROM locked)) + \(increment)
-        WHERE GREATEST(r.tat, (SELECT now FROM locked)) + \(increment) - (SELECT now FROM locked) <= \(tolerance)
-          AND (SELECT now FROM locked) - \(started) <= \(budget)
-      RETURNING r.tat, CASE WHEN r.tat = (SELECT now FROM proposed) + \(increment)
+        SET tat = GREATEST(r.tat, (SELECT now FROM locked)) + $2
+        WHERE GREATEST(r.tat, (SELECT now FROM locked)) + $2 - (SELECT now FROM locked) <= $3
+          AND (SELECT now FROM locked) - (SELECT started FROM proposed) <= $4
+      RETURNING r.tat, CASE WHEN r.tat = (SELECT now FROM proposed) + $2
         THEN (SELECT now FROM proposed) ELSE (SELECT now FROM locked) END AS now
     ), denied AS (
       SELECT r.tat FROM \(table) AS r
-      WHERE r.key = \(key) AND NOT EXISTS (SELECT 1 FROM granted)
+      WHERE r.key = $1 AND NOT EXISTS (SELECT 1 FROM granted)
       FOR SHARE
     )
     SELECT (SELECT tat FROM granted), (SELECT tat FROM denied),
       COALESCE((SELECT now FROM granted), (SELECT now FROM locked)),
-      (SELECT now FROM locked) - \(started) > \(budget)
+      (SELECT now FROM locked) - (SELECT started FROM proposed) > $4
     """
   }
 

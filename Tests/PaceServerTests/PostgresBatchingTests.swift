@@ -37,6 +37,54 @@ struct PostgresBatchingTests {
     }
   }
 
+  /// A key that another transaction inserts while a batch decides it: the batch's insert waits for
+  /// that transaction, and once it commits, the batch locks the row it finds and decides against
+  /// its TAT, not against a bucket of its own.
+  @Test func aKeyInsertedMeanwhileIsDecidedAgainstItsRow() async throws {
+    try await TestDatabase.withClients(2) { clients in
+      let table = try TableName(TestDatabase.uniqueTable("rl"))
+      let store = try PostgresRateLimitStore(client: clients[0], table: table.name)
+      try await store.migrate()
+      let gcra = try GCRA(cost: 1, limit: RateLimit(permits: 2, per: .seconds(7200)))
+      let farAhead = Int64.max / 2
+      try await clients[1].withConnection { other in
+        let logger = TestDatabase.quietLogger
+        try await other.query("BEGIN", logger: logger)
+        try await other.query(
+          PostgresQuery(unsafeSQL: "INSERT INTO \(table) (key, tat) VALUES ('x', \(farAhead))"), logger: logger)
+        async let batch: [(Int, Int64?, Int64?, Bool)] = {
+          var binds = PostgresBindings()
+          binds.append(["x", "y"])
+          binds.append([gcra.increment, gcra.increment])
+          binds.append([gcra.tolerance, gcra.tolerance])
+          binds.append(Int64(30_000_000))
+          let rows = try await clients[0].query(
+            PostgresQuery(unsafeSQL: PostgresRateLimitStore.batchSQL(table: table), binds: binds))
+          var answers: [(Int, Int64?, Int64?, Bool)] = []
+          for try await (index, granted, current, _, late) in rows.decode((Int, Int64?, Int64?, Int64, Bool).self) {
+            answers.append((index, granted, current, late))
+          }
+          return answers
+        }()
+        // The batch waits for the uncommitted row; then the row is committed.
+        var waiting = false
+        for _ in 0..<200 where !waiting {
+          let rows = try await clients[0].query(
+            "SELECT count(*)::int FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%_decide%'")
+          for try await count in rows.decode(Int.self) { waiting = count > 0 }
+          if !waiting { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(waiting)
+        try await other.query("COMMIT", logger: logger)
+        let answers = try await batch
+        #expect(answers.map(\.0) == [1, 2])
+        #expect(answers.first?.1 == nil && answers.first?.2 == farAhead, "x is denied by the committed row")
+        #expect(answers.last?.1 != nil, "y is granted")
+        #expect(answers.allSatisfy { !$0.3 })
+      }
+    }
+  }
+
   /// 200 callers at once on one store, half on one key: the key's 100 permits are granted exactly
   /// once each, in far fewer round trips than decisions.
   @Test func concurrentCallersShareRoundTrips() async throws {
