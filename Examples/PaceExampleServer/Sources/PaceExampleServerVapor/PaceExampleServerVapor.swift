@@ -41,7 +41,13 @@ struct PaceExampleServerVapor: AsyncParsableCommand {
       try await app.execute()
     } catch {
       app.logger.report(error: error)
-      try? await app.asyncShutdown()
+      // The first error is the one to exit with; a failed shutdown after it is logged, not lost.
+      do {
+        try await app.asyncShutdown()
+      } catch let shutdownError {
+        app.logger.error(
+          "shutting down after the error failed", metadata: ["error": "\(String(reflecting: shutdownError))"])
+      }
       throw error
     }
     try await app.asyncShutdown()
