@@ -308,25 +308,25 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       guard let slot = shard.buckets.index(of: key, hash: hash) else {
         // A key with no state has a full bucket and nobody waiting: any request fits (a larger
         // one than the burst leaves it in debt), and a query leaves it full, so unstored.
-        var machine = RateLimitStateMachine(bucket: TokenBucket(rate: rate, level: rate.full(at: now)))
-        let decision = machine.tryAcquire(cost: cost, now: now)
-        guard !machine.bucket.isFull else { return decision }
+        var tokens = TokenBucket(rate: rate, level: rate.full(at: now))
+        let decision = RateLimitStateMachine.tryAcquire(cost: cost, now: now, bucket: &tokens, waitingPermits: nil)
+        guard !tokens.isFull else { return decision }
         // A bucket that fills again only beyond the end of the timeline is never checked.
-        let checkAt = machine.bucket.fullTime
+        let checkAt = tokens.fullTime
         _ = shard.buckets.indexInserting(
-          key, hash: hash, KeyBucket(level: machine.bucket.level, checkAt: checkAt ?? .max))
+          key, hash: hash, KeyBucket(level: tokens.level, checkAt: checkAt ?? .max))
         if let checkAt { shard.timer.add(checkAt, for: key) }
         arming = shard.timer.reserveIfNeeded()
         return decision
       }
       let bucket = shard.buckets.unsafeValuePointer(at: slot)
-      // The queues are looked up only in a shard that has any; `tryAcquire` never changes the
-      // queue, so only the level is stored back.
-      var machine = RateLimitStateMachine(
-        bucket: TokenBucket(rate: rate, level: bucket.pointee.level),
-        queue: shard.queues.isEmpty ? nil : shard.queues[key])
-      defer { bucket.pointee.level = machine.bucket.level }
-      return machine.tryAcquire(cost: cost, now: now)
+      // The machine's decision on the stored level, with the permits of the key's waiting
+      // requests, if any: the queues are looked up only in a shard that has any, and `tryAcquire`
+      // never changes a queue, so only the level is stored back.
+      var tokens = TokenBucket(rate: rate, level: bucket.pointee.level)
+      let waitingPermits = shard.queues.isEmpty ? nil : shard.queues[key].flatMap { $0.isEmpty ? nil : $0.permits }
+      defer { bucket.pointee.level = tokens.level }
+      return RateLimitStateMachine.tryAcquire(cost: cost, now: now, bucket: &tokens, waitingPermits: waitingPermits)
     }
     if arming != nil { carryOut(Effects(arming: arming), shard: index) }
     return decision

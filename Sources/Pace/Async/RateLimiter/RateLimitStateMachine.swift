@@ -50,9 +50,20 @@ struct RateLimitStateMachine {
   ///   waiting requests' permits, while some wait).
   @inlinable
   mutating func tryAcquire(cost: Int, now: PaceInstant) -> RateLimitDecision {
+    let waitingPermits = queue.flatMap { $0.isEmpty ? nil : $0.permits }
+    return Self.tryAcquire(cost: cost, now: now, bucket: &bucket, waitingPermits: waitingPermits)
+  }
+
+  /// ``tryAcquire(cost:now:)`` on the bucket alone, given the permits the waiting requests ask for
+  /// (`nil` when nobody waits): the same decision for a caller that holds no machine, as
+  /// ``KeyedRateLimiter`` on a key it stores, so that its hot path copies no queue.
+  @inlinable @inline(__always)
+  static func tryAcquire(
+    cost: Int, now: PaceInstant, bucket: inout TokenBucket, waitingPermits: Int?
+  ) -> RateLimitDecision {
     bucket.refill(now: now)
-    if let queue, !queue.isEmpty {
-      return .limited(retryAfter: now.duration(to: bucket.readyTime(for: queue.permits &+ cost) ?? .max))
+    if let waitingPermits {
+      return .limited(retryAfter: now.duration(to: bucket.readyTime(for: waitingPermits &+ cost) ?? .max))
     }
     guard bucket.canTake(cost) else {
       return .limited(retryAfter: now.duration(to: bucket.readyTime(for: cost) ?? .max))
