@@ -163,7 +163,8 @@ final class DebouncerWorker: Sendable {
   func sleep(for duration: Duration) async {
     let sleeper: Task<Void, Never>? = box.withLock { box in
       guard !box.machine.isDraining else { return nil }
-      let sleeper = Task { _ = try? await Task.sleep(for: duration) }
+      // `shutDown()` cancels the sleep: the claimer wakes at once.
+      let sleeper = Task { _ = await Task.sleepUnlessCancelled(for: duration) }
       box.sleeper = sleeper
       return sleeper
     }
@@ -197,7 +198,7 @@ final class DebouncerWorker: Sendable {
           once.resume(true)
         },
         Task {
-          try? await Task.sleep(for: grace)
+          await Task.sleepUnlessCancelled(for: grace)
           once.resume(false)
         },
       ]

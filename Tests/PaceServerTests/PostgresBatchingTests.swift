@@ -72,7 +72,7 @@ struct PostgresBatchingTests {
           let rows = try await clients[0].query(
             "SELECT count(*)::int FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%_decide%'")
           for try await count in rows.decode(Int.self) { waiting = count > 0 }
-          if !waiting { try await Task.sleep(for: .milliseconds(50)) }
+          if !waiting { try await Task.sleep(for: .milliseconds(50)) }  // real-time: polls a real server
         }
         #expect(waiting)
         try await other.query("COMMIT", logger: logger)

@@ -218,7 +218,7 @@ struct PostgresFaultTests {
         for attempt in 0..<100 {
           decision = try await store.tryAcquire("fresh-\(attempt)", cost: 1, limit: slow)
           if decision == .allowed(remaining: 2) { break }
-          try await Task.sleep(for: .milliseconds(100))
+          try await Task.sleep(for: .milliseconds(100))  // real-time: the breaker cools down on the real clock
         }
         #expect(decision == .allowed(remaining: 2))
       }

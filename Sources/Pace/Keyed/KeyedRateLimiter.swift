@@ -324,7 +324,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       // requests, if any: the queues are looked up only in a shard that has any, and `tryAcquire`
       // never changes a queue, so only the level is stored back.
       var tokens = TokenBucket(rate: rate, level: bucket.pointee.level)
-      let waitingPermits = shard.queues.isEmpty ? nil : shard.queues[key].flatMap { $0.isEmpty ? nil : $0.permits }
+      let waitingPermits = shard.queues.isEmpty ? nil : shard.queues[key]?.waitingPermits
       defer { bucket.pointee.level = tokens.level }
       return RateLimitStateMachine.tryAcquire(cost: cost, now: now, bucket: &tokens, waitingPermits: waitingPermits)
     }

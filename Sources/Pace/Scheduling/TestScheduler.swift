@@ -230,7 +230,7 @@ public final class TestScheduler: PaceScheduler {
     }
     let timer = Task { [weak self] in
       // Cancelled as soon as the work is quiet: a passing test never waits for it.
-      guard (try? await Task.sleep(for: timeout)) != nil else { return }
+      guard await Task.sleepUnlessCancelled(for: timeout) else { return }
       self?.state.withLock { $0.quietWaiters.removeValue(forKey: id) }?.resume(returning: false)
     }
     let quiet = await withUnsafeContinuation { (continuation: UnsafeContinuation<Bool, Never>) in

@@ -102,7 +102,7 @@ public final class OwnedTasks: Sendable {
     let timer = timeout.map { timeout in
       Task { [weak self] in
         // Cancelled as soon as the tasks end: a passing test never waits for it.
-        guard (try? await Task.sleep(for: timeout)) != nil else { return }
+        guard await Task.sleepUnlessCancelled(for: timeout) else { return }
         self?.state.withLock { $0.idleWaiters.removeValue(forKey: id) }?.resume(returning: false)
       }
     }

@@ -50,8 +50,7 @@ struct RateLimitStateMachine {
   ///   waiting requests' permits, while some wait).
   @inlinable
   mutating func tryAcquire(cost: Int, now: PaceInstant) -> RateLimitDecision {
-    let waitingPermits = queue.flatMap { $0.isEmpty ? nil : $0.permits }
-    return Self.tryAcquire(cost: cost, now: now, bucket: &bucket, waitingPermits: waitingPermits)
+    Self.tryAcquire(cost: cost, now: now, bucket: &bucket, waitingPermits: queue?.waitingPermits)
   }
 
   /// ``tryAcquire(cost:now:)`` on the bucket alone, given the permits the waiting requests ask for
@@ -173,6 +172,10 @@ struct RateLimitQueue {
   @inlinable var count: Int { costs.count }
 
   @inlinable var isEmpty: Bool { costs.isEmpty }
+
+  /// ``permits`` while anyone waits, `nil` while nobody does: what a refused `tryAcquire` waits
+  /// behind.
+  @inlinable var waitingPermits: Int? { isEmpty ? nil : permits }
 
   /// The request `id` for `cost` permits joins the end, behind every request already waiting.
   @inlinable
