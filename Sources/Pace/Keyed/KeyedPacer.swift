@@ -101,11 +101,10 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
     }
   }
 
-  /// The shard of a key whose `hashValue` is `hash`: its top bits (``KeyTable`` places keys by
-  /// the bits below and takes its tags from a product that mixes in every bit).
+  /// The shard of a key whose `hashValue` is `hash`: ``keyedShardIndex(hash:bitWidth:)``.
   @inlinable @inline(__always)
   static func shardIndex(hash: Int) -> Int {
-    Int(truncatingIfNeeded: UInt64(UInt(bitPattern: hash)) >> keyedShardShift)
+    keyedShardIndex(hash: hash)
   }
 
   // MARK: Events

@@ -292,7 +292,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
 
   @inlinable
   static func shardIndex(hash: Int) -> Int {
-    KeyedPacer<Key, DebounceStateMachine<Int>>.shardIndex(hash: hash)
+    keyedShardIndex(hash: hash)
   }
 
   @inlinable

@@ -12,9 +12,24 @@ import Musl
 @usableFromInline
 let keyedShardCount = 64
 
-/// A key's shard is the top `log2(keyedShardCount)` bits of its hash.
+/// A key's shard is the top `log2(keyedShardCount)` bits of a 64-bit value made from its hash.
 @usableFromInline
 let keyedShardShift: UInt64 = 58
+
+/// The shard of a key whose `hashValue` is `hash`, on a platform whose `Int` has `bitWidth` bits.
+///
+/// A 64-bit hash gives its own top bits (``KeyTable`` places keys by a product that mixes in
+/// every bit, so the two choices stay independent). A 32-bit hash (watchOS's arm64_32) has no
+/// bits up there: its top bits would be 0 and every key would share one shard's lock, so it is
+/// first spread over 64 bits by a multiplier other than the table's.
+///
+/// `bitWidth` is a parameter so that a test on a 64-bit machine computes what arm64_32 does.
+@inlinable @inline(__always)
+func keyedShardIndex(hash: Int, bitWidth: Int = Int.bitWidth) -> Int {
+  let bits = UInt64(truncatingIfNeeded: UInt(bitPattern: hash))
+  let spread = bitWidth >= 64 ? bits : (bits & 0xFFFF_FFFF) &* 0xFF51_AFD7_ED55_8CCD
+  return Int(truncatingIfNeeded: spread >> keyedShardShift)
+}
 
 /// The shards of a keyed primitive: one allocation holding, for each shard, a lock and the
 /// state it guards, each on cache lines of its own so that threads on different shards never
