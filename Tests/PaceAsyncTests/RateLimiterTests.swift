@@ -20,6 +20,20 @@ import Testing
     #expect(scheduler.pendingCount == 0)
   }
 
+  /// 0.1.0's `if limiter.tryAcquire()` still reads the decision as a `Bool`, and takes the
+  /// permits exactly as the decision does (Tests/SourceCompatibility has the other 0.1.0 calls).
+  @Test func aConditionReadsTheDecisionAsWhetherThePermitsWereTaken() {
+    let limiter = RateLimiter(permits: 2, per: .seconds(1), clock: scheduler)
+    var sent = 0
+    for _ in 0..<3 where limiter.tryAcquire() { sent += 1 }
+    #expect(sent == 2)
+    #expect(limiter.tryAcquire() == .limited(retryAfter: .milliseconds(500)))
+    scheduler.advance(by: .milliseconds(500))
+    let taken: Bool = limiter.tryAcquire(cost: 1)
+    #expect(taken)
+    #expect(limiter.tryAcquire(cost: 0) == .allowed(remaining: 0))
+  }
+
   @Test func acquireSuspendsUntilItsPermitIsAvailable() async throws {
     let limiter = RateLimiter(permits: 10, per: .seconds(1), burst: 1, clock: scheduler)
     try await limiter.acquire()  // from the full bucket, without suspending

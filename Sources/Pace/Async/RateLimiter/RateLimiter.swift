@@ -182,21 +182,40 @@ public final class RateLimiter: Sendable {
     return decideAtOnce(cost)
   }
 
+  /// Takes `cost` permits if they are available now and no request is waiting; never waits.
+  /// Whether they were taken: `tryAcquire(cost:).isAllowed`, where a `Bool` is expected.
+  ///
+  /// ```swift
+  /// if limiter.tryAcquire() { send(event) }                // the permit was taken
+  /// if case .limited(let wait) = limiter.tryAcquire() { … } // the decision
+  /// ```
+  ///
+  /// Pace 0.1.0's `tryAcquire()` returned this `Bool`; a condition such as
+  /// `if limiter.tryAcquire()` still compiles, and means what it meant.
+  ///
+  /// - Parameter cost: How many permits to take; 1 by default. Not negative.
+  /// - Returns: Whether they were taken.
+  @_disfavoredOverload
+  public func tryAcquire(cost: Int = 1) -> Bool {
+    tryAcquire(cost: cost).isAllowed
+  }
+
   /// Takes `permits` if they are available now and no request is waiting; never waits.
   ///
   /// - Parameter permits: How many permits to take.
   /// - Returns: Whether they were taken.
   @available(
     *, deprecated, renamed: "tryAcquire(cost:)",
-    message: "tryAcquire(cost:) returns a RateLimitDecision; test its isAllowed"
+    message: "tryAcquire(cost:) returns a RateLimitDecision, or this Bool where a Bool is expected"
   )
   public func tryAcquire(_ permits: Int) -> Bool {
     tryAcquire(cost: permits).isAllowed
   }
 
   /// Waits until `permits` are available, then takes them.
+  @_disfavoredOverload
   @available(*, deprecated, renamed: "acquire(cost:isolation:)")
-  public func acquire(_ permits: Int, isolation: isolated (any Actor)? = #isolation) async throws {
+  public func acquire(_ permits: Int = 1, isolation: isolated (any Actor)? = #isolation) async throws {
     try await acquire(cost: permits, isolation: isolation)
   }
 
