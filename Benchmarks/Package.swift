@@ -19,6 +19,9 @@ let package = Package(
     .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.0.0"),
   ],
   targets: [
+    // The lock the naive contenders and the floors use: Mutex on Linux, os_unfair_lock on Apple
+    // platforms (Mutex needs macOS 15).
+    .target(name: "BenchmarkSupport", path: "Benchmarks/BenchmarkSupport"),
     // Debouncer.call, Throttler.call, the naive DispatchWorkItem pattern and the floors.
     benchmark("CoreBenchmarks"),
     // How late a trailing invocation fires on a real DispatchQueue.
@@ -35,7 +38,7 @@ let package = Package(
     // Resident bytes per key and memory after quiet, from /proc/self/statm (see its header).
     .executableTarget(
       name: "KeyedMemory",
-      dependencies: [.product(name: "Pace", package: pacePackage)],
+      dependencies: ["BenchmarkSupport", .product(name: "Pace", package: pacePackage)],
       path: "Benchmarks/KeyedMemory"
     ),
   ],
@@ -49,6 +52,7 @@ func benchmark(_ name: String, dependencies: [Target.Dependency] = []) -> Target
     dependencies: [
       .product(name: "Benchmark", package: "benchmark"),
       .product(name: "Pace", package: pacePackage),
+      "BenchmarkSupport",
     ] + dependencies,
     path: "Benchmarks/\(name)",
     plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]

@@ -7,6 +7,10 @@ import PostgresNIO
 /// Runs a task's jobs on a connection's event loop: a lane that sends there writes to the socket
 /// and is resumed with the answer on the loop's own thread, where a lane on the global executor
 /// wakes the loop for every write and is woken by it for every answer.
+///
+/// Task executors need macOS 15 / iOS 18; ``onEventLoop(_:isolation:_:)`` falls back to the
+/// global executor on older systems.
+@available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *)
 final class EventLoopExecutor: TaskExecutor {
   let eventLoop: any EventLoop
 
@@ -18,6 +22,18 @@ final class EventLoopExecutor: TaskExecutor {
     let job = UnownedJob(job)
     eventLoop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
   }
+}
+
+/// Runs `body` with its jobs on `eventLoop` (``EventLoopExecutor``) where the system has task
+/// executors (Linux; macOS 15, iOS 18 and later), and on the global executor before: the same
+/// decisions, with more thread hops.
+func onEventLoop<Result>(
+  _ eventLoop: any EventLoop, isolation: isolated (any Actor)? = #isolation, _ body: () async -> Result
+) async -> Result {
+  if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) {
+    return await withTaskExecutorPreference(EventLoopExecutor(eventLoop), isolation: isolation, operation: body)
+  }
+  return await body()
 }
 
 /// One decision for the database: a stored key, its GCRA arithmetic, and when its caller stops
@@ -211,7 +227,7 @@ final class DecisionBatcher: Sendable {
       var unsent: [UInt64]? = first
       do {
         try await client.withConnection { connection in
-          await withTaskExecutorPreference(EventLoopExecutor(connection.eventLoop)) {
+          await onEventLoop(connection.eventLoop) {
             while let batch = unsent {
               unsent = nil
               // A connection that failed is given back: the pool replaces it.
@@ -255,7 +271,7 @@ final class DecisionBatcher: Sendable {
         continue
       }
       guard let open = connection else { continue }
-      let failed = await withTaskExecutorPreference(EventLoopExecutor(open.eventLoop)) { [batch] in
+      let failed = await onEventLoop(open.eventLoop) { [batch] in
         var batch = batch
         while true {
           guard await send(batch, on: open) else { return true }

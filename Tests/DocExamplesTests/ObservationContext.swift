@@ -5,6 +5,7 @@ import Observation
 // even inside an HTML comment. See Scripts/extract-doc-examples.py.
 
 /// An `@Observable` search model.
+@available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
 @MainActor @Observable final class ObservedSearchModel {
   var query = ""
 }

@@ -12,9 +12,11 @@ import Testing
 
   // MARK: call inherits the caller's isolation
 
+  #if compiler(>=6.2)  // Task.immediate
   /// The reproduction: from the main actor, `Task.immediate` then `advance` failed 18
   /// times in 20 while `call` left the main actor before registering.
   @Test(arguments: 0..<20) @MainActor
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   func aCallFromTheMainActorIsRegisteredBeforeItFirstSuspends(_ run: Int) async throws {
     let scheduler = TestScheduler()
     let search = AsyncDebouncer(for: .milliseconds(300), clock: scheduler) { (query: String) in
@@ -26,6 +28,7 @@ import Testing
     scheduler.advance(by: .milliseconds(300))
     #expect(try await caller.value == "swi@300")
   }
+  #endif
 
   /// The same without `Task.immediate` (Swift 6.0, iOS 16): two main-actor tasks run in the
   /// order they were made, and the caller's registers before the probe runs.
@@ -105,6 +108,8 @@ import Testing
     #expect(scheduler.pendingCount == 0)
   }
 
+  #if compiler(>=6.2)  // Task.immediate
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func voidSubmitAndCall() async throws {
     let reload = AsyncDebouncer(for: .milliseconds(10), clock: scheduler) { scheduler.now }
     let first = reload.submit()
@@ -113,6 +118,7 @@ import Testing
     #expect(try await first.value == ms(10))
     #expect(try await second.value == ms(10))
   }
+  #endif
 
   // MARK: Drop while running
 

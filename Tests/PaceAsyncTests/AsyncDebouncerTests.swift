@@ -36,6 +36,8 @@ import Testing
     #expect(invocations == [at(250, "200"), at(500, "450"), at(700, "600")])
   }
 
+  #if compiler(>=6.2)  // Task.immediate
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func appendGivesTheInvocationEveryInputOfTheBurst() async throws {
     let debouncer = AsyncDebouncer(for: .milliseconds(300), merge: .append, clock: scheduler) { (batch: [Int]) in
       batch
@@ -46,9 +48,12 @@ import Testing
     #expect(try await first.value == [1, 2])
     #expect(try await second.value == [1, 2])
   }
+  #endif
 
   // MARK: Stale work
 
+  #if compiler(>=6.2)  // Task.immediate
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func aNewerCallCancelsTheWorkInFlight() async throws {
     let work = GatedWork()
     let search = AsyncDebouncer(for: .milliseconds(300), clock: scheduler, operation: work.run)
@@ -65,7 +70,10 @@ import Testing
     work.gate.open()
     #expect(try await swift.value == "SWIFT")
   }
+  #endif
 
+  #if compiler(>=6.2)  // Task.immediate
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func discardResultLetsStaleWorkFinishButNobodyGetsItsResult() async throws {
     let work = GatedWork()
     let save = AsyncDebouncer(for: .milliseconds(300), staleWork: .discardResult, clock: scheduler, operation: work.run)
@@ -82,7 +90,10 @@ import Testing
     #expect(try await second.value == "DRAFT 2")
     #expect(work.cancelled.queued.isEmpty)
   }
+  #endif
 
+  #if compiler(>=6.2)  // Task.immediate
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func aCallDroppedByALeadingOnlyEdgeThrowsAtOnceAndSupersedesNothing() async throws {
     let work = GatedWork()
     let submit = AsyncDebouncer(for: .milliseconds(300), edges: .leading, clock: scheduler, operation: work.run)
@@ -94,9 +105,12 @@ import Testing
     work.gate.open()
     #expect(try await first.value == "TAP 1")
   }
+  #endif
 
   // MARK: Cancellation and errors
 
+  #if compiler(>=6.2)  // Task.immediate
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func aCallersCancellationEndsItsWaitOnly() async throws {
     let invoked = Log<String>()
     let search = AsyncDebouncer(for: .milliseconds(300), clock: scheduler) { (query: String) in
@@ -111,7 +125,10 @@ import Testing
     #expect(try await second.value == "AB")
     #expect(invoked.all == ["ab"])
   }
+  #endif
 
+  #if compiler(>=6.2)  // Task.immediate
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func anInvocationThatNobodyWaitsForIsSkipped() async {
     let invoked = Log<String>()
     let search = AsyncDebouncer(for: .milliseconds(300), clock: scheduler) { (query: String) in
@@ -125,7 +142,10 @@ import Testing
     #expect(search.pacer.invocationCountForTesting == 0)
     #expect(scheduler.pendingCount == 0)
   }
+  #endif
 
+  #if compiler(>=6.2)  // Task.immediate
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func workThatNobodyWaitsForAnyMoreIsCancelled() async {
     let work = GatedWork()
     let search = AsyncDebouncer(for: .milliseconds(300), clock: scheduler, operation: work.run)
@@ -136,7 +156,10 @@ import Testing
     await #expect(throws: CancellationError.self) { try await caller.value }
     #expect(await work.cancelled.next() == "a")
   }
+  #endif
 
+  #if compiler(>=6.2)  // Task.immediate
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func theOperationsErrorReachesEveryCoveredCaller() async {
     let failing = AsyncDebouncer(for: .milliseconds(300), clock: scheduler) { (_: Int) -> Int in throw TestFailure() }
     let first = Task.immediate { try await failing(1) }
@@ -145,7 +168,10 @@ import Testing
     await #expect(throws: TestFailure.self) { try await first.value }
     await #expect(throws: TestFailure.self) { try await second.value }
   }
+  #endif
 
+  #if compiler(>=6.2)  // Task.immediate
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func cancelEndsEveryWaitAndTheNextCallLeadsAgain() async throws {
     let work = GatedWork()
     let search = AsyncDebouncer(for: .milliseconds(300), edges: .both, clock: scheduler, operation: work.run)
@@ -165,7 +191,10 @@ import Testing
     #expect(await work.started.next() == "abc")
     #expect(try await third.value == "ABC")
   }
+  #endif
 
+  #if compiler(>=6.2)  // Task.immediate
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func flushStartsThePendingInvocationNow() async throws {
     let search = AsyncDebouncer(for: .milliseconds(300), clock: scheduler) { (query: String) in query }
     let caller = Task.immediate { try await search("a") }
@@ -173,7 +202,10 @@ import Testing
     #expect(try await caller.value == "a")
     #expect(scheduler.now == .zero)
   }
+  #endif
 
+  #if compiler(>=6.2)  // Task.immediate
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func voidInputCallsWithoutAnArgument() async throws {
     let counter = Log<Void>()
     let reload = AsyncDebouncer(for: .milliseconds(10), clock: scheduler) {
@@ -187,7 +219,10 @@ import Testing
     #expect(try await second.value == 7)
     #expect(counter.all.count == 1)
   }
+  #endif
 
+  #if compiler(>=6.2)  // Task.immediate
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func aReleasedDebouncerIsFreed() async throws {
     weak var released: AsyncDebouncer<String, String>?
     do {
@@ -200,6 +235,7 @@ import Testing
     #expect(released == nil)
     #expect(scheduler.pendingCount == 0)
   }
+  #endif
 
   // real-time: a debounce on ContinuousClock; the 5 s bound is only there to fail instead of hanging.
   @Test func debouncesOnARealClock() async throws {

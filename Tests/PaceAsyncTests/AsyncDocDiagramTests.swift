@@ -80,6 +80,8 @@ import Testing
     #expect(leading.results == ["a", nil, nil, "d"])
   }
 
+  #if compiler(>=6.2)  // Task.immediate
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func staleWorkDiagram() async throws {
     let scheduler = TestScheduler()
     let work = GatedWork()
@@ -95,6 +97,7 @@ import Testing
     scheduler.advance(to: ms(1000))
     #expect(try await b.value == "B")
   }
+  #endif
 
   @Test func asyncThrottlerDiagram() async {
     let throttled = await invocations("abcdefg-----h") { timeline in
@@ -104,6 +107,8 @@ import Testing
     #expect(throttled.diagram == "a--c--f--g--h")
   }
 
+  #if compiler(>=6.2)  // Task.immediate
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func asyncDebouncerTestingExample() async throws {
     let scheduler = TestScheduler()
     let search = AsyncDebouncer(for: .milliseconds(300), clock: scheduler) { (query: String) in
@@ -115,9 +120,12 @@ import Testing
     #expect(try await swi.value == "SWIFT")
     #expect(try await swift.value == "SWIFT")
   }
+  #endif
 
   // MARK: RateLimiter.md
 
+  #if compiler(>=6.2)  // Task.immediate
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func rateLimiterDiagram() async throws {
     let scheduler = TestScheduler()
     let limiter = RateLimiter(permits: 1, per: .milliseconds(100), burst: 3, clock: scheduler)
@@ -148,7 +156,10 @@ import Testing
     #expect(Marbles.render(grants, step: step) == "[abc]def---g")
     for request in requests { try await request.task.value }
   }
+  #endif
 
+  #if compiler(>=6.2)  // Task.immediate
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func rateLimiterTestingExample() async throws {
     let scheduler = TestScheduler()
     let limiter = RateLimiter(permits: 10, per: .seconds(1), burst: 1, clock: scheduler)
@@ -159,4 +170,5 @@ import Testing
     #expect(limiter.waitingCount == 0)
     try await second.value
   }
+  #endif
 }

@@ -33,6 +33,8 @@ import Testing
     #expect(scheduler.now == .zero)
   }
 
+  #if compiler(>=6.2)  // Task.immediate
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func callsInAWindowShareTheTrailingResult() async throws {
     let work = GatedWork()
     let throttler = AsyncThrottler(for: .milliseconds(100), clock: scheduler, operation: work.run)
@@ -50,7 +52,10 @@ import Testing
     #expect(try await second.value == "C")
     #expect(try await third.value == "C")
   }
+  #endif
 
+  #if compiler(>=6.2)  // Task.immediate
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func aCallForTheNextInvocationSupersedesTheLeadingWorkInFlight() async throws {
     let work = GatedWork()
     let throttler = AsyncThrottler(for: .milliseconds(100), clock: scheduler, operation: work.run)
@@ -64,7 +69,10 @@ import Testing
     scheduler.advance(to: ms(100))
     #expect(try await trailing.value == "B")
   }
+  #endif
 
+  #if compiler(>=6.2)  // Task.immediate
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func leadingOnlyDropsTheOtherCallsOfAWindow() async throws {
     let throttler = AsyncThrottler(for: .milliseconds(100), edges: .leading, clock: scheduler) { (value: Int) in value }
     #expect(try await throttler(1) == 1)
@@ -73,4 +81,5 @@ import Testing
     scheduler.advance(to: ms(100))
     #expect(try await throttler(3) == 3)
   }
+  #endif
 }

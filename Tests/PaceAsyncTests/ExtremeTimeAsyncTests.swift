@@ -13,6 +13,8 @@ import Testing
 
   // MARK: Sleeping on virtual time
 
+  #if compiler(>=6.2)  // Task.immediate
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func anEndlessSleepWakesAtTheEndOfTheTimeline() async throws {
     let scheduler = TestScheduler(now: PaceInstant(nanoseconds: .max - 1))
     let sleeper = Task.immediate { try await scheduler.sleep(for: Self.forever) }
@@ -22,6 +24,7 @@ import Testing
     #expect(scheduler.now == .max)
     try await scheduler.sleep(for: Self.forever)  // the deadline has come: returns at once
   }
+  #endif
 
   // MARK: Token bucket
 
@@ -53,6 +56,8 @@ import Testing
 
   // MARK: Rate limiter
 
+  #if compiler(>=6.2)  // Task.immediate
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func aRequestReadyOnlyBeyondTheEndWaitsUntilCancelledWithNoTimer() async {
     let scheduler = TestScheduler(now: PaceInstant(nanoseconds: 1))
     let limiter = RateLimiter(permits: 1, per: Self.forever, clock: scheduler)
@@ -65,7 +70,10 @@ import Testing
     waiter.cancel()
     await #expect(throws: CancellationError.self) { try await waiter.value }
   }
+  #endif
 
+  #if compiler(>=6.2)  // Task.immediate
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func aRequestReadyAtTheLastInstantIsGrantedThere() async throws {
     let scheduler = TestScheduler()
     let limiter = RateLimiter(permits: 1, per: .nanoseconds(Int64.max), clock: scheduler)
@@ -76,6 +84,7 @@ import Testing
     try await waiter.value
     #expect(scheduler.now == .max)
   }
+  #endif
 
   // MARK: Random timelines
 
@@ -121,9 +130,11 @@ import Testing
     #expect(timeline.isFinished, "\(context)")
   }
 
+  #if compiler(>=6.2)  // Task.immediate
   /// `AsyncDebouncer` and `AsyncThrottler` at the ends of time: `run()` returns, nothing is left
   /// pending, no more invocations start than calls were made, and each caller that gets a result
   /// gets one that covers its own call.
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test(arguments: 0..<24) func workPacersOnRandomTimelines(seed: UInt64) async {
     var random = SeededGenerator(seed: seed)
     let setup = AsyncExtremeSetup(random: &random)
@@ -157,9 +168,12 @@ import Testing
       }
     }
   }
+  #endif
 
+  #if compiler(>=6.2)  // Task.immediate
   /// `RateLimiter` at the ends of time: nothing traps, `run()` returns with no timer left, and
   /// what still waits is ready only beyond the end of the timeline and ends when cancelled.
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test(arguments: 0..<24) func rateLimiterOnRandomTimelines(seed: UInt64) async {
     var random = SeededGenerator(seed: seed)
     let setup = AsyncExtremeSetup(random: &random)
@@ -193,6 +207,7 @@ import Testing
     #expect(granted <= requests, "\(context)")
     #expect(limiter.waitingCount == 0, "\(context)")
   }
+  #endif
 }
 
 /// One random configuration at the ends of time.

@@ -73,6 +73,8 @@ import XCTest
     #expect(queries.iteratorsMade == 1)
   }
 
+  #if compiler(>=6.2)  // Task.immediate
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func workThatSleepsOnTheClockIsAwaitedNotPolled() async throws {
     let scheduler = TestScheduler()
     let search = AsyncDebouncer(for: .milliseconds(300), clock: scheduler) { (query: String) in
@@ -90,6 +92,7 @@ import XCTest
     #expect(finishedAt == ms(1300))
     #expect(scheduler.sleeperCount == 0)
   }
+  #endif
 
   @Test func aCancelledSleeperIsCountedOut() async {
     let scheduler = TestScheduler()

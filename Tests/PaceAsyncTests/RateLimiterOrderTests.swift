@@ -77,6 +77,8 @@ import Testing
     #expect(started.times == [.zero, .milliseconds(100), .milliseconds(200)])
   }
 
+  #if compiler(>=6.2)  // Task.immediate
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @MainActor @Test func aCallQueuesBeforeItFirstSuspends() async throws {
     let scheduler = TestScheduler()
     let limiter = RateLimiter(permits: 1, per: .milliseconds(100), clock: scheduler)
@@ -86,6 +88,7 @@ import Testing
     scheduler.advance(by: .milliseconds(100))
     try await waiting.value
   }
+  #endif
 
   @Test func waitingForTheThirdWaiterReturnsWhenItQueues() async throws {
     let scheduler = TestScheduler()

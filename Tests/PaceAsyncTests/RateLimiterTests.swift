@@ -34,6 +34,8 @@ import Testing
     #expect(limiter.tryAcquire(cost: 0) == .allowed(remaining: 0))
   }
 
+  #if compiler(>=6.2)  // Task.immediate
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func acquireSuspendsUntilItsPermitIsAvailable() async throws {
     let limiter = RateLimiter(permits: 10, per: .seconds(1), burst: 1, clock: scheduler)
     try await limiter.acquire()  // from the full bucket, without suspending
@@ -47,7 +49,10 @@ import Testing
     try await waiting.value
     #expect(scheduler.pendingCount == 0)
   }
+  #endif
 
+  #if compiler(>=6.2)  // Task.immediate
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func requestsAreServedInArrivalOrderEvenWhenALaterOneWouldFit() async throws {
     let limiter = RateLimiter(permits: 10, per: .seconds(1), clock: scheduler)
     #expect(limiter.tryAcquire(cost: 10).isAllowed)
@@ -64,7 +69,10 @@ import Testing
     scheduler.advance(to: ms(600))
     try await small.value
   }
+  #endif
 
+  #if compiler(>=6.2)  // Task.immediate
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func aCancelledRequestThrowsAndConsumesNothing() async throws {
     let limiter = RateLimiter(permits: 10, per: .seconds(1), clock: scheduler)
     #expect(limiter.tryAcquire(cost: 10).isAllowed)
@@ -79,7 +87,10 @@ import Testing
     scheduler.advance(to: ms(1000))
     #expect(limiter.availablePermits == 9)  // the cancelled request took nothing
   }
+  #endif
 
+  #if compiler(>=6.2)  // Task.immediate
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func aCancelledTaskThrowsEvenWhenPermitsAreAvailable() async {
     let limiter = RateLimiter(permits: 10, per: .seconds(1), clock: scheduler)
     let cancelled = Task.immediate {
@@ -89,7 +100,10 @@ import Testing
     await #expect(throws: CancellationError.self) { try await cancelled.value }
     #expect(limiter.availablePermits == 10)
   }
+  #endif
 
+  #if compiler(>=6.2)  // Task.immediate
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func aRequestLargerThanTheBurstLeavesADebt() async throws {
     let limiter = RateLimiter(permits: 10, per: .seconds(1), burst: 5, clock: scheduler)
     try await limiter.acquire(cost: 20)  // a full bucket: granted, 15 permits in debt
@@ -98,10 +112,13 @@ import Testing
     scheduler.advance(to: ms(1600))
     try await next.value
   }
+  #endif
 
+  #if compiler(>=6.2)  // Task.immediate
   /// The timer follows the first waiting request: kept when a later head is due after it (it
   /// looks again when it fires), moved earlier when the head is due sooner, cancelled when
   /// nobody waits.
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func theTimerFollowsTheFirstWaitingRequest() async throws {
     let limiter = RateLimiter(permits: 10, per: .seconds(1), clock: scheduler)
     #expect(limiter.tryAcquire(cost: 10).isAllowed)
@@ -125,9 +142,12 @@ import Testing
     #expect(scheduler.pendingCount == 0)
     #expect(limiter.waitingCount == 0)
   }
+  #endif
 
+  #if compiler(>=6.2)  // Task.immediate
   /// 10,000 requests at once on virtual time: grants are counted in every 100 µs step, and no
   /// window of any length ever holds more than the burst plus the rate times its length.
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func tenThousandConcurrentRequestsNeverOverGrant() async throws {
     let burst = 100
     // 100 permits per 10 ms: one permit every 100 µs.
@@ -159,12 +179,15 @@ import Testing
     for request in requests { try await request.value }
     #expect(scheduler.pendingCount == 0)
   }
+  #endif
 }
 
 /// `rateLimited(bytesPerSecond:)` and `rateLimited(by:cost:)`.
 @Suite(.timeLimit(.minutes(3))) struct AsyncRateLimitedSequenceTests {
   let scheduler = TestScheduler()
 
+  #if compiler(>=6.2)  // Task.immediate
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func byteChunksArePacedToTheRate() async throws {
     let chunks = ImmediateSequence(elements: [[UInt8]](repeating: Array(repeating: 7, count: 100), count: 4))
     let reader = IteratorBox(
@@ -178,7 +201,10 @@ import Testing
     }
     #expect(try await reader.next() == nil)
   }
+  #endif
 
+  #if compiler(>=6.2)  // Task.immediate
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func aChunkLargerThanTheBurstPassesAndTheNextOneWaitsForTheDebt() async throws {
     let chunks = ImmediateSequence(elements: [Array(repeating: UInt8(1), count: 250), [2]])
     let reader = IteratorBox(
@@ -189,7 +215,10 @@ import Testing
     scheduler.advance(to: ms(151))
     #expect(try await next.value == [2])
   }
+  #endif
 
+  #if compiler(>=6.2)  // Task.immediate
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func costDecidesThePermitsOfEachElement() async throws {
     let limiter = RateLimiter(permits: 10, per: .seconds(1), clock: scheduler)
     let requests = ImmediateSequence(elements: [4, 6, 1])
@@ -200,7 +229,10 @@ import Testing
     scheduler.advance(to: ms(100))
     #expect(try await next.value == 1)
   }
+  #endif
 
+  #if compiler(>=6.2)  // Task.immediate
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func cancellingTheConsumerWhileAnElementWaitsEndsTheSequence() async throws {
     let limiter = RateLimiter(permits: 1, per: .seconds(1), clock: scheduler)
     #expect(limiter.tryAcquire().isAllowed)
@@ -211,6 +243,7 @@ import Testing
     scheduler.advance(to: ms(1000))
     #expect(limiter.availablePermits == 1)
   }
+  #endif
 
   @Test func theBaseSequencesErrorIsThrown() async {
     let failing = AsyncThrowingStream<[UInt8], any Error> { $0.finish(throwing: TestFailure()) }

@@ -8,6 +8,8 @@ import Testing
 @Suite struct TestSchedulerClockTests {
   let scheduler = TestScheduler()
 
+  #if compiler(>=6.2)  // Task.immediate
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func sleepReturnsWhenTheSchedulerReachesTheDeadline() async throws {
     let woke = Signals<PaceInstant>()
     // `Task.immediate` runs the task up to its first suspension before returning, so the sleep is
@@ -24,7 +26,10 @@ import Testing
     try await sleeper.value
     #expect(await woke.next() == ms(100))
   }
+  #endif
 
+  #if compiler(>=6.2)  // Task.immediate
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func sleepForADurationIsMeasuredFromNow() async throws {
     scheduler.advance(to: ms(40))
     // Virtual time: this is TestScheduler's own Clock.sleep under test; only advance(to:) wakes it.
@@ -33,6 +38,7 @@ import Testing
     scheduler.advance(to: ms(100))
     try await sleeper.value
   }
+  #endif
 
   @Test func aDeadlineInThePastReturnsAtOnce() async throws {
     scheduler.advance(to: ms(100))
@@ -41,6 +47,8 @@ import Testing
     #expect(scheduler.pendingCount == 0)
   }
 
+  #if compiler(>=6.2)  // Task.immediate
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func cancellingASleeperThrowsAndUnschedulesIt() async {
     let sleeper = Task.immediate { [scheduler] in try await scheduler.sleep(until: ms(100)) }
     #expect(scheduler.pendingCount == 1)
@@ -48,7 +56,10 @@ import Testing
     await #expect(throws: CancellationError.self) { try await sleeper.value }
     #expect(scheduler.pendingCount == 0)
   }
+  #endif
 
+  #if compiler(>=6.2)  // Task.immediate
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func aCancelledTaskDoesNotSleep() async {
     let sleeper = Task.immediate { [scheduler] in
       withUnsafeCurrentTask { $0?.cancel() }
@@ -57,7 +68,10 @@ import Testing
     await #expect(throws: CancellationError.self) { try await sleeper.value }
     #expect(scheduler.pendingCount == 0)
   }
+  #endif
 
+  #if compiler(>=6.2)  // Task.immediate
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func sleepersWakeInDeadlineOrder() async throws {
     let woke = Signals<Int>()
     let late = Task.immediate { [scheduler] in
@@ -76,4 +90,5 @@ import Testing
     try await early.value
     try await late.value
   }
+  #endif
 }

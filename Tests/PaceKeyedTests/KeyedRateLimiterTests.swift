@@ -36,6 +36,8 @@ import Testing
     #expect(try await limiter.decide(1) == .limited(retryAfter: .seconds(1)))
   }
 
+  #if compiler(>=6.2)  // Task.immediate
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func acquireWaitsItsTurnInOrderPerKey() async throws {
     let limiter = KeyedRateLimiter<Int>(permits: 10, per: .seconds(1), clock: scheduler)
     #expect(try await limiter.decide(1, cost: 10).isAllowed)
@@ -56,7 +58,10 @@ import Testing
     scheduler.advance(by: .seconds(2))
     #expect(limiter.trackedKeyCount == 0)
   }
+  #endif
 
+  #if compiler(>=6.2)  // Task.immediate
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func aCancelledAcquireThrowsAndTakesNothing() async throws {
     let limiter = KeyedRateLimiter<Int>(permits: 10, per: .seconds(1), clock: scheduler)
     #expect(try await limiter.decide(1, cost: 10).isAllowed)
@@ -69,6 +74,7 @@ import Testing
     #expect(limiter.waitingCount == 0)
     #expect(limiter.availablePermits(for: 1) == 0)
   }
+  #endif
 
   /// A store that decides with one in-memory limiter per key, and counts what it is asked.
   final class FakeStore: RateLimitStore {

@@ -64,9 +64,11 @@ import Testing
     }
   }
 
+  #if compiler(>=6.2)  // Task.immediate
   /// Waiting requests, cancellations, refusals and pauses, on both limiters at the same instants:
   /// the same requests wait, and the same permits remain, after every step.
   @Test(arguments: 0..<10)
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   func bothQueueAndGrantAlikeOnRandomTimelines(seed: UInt64) async {
     var random = SeededGenerator(seed: seed)
     let scheduler = TestScheduler()
@@ -105,4 +107,5 @@ import Testing
     #expect(keyed.waitingCount == 0)
     #expect(single.waitingCount == 0)
   }
+  #endif
 }

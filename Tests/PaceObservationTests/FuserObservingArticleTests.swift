@@ -6,6 +6,7 @@ import Testing
 /// The example and the diagram of PaceObservation.docc, checked. Keep them in sync.
 @MainActor
 @Suite struct FuserObservingArticleTests {
+  @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
   @MainActor @Observable
   final class SearchModel {
     var query = ""
@@ -14,6 +15,7 @@ import Testing
     func search(_ query: String) { searches.append(query) }
   }
 
+  @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
   @MainActor
   final class SearchController {
     private var connection: AnyDisposable?
@@ -27,6 +29,7 @@ import Testing
     }
   }
 
+  @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
   @Test func searchControllerExample() {
     let scheduler = TestScheduler()
     let model = SearchModel()
@@ -49,6 +52,7 @@ import Testing
     _ = controller
   }
 
+  @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
   @Test func diagram() {
     let scheduler = TestScheduler()
     let model = SearchModel()

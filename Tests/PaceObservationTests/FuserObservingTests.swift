@@ -4,6 +4,7 @@ import Pace
 import PaceObservation
 import Testing
 
+@available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
 @MainActor @Observable
 final class SearchModel {
   var query = ""
@@ -17,6 +18,7 @@ final class Events<Value: Sendable>: @unchecked Sendable {
   private let lock = NSLock()
   private var values: [Value] = []
 
+  @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
   func record(_ value: Value) {
     lock.lock()
     values.append(value)
@@ -36,6 +38,7 @@ struct FuserObservingTests {
   let scheduler = TestScheduler()
   let model = SearchModel()
 
+  @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
   @Test func eachChangeAfterConnectIsAnEventAndTheValueAtConnectIsNot() {
     model.query = "before"
     let events = Events<String>()
@@ -51,6 +54,7 @@ struct FuserObservingTests {
     connection.dispose()
   }
 
+  @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
   @Test func changesInOneTurnArriveAsOneEventWithTheLatestValue() {
     let events = Events<String>()
     let connection = Fuser.observing(scheduler: scheduler) { [model] in model.query }.connect(events.record)
@@ -64,6 +68,7 @@ struct FuserObservingTests {
     connection.dispose()
   }
 
+  @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
   @Test func everyPropertyTheExpressionReadsIsTracked() {
     let events = Events<String>()
     let connection = Fuser.observing(scheduler: scheduler) { [model] in "\(model.query):\(model.scope)" }
@@ -79,6 +84,7 @@ struct FuserObservingTests {
     connection.dispose()
   }
 
+  @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
   @Test func disposeStopsTracking() {
     let events = Events<String>()
     let connection = Fuser.observing(scheduler: scheduler) { [model] in model.query }.connect(events.record)
@@ -94,6 +100,7 @@ struct FuserObservingTests {
     #expect(scheduler.pendingCount == 0)
   }
 
+  @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
   @Test func disposeBetweenAChangeAndItsTurnDropsTheEvent() {
     let events = Events<String>()
     let connection = Fuser.observing(scheduler: scheduler) { [model] in model.query }.connect(events.record)
@@ -103,6 +110,7 @@ struct FuserObservingTests {
     #expect(events.all == [])
   }
 
+  @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
   @Test func connectionsAreIndependent() {
     let first = Events<String>()
     let second = Events<String>()
@@ -119,6 +127,7 @@ struct FuserObservingTests {
     secondConnection.dispose()
   }
 
+  @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
   @Test func composesWithDebounceOnVirtualTime() {
     let events = Events<String>()
     let times = Events<Duration>()
@@ -144,6 +153,7 @@ struct FuserObservingTests {
     connection.dispose()
   }
 
+  @available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
   @Test func streamsTheChanges() async {
     let stream = Fuser.observing(scheduler: scheduler) { [model] in model.query }.stream()
     var iterator = stream.makeAsyncIterator()

@@ -50,6 +50,9 @@ public struct Failures: Sendable, CustomStringConvertible {
 /// other suites wait behind them for a thread to fire their timers. A task executor preference
 /// moves the test body, and the tasks it starts, to one of two serial queues whose threads Dispatch
 /// adds beside the pool's; `#expect` works as usual.
+///
+/// Task executors need macOS 15 / iOS 18: before, the trait runs the cases where Swift Testing
+/// runs them (``movesTests`` is `false`), slower on a busy machine but the same tests.
 public struct OffThePoolTrait: SuiteTrait, TestTrait, TestScoping {
   public var isRecursive: Bool { true }
 
@@ -58,7 +61,11 @@ public struct OffThePoolTrait: SuiteTrait, TestTrait, TestScoping {
   ) async throws {
     // The suite's own scope covers no code of a case: each case gets its own thread below.
     guard testCase != nil else { return try await function() }
-    try await withTaskExecutorPreference(OffThePoolExecutor()) { try await function() }
+    if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) {
+      try await withTaskExecutorPreference(OffThePoolExecutor()) { try await function() }
+    } else {
+      try await function()
+    }
   }
 }
 
@@ -69,17 +76,23 @@ extension Trait where Self == OffThePoolTrait {
 
 extension OffThePoolTrait {
   /// Whether the caller runs on a queue of ``OffThePoolTrait``.
-  public static var isCurrent: Bool { DispatchQueue.getSpecific(key: OffThePoolExecutor.key) != nil }
+  public static var isCurrent: Bool { DispatchQueue.getSpecific(key: offThePoolKey) != nil }
+
+  /// Whether the trait moves test cases off the pool on this system (task executors exist).
+  public static var movesTests: Bool {
+    if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) { return true }
+    return false
+  }
 }
 
 /// A task executor on one of two serial Dispatch queues, taken in turn: Dispatch gives each a
 /// thread outside the pool, and two are enough to keep both cores busy without starting a thread
 /// per test case.
+@available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *)
 final class OffThePoolExecutor: TaskExecutor {
-  static let key = DispatchSpecificKey<Void>()
   private static let queues = (0..<2).map { index in
     let queue = DispatchQueue(label: "PaceTestSupport.offThePool.\(index)")
-    queue.setSpecific(key: key, value: ())
+    queue.setSpecific(key: offThePoolKey, value: ())
     return queue
   }
   private static let turns = LockedTurns()
@@ -92,6 +105,9 @@ final class OffThePoolExecutor: TaskExecutor {
     queue.async { job.runSynchronously(on: executor) }
   }
 }
+
+/// Marks the queues of ``OffThePoolExecutor``.
+private let offThePoolKey = DispatchSpecificKey<Void>()
 
 /// A counter behind a lock, for taking the queues in turn.
 private final class LockedTurns: @unchecked Sendable {

@@ -5,9 +5,9 @@
 // and the figures printed with a `*` are divided by it: ns per call and mallocs per call.
 
 import Benchmark
+import BenchmarkSupport
 import Dispatch
 import Pace
-import Synchronization
 
 /// Long enough that a burst never reaches its trailing edge: the timer is armed once per burst.
 let quietInterval = Duration.seconds(3600)
@@ -101,7 +101,7 @@ let benchmarks: @Sendable () -> Void = {
 /// What any debouncer must do per call at least: read the clock and store under a lock.
 final class ClockedStore<Instant: Sendable>: Sendable {
   private let clock: @Sendable () -> Instant
-  private let state: Mutex<(value: Int, time: Instant)?> = Mutex(nil)
+  private let state: Locked<(value: Int, time: Instant)?> = Locked(nil)
 
   init(clock: @escaping @Sendable () -> Instant) {
     self.clock = clock
@@ -117,7 +117,7 @@ final class ClockedStore<Instant: Sendable>: Sendable {
 
 /// An uncontended lock around a store: what a throttle in an open window must pay.
 final class LockedStore: Sendable {
-  private let state = Mutex<Int>(0)
+  private let state = Locked<Int>(0)
 
   func store(_ value: Int) {
     state.withLock { $0 = value }

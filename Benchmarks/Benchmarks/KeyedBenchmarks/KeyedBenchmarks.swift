@@ -10,10 +10,10 @@
 // this one (see its header), which reads /proc/self/statm.
 
 import Benchmark
+import BenchmarkSupport
 import Dispatch
 import Foundation
 import Pace
-import Synchronization
 
 /// Long enough that no trailing edge fires during an iteration.
 let quietInterval = Duration.seconds(3600)
@@ -22,7 +22,7 @@ let hotKeys = 1_000
 
 /// The naive pattern: a dictionary of debouncers behind one lock, never evicted.
 final class DictionaryOfDebouncers: Sendable {
-  let debouncers = Mutex<[Int: Debouncer<Int>]>([:])
+  let debouncers = Locked<[Int: Debouncer<Int>]>([:])
 
   func call(_ key: Int, _ value: Int) {
     let debouncer = debouncers.withLock { debouncers in
@@ -41,7 +41,7 @@ final class DictionaryOfDebouncers: Sendable {
 
 /// The naive pattern for rate limits: a dictionary of rate limiters behind one lock.
 final class DictionaryOfRateLimiters: Sendable {
-  let limiters = Mutex<[Int: RateLimiter]>([:])
+  let limiters = Locked<[Int: RateLimiter]>([:])
 
   func tryAcquire(_ key: Int) -> Bool {
     let limiter = limiters.withLock { limiters in

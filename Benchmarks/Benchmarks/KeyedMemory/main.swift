@@ -23,10 +23,10 @@
 // ns per call is the calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID), so that it means
 // something on a loaded machine; calls per second from threads is wall clock.
 
+import BenchmarkSupport
 import Dispatch
 import Foundation
 import Pace
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -124,7 +124,7 @@ func onThreads(_ threads: Int, _ body: @escaping @Sendable (Int) -> Void) -> Dou
 
 /// The naive pattern: a dictionary of debouncers behind one lock, never evicted.
 final class DictionaryOfDebouncers: Sendable {
-  let debouncers = Mutex<[Int: Debouncer<Int>]>([:])
+  let debouncers = Locked<[Int: Debouncer<Int>]>([:])
   let interval: Duration
 
   init(interval: Duration) {
@@ -144,7 +144,7 @@ final class DictionaryOfDebouncers: Sendable {
 
 /// The naive pattern for rate limits: a dictionary of rate limiters behind one lock.
 final class DictionaryOfRateLimiters: Sendable {
-  let limiters = Mutex<[Int: RateLimiter]>([:])
+  let limiters = Locked<[Int: RateLimiter]>([:])
   let long: Bool
 
   init(long: Bool) {
@@ -362,6 +362,10 @@ if let only {
 
 // MARK: The lock
 
+// Linux's locks: the futex behind `Mutex` there is what this compares (and `Mutex` needs macOS 15).
+#if os(Linux)
+import Synchronization
+
 // The shards' lock: `Synchronization.Mutex` (a priority-inheritance futex on Linux) beside a
 // plain `pthread_mutex_t`, both striped over 64 shards as the keyed primitives are and with one
 // lock for everything, each guarding a small table updated per call: calls per second by threads.
@@ -427,3 +431,4 @@ for (name, make) in [
   }
   print("  \(name): \(line.joined(separator: ", "))")
 }
+#endif

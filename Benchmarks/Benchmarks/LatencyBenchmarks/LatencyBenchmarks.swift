@@ -7,9 +7,9 @@
 // debouncer's own deadline, so the figure errs on the late side by the cost of one call.
 
 import Benchmark
+import BenchmarkSupport
 import Dispatch
 import Pace
-import Synchronization
 
 let interval = Duration.milliseconds(5)
 let samples = 200
@@ -29,7 +29,7 @@ let benchmarks: @Sendable () -> Void = {
   ) { benchmark in
     let scheduler = DispatchScheduler.queue(DispatchQueue(label: "pace.benchmarks.latency"))
     let fired = DispatchSemaphore(value: 0)
-    let fireTime = Mutex<PaceInstant?>(nil)
+    let fireTime = Locked<PaceInstant?>(nil)
     let debouncer = Debouncer<Int>(for: interval, scheduler: scheduler) { _ in
       fireTime.withLock { $0 = scheduler.now }
       fired.signal()

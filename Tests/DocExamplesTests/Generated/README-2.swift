@@ -3,19 +3,20 @@
 // swift-format-ignore-file
 
 import Pace
-import Synchronization
+import PaceTesting
 import Testing
 
 struct DocExample_README_2 {
   @Test func searchIsDebounced() {
     let scheduler = TestScheduler()
-    let searches = Mutex<[String]>([])
+    let searches = LockedRecorder<String>(clock: scheduler)
     let search = Debouncer<String>(for: .milliseconds(300), scheduler: scheduler) { q in
-      searches.withLock { $0.append(q) }
+      searches.record(q)
     }
     search("s"); scheduler.advance(by: .milliseconds(100)); search("sw")
     scheduler.advance(by: .milliseconds(300))
-    #expect(searches.withLock { $0 } == ["sw"])
+    #expect(searches.values == ["sw"])
+    #expect(searches.times == [.milliseconds(400)])
     #expect(scheduler.pendingDeadlines.isEmpty)
   }
 }

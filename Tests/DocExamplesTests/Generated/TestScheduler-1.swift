@@ -3,25 +3,26 @@
 // swift-format-ignore-file
 
 import Pace
-import Synchronization
+import PaceTesting
 import Testing
 
 struct DocExample_TestScheduler_1 {
   @Test func searchWaitsForTheUserToStopTyping() {
     let scheduler = TestScheduler()
-    let searches = Mutex<[String]>([])
+    let searches = LockedRecorder<String>(clock: scheduler)
     let search = Debouncer<String>(for: .milliseconds(300), scheduler: scheduler) { query in
-      searches.withLock { $0.append(query) }
+      searches.record(query)
     }
 
     search("s")
     scheduler.advance(by: .milliseconds(100))
     search("sw")
     scheduler.advance(by: .milliseconds(299))
-    #expect(searches.withLock { $0 } == [])
+    #expect(searches.values == [])
 
     scheduler.advance(by: .milliseconds(1))
-    #expect(searches.withLock { $0 } == ["sw"])
+    #expect(searches.values == ["sw"])
+    #expect(searches.times == [.milliseconds(400)])
     #expect(scheduler.pendingDeadlines.isEmpty)
   }
 }
