@@ -127,7 +127,42 @@ def lint(path):
     return problems
 
 
+# The lint's own cases, run by `--self-test` (CI runs it first): a lint that passes everything
+# guards nothing.
+SELF_TEST = {
+    "let lock = Mutex<Int>(0)\n": 1,
+    "// a Mutex<Int> in a comment\nlet s = \"Mutex<Int>(0)\"\n": 0,
+    "@available(macOS 15, iOS 18, *)\nfinal class A {\n  let lock = Mutex<Int>(0)\n}\nlet b = Mutex<Int>(0)\n": 1,
+    "@available(macOS 13, iOS 16, *)\nfinal class A {\n  let lock = Mutex<Int>(0)\n}\n": 1,
+    "func f() {\n  if #available(macOS 15, iOS 18, *) {\n    _ = Mutex<Int>(0)\n  } else {\n    _ = 0\n  }\n"
+    "  _ = Mutex<Int>(0)\n}\n": 1,
+    "func f() {\n  guard #available(macOS 26, iOS 26, *) else { return }\n  _ = Task.immediate {}\n}\n": 0,
+    "#if canImport(Darwin)\nimport os\n#else\nlet m = Mutex<Int>(0)\n#endif\nlet n = Mutex<Int>(0)\n": 1,
+    "#if os(Linux)\nlet m = Mutex<Int>(0)\n#endif\n": 0,
+    "@MainActor @Observable final class Model {}\n": 1,
+    "@available(macOS 14, iOS 17, *)\n@MainActor @Observable final class Model {}\n": 0,
+    "final class E: TaskExecutor {\n  func enqueue(_ job: consuming ExecutorJob) {}\n}\n": 2,
+}
+
+
+def self_test():
+    import tempfile
+    failures = 0
+    with tempfile.TemporaryDirectory(dir=ROOT) as folder:
+        for number, (source, expected) in enumerate(SELF_TEST.items()):
+            path = Path(folder) / f"case{number}.swift"
+            path.write_text(source)
+            found = len(lint(path))
+            if found != expected:
+                failures += 1
+                print(f"self-test: case {number} found {found}, expected {expected}:\n{source}", file=sys.stderr)
+    print(f"availability lint self-test: {len(SELF_TEST)} cases, {failures} failing")
+    return 1 if failures else 0
+
+
 def main():
+    if sys.argv[1:] == ["--self-test"]:
+        return self_test()
     roots = sys.argv[1:] or ["Sources", "Tests", "Benchmarks", "Examples", "Fuzz"]
     problems, files = [], 0
     for root in roots:
