@@ -27,10 +27,13 @@ final class EventLoopExecutor: TaskExecutor {
 /// Runs `body` with its jobs on `eventLoop` (``EventLoopExecutor``) where the system has task
 /// executors (Linux; macOS 15, iOS 18 and later), and on the global executor before: the same
 /// decisions, with more thread hops.
+///
+/// `taskExecutors: false` takes the older systems' path anywhere, for its tests.
 func onEventLoop<Result>(
-  _ eventLoop: any EventLoop, isolation: isolated (any Actor)? = #isolation, _ body: () async -> Result
+  _ eventLoop: any EventLoop, taskExecutors: Bool = true, isolation: isolated (any Actor)? = #isolation,
+  _ body: () async -> Result
 ) async -> Result {
-  if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) {
+  if taskExecutors, #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) {
     return await withTaskExecutorPreference(EventLoopExecutor(eventLoop), isolation: isolation, operation: body)
   }
   return await body()
