@@ -18,7 +18,7 @@
 ///   cancelled first it throws `CancellationError` and consumes nothing. The request joins the
 ///   queue on the caller's actor, before `acquire` first suspends, so tasks started in order
 ///   from one actor are granted in that order.
-/// - ``tryAcquire(cost:)`` never waits: it takes the permits if they are available and nobody is
+/// - ``tryAcquire(cost:)->RateLimitDecision`` never waits: it takes the permits if they are available and nobody is
 ///   waiting (`.allowed(remaining:)`), and answers `.limited(retryAfter:)` otherwise, as
 ///   ``KeyedRateLimiter`` does for a key.
 /// - A request for more than `burst` permits waits for a full bucket, then takes them all and
