@@ -41,6 +41,9 @@ let package = Package(
     .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
     // Tests only: proves that Pace's operators and swift-async-algorithms' can be imported together.
     .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.0.0"),
+    // Tests only: proves that PaceTesting and swift-clocks can be imported together, and that a
+    // swift-clocks `TestClock` drives Pace's primitives (PaceClocksInteropTests).
+    .package(url: "https://github.com/pointfreeco/swift-clocks", from: "1.0.0"),
     // PaceCombine on Linux only: Combine itself on Apple platforms.
     .package(url: "https://github.com/OpenCombine/OpenCombine", from: "0.14.0"),
     // Docs only: `swift package generate-documentation` (CI builds the docs with warnings as errors).
@@ -207,6 +210,11 @@ let package = Package(
     .testTarget(
       name: "PaceAsyncAlgorithmsInteropTests",
       dependencies: ["Pace", .product(name: "AsyncAlgorithms", package: "swift-async-algorithms")],
+      swiftSettings: swiftSettings
+    ),
+    .testTarget(
+      name: "PaceClocksInteropTests",
+      dependencies: ["Pace", "PaceTesting", "PaceTestSupport", .product(name: "Clocks", package: "swift-clocks")],
       swiftSettings: swiftSettings
     ),
     .testTarget(
