@@ -20,7 +20,7 @@
 ///
 /// Named apart from swift-clocks' `ImmediateClock`, so that a test that imports both uses each
 /// by its name (while the deprecated `ImmediateClock` alias of this one remains, such a file
-/// writes `import struct Clocks.ImmediateClock` to mean swift-clocks' by the bare name).
+/// writes `import class Clocks.ImmediateClock` to mean swift-clocks' by the bare name).
 public final class ImmediatePaceClock: Clock, Sendable {
   private let current: LockedState<PaceInstant>
 

@@ -98,7 +98,8 @@ public final class TestScheduler: PaceScheduler {
     case pending
     /// Tasks sleeping on the scheduler: ``sleepingTaskCount``.
     case sleepers
-    /// Callers suspended in a Pace primitive on this scheduler: ``suspendedCallerCount``.
+    /// Callers suspended in a Pace primitive on this scheduler: requests waiting for a
+    /// `RateLimiter` or `KeyedRateLimiter` permit.
     case suspendedCallers
   }
 
@@ -197,12 +198,6 @@ public final class TestScheduler: PaceScheduler {
     state.withLock { $0.sleepers }
   }
 
-  /// The number of callers suspended in a Pace primitive on this scheduler now: requests waiting
-  /// for a `RateLimiter` or `KeyedRateLimiter` permit.
-  package var suspendedCallerCount: Int {
-    state.withLock { $0.suspendedCallers }
-  }
-
   /// Counts callers suspended in a primitive on this scheduler in (`+n`) or out (`-n`), and wakes
   /// the waiters whose count is reached. Called by the primitive with its own lock released.
   package func suspendedCallersChanged(by change: Int) {
@@ -222,10 +217,9 @@ public final class TestScheduler: PaceScheduler {
       id: id, timeout: timeout,
       withdraw: { [weak self] id in self?.state.withLock { $0[what].waiters.remove(id: id) } }
     ) { continuation in
-      let waiting = state.withLock { state in
+      state.withLock { state in
         state[what].waiters.add(id: id, count: count, continuation, current: state[what].current)
       }
-      if !waiting { continuation.resume(returning: true) }
     }
   }
 

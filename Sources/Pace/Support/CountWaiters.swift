@@ -48,23 +48,30 @@ package struct CountWaiters {
 /// with `false` after `timeout` of real time, by `withdraw` (which takes waiter `id` out of the
 /// list it joined and returns its continuation, if it is still there).
 ///
-/// `register` runs synchronously, before the timer can fire: it adds the waiter with `id`, or
-/// resumes the continuation itself when the wait is over already.
+/// `register` runs synchronously: it adds the waiter with `id` and returns `true`, or returns
+/// `false` when the wait is over already (the continuation is then resumed with `true`). The
+/// timer starts only once the waiter is added, so it always finds it or finds it resumed.
 package func waitBounded(
   id: UInt64,
   timeout: Duration?,
   withdraw: @escaping @Sendable (UInt64) -> UnsafeContinuation<Bool, Never>?,
-  register: (UnsafeContinuation<Bool, Never>) -> Void
+  register: (UnsafeContinuation<Bool, Never>) -> Bool
 ) async -> Bool {
-  let timer = timeout.map { timeout in
-    Task {
-      // real-time: a test's time limit, cancelled as soon as the wait is over: a passing test
-      // never waits for it.
-      guard await Task.sleepUnlessCancelled(for: timeout) else { return }
-      withdraw(id)?.resume(returning: false)
+  var timer: Task<Void, Never>?
+  let reached = await withUnsafeContinuation { (continuation: UnsafeContinuation<Bool, Never>) in
+    guard register(continuation) else {
+      continuation.resume(returning: true)
+      return
+    }
+    timer = timeout.map { timeout in
+      Task {
+        // real-time: a test's time limit, cancelled as soon as the wait is over: a passing
+        // test never waits for it.
+        guard await Task.sleepUnlessCancelled(for: timeout) else { return }
+        withdraw(id)?.resume(returning: false)
+      }
     }
   }
-  let reached = await withUnsafeContinuation(register)
   timer?.cancel()
   return reached
 }

@@ -118,10 +118,9 @@ public final class FakeDependency<Input: Sendable, Output: Sendable>: Sendable {
     let reached = await waitBounded(
       id: id, timeout: timeout, withdraw: { [weak self] id in self?.state.withLock { $0.waiters.remove(id: id) } }
     ) { continuation in
-      let waiting = state.withLock { state in
+      state.withLock { state in
         state.waiters.add(id: id, count: count, continuation, current: state.settled)
       }
-      if !waiting { continuation.resume(returning: true) }
     }
     guard reached else {
       let calls = self.calls.map { "\($0.input)@\($0.start)" }

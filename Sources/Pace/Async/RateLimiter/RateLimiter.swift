@@ -224,10 +224,9 @@ public final class RateLimiter: Sendable {
     return await waitBounded(
       id: id, timeout: timeout, withdraw: { [weak self] id in self?.state.withLock { $0.watchers.remove(id: id) } }
     ) { continuation in
-      let waiting = state.withLock { state in
+      state.withLock { state in
         state.watchers.add(id: id, count: count, continuation, current: state.machine.waitingCount)
       }
-      if !waiting { continuation.resume(returning: true) }
     }
   }
 
