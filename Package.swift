@@ -228,6 +228,8 @@ let package = Package(
       dependencies: [
         "Pace", "PaceTesting", "PaceTestSupport", "PaceUI", "PaceUIOnStandIns", "UIKitStandIn", "PaceCombine", openCombine,
         "PaceObservation", "PaceSwiftUI", "PaceSwiftUIOnStandIn", "SwiftUIStandIn",
+        // The testing article's swift-clocks example (a test-only dependency).
+        .product(name: "Clocks", package: "swift-clocks"),
         // The server articles' examples, compiled with the traits on (see the script).
         "PacePostgres", "PaceHummingbird", "PaceVapor",
         .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),

@@ -215,7 +215,9 @@ import Testing
     let scheduler = TestScheduler()
     await withKnownIssue {
       await scheduler.waitForSleepers(1, timeout: Self.limit)
-    } matching: { Self.failure($0, mentions: "waitForSleepers(1)", "1 task(s) sleeping", "saw 0") }
+    } matching: {
+      Self.failure($0, mentions: "waitForSleepers(1)", "1 task(s) sleeping", "saw 0")
+    }
   }
 
   @Test func waitUntilPendingFailsNamingTheDeadlines() async {
@@ -223,7 +225,9 @@ import Testing
     scheduler.schedule(at: .seconds(1)) {}
     await withKnownIssue {
       await scheduler.waitUntilPending(2, timeout: Self.limit)
-    } matching: { Self.failure($0, mentions: "waitUntilPending(2)", "saw 1", "pending deadlines") }
+    } matching: {
+      Self.failure($0, mentions: "waitUntilPending(2)", "saw 1", "pending deadlines")
+    }
   }
 
   @Test func waitForSuspendedCallersFailsNamingTheCount() async throws {
@@ -234,7 +238,9 @@ import Testing
     await scheduler.waitForSuspendedCallers(1)
     await withKnownIssue {
       await scheduler.waitForSuspendedCallers(2, timeout: Self.limit)
-    } matching: { Self.failure($0, mentions: "waitForSuspendedCallers(2)", "saw 1") }
+    } matching: {
+      Self.failure($0, mentions: "waitForSuspendedCallers(2)", "saw 1")
+    }
     second.cancel()
     await #expect(throws: CancellationError.self) { try await second.value }
     #expect(scheduler.suspendedCallerCount == 0)
@@ -244,7 +250,9 @@ import Testing
     let limiter = RateLimiter(permits: 1, per: .seconds(1), clock: TestScheduler())
     await withKnownIssue {
       await limiter.waitUntilWaiting(count: 1, timeout: Self.limit)
-    } matching: { Self.failure($0, mentions: "waitUntilWaiting(count: 1)", "saw 0") }
+    } matching: {
+      Self.failure($0, mentions: "waitUntilWaiting(count: 1)", "saw 0")
+    }
   }
 
   @Test func waitForCallsFailsNamingTheCalls() async throws {
@@ -253,7 +261,9 @@ import Testing
     _ = try await api("first")
     await withKnownIssue {
       await api.waitForCalls(2, timeout: Self.limit)
-    } matching: { Self.failure($0, mentions: "waitForCalls(2)", "saw 1", "first@") }
+    } matching: {
+      Self.failure($0, mentions: "waitForCalls(2)", "saw 1", "first@")
+    }
   }
 
   @Test func waitForValuesFailsNamingTheValues() async {
@@ -261,7 +271,9 @@ import Testing
     recorder.record("only")
     await withKnownIssue {
       await recorder.waitForValues(2, timeout: Self.limit)
-    } matching: { Self.failure($0, mentions: "waitForValues(2)", "saw 1", "only") }
+    } matching: {
+      Self.failure($0, mentions: "waitForValues(2)", "saw 1", "only")
+    }
   }
 
   @Test func waitsReturnAtOnceWhenTheCountIsThere() async throws {
