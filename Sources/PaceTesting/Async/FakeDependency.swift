@@ -132,6 +132,13 @@ public final class FakeDependency<Input: Sendable, Output: Sendable>: Sendable {
     }
   }
 
+  /// ``waitForCalls(_:timeout:fileID:filePath:line:column:)`` with its default time limit: the
+  /// signature of earlier releases, kept for code compiled against it.
+  @_disfavoredOverload
+  public func waitForCalls(_ count: Int) async {
+    await waitForCalls(count, timeout: .seconds(30))
+  }
+
   private func callSettled() {
     let ready = state.withLock { state in
       state.settled += 1

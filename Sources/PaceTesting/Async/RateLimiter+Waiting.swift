@@ -50,4 +50,11 @@ extension RateLimiter {
       return
     }
   }
+
+  /// ``waitUntilWaiting(count:timeout:fileID:filePath:line:column:)`` with its default time
+  /// limit: the signature of earlier releases, kept for code compiled against it.
+  @_disfavoredOverload
+  public func waitUntilWaiting(count: Int) async {
+    await waitUntilWaiting(count: count, timeout: .seconds(30))
+  }
 }

@@ -143,6 +143,20 @@ extension TestScheduler {
       timeout, FailureLocation(fileID: fileID, filePath: filePath, line: line, column: column))
   }
 
+  /// ``waitForSleepers(_:timeout:fileID:filePath:line:column:)`` with its default time limit:
+  /// the signature of earlier releases, kept for code compiled against it.
+  @_disfavoredOverload
+  public func waitForSleepers(_ count: Int = 1) async {
+    await waitForSleepers(count, timeout: .seconds(30))
+  }
+
+  /// ``waitUntilPending(_:timeout:fileID:filePath:line:column:)`` with its default time limit:
+  /// the signature of earlier releases, kept for code compiled against it.
+  @_disfavoredOverload
+  public func waitUntilPending(_ count: Int = 1) async {
+    await waitUntilPending(count, timeout: .seconds(30))
+  }
+
   private func wait(
     _ call: String, _ count: Int, _ what: WaitedCount, _ noun: String, _ timeout: Duration,
     _ location: FailureLocation
