@@ -51,7 +51,7 @@ extension RateLimiter {
     }
   }
 
-  /// ``waitUntilWaiting(count:timeout:fileID:filePath:line:column:)`` with its default time
+  /// `waitUntilWaiting(count:timeout:fileID:filePath:line:column:)` with its default time
   /// limit: the signature of earlier releases, kept for code compiled against it.
   @_disfavoredOverload
   public func waitUntilWaiting(count: Int) async {

@@ -70,7 +70,7 @@ extension TestScheduler {
   /// ```
   ///
   /// A rate limiter arms one timer for its whole queue: to wait for several requests to queue,
-  /// use ``waitForSuspendedCallers(_:timeout:fileID:filePath:line:column:)``.
+  /// use `waitForSuspendedCallers(_:timeout:fileID:filePath:line:column:)`.
   ///
   /// Returns at once if `count` items are scheduled already. If fewer are within `timeout` of
   /// real time, it fails the test, naming the deadlines scheduled, and returns.
@@ -143,14 +143,14 @@ extension TestScheduler {
       timeout, FailureLocation(fileID: fileID, filePath: filePath, line: line, column: column))
   }
 
-  /// ``waitForSleepers(_:timeout:fileID:filePath:line:column:)`` with its default time limit:
+  /// `waitForSleepers(_:timeout:fileID:filePath:line:column:)` with its default time limit:
   /// the signature of earlier releases, kept for code compiled against it.
   @_disfavoredOverload
   public func waitForSleepers(_ count: Int = 1) async {
     await waitForSleepers(count, timeout: .seconds(30))
   }
 
-  /// ``waitUntilPending(_:timeout:fileID:filePath:line:column:)`` with its default time limit:
+  /// `waitUntilPending(_:timeout:fileID:filePath:line:column:)` with its default time limit:
   /// the signature of earlier releases, kept for code compiled against it.
   @_disfavoredOverload
   public func waitUntilPending(_ count: Int = 1) async {
