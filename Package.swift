@@ -41,6 +41,9 @@ let package = Package(
     .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
     // Tests only: proves that Pace's operators and swift-async-algorithms' can be imported together.
     .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.0.0"),
+    // Tests only: proves that PaceTesting and swift-clocks can be imported together, and that a
+    // swift-clocks `TestClock` drives Pace's primitives (PaceClocksInteropTests).
+    .package(url: "https://github.com/pointfreeco/swift-clocks", from: "1.0.0"),
     // PaceCombine on Linux only: Combine itself on Apple platforms.
     .package(url: "https://github.com/OpenCombine/OpenCombine", from: "0.14.0"),
     // Docs only: `swift package generate-documentation` (CI builds the docs with warnings as errors).
@@ -210,6 +213,11 @@ let package = Package(
       swiftSettings: swiftSettings
     ),
     .testTarget(
+      name: "PaceClocksInteropTests",
+      dependencies: ["Pace", "PaceTesting", "PaceTestSupport", .product(name: "Clocks", package: "swift-clocks")],
+      swiftSettings: swiftSettings
+    ),
+    .testTarget(
       name: "PaceMarblesTests", dependencies: ["PaceMarbles", "PaceTesting", "PaceTestSupport"], swiftSettings: swiftSettings
     ),
     .testTarget(name: "PaceToolTests", dependencies: ["PaceTool", "PaceTestSupport"], swiftSettings: swiftSettings),
@@ -220,6 +228,8 @@ let package = Package(
       dependencies: [
         "Pace", "PaceTesting", "PaceTestSupport", "PaceUI", "PaceUIOnStandIns", "UIKitStandIn", "PaceCombine", openCombine,
         "PaceObservation", "PaceSwiftUI", "PaceSwiftUIOnStandIn", "SwiftUIStandIn",
+        // The testing article's swift-clocks example (a test-only dependency).
+        .product(name: "Clocks", package: "swift-clocks"),
         // The server articles' examples, compiled with the traits on (see the script).
         "PacePostgres", "PaceHummingbird", "PaceVapor",
         .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),

@@ -79,8 +79,8 @@ import Testing
     await #expect(throws: CancellationError.self) { try await call.value }
   }
 
-  @Test func theImmediateClockRunsAsyncCodeStraightThrough() async throws {
-    let clock = ImmediateClock()
+  @Test func theImmediatePaceClockRunsAsyncCodeStraightThrough() async throws {
+    let clock = ImmediatePaceClock()
     let search = AsyncDebouncer(for: .milliseconds(300), clock: clock) { (query: String) in query.uppercased() }
     #expect(try await search.submit("swift").value == "SWIFT")
     try await clock.sleep(for: .seconds(5))
@@ -90,8 +90,8 @@ import Testing
     #expect(clock.now == before)
   }
 
-  @Test func theImmediateClockStillHonoursCancellation() async {
-    let clock = ImmediateClock()
+  @Test func theImmediatePaceClockStillHonoursCancellation() async {
+    let clock = ImmediatePaceClock()
     let task = Task {
       withUnsafeCurrentTask { $0?.cancel() }
       try await clock.sleep(for: .seconds(1))

@@ -33,6 +33,19 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   // which doubles the cost of a decision (measured with a struct key in `Benchmarks`).
   @usableFromInline typealias Continuation = UnsafeContinuation<Void, any Error>
 
+  /// A waiting request: its continuation, and whether its task is one a ``TestScheduler``
+  /// counts (a pacer's invocation, a tracked task), which waits rather than runs while it is here.
+  @usableFromInline
+  struct Waiter {
+    @usableFromInline let continuation: Continuation
+    @usableFromInline let tracked: Bool
+
+    @inlinable init(continuation: Continuation, tracked: Bool) {
+      self.continuation = continuation
+      self.tracked = tracked
+    }
+  }
+
   /// A key's bucket level and the deadline of its one live entry in the shard's heap.
   @usableFromInline
   struct KeyBucket {
@@ -52,26 +65,34 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     /// pays for none.
     @usableFromInline var queues: [Key: RateLimitQueue] = [:]
     /// The waiting requests' continuations, by the ids their keys' queues hold.
-    @usableFromInline var waiters: [UInt64: Continuation] = [:]
+    @usableFromInline var waiters: [UInt64: Waiter] = [:]
     @usableFromInline var timer = ShardTimer<Key>()
   }
 
   @usableFromInline
   struct Effects {
-    @usableFromInline var granted: [Continuation] = []
-    @usableFromInline var refused: Continuation?
+    @usableFromInline var granted: [Waiter] = []
+    @usableFromInline var refused: Waiter?
+    /// A request refused before it waited (its task was cancelled first).
+    @usableFromInline var refusedAtOnce: Continuation?
     /// The shard's timer, reserved for an earliest deadline earlier than the one it was armed for.
     @usableFromInline var arming: ShardTimer<Key>.Arming?
+    /// Whether a request started waiting: told to a ``TestScheduler``.
+    @usableFromInline var queued = false
 
     @inlinable init(
-      granted: [Continuation] = [], refused: Continuation? = nil, arming: ShardTimer<Key>.Arming? = nil
+      granted: [Waiter] = [], refused: Waiter? = nil, refusedAtOnce: Continuation? = nil,
+      arming: ShardTimer<Key>.Arming? = nil
     ) {
       self.granted = granted
       self.refused = refused
+      self.refusedAtOnce = refusedAtOnce
       self.arming = arming
     }
 
-    @inlinable var isEmpty: Bool { granted.isEmpty && refused == nil && arming == nil }
+    @inlinable var isEmpty: Bool {
+      granted.isEmpty && refused == nil && refusedAtOnce == nil && arming == nil && !queued
+    }
   }
 
   /// The limit every key has.
@@ -212,6 +233,9 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     }
     let hash = key.hashValue
     let index = Self.shardIndex(hash: hash)
+    // A task that a TestScheduler counts as running (PaceTesting's `settle`) waits here: counted
+    // out once queued, and in again by whatever grants or refuses it, before it can run.
+    let tracked = clock.testScheduler.map { TestScheduler.tracking === $0 } ?? false
     // With `isolation`, neither the handler nor the continuation's body hops to another
     // executor: the request is queued before the first suspension, in the caller's order.
     try await withTaskCancellationHandler(
@@ -219,17 +243,21 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
         try await withUnsafeThrowingContinuation(isolation: isolation) { (continuation: Continuation) in
           let now = clock.now()
           let effects = shards.withLock(index) { shard -> Effects in
-            guard !Task.isCancelled else { return Effects(refused: continuation) }
-            shard.waiters[id] = continuation
+            guard !Task.isCancelled else { return Effects(refusedAtOnce: continuation) }
+            shard.waiters[id] = Waiter(continuation: continuation, tracked: tracked)
             _ = shard.buckets.indexInserting(
               key, hash: hash, KeyBucket(level: rate.full(at: now), checkAt: PaceInstant(nanoseconds: .max)))
             var effects = run(key, hash: hash, now: now, consumedCheck: false, in: &shard) {
               $0.enqueue(id: id, cost: cost, now: now)
             }
             effects.arming = shard.timer.reserveIfNeeded()
+            effects.queued = true
             return effects
           }
           carryOut(effects, shard: index)
+          // Counted out after the grants it made were counted in: the count never reads zero
+          // while something is on its way.
+          if tracked, effects.refusedAtOnce == nil { clock.testScheduler?.activityStopped() }
         }
       },
       onCancel: {
@@ -278,7 +306,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
           shard.buckets.capacity * KeyTable<Key, KeyBucket>.slotStride
             + shard.timer.capacity * MemoryLayout<ShardTimer<Key>.Entry>.stride
             + shard.queues.capacity * MemoryLayout<(Key, RateLimitQueue)>.stride
-            + shard.waiters.capacity * MemoryLayout<(UInt64, Continuation)>.stride
+            + shard.waiters.capacity * MemoryLayout<(UInt64, Waiter)>.stride
         }
     }
   }
@@ -352,7 +380,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     let action = event(&machine)
     var effects = Effects()
     for id in action.granted {
-      if let continuation = shard.waiters.removeValue(forKey: id) { effects.granted.append(continuation) }
+      if let waiter = shard.waiters.removeValue(forKey: id) { effects.granted.append(waiter) }
     }
     if let id = action.refused { effects.refused = shard.waiters.removeValue(forKey: id) }
     let isWaiting = machine.isWaiting
@@ -415,8 +443,21 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       superseded?.cancel()
       if !installed { timer.cancel() }
     }
-    effects.refused?.resume(throwing: CancellationError())
-    for continuation in effects.granted { continuation.resume() }
+    if let scheduler = clock.testScheduler { countOnTestScheduler(effects, scheduler) }
+    effects.refusedAtOnce?.resume(throwing: CancellationError())
+    effects.refused?.continuation.resume(throwing: CancellationError())
+    for waiter in effects.granted { waiter.continuation.resume() }
+  }
+
+  /// Tells a ``TestScheduler`` clock how many callers wait here now, and counts in the tracked
+  /// requests about to run (PaceTesting's `settle` and `waitForSuspendedCallers`).
+  @usableFromInline
+  func countOnTestScheduler(_ effects: Effects, _ scheduler: TestScheduler) {
+    let left = effects.granted.count + (effects.refused == nil ? 0 : 1)
+    scheduler.suspendedCallersChanged(by: (effects.queued ? 1 : 0) - left)
+    for waiter in effects.granted + [effects.refused].compactMap({ $0 }) where waiter.tracked {
+      scheduler.activityStarted()
+    }
   }
 }
 

@@ -6,18 +6,24 @@
 /// ```
 ///
 /// Time is measured from the clock's reading when the scheduler was made. Scheduled work runs in
-/// a task that sleeps on the clock until the deadline. The scheduler has no execution context
+/// a task that sleeps on the clock until the deadline; on a ``TestScheduler`` it is scheduled
+/// on the scheduler itself, so that it runs inside `advance`, at its exact deadline, as when the
+/// `TestScheduler` is passed as the scheduler. So code that is given a clock can hand it to every
+/// primitive: `clock:` to the async ones, `scheduler: .clock(clock)` to the others. The scheduler has no execution context
 /// of its own, so ``isCurrent`` is always `true`: a leading invocation runs inline in `call`,
 /// and a trailing one in the timer's task.
 public struct ClockScheduler<C: Clock>: PaceScheduler where C.Duration == Duration {
   /// The clock that tells the time.
   public let clock: C
   private let origin: C.Instant
+  /// The clock when it is a ``TestScheduler``, and its time when this scheduler was made.
+  private let virtual: (scheduler: TestScheduler, origin: PaceInstant)?
 
   /// A scheduler on `clock`, whose ``now`` starts at ``PaceInstant/zero``.
   public init(_ clock: C) {
     self.clock = clock
     self.origin = clock.now
+    virtual = (clock as? TestScheduler).map { ($0, $0.now) }
   }
 
   public var now: PaceInstant {
@@ -29,6 +35,9 @@ public struct ClockScheduler<C: Clock>: PaceScheduler where C.Duration == Durati
 
   @discardableResult
   public func schedule(at deadline: PaceInstant, _ work: @escaping @Sendable () -> Void) -> any PaceCancellable {
+    if let (scheduler, origin) = virtual {
+      return scheduler.schedule(at: origin.advanced(by: deadline.offset), work)
+    }
     let instant = origin.advanced(by: deadline.offset)
     let clock = self.clock
     return Task {
@@ -44,6 +53,7 @@ public struct ClockScheduler<C: Clock>: PaceScheduler where C.Duration == Durati
   /// Runs `work` in a new task. Tasks give no order among themselves; Pace's primitives never
   /// rely on it, since ``isCurrent`` is always `true`.
   public func enqueue(_ work: @escaping @Sendable () -> Void) {
+    if let (scheduler, _) = virtual { return scheduler.enqueue(work) }
     Task { work() }
   }
 }

@@ -50,31 +50,57 @@ public final class TestScheduler: PaceScheduler {
     var cancelled: Set<UInt64> = []
     /// Tasks suspended in `sleep(until:)`.
     var sleepers = 0
-    /// Tests waiting for work to be scheduled or for tasks to sleep (PaceTesting's
-    /// `waitUntilPending` and `waitForSleepers`): work is often scheduled from another task,
-    /// so a test cannot know it has been without being told.
-    var waiters: [Waiter] = []
+    /// Callers suspended in a Pace primitive on this scheduler, waiting for it to let them
+    /// through (a `RateLimiter` or `KeyedRateLimiter` permit).
+    var suspendedCallers = 0
+    /// Tests waiting for work to be scheduled, for tasks to sleep or for callers to wait
+    /// (PaceTesting's `waitUntilPending`, `waitForSleepers`, `waitForSuspendedCallers`): work is
+    /// often scheduled from another task, so a test cannot know it has been without being told.
+    var pendingWaiters = CountWaiters()
+    var sleeperWaiters = CountWaiters()
+    var suspendedCallerWaiters = CountWaiters()
     /// Work started on this scheduler that can run now (see ``activityStarted()``).
     var runningActivities = 0
     var nextQuietWaiter: UInt64 = 0
     /// Waiters of ``waitUntilQuiet(timeout:)``: `true` once nothing runs, `false` on timeout.
     var quietWaiters: [UInt64: UnsafeContinuation<Bool, Never>] = [:]
 
+    var pendingCount: Int { heap.count - cancelled.count }
+
     /// Takes the waiters whose wait is over.
-    mutating func takeReadyWaiters() -> [UnsafeContinuation<Void, Never>] {
-      if waiters.isEmpty { return [] }
-      let (pending, sleepers) = (heap.count - cancelled.count, sleepers)
-      let isReady = { (waiter: Waiter) in waiter.count <= (waiter.countsSleepers ? sleepers : pending) }
-      let ready = waiters.filter(isReady).map(\.continuation)
-      waiters.removeAll(where: isReady)
-      return ready
+    mutating func takeReadyWaiters() -> [UnsafeContinuation<Bool, Never>] {
+      pendingWaiters.takeReady(current: pendingCount) + sleeperWaiters.takeReady(current: sleepers)
+        + suspendedCallerWaiters.takeReady(current: suspendedCallers)
+    }
+
+    /// The waiters of one count, and the count they wait for.
+    subscript(count: WaitedCount) -> (waiters: CountWaiters, current: Int) {
+      get {
+        switch count {
+        case .pending: (pendingWaiters, pendingCount)
+        case .sleepers: (sleeperWaiters, sleepers)
+        case .suspendedCallers: (suspendedCallerWaiters, suspendedCallers)
+        }
+      }
+      set {
+        switch count {
+        case .pending: pendingWaiters = newValue.waiters
+        case .sleepers: sleeperWaiters = newValue.waiters
+        case .suspendedCallers: suspendedCallerWaiters = newValue.waiters
+        }
+      }
     }
   }
 
-  fileprivate struct Waiter {
-    var count: Int
-    var countsSleepers: Bool
-    var continuation: UnsafeContinuation<Void, Never>
+  /// What a test may wait for a number of (PaceTesting's waits).
+  package enum WaitedCount: Sendable {
+    /// Work scheduled: ``pendingCount``.
+    case pending
+    /// Tasks sleeping on the scheduler: ``sleepingTaskCount``.
+    case sleepers
+    /// Callers suspended in a Pace primitive on this scheduler: requests waiting for a
+    /// `RateLimiter` or `KeyedRateLimiter` permit.
+    case suspendedCallers
   }
 
   private let state: LockedState<State>
@@ -99,7 +125,7 @@ public final class TestScheduler: PaceScheduler {
       state.heap.push(Job(deadline: deadline, sequence: sequence, work: work), by: { $0.runsBefore($1) })
       return (sequence, state.takeReadyWaiters())
     }
-    for waiter in ready { waiter.resume() }
+    for waiter in ready { waiter.resume(returning: true) }
     return ScheduledJob(scheduler: self, sequence: sequence)
   }
 
@@ -172,24 +198,34 @@ public final class TestScheduler: PaceScheduler {
     state.withLock { $0.sleepers }
   }
 
-  /// Returns once at least `count` work items are scheduled (see ``pendingCount``).
-  package func waitUntilPendingCount(_ count: Int) async {
-    await wait(for: count, countsSleepers: false)
-  }
-
-  /// Returns once at least `count` tasks are suspended in ``sleep(until:tolerance:)``.
-  package func waitUntilSleeping(_ count: Int) async {
-    await wait(for: count, countsSleepers: true)
-  }
-
-  private func wait(for count: Int, countsSleepers: Bool) async {
-    await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-      let ready = state.withLock { state in
-        state.waiters.append(Waiter(count: count, countsSleepers: countsSleepers, continuation: continuation))
-        return state.takeReadyWaiters()
-      }
-      for waiter in ready { waiter.resume() }
+  /// Counts callers suspended in a primitive on this scheduler in (`+n`) or out (`-n`), and wakes
+  /// the waiters whose count is reached. Called by the primitive with its own lock released.
+  package func suspendedCallersChanged(by change: Int) {
+    guard change != 0 else { return }
+    let ready = state.withLock { state in
+      state.suspendedCallers += change
+      return state.takeReadyWaiters()
     }
+    for waiter in ready { waiter.resume(returning: true) }
+  }
+
+  /// Returns `true` once at least `count` of `what` are there (at once if they are), or `false`
+  /// after `timeout` of real time (`nil`: no limit).
+  package func waitUntil(_ count: Int, of what: WaitedCount, timeout: Duration?) async -> Bool {
+    let id = state.withLock { $0[what].waiters.makeID() }
+    return await waitBounded(
+      id: id, timeout: timeout,
+      withdraw: { [weak self] id in self?.state.withLock { $0[what].waiters.remove(id: id) } }
+    ) { continuation in
+      state.withLock { state in
+        state[what].waiters.add(id: id, count: count, continuation, current: state[what].current)
+      }
+    }
+  }
+
+  /// The current number of `what`.
+  package func count(of what: WaitedCount) -> Int {
+    state.withLock { $0[what].current }
   }
 
   // MARK: Activity (for PaceTesting's `settle`)
@@ -253,7 +289,7 @@ public final class TestScheduler: PaceScheduler {
       state.sleepers += change
       return state.takeReadyWaiters()
     }
-    for waiter in ready { waiter.resume() }
+    for waiter in ready { waiter.resume(returning: true) }
   }
 
   /// Takes the next job due by `limit` (any job if `nil`) and moves `now` to its deadline; or,

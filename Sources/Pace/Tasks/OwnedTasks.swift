@@ -32,6 +32,12 @@
 /// Capture the owner weakly (`[weak self]`), and read the result into a local before touching
 /// `self`: in `self?.items = try await results.value` the `self?` is evaluated, and held
 /// strongly, before the `await`, so the owner lives until the result comes.
+///
+/// Made with ``init(trackedBy:)`` and the model's clock, the tasks are also followed by a
+/// ``TestScheduler`` passed as that clock: PaceTesting's `settle(by:)` lets each one run to its
+/// next wait on the scheduler (a sleep on it, a `RateLimiter` permit) or its end before it moves
+/// time, as it does for the pacers' invocations. In the app, with any other clock, they are
+/// plain tasks.
 public final class OwnedTasks: Sendable {
   private struct State {
     var nextID: UInt64 = 0
@@ -47,9 +53,29 @@ public final class OwnedTasks: Sendable {
   }
 
   private let state = LockedState(State())
+  /// The scheduler that follows the tasks, when the clock given is a ``TestScheduler``.
+  private let scheduler: TestScheduler?
 
   /// An empty set of tasks; store it in the object that spawns them.
-  public init() {}
+  public init() {
+    scheduler = nil
+  }
+
+  /// An empty set of tasks that a ``TestScheduler`` given as `clock` follows; store it in the
+  /// object that spawns them, and pass the clock the object was given.
+  ///
+  /// On a `TestScheduler`, each task counts as running from its spawn until it ends, except
+  /// while it waits on that scheduler: sleeping on it, or waiting in `acquire` of a
+  /// ``RateLimiter`` or ``KeyedRateLimiter`` on it. PaceTesting's `settle(by:)` waits for the
+  /// running ones before it moves time, so a test sees exactly what ran by each instant. A task
+  /// that awaits anything else (another task's value, a real request) keeps `settle` waiting
+  /// until its time limit fails the test: follow only the tasks that wait on the clock.
+  ///
+  /// - Parameter clock: The clock the owner was given; any other clock than a `TestScheduler`
+  ///   makes this the same as ``init()``.
+  public init<C: Clock>(trackedBy clock: C) where C.Duration == Duration {
+    scheduler = clock as? TestScheduler
+  }
 
   deinit {
     // The owner is gone: nothing the tasks deliver has anywhere to go.
@@ -65,12 +91,24 @@ public final class OwnedTasks: Sendable {
     @_inheritActorContext _ work: sending @escaping @isolated(any) () async -> Void
   ) {
     let id = state.withLock { $0.makeID() }
-    let task = Task(operation: work)
+    let task: Task<Void, Never>
+    let scheduler = self.scheduler
+    if let scheduler {
+      // Counted in before it can run, out by the task below once it has ended.
+      scheduler.activityStarted()
+      // `withValue` runs its closure once, before it returns, and nothing else uses `work`: it
+      // is still sent to the one task, as `sending` asks.
+      nonisolated(unsafe) let work = work
+      task = TestScheduler.$tracking.withValue(scheduler) { Task(operation: work) }
+    } else {
+      task = Task(operation: work)
+    }
     state.withLock { $0.running[id] = task }
     // The work's closure cannot be wrapped without losing its actor, so a second task notes its
     // end. It holds the set weakly: the owner's release still cancels the work.
     Task { [weak self] in
       _ = await task.value
+      scheduler?.activityStopped()
       self?.finished(id)
     }
   }

@@ -43,14 +43,7 @@ public final class FakeDependency<Input: Sendable, Output: Sendable>: Sendable {
     var calls: [Call] = []
     /// Calls that are sleeping on the scheduler, or past their sleep.
     var settled = 0
-    var waiters: [(count: Int, continuation: UnsafeContinuation<Void, Never>)] = []
-
-    mutating func takeSatisfiedWaiters() -> [UnsafeContinuation<Void, Never>] {
-      let count = settled
-      let ready = waiters.filter { $0.count <= count }.map(\.continuation)
-      waiters.removeAll { $0.count <= count }
-      return ready
-    }
+    var waiters = CountWaiters()
   }
 
   /// The scheduler whose time stamps the calls and measures the latency.
@@ -101,25 +94,90 @@ public final class FakeDependency<Input: Sendable, Output: Sendable>: Sendable {
   public var inputs: [Input] { state.withLock { $0.calls.map(\.input) } }
 
   /// Returns once at least `count` calls have been made (and, with a latency, are sleeping on
-  /// the scheduler, so that advancing it answers them); at once if they have. If fewer are ever
-  /// made, it never returns: give the test a time limit.
-  public func waitForCalls(_ count: Int) async {
-    await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-      let ready = state.withLock { state in
-        state.waiters.append((count, continuation))
-        return state.takeSatisfiedWaiters()
+  /// the scheduler, so that advancing it answers them); at once if they have.
+  ///
+  /// If fewer are made within `timeout` of real time, it fails the test (Swift Testing or
+  /// XCTest, whichever runs it), naming the calls it saw, and returns.
+  ///
+  /// - Parameters:
+  ///   - count: How many calls to wait for.
+  ///   - timeout: The real time to wait before failing.
+  ///   - fileID: Where to report a failure.
+  ///   - filePath: Where to report a failure.
+  ///   - line: Where to report a failure.
+  ///   - column: Where to report a failure.
+  public func waitForCalls(
+    _ count: Int,
+    timeout: Duration = .seconds(30),
+    fileID: String = #fileID,
+    filePath: StaticString = #filePath,
+    line: UInt = #line,
+    column: UInt = #column
+  ) async {
+    let id = state.withLock { $0.waiters.makeID() }
+    let reached = await waitBounded(
+      id: id, timeout: timeout, withdraw: { [weak self] id in self?.state.withLock { $0.waiters.remove(id: id) } }
+    ) { continuation in
+      state.withLock { state in
+        state.waiters.add(id: id, count: count, continuation, current: state.settled)
       }
-      for waiter in ready { waiter.resume() }
     }
+    guard reached else {
+      let calls = self.calls.map { "\($0.input)@\($0.start)" }
+      reportFailure(
+        "FakeDependency.waitForCalls(\(count)): waited \(timeout) of real time for \(count) call(s), saw"
+          + " \(calls.count) \(calls) (now is \(scheduler.now)): the code under test never made them",
+        at: FailureLocation(fileID: fileID, filePath: filePath, line: line, column: column))
+      return
+    }
+  }
+
+  /// ``waitForCalls(_:timeout:fileID:filePath:line:column:)`` with its default time limit: the
+  /// signature of earlier releases, kept for code compiled against it.
+  @_disfavoredOverload
+  public func waitForCalls(_ count: Int) async {
+    await waitForCalls(count, timeout: .seconds(30))
   }
 
   private func callSettled() {
     let ready = state.withLock { state in
       state.settled += 1
-      return state.takeSatisfiedWaiters()
+      return state.waiters.takeReady(current: state.settled)
     }
-    for waiter in ready { waiter.resume() }
+    for waiter in ready { waiter.resume(returning: true) }
   }
 }
 
 extension FakeDependency.Call: Equatable where Input: Equatable {}
+
+extension FakeDependency where Input == Void {
+  /// A fake without input that answers with `respond()` after `latency` of `scheduler`'s time.
+  ///
+  /// ```swift
+  /// let fetch = FakeDependency<Void, [String]>(scheduler: scheduler, latency: .milliseconds(200)) {
+  ///   ["inbox", "sent"]
+  /// }
+  /// let folders = try await fetch()
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - scheduler: The test's scheduler.
+  ///   - latency: How long each call takes; `.zero` answers without sleeping.
+  ///   - respond: The answer; it may throw, as the real dependency would.
+  public convenience init(
+    scheduler: TestScheduler, latency: Duration = .zero, respond: @escaping @Sendable () throws -> Output
+  ) {
+    self.init(scheduler: scheduler, latency: latency, respond: { (_: Void) in try respond() })
+  }
+
+  /// Records the call, sleeps `latency` on the scheduler, then answers: `try await fetch()`.
+  public func callAsFunction() async throws -> Output {
+    try await self(())
+  }
+
+  /// The fake as a function without input, for an initialiser that takes
+  /// `@Sendable () async throws -> Output`.
+  public var action: @Sendable () async throws -> Output {
+    { [self] in try await self(()) }
+  }
+}

@@ -19,13 +19,20 @@ extension TestScheduler {
   /// }
   /// ```
   ///
-  /// **What settles.** The scheduler counts as *running* each invocation that an
-  /// `AsyncDebouncer` or `AsyncThrottler` on this scheduler starts, from the moment it starts
-  /// until its operation returns, except while the operation sleeps on this scheduler (its
-  /// `sleep(for:)`, a `FakeDependency`'s latency). Whatever makes such work runnable (a timer
-  /// firing in `advance`, a sleep waking or being cancelled) counts it in before it can run, and
-  /// the work counts itself out as it sleeps or ends, so the count never reads zero while
-  /// something is on its way. Settling is:
+  /// **What settles.** When `settle` moves time, nothing that Pace starts or lets through on
+  /// this scheduler is left half-way: the scheduler counts as *running*
+  ///
+  /// - each invocation that an `AsyncDebouncer` or `AsyncThrottler` on this scheduler starts;
+  /// - each task of an `OwnedTasks(trackedBy:)` and each `Task(trackedBy:)` given this scheduler
+  ///   as their clock (a view model's own tasks, made with the clock it was given);
+  ///
+  /// from the moment it starts until it ends, except while it waits on this scheduler: sleeping
+  /// on it (`sleep(for:)`, a `FakeDependency`'s latency), or waiting in `acquire` of a
+  /// `RateLimiter` or `KeyedRateLimiter` whose clock it is. Whatever makes such work runnable (a
+  /// timer firing in `advance`, a sleep waking or being cancelled, a permit granted) counts it in
+  /// before it can run, and the work counts itself out as it waits or ends, so the count never
+  /// reads zero while something is on its way. So a request that a rate limiter grants at an
+  /// instant runs, within the settle, to its next wait or its end. Settling is:
   ///
   /// 1. wait until nothing counted runs;
   /// 2. advance to the next deadline (timers and sleeps), if it is within `duration`, running
@@ -37,12 +44,15 @@ extension TestScheduler {
   /// runs, and returns. Without `duration`, at most `limit` of virtual time passes; work still
   /// scheduled beyond it (a repeating timer) fails the test.
   ///
-  /// **What it cannot see.** Tasks other than the pacers' invocations, such as the tasks of
-  /// `tasks` or a test's own `Task { }`, are not counted while they run: a spawned task that
-  /// sleeps on the scheduler must have done so before a step advances past its deadline. Spawn
-  /// work that needs time through a pacer (its invocation is counted), or wait for its sleep
-  /// with `waitForSleepers(_:)`. A spawned task is awaited to its end only in step 3, so it
-  /// must end within the time the settle advances.
+  /// **What it cannot see.** A task that is not counted (a plain `Task { }`, the tasks of an
+  /// `OwnedTasks()` made without a clock) is not waited for while it runs: such a task that
+  /// sleeps or waits for a permit on the scheduler must have done so before a step advances past
+  /// the instant it waits for. Make it with the clock (`Task(trackedBy: clock)`,
+  /// `OwnedTasks(trackedBy: clock)`), or wait for it with `waitForSleepers(_:)` or
+  /// `waitForSuspendedCallers(_:)`. And a counted task that awaits something else (another
+  /// task's value, a real request) keeps the count up: the settle fails after `timeout`. The
+  /// tasks of `tasks` are awaited to their end only in step 3, so they must end within the time
+  /// the settle advances.
   ///
   /// - Parameters:
   ///   - duration: How far to move time; `nil` moves it until nothing is scheduled.
@@ -97,8 +107,10 @@ extension TestScheduler {
   private func settled(_ timeout: Duration, _ location: FailureLocation) async -> Bool {
     if await waitUntilQuiet(timeout: timeout) { return true }
     reportFailure(
-      "TestScheduler.settle: \(runningActivityCount) invocation(s) still running after \(timeout) of real time at \(now):"
-        + " an operation waits for something other than this scheduler's time (another clock, a real request, a task)",
+      "TestScheduler.settle: waited \(timeout) of real time for the work this scheduler follows to wait or end, saw"
+        + " \(runningActivityCount) still running at \(now) (\(sleeperCount) sleeping, \(suspendedCallerCount) waiting"
+        + " for a permit): a pacer's invocation or a tracked task waits for something other than this scheduler's time"
+        + " (another clock, a real request, another task's value)",
       at: location)
     return false
   }

@@ -24,14 +24,30 @@ extension TestScheduler {
   /// }
   /// ```
   ///
-  /// Returns at once if `count` tasks are sleeping already. If fewer ever sleep, it never
-  /// returns: give the test a time limit (`.timeLimit(.minutes(1))`).
-  public func waitForSleepers(_ count: Int = 1) async {
-    await waitUntilSleeping(count)
+  /// Returns at once if `count` tasks are sleeping already. If fewer do within `timeout` of real
+  /// time, it fails the test (Swift Testing or XCTest, whichever runs it), saying how many sleep,
+  /// and returns.
+  ///
+  /// - Parameters:
+  ///   - count: How many sleepers to wait for.
+  ///   - timeout: The real time to wait before failing.
+  ///   - fileID: Where to report a failure.
+  ///   - filePath: Where to report a failure.
+  ///   - line: Where to report a failure.
+  ///   - column: Where to report a failure.
+  public func waitForSleepers(
+    _ count: Int = 1,
+    timeout: Duration = .seconds(30),
+    fileID: String = #fileID,
+    filePath: StaticString = #filePath,
+    line: UInt = #line,
+    column: UInt = #column
+  ) async {
+    await wait(
+      "waitForSleepers(\(count))", count, .sleepers, "task(s) sleeping on the scheduler", timeout,
+      FailureLocation(fileID: fileID, filePath: filePath, line: line, column: column))
   }
-}
 
-extension TestScheduler {
   /// Returns once at least `count` work items are scheduled: timers that Pace's primitives arm
   /// on this scheduler, and tasks sleeping on it (see `pendingCount`).
   ///
@@ -53,9 +69,106 @@ extension TestScheduler {
   /// }
   /// ```
   ///
-  /// Returns at once if `count` items are scheduled already. If fewer ever are, it never
-  /// returns: give the test a time limit (`.timeLimit(.minutes(1))`).
+  /// A rate limiter arms one timer for its whole queue: to wait for several requests to queue,
+  /// use `waitForSuspendedCallers(_:timeout:fileID:filePath:line:column:)`.
+  ///
+  /// Returns at once if `count` items are scheduled already. If fewer are within `timeout` of
+  /// real time, it fails the test, naming the deadlines scheduled, and returns.
+  ///
+  /// - Parameters:
+  ///   - count: How many scheduled work items to wait for.
+  ///   - timeout: The real time to wait before failing.
+  ///   - fileID: Where to report a failure.
+  ///   - filePath: Where to report a failure.
+  ///   - line: Where to report a failure.
+  ///   - column: Where to report a failure.
+  public func waitUntilPending(
+    _ count: Int = 1,
+    timeout: Duration = .seconds(30),
+    fileID: String = #fileID,
+    filePath: StaticString = #filePath,
+    line: UInt = #line,
+    column: UInt = #column
+  ) async {
+    await wait(
+      "waitUntilPending(\(count))", count, .pending, "work item(s) scheduled", timeout,
+      FailureLocation(fileID: fileID, filePath: filePath, line: line, column: column))
+  }
+}
+
+extension TestScheduler {
+  /// The number of callers suspended now in a Pace primitive on this scheduler: requests
+  /// waiting in `acquire` of a `RateLimiter` or `KeyedRateLimiter` whose clock it is.
+  public var suspendedCallerCount: Int { count(of: .suspendedCallers) }
+
+  /// Returns once at least `count` callers are suspended in Pace primitives on this scheduler:
+  /// requests waiting for a permit in `acquire` of a `RateLimiter` or `KeyedRateLimiter` whose
+  /// clock it is. The test needs no access to the primitive, only to the scheduler.
+  ///
+  /// A view model's requests reach its limiter from tasks of their own, some time after the
+  /// test calls the model. Wait for them to queue before moving time, so that they are granted
+  /// in the order they were made:
+  ///
+  /// ```swift
+  /// @MainActor @Test func uploadsStartInTheOrderTheyWereQueued() async {
+  ///   let scheduler = TestScheduler()
+  ///   let queue = UploadQueue(clock: scheduler)   // a RateLimiter of 1 per 100 ms inside
+  ///   for file in ["a", "b", "c"] { queue.enqueue(file) }
+  ///   await scheduler.waitForSuspendedCallers(2)  // "a" took the permit; "b" and "c" wait
+  ///   await scheduler.settle(by: .milliseconds(200))
+  ///   #expect(queue.started == ["a", "b", "c"])
+  /// }
+  /// ```
+  ///
+  /// Returns at once if `count` callers wait already. If fewer do within `timeout` of real
+  /// time, it fails the test, saying how many wait, and returns.
+  ///
+  /// - Parameters:
+  ///   - count: How many suspended callers to wait for.
+  ///   - timeout: The real time to wait before failing.
+  ///   - fileID: Where to report a failure.
+  ///   - filePath: Where to report a failure.
+  ///   - line: Where to report a failure.
+  ///   - column: Where to report a failure.
+  public func waitForSuspendedCallers(
+    _ count: Int = 1,
+    timeout: Duration = .seconds(30),
+    fileID: String = #fileID,
+    filePath: StaticString = #filePath,
+    line: UInt = #line,
+    column: UInt = #column
+  ) async {
+    await wait(
+      "waitForSuspendedCallers(\(count))", count, .suspendedCallers, "caller(s) suspended in a rate limiter on it",
+      timeout, FailureLocation(fileID: fileID, filePath: filePath, line: line, column: column))
+  }
+
+  /// `waitForSleepers(_:timeout:fileID:filePath:line:column:)` with its default time limit:
+  /// the signature of earlier releases, kept for code compiled against it.
+  @_disfavoredOverload
+  public func waitForSleepers(_ count: Int = 1) async {
+    await waitForSleepers(count, timeout: .seconds(30))
+  }
+
+  /// `waitUntilPending(_:timeout:fileID:filePath:line:column:)` with its default time limit:
+  /// the signature of earlier releases, kept for code compiled against it.
+  @_disfavoredOverload
   public func waitUntilPending(_ count: Int = 1) async {
-    await waitUntilPendingCount(count)
+    await waitUntilPending(count, timeout: .seconds(30))
+  }
+
+  private func wait(
+    _ call: String, _ count: Int, _ what: WaitedCount, _ noun: String, _ timeout: Duration,
+    _ location: FailureLocation
+  ) async {
+    guard await waitUntil(count, of: what, timeout: timeout) else {
+      var message =
+        "TestScheduler.\(call): waited \(timeout) of real time for \(count) \(noun), saw \(self.count(of: what))"
+        + " (now is \(now)"
+      if what == .pending { message += ", pending deadlines: \(pendingDeadlines)" }
+      message += "): the code under test never got there, or waits for something else"
+      reportFailure(message, at: location)
+      return
+    }
   }
 }

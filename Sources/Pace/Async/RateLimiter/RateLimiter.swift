@@ -28,40 +28,33 @@
 /// Works on any clock whose duration is `Duration`; pass a ``TestScheduler`` for virtual time.
 /// Safe from any task; the lock is never held while a waiter is resumed.
 public final class RateLimiter: Sendable {
-  /// A test waiting for `count` requests to wait (PaceTesting's `waitUntilWaiting(count:)`).
-  private struct CountWatcher {
-    let count: Int
-    let continuation: UnsafeContinuation<Void, Never>
-  }
-
   private typealias Continuation = UnsafeContinuation<Void, any Error>
+
+  /// A waiting request: its continuation, and whether its task is one a ``TestScheduler`` counts
+  /// (a pacer's invocation, a tracked task), which waits rather than runs while it is here.
+  private struct Waiter {
+    let continuation: Continuation
+    let tracked: Bool
+  }
 
   private struct State {
     var machine: RateLimitStateMachine
     /// The waiting requests' continuations, by the ids the machine queues.
-    var continuations: [UInt64: Continuation] = [:]
+    var continuations: [UInt64: Waiter] = [:]
     var nextID: UInt64 = 0
     /// The timer for the first waiting request, armed as ``TimerSlot`` says.
     var timer = TimerSlot()
     /// Tests waiting for a number of waiting requests; empty outside tests.
-    var watchers: [CountWatcher] = []
-
-    /// Takes the watchers whose count of waiting requests is reached.
-    mutating func takeSatisfiedWatchers() -> [UnsafeContinuation<Void, Never>] {
-      if watchers.isEmpty { return [] }
-      let waiting = machine.waitingCount
-      let ready = watchers.filter { $0.count <= waiting }.map(\.continuation)
-      watchers.removeAll { $0.count <= waiting }
-      return ready
-    }
+    var watchers = CountWaiters()
 
     /// Takes the continuations the machine's action resumes, and reserves or disarms the timer.
     mutating func apply(_ action: RateLimitAction) -> Effects {
       var effects = Effects()
       for id in action.granted {
-        if let continuation = continuations.removeValue(forKey: id) { effects.granted.append(continuation) }
+        if let waiter = continuations.removeValue(forKey: id) { effects.granted.append(waiter) }
       }
       if let id = action.refused { effects.refused = continuations.removeValue(forKey: id) }
+      effects.watchers = watchers.takeReady(current: machine.waitingCount)
       if let deadline = action.wakeAt {
         // A timer armed for earlier looks again when it fires, and arms for what it finds then.
         if let armed = timer.deadline, armed <= deadline { return effects }
@@ -75,12 +68,16 @@ public final class RateLimiter: Sendable {
 
   /// What to do once the lock is released.
   private struct Effects {
-    var granted: [Continuation] = []
-    var refused: Continuation?
+    var granted: [Waiter] = []
+    var refused: Waiter?
+    /// A request refused before it waited (its task was cancelled first).
+    var refusedAtOnce: Continuation?
     var arm: TimerSlot.Ticket?
     /// The timer `arm` replaces, or the one no longer needed, to cancel.
     var superseded: (any PaceCancellable)?
-    var watchers: [UnsafeContinuation<Void, Never>] = []
+    var watchers: [UnsafeContinuation<Bool, Never>] = []
+    /// How many requests started waiting (`+1`) or stopped (`-n`): told to a ``TestScheduler``.
+    var waitingChange = 0
   }
 
   /// The limit: `permits` per `interval`, up to `burst` at once; a ``KeyedRateLimiter``'s
@@ -145,19 +142,25 @@ public final class RateLimiter: Sendable {
       return state.nextID
     }
     let clock = self.clock
+    // A task that a TestScheduler counts as running (PaceTesting's `settle`) waits here: counted
+    // out once queued, and in again by whatever grants or refuses it, before it can run.
+    let tracked = clock.testScheduler.map { TestScheduler.tracking === $0 } ?? false
     // With `isolation`, neither the handler nor the continuation's body hops to another
     // executor: the request is queued before the first suspension, in the caller's order.
     try await withTaskCancellationHandler(
       operation: {
         try await withUnsafeThrowingContinuation(isolation: isolation) { (continuation: Continuation) in
           let effects = state.withLock { state -> Effects in
-            guard !Task.isCancelled else { return Effects(refused: continuation) }
-            state.continuations[id] = continuation
+            guard !Task.isCancelled else { return Effects(refusedAtOnce: continuation) }
+            state.continuations[id] = Waiter(continuation: continuation, tracked: tracked)
             var effects = state.apply(state.machine.enqueue(id: id, cost: cost, now: clock.now()))
-            effects.watchers = state.takeSatisfiedWatchers()
+            effects.waitingChange += 1
             return effects
           }
           carryOut(effects)
+          // Counted out after the grants it made were counted in: the count never reads zero
+          // while something is on its way.
+          if tracked, effects.refusedAtOnce == nil { clock.testScheduler?.activityStopped() }
         }
       },
       onCancel: {
@@ -233,13 +236,16 @@ public final class RateLimiter: Sendable {
 
   /// Returns once at least `count` requests wait in ``acquire(cost:isolation:)``; resumed by the
   /// request that makes the count, not by polling. For PaceTesting's `waitUntilWaiting(count:)`.
-  package func waitUntilWaitingCount(_ count: Int) async {
-    await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-      let ready = state.withLock { state in
-        state.watchers.append(CountWatcher(count: count, continuation: continuation))
-        return state.takeSatisfiedWatchers()
+  ///
+  /// - Returns: `true` once they wait, or `false` after `timeout` of real time (`nil`: no limit).
+  package func waitUntilWaitingCount(_ count: Int, timeout: Duration?) async -> Bool {
+    let id = state.withLock { $0.watchers.makeID() }
+    return await waitBounded(
+      id: id, timeout: timeout, withdraw: { [weak self] id in self?.state.withLock { $0.watchers.remove(id: id) } }
+    ) { continuation in
+      state.withLock { state in
+        state.watchers.add(id: id, count: count, continuation, current: state.machine.waitingCount)
       }
-      for watcher in ready { watcher.resume() }
     }
   }
 
@@ -270,8 +276,17 @@ public final class RateLimiter: Sendable {
   private func carryOut(_ effects: Effects) {
     effects.superseded?.cancel()
     if let ticket = effects.arm { arm(ticket) }
-    effects.refused?.resume(throwing: CancellationError())
-    for continuation in effects.granted { continuation.resume() }
-    for watcher in effects.watchers { watcher.resume() }
+    if let scheduler = clock.testScheduler {
+      let left = effects.granted.count + (effects.refused == nil ? 0 : 1)
+      scheduler.suspendedCallersChanged(by: effects.waitingChange - left)
+      // Each tracked request is counted in before it can run.
+      for waiter in effects.granted + [effects.refused].compactMap({ $0 }) where waiter.tracked {
+        scheduler.activityStarted()
+      }
+    }
+    effects.refusedAtOnce?.resume(throwing: CancellationError())
+    effects.refused?.continuation.resume(throwing: CancellationError())
+    for waiter in effects.granted { waiter.continuation.resume() }
+    for watcher in effects.watchers { watcher.resume(returning: true) }
   }
 }

@@ -6,7 +6,7 @@
 ///
 /// ```swift
 /// @Test func theSearchReturnsItsResults() async throws {
-///   let search = AsyncDebouncer(for: .milliseconds(300), clock: ImmediateClock()) { (query: String) in
+///   let search = AsyncDebouncer(for: .milliseconds(300), clock: ImmediatePaceClock()) { (query: String) in
 ///     query.uppercased()
 ///   }
 ///   #expect(try await search.submit("swift").value == "SWIFT")   // no time to advance
@@ -17,7 +17,11 @@
 /// deadline slept until, never back. A sleep still throws `CancellationError` in a cancelled
 /// task. Pace's own timers arm as tasks that sleep on it, so they fire on the next turn of the
 /// concurrency runtime, not synchronously: await the result, not a time.
-public final class ImmediateClock: Clock, Sendable {
+///
+/// Named apart from swift-clocks' `ImmediateClock`, so that a test that imports both uses each
+/// by its name (while the deprecated `ImmediateClock` alias of this one remains, such a file
+/// writes `import class Clocks.ImmediateClock` to mean swift-clocks' by the bare name).
+public final class ImmediatePaceClock: Clock, Sendable {
   private let current: LockedState<PaceInstant>
 
   /// A clock whose time starts at `now`.
@@ -44,3 +48,10 @@ public final class ImmediateClock: Clock, Sendable {
     current.withLock { $0 = max($0, deadline) }
   }
 }
+
+/// PaceTesting's immediate clock, by its former name.
+@available(
+  *, deprecated, renamed: "ImmediatePaceClock",
+  message: "named apart from swift-clocks' ImmediateClock, so that a test can import both"
+)
+public typealias ImmediateClock = ImmediatePaceClock

@@ -1,0 +1,77 @@
+/// Tests waiting for a count to reach a number (PaceTesting's `waitFor…` and `waitUntil…`
+/// helpers): kept in the state of whatever counts, under its lock, and resumed with the lock
+/// released: `true` once the count is reached, `false` by their time limit.
+package struct CountWaiters {
+  private struct Entry {
+    let id: UInt64
+    let count: Int
+    let continuation: UnsafeContinuation<Bool, Never>
+  }
+
+  private var nextID: UInt64 = 0
+  private var entries: [Entry] = []
+
+  package init() {}
+
+  /// A new waiter's id, made before it waits so that its time limit can withdraw it.
+  package mutating func makeID() -> UInt64 {
+    nextID &+= 1
+    return nextID
+  }
+
+  /// Adds a waiter for `count`; `false` (not added) when `current` reaches it already, and the
+  /// caller resumes the continuation with `true`.
+  package mutating func add(
+    id: UInt64, count: Int, _ continuation: UnsafeContinuation<Bool, Never>, current: Int
+  ) -> Bool {
+    guard current < count else { return false }
+    entries.append(Entry(id: id, count: count, continuation: continuation))
+    return true
+  }
+
+  /// Takes the waiters whose count `current` reaches.
+  package mutating func takeReady(current: Int) -> [UnsafeContinuation<Bool, Never>] {
+    if entries.isEmpty { return [] }
+    let ready = entries.filter { $0.count <= current }.map(\.continuation)
+    if !ready.isEmpty { entries.removeAll { $0.count <= current } }
+    return ready
+  }
+
+  /// Takes the waiter `id` out, when its time limit is up; `nil` if it was resumed already.
+  package mutating func remove(id: UInt64) -> UnsafeContinuation<Bool, Never>? {
+    guard let index = entries.firstIndex(where: { $0.id == id }) else { return nil }
+    return entries.remove(at: index).continuation
+  }
+}
+
+/// Suspends until `register`'s continuation is resumed, with `true` by what it waits for, or
+/// with `false` after `timeout` of real time, by `withdraw` (which takes waiter `id` out of the
+/// list it joined and returns its continuation, if it is still there).
+///
+/// `register` runs synchronously: it adds the waiter with `id` and returns `true`, or returns
+/// `false` when the wait is over already (the continuation is then resumed with `true`). The
+/// timer starts only once the waiter is added, so it always finds it or finds it resumed.
+package func waitBounded(
+  id: UInt64,
+  timeout: Duration?,
+  withdraw: @escaping @Sendable (UInt64) -> UnsafeContinuation<Bool, Never>?,
+  register: (UnsafeContinuation<Bool, Never>) -> Bool
+) async -> Bool {
+  var timer: Task<Void, Never>?
+  let reached = await withUnsafeContinuation { (continuation: UnsafeContinuation<Bool, Never>) in
+    guard register(continuation) else {
+      continuation.resume(returning: true)
+      return
+    }
+    timer = timeout.map { timeout in
+      Task {
+        // real-time: a test's time limit, cancelled as soon as the wait is over: a passing
+        // test never waits for it.
+        guard await Task.sleepUnlessCancelled(for: timeout) else { return }
+        withdraw(id)?.resume(returning: false)
+      }
+    }
+  }
+  timer?.cancel()
+  return reached
+}
