@@ -62,15 +62,19 @@ def announced_breaks(changelog, baseline):
 
 
 def package_only(message, commit):
-    """Whether the breakage is of a declaration that was `package` at the baseline."""
-    name = re.match(r"(?:\w+ )*?(?:func|struct|enum|class|protocol|actor|var|typealias|init|subscript|case) "
-                    r"([A-Za-z_][A-Za-z0-9_]*)", message)
-    if not name:
+    """Whether the breakage is of a declaration that was `package` at the baseline: the type it
+    names, or the member (`func RateLimiter.waitUntilWaitingCount(_:)`: either name)."""
+    path = re.match(r"(?:\w+ )*?(?:func|struct|enum|class|protocol|actor|var|typealias|init|subscript|case|"
+                    r"associatedtype|let) ([A-Za-z_][A-Za-z0-9_.]*)", message)
+    if not path:
         return False
-    pattern = (r"^\s*(@\w+\s+)*package\s+(final\s+)?(struct|enum|class|protocol|actor|typealias|func|var|let)\s+"
-               + name.group(1) + r"\b")
-    found = subprocess.run(["git", "grep", "-qE", pattern, commit, "--", "Sources"], cwd=ROOT)
-    return found.returncode == 0
+    for name in path.group(1).split("."):
+        pattern = (r"^\s*(@\w+(\([^)]*\))?\s+)*package\s+(final\s+|static\s+|mutating\s+|nonisolated\s+)*"
+                   r"(struct|enum|class|protocol|actor|typealias|func|var|let|init)\s+" + re.escape(name) + r"\b")
+        found = subprocess.run(["git", "grep", "-qE", pattern, commit, "--", "Sources"], cwd=ROOT)
+        if found.returncode == 0:
+            return True
+    return False
 
 
 def main():
