@@ -81,10 +81,8 @@ final class DecisionBatcher: Sendable {
   private let state: LockedState<State>
   private let client: PostgresClient
   private let table: TableName
-  /// The batch function's call, and the single decision for a batch of one (the same arithmetic,
-  /// without the function's loop).
+  /// The batch function's call, for every batch.
   private let batchSQL: String
-  private let singleSQL: String
   /// Taken off the budget the database gets: it must answer before the caller stops waiting, the
   /// way back included.
   private let margin: Duration
@@ -94,19 +92,17 @@ final class DecisionBatcher: Sendable {
   private let direct: PostgresConnection.Configuration?
 
   /// A batcher that sends `batchSQL` (binds: keys, increments, tolerances, budget in
-  /// microseconds; rows: index, granted, current, now, late), or `singleSQL` for one decision
-  /// (binds: key, increment, tolerance, budget, budget as a `lock_timeout`; a row: granted,
-  /// current, now, late), on `client`, as prepared statements named after `table`.
+  /// microseconds; rows: index, granted, current, now, late) on `client`, as a prepared statement
+  /// named after `table`.
   init(
     client: PostgresClient, direct: PostgresConnection.Configuration?, table: TableName, batchSQL: String,
-    singleSQL: String, margin: Duration, maxBatch: Int, maxLanes: Int, roundTrips: Counter, logger: Logger
+    margin: Duration, maxBatch: Int, maxLanes: Int, roundTrips: Counter, logger: Logger
   ) {
     self.direct = direct
     self.state = LockedState(State(machine: BatchMachine(maxBatch: maxBatch, maxLanes: maxLanes)))
     self.client = client
     self.table = table
     self.batchSQL = batchSQL
-    self.singleSQL = singleSQL
     self.margin = margin
     self.roundTrips = roundTrips
     self.logger = logger
@@ -313,34 +309,21 @@ final class DecisionBatcher: Sendable {
       roundTrips.increment()
       do {
         var answers = [DecisionAnswer?](repeating: nil, count: batch.count)
-        if batch.count == 1 {
-          // A lone decision skips the function's loop: the very statement it would run, no more.
-          let request = batch[0].1
-          var binds = PostgresBindings()
-          binds.append(request.key)
-          binds.append(request.increment)
-          binds.append(request.tolerance)
-          binds.append(budget)
-          binds.append("\(max(1, budget / 1000))ms")
-          let rows = try await PreparedSQL("decide", table: table, sql: singleSQL).execute(
-            binds, on: connection, logger: logger)
-          for try await row in rows {
-            let (granted, current, now, late) = try row.decode((Int64?, Int64?, Int64, Bool).self)
-            answers[0] = DecisionAnswer(granted: granted, current: current, now: now, late: late, sent: sent)
-          }
-        } else {
-          var binds = PostgresBindings()
-          binds.append(batch.map(\.1.key))
-          binds.append(batch.map(\.1.increment))
-          binds.append(batch.map(\.1.tolerance))
-          binds.append(budget)
-          let rows = try await PreparedSQL("decide_batch", table: table, sql: batchSQL).execute(
-            binds, on: connection, logger: logger)
-          for try await row in rows {
-            let (index, granted, current, now, late) = try row.decode((Int, Int64?, Int64?, Int64, Bool).self)
-            guard answers.indices.contains(index - 1) else { continue }
-            answers[index - 1] = DecisionAnswer(granted: granted, current: current, now: now, late: late, sent: sent)
-          }
+        // Every batch, a lone decision too, calls the function: its statement names no table, so
+        // neither its preparation nor its plan's check waits for a lock on the table (a
+        // preparation is a transaction of its own, before the budget's clock starts); every wait
+        // for the table comes inside the function, after it set its `lock_timeout`.
+        var binds = PostgresBindings()
+        binds.append(batch.map(\.1.key))
+        binds.append(batch.map(\.1.increment))
+        binds.append(batch.map(\.1.tolerance))
+        binds.append(budget)
+        let rows = try await PreparedSQL("decide_batch", table: table, sql: batchSQL).execute(
+          binds, on: connection, logger: logger)
+        for try await row in rows {
+          let (index, granted, current, now, late) = try row.decode((Int, Int64?, Int64?, Int64, Bool).self)
+          guard answers.indices.contains(index - 1) else { continue }
+          answers[index - 1] = DecisionAnswer(granted: granted, current: current, now: now, late: late, sent: sent)
         }
         for ((id, _), answer) in zip(batch, answers) {
           if let answer {

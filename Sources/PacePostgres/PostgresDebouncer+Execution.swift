@@ -220,8 +220,7 @@ extension PostgresDebouncer {
     let (client, logger, statements) = (client, logger, settleStatements)
     let (key, token, attempt) = (claim.key, claim.token, claim.attempt)
     let (through, quiet, maxWait) = (claim.through ?? 0, quietMicroseconds, maxWaitMicroseconds)
-    return try await unavailableAsError {
-      try await client.withTransaction(logger: logger) { connection in
+    return try await boundedTransaction(client: client, logger: logger) { connection in
         var binds = PostgresBindings()
         binds.append(key)
         binds.append(token)
@@ -242,7 +241,6 @@ extension PostgresDebouncer {
         binds = PostgresBindings(key)
         for try await _ in try await statements.forget.execute(binds, on: connection, logger: logger) {}
         return true
-      }
     }
   }
 
@@ -282,6 +280,38 @@ extension PostgresDebouncer {
     )
   }
 
+  /// Runs `body` in a transaction on a connection of `client` whose every wait the database bounds
+  /// by what is left of ``timeout``, and which commits only while the caller still waits: a claim
+  /// or a settle that the caller gave up on (``PacePostgresError/unavailable(reason:)``) changes
+  /// nothing, whatever PostgreSQL waited on (a row or a table lock, a slow trigger).
+  ///
+  /// Its first statement sets the transaction's `lock_timeout` and `statement_timeout` to the time
+  /// left, less a margin for the way back; before the commit, a transaction past that time is
+  /// rolled back.
+  func boundedTransaction<Result: Sendable>(
+    client: PostgresClient, logger: Logger,
+    _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
+  ) async throws -> Result {
+    let clock = ContinuousClock()
+    let (margin, timeout) = (min(timeout / 5, .milliseconds(100)), timeout)
+    let deadline = clock.now.advanced(by: timeout - margin)
+    return try await unavailableAsError {
+      try await client.withTransaction(logger: logger) { connection in
+        guard let left = clock.now.duration(to: deadline).wholeMicroseconds, left >= 1000 else {
+          throw DatabaseTimeout()
+        }
+        let setting = "\(left / 1000)ms"
+        try await connection.query(
+          "SELECT set_config('lock_timeout', \(setting), true), set_config('statement_timeout', \(setting), true)",
+          logger: logger)
+        let result = try await body(connection)
+        // Too late to commit: the caller was answered without it.
+        guard clock.now < deadline else { throw DatabaseTimeout() }
+        return result
+      }
+    }
+  }
+
   /// Runs `operation` within ``timeout``, turning the errors that mean "the database is
   /// unreachable" into ``PacePostgresError/unavailable(reason:)``.
   @discardableResult
@@ -292,6 +322,8 @@ extension PostgresDebouncer {
       return try await withTimeout(timeout, operation)
     } catch is DatabaseTimeout {
       throw PacePostgresError.unavailable(reason: "no answer within \(timeout)")
+    } catch let error as PostgresTransactionError where error.closureError is DatabaseTimeout {
+      throw PacePostgresError.unavailable(reason: "no answer within \(timeout); the transaction was rolled back")
     } catch  where isUnavailability(error) {
       throw PacePostgresError.unavailable(reason: String(reflecting: error))
     }

@@ -429,9 +429,9 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
     binds.append(leaseMicroseconds)
     binds.append(limit)
     let (client, logger, statement) = (client, logger, PreparedSQL("claim", table: keys, sql: claimSQL))
-    return try await unavailableAsError { [binds] in
+    return try await boundedTransaction(client: client, logger: logger) { [binds] connection in
       var claims: [Claim] = []
-      let rows = try await statement.execute(binds, on: client, logger: logger)
+      let rows = try await statement.execute(binds, on: connection, logger: logger)
       let clock = ContinuousClock()
       for try await row in rows {
         let (key, through, token, attempt, lateness) = try row.decode((String, Int64?, UUID, Int, Int64).self)

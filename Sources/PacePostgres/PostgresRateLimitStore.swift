@@ -116,7 +116,6 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
     self.health = StoreHealth(circuitBreaker, table: table, factory: metricsFactory)
     self.batcher = DecisionBatcher(
       client: client, direct: directConnection, table: tableName, batchSQL: Self.batchSQL(table: tableName),
-      singleSQL: Self.decisionSQL(table: tableName),
       margin: min(timeout / 5, .milliseconds(100)), maxBatch: Self.maxBatch, maxLanes: Self.lanes,
       roundTrips: health.roundTrips, logger: logger)
     self.denials = LockedState(DenialCacheState(capacity: Self.denialCapacity))
@@ -168,8 +167,9 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
     """
   }
 
-  /// The statement that makes one decision on `table`, as the store sends it for a batch of one:
-  /// for benchmarks and for reading (the batch function makes each decision the same way). `$1` key, `$2` `cost × T` and `$3` `τ` in
+  /// The statement that makes one decision on `table`: for benchmarks and for reading (the batch
+  /// function, which the store calls for every batch, one decision too, makes each decision with the
+  /// same arithmetic). `$1` key, `$2` `cost × T` and `$3` `τ` in
   /// microseconds (see <doc:SharedRateLimitsAndDebouncing>), `$4` the budget in microseconds,
   /// `$5` the same budget as a `lock_timeout` setting (`"250ms"`).
   ///
@@ -209,7 +209,13 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   /// when that value, in milliseconds, changes), and one that holds its row after the budget takes
   /// nothing and answers `late`, as the single statement does: a batch whose callers stopped
   /// waiting takes nothing. A lock timeout fails the whole batch (its transaction takes nothing),
-  /// and its callers follow the failure policy.
+  /// and its callers follow the failure policy. A batch that took something and ends after its
+  /// budget (a slow trigger, say) raises `query_canceled`, which undoes it: whatever PostgreSQL
+  /// waited on, nothing is taken for a caller who was answered by the policy.
+  ///
+  /// The store calls it for every batch, one decision too: its statement names no table, so the
+  /// statement's preparation (a transaction of its own, before the budget's clock starts) never
+  /// waits for the table's lock; every wait for the table comes after the `lock_timeout` is set.
   static func functionSQL(table: TableName) -> String {
     let clock = "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint"
     return """
@@ -224,6 +230,7 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
         timeout bigint := -1;
         held bigint;
         clock bigint;
+        charged boolean := false;
       BEGIN
         FOR i IN 1 .. coalesce(array_length(keys, 1), 0) LOOP
           o_index := i;
@@ -247,6 +254,7 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
                 IF NOT o_late AND GREATEST(held, clock) + increments[i] - clock <= tolerances[i] THEN
                   o_granted := GREATEST(held, clock) + increments[i];
                   UPDATE \(table) AS r SET tat = o_granted WHERE r.key = keys[i];
+                  charged := true;
                 ELSE
                   o_current := held;
                 END IF;
@@ -257,12 +265,19 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
               ON CONFLICT (key) DO NOTHING;
               IF FOUND THEN
                 o_granted := clock + increments[i];
+                charged := true;
                 EXIT;
               END IF;
             END LOOP;
           END IF;
           RETURN NEXT;
         END LOOP;
+        -- A write that took longer than the budget (a slow trigger, a slow plan, a wait on
+        -- anything but a lock) is undone: the callers stopped waiting, so the batch takes nothing.
+        IF charged AND \(clock) - started > budget THEN
+          RAISE EXCEPTION 'pace: the batch ran past its budget of % microseconds', budget
+            USING ERRCODE = 'query_canceled';
+        END IF;
       END
       $pace$
       """
