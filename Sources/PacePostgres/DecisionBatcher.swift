@@ -152,7 +152,7 @@ final class DecisionBatcher: Sendable {
   private func fail(_ ids: [UInt64], with error: any Error) {
     let waiters = state.withLock { state in
       let removed = ids.compactMap { state.waiters.removeValue(forKey: $0) }
-      state.machine.remove(Set(ids))
+      state.machine.remove(ids)
       return removed
     }
     for waiter in waiters { waiter.continuation.resume(throwing: error) }
@@ -273,7 +273,7 @@ final class DecisionBatcher: Sendable {
     } catch {
       logger.warning(
         "closing a decision connection failed",
-        metadata: ["error": "\(String(reflecting: error))", "pace.reason": "\(why)"])
+        metadata: errorMetadata(error).merging(["pace.reason": "\(why)"]) { $1 })
     }
   }
 
@@ -358,7 +358,7 @@ final class DecisionBatcher: Sendable {
         try await Task.sleep(until: earliest, clock: .continuous)
       } catch {
         // Nothing cancels the watchdog: it is unstructured and its handle is not kept.
-        logger.error("the decision watchdog was cancelled", metadata: ["error": "\(error)"])
+        logger.error("the decision watchdog was cancelled", metadata: errorMetadata(error))
       }
       let now = ContinuousClock.now
       let expired = state.withLock { state in state.waiters.filter { $0.value.request.deadline <= now }.map(\.key) }

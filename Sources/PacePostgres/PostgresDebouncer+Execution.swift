@@ -27,7 +27,7 @@ extension PostgresDebouncer {
         return false
       }
       let lateness = claim.lateness + (ContinuousClock().now - claim.claimedAt)
-      metrics.lag.recordNanoseconds(lateness.wholeNanoseconds)
+      metrics.lag.recordNanoseconds(lateness.paceNanoseconds)
 
       var payloads: [Payload] = []
       let decoder = JSONDecoder()
@@ -51,7 +51,7 @@ extension PostgresDebouncer {
             try await uncancelled { try await self.release(claim) }
             logger.warning(
               "PostgresDebouncer: a shutdown cancelled the handler; its claim is given back",
-              metadata: ["error": "\(error)"])
+              metadata: errorMetadata(error))
             return false
           }
           metrics.failed.increment()
@@ -69,11 +69,11 @@ extension PostgresDebouncer {
       if isUnavailableError(error) {
         logger.warning(
           "PostgresDebouncer: the database is unavailable mid-execution; the key runs again after its lease",
-          metadata: ["error": "\(error)"])
+          metadata: errorMetadata(error))
       } else {
         logger.error(
           "PostgresDebouncer: the database refused a statement of an execution; the key runs again after its lease",
-          metadata: ["error": "\(error)"])
+          metadata: errorMetadata(error))
       }
       return false
     }
@@ -102,7 +102,7 @@ extension PostgresDebouncer {
   private func failed(_ claim: Claim, _ error: any Error, undecodable: Bool, logger: Logger) async throws {
     metrics.failures.increment()
     let decision = retryPolicy.afterFailure(attempt: claim.attempt)
-    var metadata: Logger.Metadata = ["error": "\(error)"]
+    var metadata = errorMetadata(error)
     if case .retry(let wait) = decision { metadata["retry_in"] = "\(wait)" }
     let what = undecodable ? "a stored payload does not decode as the debouncer's Payload" : "the handler failed"
     switch decision {
@@ -168,7 +168,7 @@ extension PostgresDebouncer {
       } catch {
         if Task.isCancelled { return }
         logger.warning(
-          "PostgresDebouncer: could not renew the lease; trying again", metadata: ["error": "\(error)"])
+          "PostgresDebouncer: could not renew the lease; trying again", metadata: errorMetadata(error))
       }
     }
   }

@@ -103,7 +103,10 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
   ///     default.
   ///   - metricsFactory: Where the metrics go; `MetricsSystem.factory` by default.
   ///   - perform: The handler: the key and its merged payload.
-  /// - Throws: ``PacePostgresError/invalidTableName(_:)`` if `table` is not a plain identifier.
+  /// - Throws: ``PacePostgresError/invalidTableName(_:)`` if `table` is not a plain identifier;
+  ///   ``PacePostgresError/rateOutOfRange(_:)`` naming the setting if a duration is out of its range
+  ///   (every one must also be below `Int64.max` nanoseconds, about 292 years) or a count is not
+  ///   positive.
   public init(
     client: PostgresClient,
     table: String = "pace_debounce",
@@ -123,23 +126,25 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
     metricsFactory: any MetricsFactory = MetricsSystem.factory,
     perform: @escaping @Sendable (_ key: String, _ payload: Payload) async throws -> Void
   ) throws(PacePostgresError) {
-    precondition(quiet >= .zero, "PostgresDebouncer: quiet must not be negative (got \(quiet))")
+    // Every setting is checked with a thrown error, never a trap (`Duration.components`, which a
+    // conversion of a duration beyond `Int64.max` seconds would call, traps).
+    let owner = "PostgresDebouncer"
+    try checkSetting("quiet", quiet, of: owner, zeroAllowed: true)
     if let maxWait {
-      precondition(maxWait >= quiet, "PostgresDebouncer: maxWait must not be shorter than quiet (got \(maxWait))")
+      try checkSetting("maxWait", maxWait, of: owner, zeroAllowed: true)
+      guard maxWait >= quiet else { throw .rateOutOfRange("\(owner): maxWait \(maxWait) is shorter than quiet \(quiet)") }
     }
-    precondition(lease > .zero, "PostgresDebouncer: lease must be positive (got \(lease))")
-    precondition(pollInterval > .zero, "PostgresDebouncer: pollInterval must be positive (got \(pollInterval))")
-    precondition(timeout > .zero, "PostgresDebouncer: timeout must be positive (got \(timeout))")
-    precondition(maximumPayloadBytes > 0, "PostgresDebouncer: maximumPayloadBytes must be positive")
-    precondition(maximumAttempts > 0, "PostgresDebouncer: maximumAttempts must be positive (got \(maximumAttempts))")
-    precondition(
-      maximumConcurrentExecutions > 0,
-      "PostgresDebouncer: maximumConcurrentExecutions must be positive (got \(maximumConcurrentExecutions))")
-    precondition(
-      shutdownGracePeriod >= .zero,
-      "PostgresDebouncer: shutdownGracePeriod must not be negative (got \(shutdownGracePeriod))")
-    if let retryBackoff {
-      precondition(retryBackoff >= .zero, "PostgresDebouncer: retryBackoff must not be negative (got \(retryBackoff))")
+    try checkSetting("lease", lease, of: owner)
+    try checkSetting("pollInterval", pollInterval, of: owner)
+    try checkSetting("timeout", timeout, of: owner)
+    try checkSetting("shutdownGracePeriod", shutdownGracePeriod, of: owner, zeroAllowed: true)
+    try checkSetting("maximumRetryBackoff", maximumRetryBackoff, of: owner, zeroAllowed: true)
+    if let retryBackoff { try checkSetting("retryBackoff", retryBackoff, of: owner, zeroAllowed: true) }
+    for (name, count) in [
+      ("maximumPayloadBytes", maximumPayloadBytes), ("maximumAttempts", maximumAttempts),
+      ("maximumConcurrentExecutions", maximumConcurrentExecutions),
+    ] where count <= 0 {
+      throw .rateOutOfRange("\(owner): \(name) must be positive; got \(count)")
     }
     // A zero quiet period would retry a failing key at every poll.
     let firstRetry = retryBackoff ?? max(quiet, pollInterval)
@@ -215,7 +220,7 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
       logger.error("\(reason)")
       throw PacePostgresError.unavailable(reason: reason)
     } catch  where isUnavailability(error) {
-      logger.error("PostgresDebouncer.migrate: the database is unavailable", metadata: ["error": "\(error)"])
+      logger.error("PostgresDebouncer.migrate: the database is unavailable", metadata: errorMetadata(error))
       throw PacePostgresError.unavailable(reason: "PostgresDebouncer.migrate: \(String(reflecting: error))")
     }
     logger.info("PostgresDebouncer: migrated", metadata: ["pace.tables": "\(tables)"])
@@ -369,7 +374,8 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
           }
         } catch {
           failure = error
-          let kind: DebouncerWorkerState.ClaimFailure = isUnavailableError(error) ? .unavailable : .refused
+          let kind: DebouncerWorkerState.ClaimFailure =
+            isUnavailableError(error) ? .unavailable : sqlState(of: error) == "42P01" ? .tablesMissing : .refused
           step = worker.withMachine { $0.claimFailed(kind, now: clock.now) }
         }
         for log in step.logs { self.log(log, error: failure) }
@@ -379,7 +385,7 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
   }
 
   private func log(_ event: DebouncerWorkerState.Log, error: (any Error)?) {
-    let error: Logger.Metadata = error.map { ["error": "\($0)"] } ?? [:]
+    let error: Logger.Metadata = error.map(errorMetadata) ?? [:]
     switch event {
     case .outageStarted:
       logger.warning(
@@ -388,8 +394,15 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
       logger.info("PostgresDebouncer: the database answers again", metadata: ["outage": "\(duration)"])
     case .claimRefused(let refusals, let wait):
       logger.error(
-        "PostgresDebouncer: the database refused to claim due keys; retrying",
+        """
+        PostgresDebouncer: the database refused to claim due keys; retrying. A missing table (42P01) needs \
+        migrate(); a permission (42501) needs a GRANT on the debouncer's tables; pace.sql_message says which
+        """,
         metadata: error.merging(["attempt": "\(refusals)", "retry_in": "\(wait)"]) { $1 })
+    case .waitingForTables:
+      logger.info(
+        "PostgresDebouncer: its tables do not exist yet; waiting for migrate() to make them",
+        metadata: ["grace": "\(DebouncerWorkerState.defaultStartupGrace)"])
     }
   }
 

@@ -90,7 +90,9 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   ///     pool waits out its reconnection backoff, which grows with the outage.
   ///   - logger: Where to log; silent by default, as PostgresNIO's own logging is.
   ///   - metricsFactory: Where to report metrics; the process's `MetricsSystem` by default.
-  /// - Throws: ``PacePostgresError/invalidTableName(_:)`` if `table` is not a plain identifier.
+  /// - Throws: ``PacePostgresError/invalidTableName(_:)`` if `table` is not a plain identifier;
+  ///   ``PacePostgresError/rateOutOfRange(_:)`` if `timeout` or `purgeInterval` is not positive or
+  ///   is `Int64.max` nanoseconds (about 292 years) or more.
   public init(
     client: PostgresClient,
     table: String = "pace_rate_limits",
@@ -102,8 +104,8 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
     logger: Logger = Logger(label: "pace.postgres.ratelimit", factory: { _ in SwiftLogNoOpLogHandler() }),
     metricsFactory: any MetricsFactory = MetricsSystem.factory
   ) throws(PacePostgresError) {
-    precondition(timeout > .zero, "PostgresRateLimitStore: timeout must be positive (got \(timeout))")
-    precondition(purgeInterval > .zero, "PostgresRateLimitStore: purgeInterval must be positive (got \(purgeInterval))")
+    try checkSetting("timeout", timeout, of: "PostgresRateLimitStore")
+    try checkSetting("purgeInterval", purgeInterval, of: "PostgresRateLimitStore")
     self.client = client
     self.tableName = try TableName(table)
     self.whenUnavailable = whenUnavailable
@@ -378,7 +380,7 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
         }
         if purged > 0 { logger.debug("purged expired rows", metadata: ["pace.rows": "\(purged)"]) }
       } catch {
-        logger.warning("purging expired rows failed", metadata: ["error": "\(String(reflecting: error))"])
+        logger.warning("purging expired rows failed", metadata: errorMetadata(error))
       }
     }
     await shutdown()
@@ -459,7 +461,7 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
         if kind != nil {
           health.count(.error)
           logger.error(
-            "rate-limit decision failed", metadata: ["error": "\(String(reflecting: error))", "pace.key": "\(key)"])
+            "rate-limit decision failed", metadata: errorMetadata(error).merging(["pace.key": "\(key)"]) { $1 })
         }
         throw error
       }
@@ -543,7 +545,11 @@ struct GCRA: Equatable {
   let permits: Int64
 
   init(cost: Int, limit: RateLimit) throws(PacePostgresError) {
-    precondition(cost >= 0 && cost <= limit.burst, "GCRA: the cost is checked against KeyPolicy first")
+    // KeyPolicy checks the cost first; here it is checked again, as a thrown error, never a trap.
+    guard cost >= 0, cost <= limit.burst else {
+      throw .rateOutOfRange("cost \(cost) is outside 0...\(limit.burst), the burst of \(limit)")
+    }
+    // Through Pace's saturating conversion: `Duration.components` traps beyond `Int64.max` seconds.
     guard let interval = limit.interval.wholeMicroseconds, interval > 0 else {
       throw .rateOutOfRange("interval \(limit.interval) is not a positive number of microseconds below Int64.max")
     }
@@ -551,7 +557,9 @@ struct GCRA: Equatable {
     let (costTimesInterval, overflow) = Int64(cost).multipliedReportingOverflow(by: interval)
     let (burstTimesInterval, overflow2) = Int64(limit.burst).multipliedReportingOverflow(by: interval)
     guard !overflow, !overflow2 else { throw .rateOutOfRange("\(limit) overflows 64-bit microseconds") }
-    self.increment = (costTimesInterval + permits - 1) / permits
+    // Rounded up without `+ permits - 1`, which overflows for `Int.max` permits.
+    let (quotient, remainder) = costTimesInterval.quotientAndRemainder(dividingBy: permits)
+    self.increment = quotient + (remainder == 0 ? 0 : 1)
     self.tolerance = burstTimesInterval / permits
     self.interval = interval
     self.permits = permits

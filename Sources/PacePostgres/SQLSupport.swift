@@ -30,13 +30,26 @@ struct TableName: Sendable, Hashable, CustomStringConvertible {
 }
 
 extension Duration {
-  /// Whole microseconds, rounded toward zero; nil if they do not fit in an `Int64`.
+  /// Whole microseconds, rounded toward zero; nil for a duration of `Int64.max` nanoseconds (about
+  /// 292 years) or more, either way, where Pace's one conversion (`paceNanoseconds`) saturates.
   var wholeMicroseconds: Int64? {
-    let (seconds, attoseconds) = components
-    let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000)
-    if overflow { return nil }
-    let (sum, overflow2) = scaled.addingReportingOverflow(attoseconds / 1_000_000_000_000)
-    return overflow2 ? nil : sum
+    let nanoseconds = paceNanoseconds
+    guard nanoseconds != .max, nanoseconds != .min else { return nil }
+    return nanoseconds / 1000
+  }
+}
+
+/// Checks a configured duration: positive (or, with `zeroAllowed`, not negative) and below
+/// `Int64.max` nanoseconds, about 292 years, the longest a timer, a sleep or a SQL interval takes
+/// without a trap; ``PacePostgresError/rateOutOfRange(_:)`` names the setting otherwise.
+func checkSetting(
+  _ name: String, _ duration: Duration, of owner: String, zeroAllowed: Bool = false
+) throws(PacePostgresError) {
+  let inRange = zeroAllowed ? duration >= .zero : duration > .zero
+  guard inRange, duration.wholeMicroseconds != nil else {
+    throw .rateOutOfRange(
+      "\(owner): \(name) must be \(zeroAllowed ? "0 or more" : "positive") and below Int64.max nanoseconds "
+        + "(about 292 years); got \(duration)")
   }
 }
 
@@ -91,7 +104,12 @@ func isUnavailability(_ error: any Error) -> Bool { failureKind(of: error) == .u
 
 /// The SQLSTATE of a server error, for logs.
 func sqlState(of error: any Error) -> String? {
-  (error as? PSQLError)?.serverInfo?[.sqlState]
+  if let transaction = error as? PostgresTransactionError {
+    return [transaction.closureError, transaction.beginError, transaction.commitError].lazy.compactMap {
+      $0.flatMap(sqlState(of:))
+    }.first
+  }
+  return (error as? PSQLError)?.serverInfo?[.sqlState]
 }
 
 /// The database did not answer within the configured time.
@@ -219,5 +237,38 @@ extension PreparedSQL {
     guard failureKind(of: error) == .fatal else { return }
     preparedGeneration.withLock { $0 += 1 }
   }
+}
+#endif
+
+#if PostgreSQL
+import Logging
+
+/// An error as a log line's metadata: `error`, and what PostgresNIO's description of a `PSQLError`
+/// hides ("Generic description to prevent accidental leakage of sensitive data"): the server's
+/// SQLSTATE, message, detail and hint (`pace.sqlstate`, `pace.sql_message`, `pace.sql_detail`,
+/// `pace.sql_hint`), or the client's error code and its underlying error. A transaction's error
+/// is read through to the error inside it.
+func errorMetadata(_ error: any Error) -> Logger.Metadata {
+  var metadata: Logger.Metadata = ["error": "\(String(reflecting: error))"]
+  var inner: any Error = error
+  if let transaction = error as? PostgresTransactionError,
+    let cause = transaction.closureError ?? transaction.beginError ?? transaction.commitError
+  {
+    inner = cause
+    metadata["pace.transaction_error"] = "\(String(reflecting: cause))"
+  }
+  guard let error = inner as? PSQLError else { return metadata }
+  metadata["pace.psql_code"] = "\(error.code)"
+  if let info = error.serverInfo {
+    let fields: [(String, PSQLError.ServerInfo.Field)] = [
+      ("pace.sqlstate", .sqlState), ("pace.sql_message", .message), ("pace.sql_detail", .detail),
+      ("pace.sql_hint", .hint),
+    ]
+    for (key, field) in fields {
+      if let value = info[field] { metadata[key] = "\(value)" }
+    }
+  }
+  if let underlying = error.underlying { metadata["pace.underlying_error"] = "\(String(reflecting: underlying))" }
+  return metadata
 }
 #endif

@@ -65,6 +65,54 @@ struct BatchingAndDenialCacheTests {
     #expect(answer12 == [1, 3])
   }
 
+  /// Removals anywhere in the queue, batches taken between them: call order kept, nothing sent
+  /// twice or lost, against a plain array as the reference.
+  @Test func removalsKeepCallOrderAgainstAReferenceQueue() {
+    var machine = BatchMachine<Int>(maxBatch: 5, maxLanes: 1)
+    var reference: [Int] = []
+    var sent: [Int] = []
+    var generator = SystemRandomNumberGenerator()
+    var next = 0
+    for round in 0..<2000 {
+      switch round % 7 {
+      case 0, 1, 2, 3:
+        _ = machine.submit(next)
+        reference.append(next)
+        next += 1
+      case 4, 5:
+        guard let victim = reference.randomElement(using: &generator) else { continue }
+        machine.remove([victim, -1])  // an id that is not queued is ignored
+        reference.removeAll { $0 == victim }
+      default:
+        let batch = machine.next() ?? []
+        #expect(batch == Array(reference.prefix(5)), "round \(round)")
+        reference.removeFirst(batch.count)
+        sent += batch
+      }
+      #expect(machine.queue == reference, "round \(round)")
+    }
+    while let batch = machine.next() { sent += batch }
+    #expect(Set(sent).count == sent.count)
+    #expect(sent == sent.sorted())
+  }
+
+  /// 200,000 callers queued, then all but the last cancelled one at a time: each removal is O(1)
+  /// (a removal that scanned the queue would take 2 · 10^10 steps here, far beyond the time limit).
+  @Test(.timeLimit(.minutes(1))) func cancellingQueuedCallersOneAtATimeIsLinearInTotal() {
+    var machine = BatchMachine<Int>(maxBatch: 64, maxLanes: 1)
+    _ = machine.submit(-1)
+    _ = machine.next()  // the one lane is busy: the rest queue
+    for id in 0..<200_000 { _ = machine.submit(id) }
+    for id in 0..<199_999 { machine.remove(CollectionOfOne(id)) }
+    #expect(machine.next() == [199_999])
+    #expect(machine.next() == nil)
+    // A removed id submitted again is sent once.
+    _ = machine.submit(7)
+    machine.remove([7])
+    _ = machine.submit(7)
+    #expect(machine.next() == [7])
+  }
+
   let entry = DenialCacheState.Entry(key: "k", increment: 10, tolerance: 100)
 
   @Test func aDenialIsAnsweredUntilItsDeadlineAnchoredAtTheSend() {
