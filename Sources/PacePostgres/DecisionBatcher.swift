@@ -48,8 +48,8 @@ struct DecisionAnswer: Sendable, Equatable {
 /// requests in call order, each as the single statement would.
 ///
 /// No task or timer per decision: the callers wait on continuations, the lanes are long-lived
-/// tasks, and one watchdog task per store (while anything waits) answers the callers whose
-/// deadline passes with ``DatabaseTimeout``, so a pool that cannot connect never holds a caller
+/// tasks, and one watchdog task per store (parked while nobody waits; ended by ``shutdown()``)
+/// answers the callers whose deadline passes with ``DatabaseTimeout``, so a pool that cannot connect never holds a caller
 /// past its timeout. The database gives up on its own within the same budget, so a batch whose
 /// callers have left takes nothing.
 final class DecisionBatcher: Sendable {
@@ -65,7 +65,10 @@ final class DecisionBatcher: Sendable {
     /// The lanes' tasks, which ``shutdown()`` awaits.
     var laneTasks: [Task<Void, Never>] = []
     var nextID: UInt64 = 0
-    var watching = false
+    /// The watchdog's task, started with the first decision and ended by ``shutdown()``.
+    var watchdog: Task<Void, Never>?
+    /// The watchdog, parked while nobody waits.
+    var parkedWatchdog: CheckedContinuation<Void, Never>?
     var batchesSent = 0
     /// Whether ``shutdown()`` was called: no decision is taken any more, the lanes end.
     var closed = false
@@ -121,25 +124,30 @@ final class DecisionBatcher: Sendable {
     }
     return try await withTaskCancellationHandler {
       try await withCheckedThrowingContinuation { continuation in
-        let (submitted, lane, watch) = state.withLock {
-          state -> (BatchMachine<UInt64>.Submitted?, CheckedContinuation<Void, Never>?, Bool) in
-          guard !state.closed else { return (nil, nil, false) }
+        let (submitted, lane, watchdog) = state.withLock {
+          state -> (BatchMachine<UInt64>.Submitted?, CheckedContinuation<Void, Never>?, CheckedContinuation<Void, Never>?)
+          in
+          guard !state.closed else { return (nil, nil, nil) }
           state.waiters[id] = Waiter(request: request, continuation: continuation)
           let submitted = state.machine.submit(id)
           let lane = submitted == .wakeLane ? state.parkedLanes.popLast() : nil
-          defer { state.watching = true }
-          return (submitted, lane, !state.watching)
+          if state.watchdog == nil {
+            // Created under the lock, so that ``shutdown()`` always finds it to await.
+            state.watchdog = Task { await self.watch() }
+          }
+          defer { state.parkedWatchdog = nil }
+          return (submitted, lane, state.parkedWatchdog)
         }
         guard let submitted else {
           continuation.resume(throwing: StoreShutDown())
           return
         }
         lane?.resume()
+        watchdog?.resume()
         if submitted == .startLane {
           let task = Task { await self.lane() }
           state.withLock { $0.laneTasks.append(task) }
         }
-        if watch { Task { await self.watch() } }
         // A caller cancelled before it was registered is not seen by the handler below.
         if Task.isCancelled { fail([id], with: CancellationError()) }
       }
@@ -164,14 +172,15 @@ final class DecisionBatcher: Sendable {
   }
 
   /// Stops taking decisions, answers those not yet sent with ``StoreShutDown``, and returns once
-  /// every lane has ended and closed its connection; the batches in flight are answered first.
+  /// every lane has ended and closed its connection, and the watchdog has ended; the batches in
+  /// flight are answered first (the watchdog answers their callers' deadlines meanwhile).
   func shutdown() async {
-    let (lanes, parked, queued) = state.withLock { state in
+    let (lanes, parked, queued, watchdog) = state.withLock { state in
       state.closed = true
       var queued: [UInt64] = []
       while let batch = state.machine.next() { queued += batch }
       defer { state.parkedLanes = [] }
-      return (state.laneTasks, state.parkedLanes, queued)
+      return (state.laneTasks, state.parkedLanes, queued, state.watchdog)
     }
     if !lanes.isEmpty || !queued.isEmpty {
       logger.debug(
@@ -180,6 +189,14 @@ final class DecisionBatcher: Sendable {
     fail(queued, with: StoreShutDown())
     for lane in parked { lane.resume() }
     for lane in lanes { await lane.value }
+    // Every caller is answered now: the watchdog ends, woken if it is parked or asleep.
+    let parkedWatchdog = state.withLock { state in
+      defer { state.parkedWatchdog = nil }
+      return state.parkedWatchdog
+    }
+    parkedWatchdog?.resume()
+    watchdog?.cancel()
+    await watchdog?.value
   }
 
   private func nextWork() -> Work {
@@ -342,27 +359,40 @@ final class DecisionBatcher: Sendable {
     }
   }
 
-  /// Answers the callers whose deadline passed, sleeping until the earliest; ends when nobody waits.
+  /// Answers the callers whose deadline passed, sleeping until the earliest; parks while nobody
+  /// waits; ends after ``shutdown()``, which owns its task.
   private func watch() async {
     while true {
-      let earliest: ContinuousClock.Instant? = state.withLock { state in
-        guard let earliest = state.waiters.values.lazy.map(\.request.deadline).min() else {
-          state.watching = false
-          return nil
+      let earliest: ContinuousClock.Instant?? = state.withLock { state in
+        if state.closed && state.waiters.isEmpty { return .some(nil) }
+        return state.waiters.values.lazy.map(\.request.deadline).min()
+      }
+      switch earliest {
+      case .some(.none):
+        return
+      case .none:
+        // Nobody waits: park until a decision comes, or ``shutdown()``.
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+          let parked = state.withLock { state in
+            guard !state.closed, state.waiters.isEmpty else { return false }
+            state.parkedWatchdog = continuation
+            return true
+          }
+          if !parked { continuation.resume() }
         }
-        return earliest
+        if state.withLock({ $0.closed && $0.waiters.isEmpty }) { return }
+      case .some(.some(let earliest)):
+        // One sleep for every waiter rather than a timer per decision: a decision costs no task.
+        // Only ``shutdown()`` cancels it, once every caller is answered.
+        guard await Task.sleepUnlessCancelled(for: ContinuousClock.now.duration(to: earliest)) else {
+          // Cancelled by ``shutdown()`` once every lane has ended: whoever still waits is answered.
+          fail(state.withLock { Array($0.waiters.keys) }, with: StoreShutDown())
+          return
+        }
+        let now = ContinuousClock.now
+        let expired = state.withLock { state in state.waiters.filter { $0.value.request.deadline <= now }.map(\.key) }
+        fail(expired, with: DatabaseTimeout())
       }
-      guard let earliest else { return }
-      // One sleep for every waiter rather than a timer per decision: a decision costs no task.
-      do {
-        try await Task.sleep(until: earliest, clock: .continuous)
-      } catch {
-        // Nothing cancels the watchdog: it is unstructured and its handle is not kept.
-        logger.error("the decision watchdog was cancelled", metadata: errorMetadata(error))
-      }
-      let now = ContinuousClock.now
-      let expired = state.withLock { state in state.waiters.filter { $0.value.request.deadline <= now }.map(\.key) }
-      fail(expired, with: DatabaseTimeout())
     }
   }
 }

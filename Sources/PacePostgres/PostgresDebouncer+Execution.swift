@@ -225,21 +225,21 @@ extension PostgresDebouncer {
         binds.append(key)
         binds.append(token)
         var isHeld = false
-        for try await _ in try await statements.held.execute(binds, on: connection, logger: logger) { isHeld = true }
+        for try await _ in try await statements.held.query(binds, on: connection, logger: logger) { isHeld = true }
         guard isHeld else { return false }
         if let lastError {
           binds = PostgresBindings(token, attempt, lastError, key, through)
-          for try await _ in try await statements.deadLetter.execute(binds, on: connection, logger: logger) {}
+          for try await _ in try await statements.deadLetter.query(binds, on: connection, logger: logger) {}
         }
         binds = PostgresBindings(key, through)
-        for try await _ in try await statements.acknowledge.execute(binds, on: connection, logger: logger) {}
+        for try await _ in try await statements.acknowledge.query(binds, on: connection, logger: logger) {}
         binds = PostgresBindings()
         binds.append(key)
         binds.append(quiet)
         binds.append(maxWait)
-        for try await _ in try await statements.reschedule.execute(binds, on: connection, logger: logger) {}
+        for try await _ in try await statements.reschedule.query(binds, on: connection, logger: logger) {}
         binds = PostgresBindings(key)
-        for try await _ in try await statements.forget.execute(binds, on: connection, logger: logger) {}
+        for try await _ in try await statements.forget.query(binds, on: connection, logger: logger) {}
         return true
     }
   }

@@ -20,9 +20,11 @@ import ServiceLifecycle
 /// let reindex = try PostgresDebouncer<[Int]>(client: client, quiet: .seconds(2), maxWait: .seconds(30), merge: .append) {
 ///   key, documentIDs in try await search.reindex(documentIDs)
 /// }
-/// try await reindex.migrate()
-/// Task { try await reindex.run() }        // on every instance
-/// try await reindex.call("catalog", [42])  // from any instance
+/// // On every instance, the client and the worker run in one ServiceGroup, or in the framework's
+/// // lifecycle (Hummingbird's `addServices(_:)`, PaceVapor's `ServiceLifecycleHandler`), which
+/// // runs `migrate()` before the server takes requests:
+/// let services = ServiceGroup(services: [client, reindex], gracefulShutdownSignals: [.sigterm], logger: logger)
+/// try await reindex.call("catalog", [42])  // from any instance, in a request
 /// ```
 ///
 /// Guarantees: every recorded payload reaches a handler that completes, or the dead-letter table
@@ -444,7 +446,7 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
     let (client, logger, statement) = (client, logger, PreparedSQL("claim", table: keys, sql: claimSQL))
     return try await boundedTransaction(client: client, logger: logger) { [binds] connection in
       var claims: [Claim] = []
-      let rows = try await statement.execute(binds, on: connection, logger: logger)
+      let rows = try await statement.query(binds, on: connection, logger: logger)
       let clock = ContinuousClock()
       for try await row in rows {
         let (key, through, token, attempt, lateness) = try row.decode((String, Int64?, UUID, Int, Int64).self)

@@ -73,6 +73,8 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   let health: StoreHealth
   let batcher: DecisionBatcher
   let denials: LockedState<DenialCacheState>
+  /// The circuit breaker's probes in flight, which ``shutdown()`` awaits.
+  let probes = OwnedTasks()
 
   /// A store on `client`, in `table`.
   ///
@@ -393,6 +395,8 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   /// Decisions after it follow the failure policy, as if the database were unavailable.
   public func shutdown() async {
     await batcher.shutdown()
+    // A probe after the batcher's shutdown is answered at once (``StoreShutDown``).
+    await probes.waitForAll()
     logger.info("PostgreSQL rate-limit store stopped")
   }
 
@@ -448,7 +452,7 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
       // No request waits for a probe: it asks in the background, taking nothing (cost 0), while
       // this request follows the failure policy like the others of the outage.
       let query = try GCRA(cost: 0, limit: limit)
-      Task { await probe(key, query) }
+      probes.spawn { await probe(key, query) }
       return try await decideUnavailable(key, cost: cost, reason: "the circuit breaker is probing", started: started)
     }
     let answer: DecisionAnswer

@@ -214,6 +214,16 @@ extension PreparedSQL {
     try await whileCurrent { try await connection.execute(NamedStatement(binds: binds), logger: logger) }
   }
 
+  /// Runs the statement with `binds` on `connection` unprepared (parsed, planned and run in one
+  /// round trip, in the current transaction): for a statement whose parse can wait for a table's
+  /// lock. PostgresNIO remembers a prepared statement's failed preparation on its connection for
+  /// good, so a preparation that timed out behind a lock would fail every later use there.
+  func query(
+    _ binds: PostgresBindings = PostgresBindings(), on connection: PostgresConnection, logger: Logger
+  ) async throws -> PostgresRowSequence {
+    try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+  }
+
   /// Runs the statement with `binds` on a connection of `client`'s pool.
   func execute(
     _ binds: PostgresBindings = PostgresBindings(), on client: PostgresClient, logger: Logger
