@@ -363,14 +363,18 @@ final class DecisionBatcher: Sendable {
   /// waits; ends after ``shutdown()``, which owns its task.
   private func watch() async {
     while true {
-      let earliest: ContinuousClock.Instant?? = state.withLock { state in
-        if state.closed && state.waiters.isEmpty { return .some(nil) }
-        return state.waiters.values.lazy.map(\.request.deadline).min()
+      enum Next {
+        case stop, park
+        case sleep(until: ContinuousClock.Instant)
       }
-      switch earliest {
-      case .some(.none):
+      let next: Next = state.withLock { state in
+        if let earliest = state.waiters.values.lazy.map(\.request.deadline).min() { return .sleep(until: earliest) }
+        return state.closed ? .stop : .park
+      }
+      switch next {
+      case .stop:
         return
-      case .none:
+      case .park:
         // Nobody waits: park until a decision comes, or ``shutdown()``.
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
           let parked = state.withLock { state in
@@ -381,7 +385,7 @@ final class DecisionBatcher: Sendable {
           if !parked { continuation.resume() }
         }
         if state.withLock({ $0.closed && $0.waiters.isEmpty }) { return }
-      case .some(.some(let earliest)):
+      case .sleep(let earliest):
         // One sleep for every waiter rather than a timer per decision: a decision costs no task.
         // Only ``shutdown()`` cancels it, once every caller is answered.
         guard await Task.sleepUnlessCancelled(for: ContinuousClock.now.duration(to: earliest)) else {
