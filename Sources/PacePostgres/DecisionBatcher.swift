@@ -93,6 +93,8 @@ final class DecisionBatcher: Sendable {
   private let logger: Logger
   /// Where the lanes connect on their own, instead of leasing from `client`'s pool.
   private let direct: PostgresConnection.Configuration?
+  /// The names of the store's prepared statement.
+  let names: StatementNames
 
   /// A batcher that sends `batchSQL` (binds: keys, increments, tolerances, budget in
   /// microseconds; rows: index, granted, current, now, late) on `client`, as a prepared statement
@@ -102,6 +104,7 @@ final class DecisionBatcher: Sendable {
     margin: Duration, maxBatch: Int, maxLanes: Int, roundTrips: Counter, logger: Logger
   ) {
     self.direct = direct
+    self.names = StatementNames(logger: logger)
     self.state = LockedState(State(machine: BatchMachine(maxBatch: maxBatch, maxLanes: maxLanes)))
     self.client = client
     self.table = table
@@ -335,7 +338,7 @@ final class DecisionBatcher: Sendable {
         binds.append(batch.map(\.1.increment))
         binds.append(batch.map(\.1.tolerance))
         binds.append(budget)
-        let rows = try await PreparedSQL("decide_batch", table: table, sql: batchSQL).execute(
+        let rows = try await PreparedSQL("decide_batch", table: table, names: names, sql: batchSQL).execute(
           binds, on: connection, logger: logger)
         for try await row in rows {
           let (index, granted, current, now, late) = try row.decode((Int, Int64?, Int64?, Int64, Bool).self)

@@ -83,7 +83,7 @@ extension PostgresDebouncer {
   private func storedPayloads(of claim: Claim) async throws -> [(Int64, ByteBuffer)] {
     guard let through = claim.through else { return [] }
     let statement = PreparedSQL(
-      "payloads", table: keys, sql: "SELECT id, payload FROM \(calls) WHERE key = $1 AND id <= $2 ORDER BY id")
+      "payloads", table: keys, names: statementNames, sql: "SELECT id, payload FROM \(calls) WHERE key = $1 AND id <= $2 ORDER BY id")
     var binds = PostgresBindings()
     binds.append(claim.key)
     binds.append(through)
@@ -138,7 +138,7 @@ extension PostgresDebouncer {
 
   private func renewLease(_ claim: Claim, logger: Logger) async {
     let statement = PreparedSQL(
-      "renew", table: keys,
+      "renew", table: keys, names: statementNames,
       sql: """
         UPDATE \(keys) SET lease_until = clock_timestamp() + $1 * interval '1 microsecond'
         WHERE key = $2 AND lease_token = $3 RETURNING 1
@@ -176,7 +176,7 @@ extension PostgresDebouncer {
   /// Gives a key whose execution failed back, due after `wait`, payloads and attempts untouched.
   private func retry(_ claim: Claim, after wait: Duration) async throws {
     let statement = PreparedSQL(
-      "retry", table: keys,
+      "retry", table: keys, names: statementNames,
       sql: """
         UPDATE \(keys)
         SET lease_until = NULL, lease_token = NULL, claimed_through = NULL,
@@ -197,7 +197,7 @@ extension PostgresDebouncer {
   /// attempt: another instance may claim it at once.
   private func release(_ claim: Claim) async throws {
     let statement = PreparedSQL(
-      "release", table: keys,
+      "release", table: keys, names: statementNames,
       sql: """
         UPDATE \(keys)
         SET lease_until = NULL, lease_token = NULL, claimed_through = NULL, attempts = GREATEST(attempts - 1, 0)
@@ -250,18 +250,18 @@ extension PostgresDebouncer {
   {
     (
       held: PreparedSQL(
-        "held", table: keys, sql: "SELECT 1 FROM \(keys) WHERE key = $1 AND lease_token = $2 FOR UPDATE"),
+        "held", table: keys, names: statementNames, sql: "SELECT 1 FROM \(keys) WHERE key = $1 AND lease_token = $2 FOR UPDATE"),
       deadLetter: PreparedSQL(
-        "dead_letter", table: keys,
+        "dead_letter", table: keys, names: statementNames,
         sql: """
           INSERT INTO \(deadLetters) (execution, key, call_id, payload, called_at, attempts, last_error)
           SELECT $1, key, id, payload, called_at, $2, $3
           FROM \(calls) WHERE key = $4 AND id <= $5 ORDER BY id
           """),
       acknowledge: PreparedSQL(
-        "acknowledge", table: keys, sql: "DELETE FROM \(calls) WHERE key = $1 AND id <= $2"),
+        "acknowledge", table: keys, names: statementNames, sql: "DELETE FROM \(calls) WHERE key = $1 AND id <= $2"),
       reschedule: PreparedSQL(
-        "reschedule", table: keys,
+        "reschedule", table: keys, names: statementNames,
         sql: """
           UPDATE \(keys) AS j
           SET lease_until = NULL, lease_token = NULL, claimed_through = NULL, attempts = 0,
@@ -272,7 +272,7 @@ extension PostgresDebouncer {
           WHERE j.key = $1 AND rest.first IS NOT NULL
           """),
       forget: PreparedSQL(
-        "forget", table: keys,
+        "forget", table: keys, names: statementNames,
         sql: """
           DELETE FROM \(keys) AS j
           WHERE j.key = $1 AND NOT EXISTS (SELECT 1 FROM \(calls) AS c WHERE c.key = $1)

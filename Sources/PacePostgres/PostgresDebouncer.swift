@@ -70,6 +70,8 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
   let perform: @Sendable (_ key: String, _ payload: Payload) async throws -> Void
   let logger: Logger
   let metrics: DebouncerMetrics
+  /// The names of this debouncer's prepared statements.
+  let statementNames: StatementNames
   let retryPolicy: DebouncerRetryPolicy
   let quietMicroseconds: Int64
   let maxWaitMicroseconds: Int64?
@@ -175,6 +177,7 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
     logger[metadataKey: "pace.table"] = "\(table)"
     self.logger = logger
     self.metrics = DebouncerMetrics(table: table, factory: metricsFactory)
+    self.statementNames = StatementNames(logger: logger)
     self.retryPolicy = DebouncerRetryPolicy(
       maximumAttempts: maximumAttempts, backoff: Backoff(base: firstRetry, cap: longestRetry))
     self.quietMicroseconds = quietMicroseconds
@@ -225,6 +228,7 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
       logger.error("PostgresDebouncer.migrate: the database is unavailable", metadata: errorMetadata(error))
       throw PacePostgresError.unavailable(reason: "PostgresDebouncer.migrate: \(String(reflecting: error))")
     }
+    statementNames.migrated()
     logger.info("PostgresDebouncer: migrated", metadata: ["pace.tables": "\(tables)"])
   }
 
@@ -290,7 +294,7 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
     binds.append(quietMicroseconds)
     binds.append(maxWaitMicroseconds)
     binds.append(ByteBuffer(bytes: json))
-    let (client, logger, statement) = (client, logger, PreparedSQL("call", table: keys, sql: callSQL))
+    let (client, logger, statement) = (client, logger, PreparedSQL("call", table: keys, names: statementNames, sql: callSQL))
     try await unavailableAsError { [binds] in
       for try await _ in try await statement.execute(binds, on: client, logger: logger) {}
     }
@@ -443,7 +447,7 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
     var binds = PostgresBindings()
     binds.append(leaseMicroseconds)
     binds.append(limit)
-    let (client, logger, statement) = (client, logger, PreparedSQL("claim", table: keys, sql: claimSQL))
+    let (client, logger, statement) = (client, logger, PreparedSQL("claim", table: keys, names: statementNames, sql: claimSQL))
     return try await boundedTransaction(client: client, logger: logger) { [binds] connection in
       var claims: [Claim] = []
       let rows = try await statement.query(binds, on: connection, logger: logger)

@@ -158,6 +158,8 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
         for statement in statements { try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
       }
     }
+    // A statement refused before the migration may be remembered refused on its connection.
+    batcher.names.migrated()
   }
 
   /// The table: one row per key, its TAT in microseconds of the database's clock. No index on

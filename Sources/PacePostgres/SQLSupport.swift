@@ -158,27 +158,110 @@ import Logging
 
 /// A statement PostgreSQL parses and plans once per connection: PostgresNIO prepares it under
 /// ``name`` on a connection's first use and binds it afterwards.
-struct PreparedSQL: Sendable, Hashable {
+struct PreparedSQL: Sendable {
   /// The statement's name on every connection; it names its table, so one name is always one text.
   let name: String
   let sql: String
+  /// Where its names come from, told when the database refuses it; nil for no renaming.
+  let names: StatementNames?
 
   init(name: String, sql: String) {
     self.name = name
     self.sql = sql
+    self.names = nil
   }
 
-  /// `sql` under a name made of `kind` and `table`, with the generation of the names (see
-  /// ``preparedGeneration``).
-  init(_ kind: String, table: TableName, sql: String) {
-    self.name = "pace.\(preparedGeneration.withLock { $0 }).\(kind).\(table.name)"
+  /// `sql` under a name made of `kind`, `table` and the generation of `names`, the store's or the
+  /// debouncer's own.
+  init(_ kind: String, table: TableName, names: StatementNames, sql: String) {
+    self.name = "pace.\(names.generation).\(kind).\(table.name)"
     self.sql = sql
+    self.names = names
   }
 }
 
-/// Bumped when the database refuses to prepare a statement: PostgresNIO remembers a refused
-/// preparation on its connection for good, so after a `migrate()` the statements need new names.
-let preparedGeneration = LockedState(0)
+/// When a store's (or a debouncer's) prepared statements take new names, apart from any lock or
+/// clock: PostgresNIO remembers a refused preparation on its connection for good, so after the
+/// schema is fixed (a `migrate()`) the statements need names no connection has seen refused.
+///
+/// Bounded: a refusal that a preparation can cause (SQLSTATE class 42, a missing or forbidden
+/// object; 3F, a missing schema; 0A) renames at most once per ``minimumInterval`` and at most
+/// ``maximumRenames`` times between two successful migrations, so a persistent misconfiguration
+/// prepares a bounded number of names; a successful `migrate()` of the owner renames once more
+/// and restores the allowance. Other refusals never rename.
+struct StatementNamesMachine: Sendable, Equatable {
+  static let maximumRenames = 8
+  static let minimumInterval = Duration.seconds(1)
+
+  /// The current generation of the names.
+  private(set) var generation = 0
+  /// Renames left before the next successful migration.
+  private(set) var renamesLeft = Self.maximumRenames
+  private var lastRename: ContinuousClock.Instant?
+
+  /// What a refusal changed.
+  enum Refusal: Sendable, Equatable {
+    /// Nothing: not a refusal a preparation causes, or a rename within the last second.
+    case kept
+    /// The statements take new names.
+    case renamed(generation: Int)
+    /// The last rename allowed before a successful migration: log it, with what to do.
+    case exhausted(generation: Int)
+  }
+
+  /// The database refused a statement with `sqlState` (nil: not a server error).
+  mutating func refused(sqlState: String?, now: ContinuousClock.Instant) -> Refusal {
+    guard let sqlState, ["42", "3F", "0A"].contains(where: sqlState.hasPrefix), renamesLeft > 0 else { return .kept }
+    if let lastRename, lastRename.duration(to: now) < Self.minimumInterval { return .kept }
+    lastRename = now
+    generation += 1
+    renamesLeft -= 1
+    return renamesLeft == 0 ? .exhausted(generation: generation) : .renamed(generation: generation)
+  }
+
+  /// The owner's `migrate()` succeeded: new names, and the allowance back.
+  mutating func migrated() {
+    generation += 1
+    renamesLeft = Self.maximumRenames
+    lastRename = nil
+  }
+}
+
+/// A store's or a debouncer's ``StatementNamesMachine`` behind a lock.
+final class StatementNames: Sendable {
+  private let machine = LockedState(StatementNamesMachine())
+  private let logger: Logger
+
+  init(logger: Logger) {
+    self.logger = logger
+  }
+
+  var generation: Int { machine.withLock { $0.generation } }
+
+  func refused(_ error: any Error) {
+    guard failureKind(of: error) == .fatal else { return }
+    let state = sqlState(of: error)
+    let refusal = machine.withLock { $0.refused(sqlState: state, now: .now) }
+    switch refusal {
+    case .kept:
+      break
+    case .renamed(let generation):
+      logger.debug(
+        "prepared statements take new names after a refusal",
+        metadata: ["pace.generation": "\(generation)", "pace.sqlstate": "\(state ?? "")"])
+    case .exhausted(let generation):
+      logger.error(
+        """
+        the database keeps refusing this component's statements (a missing table, function or \
+        permission): call migrate() or fix the grant; the statements are renamed again after a \
+        successful migrate(), or restart the instance
+        """,
+        metadata: ["pace.generation": "\(generation)", "pace.sqlstate": "\(state ?? "")"])
+    }
+  }
+
+  func migrated() { machine.withLock { $0.migrated() } }
+}
 
 /// The statement being executed, for ``NamedStatement``: PostgresNIO reads a prepared statement's
 /// name and text as static properties, synchronously within `execute`, and a table is known only
@@ -241,11 +324,10 @@ extension PreparedSQL {
     }
   }
 
-  /// A statement the database refused may have been refused at its preparation: the next
-  /// statements get new names (the refusal is logged by whoever handles `error`).
+  /// A statement the database refused may have been refused at its preparation: its names are
+  /// told (the refusal is logged by whoever handles `error`).
   private func refused(_ error: any Error) {
-    guard failureKind(of: error) == .fatal else { return }
-    preparedGeneration.withLock { $0 += 1 }
+    names?.refused(error)
   }
 }
 #endif

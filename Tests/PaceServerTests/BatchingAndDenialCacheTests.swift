@@ -113,6 +113,25 @@ struct BatchingAndDenialCacheTests {
     #expect(machine.next() == [7])
   }
 
+  /// Statement names: renamed on a refusal a preparation can cause, at most once a second and
+  /// eight times between migrations; a migration renames once more and restores the allowance.
+  @Test func statementNamesAreRenamedBoundedly() {
+    var names = StatementNamesMachine()
+    #expect(names.refused(sqlState: "23505", now: start) == .kept)  // a unique violation: not a preparation's
+    #expect(names.refused(sqlState: nil, now: start) == .kept)
+    #expect(names.refused(sqlState: "42P01", now: start) == .renamed(generation: 1))
+    #expect(names.refused(sqlState: "42P01", now: start + .milliseconds(999)) == .kept)
+    var outcomes: [StatementNamesMachine.Refusal] = []
+    for second in 1...100 { outcomes.append(names.refused(sqlState: "42501", now: start + .seconds(second))) }
+    #expect(Array(outcomes.prefix(6)) == (2...7).map { StatementNamesMachine.Refusal.renamed(generation: $0) })
+    #expect(outcomes[6] == .exhausted(generation: 8))
+    #expect(outcomes.dropFirst(7).allSatisfy { $0 == .kept })
+    #expect(names.generation == 8)
+    names.migrated()
+    #expect(names.generation == 9)
+    #expect(names.refused(sqlState: "3F000", now: start + .seconds(101)) == .renamed(generation: 10))
+  }
+
   let entry = DenialCacheState.Entry(key: "k", increment: 10, tolerance: 100)
 
   @Test func aDenialIsAnsweredUntilItsDeadlineAnchoredAtTheSend() {
