@@ -45,8 +45,9 @@ struct DebouncerOutboxMachine: Sendable {
   }
 
   /// A call comes in at `now`.
-  mutating func call(_ call: PendingCall, now: ContinuousClock.Instant) -> (CallAction, CircuitBreakerMachine.Transition?)
-  {
+  mutating func call(_ call: PendingCall, now: ContinuousClock.Instant) -> (
+    CallAction, CircuitBreakerMachine.Transition?
+  ) {
     let (admission, transition) = breaker.admit(now: now)
     if outbox.isEmpty && admission != .reject { return (.send(admission), transition) }
     guard capacity > 0 else {

@@ -49,8 +49,8 @@ struct DecisionAnswer: Sendable, Equatable {
 ///
 /// No task or timer per decision: the callers wait on continuations, the lanes are long-lived
 /// tasks, and one watchdog task per store (parked while nobody waits; ended by ``shutdown()``)
-/// answers the callers whose deadline passes with ``DatabaseTimeout``, so a pool that cannot connect never holds a caller
-/// past its timeout. The database gives up on its own within the same budget, so a batch whose
+/// answers the callers whose deadline passes with ``DatabaseTimeout``, so a pool that cannot
+/// connect never holds a caller past its timeout. The database gives up on its own within the same budget, so a batch whose
 /// callers have left takes nothing.
 final class DecisionBatcher: Sendable {
   private struct Waiter {
@@ -128,7 +128,9 @@ final class DecisionBatcher: Sendable {
     return try await withTaskCancellationHandler {
       try await withCheckedThrowingContinuation { continuation in
         let (submitted, lane, watchdog) = state.withLock {
-          state -> (BatchMachine<UInt64>.Submitted?, CheckedContinuation<Void, Never>?, CheckedContinuation<Void, Never>?)
+          state -> (
+            BatchMachine<UInt64>.Submitted?, CheckedContinuation<Void, Never>?, CheckedContinuation<Void, Never>?
+          )
           in
           guard !state.closed else { return (nil, nil, nil) }
           state.waiters[id] = Waiter(request: request, continuation: continuation)

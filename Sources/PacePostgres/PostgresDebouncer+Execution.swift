@@ -83,7 +83,8 @@ extension PostgresDebouncer {
   private func storedPayloads(of claim: Claim) async throws -> [(Int64, ByteBuffer)] {
     guard let through = claim.through else { return [] }
     let statement = PreparedSQL(
-      "payloads", table: keys, names: statementNames, sql: "SELECT id, payload FROM \(calls) WHERE key = $1 AND id <= $2 ORDER BY id")
+      "payloads", table: keys, names: statementNames,
+      sql: "SELECT id, payload FROM \(calls) WHERE key = $1 AND id <= $2 ORDER BY id")
     var binds = PostgresBindings()
     binds.append(claim.key)
     binds.append(through)
@@ -221,26 +222,26 @@ extension PostgresDebouncer {
     let (key, token, attempt) = (claim.key, claim.token, claim.attempt)
     let (through, quiet, maxWait) = (claim.through ?? 0, quietMicroseconds, maxWaitMicroseconds)
     return try await boundedTransaction(client: client, logger: logger) { connection in
-        var binds = PostgresBindings()
-        binds.append(key)
-        binds.append(token)
-        var isHeld = false
-        for try await _ in try await statements.held.query(binds, on: connection, logger: logger) { isHeld = true }
-        guard isHeld else { return false }
-        if let lastError {
-          binds = PostgresBindings(token, attempt, lastError, key, through)
-          for try await _ in try await statements.deadLetter.query(binds, on: connection, logger: logger) {}
-        }
-        binds = PostgresBindings(key, through)
-        for try await _ in try await statements.acknowledge.query(binds, on: connection, logger: logger) {}
-        binds = PostgresBindings()
-        binds.append(key)
-        binds.append(quiet)
-        binds.append(maxWait)
-        for try await _ in try await statements.reschedule.query(binds, on: connection, logger: logger) {}
-        binds = PostgresBindings(key)
-        for try await _ in try await statements.forget.query(binds, on: connection, logger: logger) {}
-        return true
+      var binds = PostgresBindings()
+      binds.append(key)
+      binds.append(token)
+      var isHeld = false
+      for try await _ in try await statements.held.query(binds, on: connection, logger: logger) { isHeld = true }
+      guard isHeld else { return false }
+      if let lastError {
+        binds = PostgresBindings(token, attempt, lastError, key, through)
+        for try await _ in try await statements.deadLetter.query(binds, on: connection, logger: logger) {}
+      }
+      binds = PostgresBindings(key, through)
+      for try await _ in try await statements.acknowledge.query(binds, on: connection, logger: logger) {}
+      binds = PostgresBindings()
+      binds.append(key)
+      binds.append(quiet)
+      binds.append(maxWait)
+      for try await _ in try await statements.reschedule.query(binds, on: connection, logger: logger) {}
+      binds = PostgresBindings(key)
+      for try await _ in try await statements.forget.query(binds, on: connection, logger: logger) {}
+      return true
     }
   }
 
@@ -250,7 +251,8 @@ extension PostgresDebouncer {
   {
     (
       held: PreparedSQL(
-        "held", table: keys, names: statementNames, sql: "SELECT 1 FROM \(keys) WHERE key = $1 AND lease_token = $2 FOR UPDATE"),
+        "held", table: keys, names: statementNames,
+        sql: "SELECT 1 FROM \(keys) WHERE key = $1 AND lease_token = $2 FOR UPDATE"),
       deadLetter: PreparedSQL(
         "dead_letter", table: keys, names: statementNames,
         sql: """

@@ -158,7 +158,9 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
     try checkSetting("quiet", quiet, of: owner, zeroAllowed: true)
     if let maxWait {
       try checkSetting("maxWait", maxWait, of: owner, zeroAllowed: true)
-      guard maxWait >= quiet else { throw .rateOutOfRange("\(owner): maxWait \(maxWait) is shorter than quiet \(quiet)") }
+      guard maxWait >= quiet else {
+        throw .rateOutOfRange("\(owner): maxWait \(maxWait) is shorter than quiet \(quiet)")
+      }
     }
     try checkSetting("lease", lease, of: owner)
     try checkSetting("pollInterval", pollInterval, of: owner)
@@ -544,7 +546,9 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
     var binds = PostgresBindings()
     binds.append(leaseMicroseconds)
     binds.append(limit)
-    let (client, logger, statement) = (client, logger, PreparedSQL("claim", table: keys, names: statementNames, sql: claimSQL))
+    let (client, logger, statement) = (
+      client, logger, PreparedSQL("claim", table: keys, names: statementNames, sql: claimSQL)
+    )
     return try await boundedTransaction(client: client, logger: logger) { [binds] connection in
       var claims: [Claim] = []
       let rows = try await statement.query(binds, on: connection, logger: logger)

@@ -126,7 +126,8 @@ struct DebouncerOutageTests {
     var components = URLComponents(url: url, resolvingAgainstBaseURL: false)!
     components.path = "/\(database)"
     let client = PostgresClient(
-      configuration: TestDatabase.configuration(components.url!, connections: 4), backgroundLogger: TestDatabase.quietLogger)
+      configuration: TestDatabase.configuration(components.url!, connections: 4),
+      backgroundLogger: TestDatabase.quietLogger)
     let journal = Journal()
     try await TestDatabase.withClients { admin in
       try await admin[0].query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(database)"))

@@ -102,7 +102,9 @@ struct DebouncerWorkerStateTests {
     let again = machine.claimFailed(.tablesMissing, now: start + .seconds(29))
     #expect(again == .init(logs: [], next: .sleep(.milliseconds(100))))
     let late = machine.claimFailed(.tablesMissing, now: start + .seconds(30))
-    #expect(late == .init(logs: [.claimRefused(refusals: 1, retryAfter: .milliseconds(100))], next: .sleep(.milliseconds(100))))
+    #expect(
+      late
+        == .init(logs: [.claimRefused(refusals: 1, retryAfter: .milliseconds(100))], next: .sleep(.milliseconds(100))))
     _ = machine.shutDown()
     #expect(machine.claimFailed(.tablesMissing, now: start + .seconds(1)).next == .stop)
   }

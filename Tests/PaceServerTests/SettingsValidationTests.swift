@@ -14,7 +14,8 @@ struct SettingsValidationTests {
   static let edges: [Duration] = [.zero, .nanoseconds(1), .seconds(Int64.max), .seconds(Int64.max) * 4]
 
   static func client() -> PostgresClient {
-    PostgresClient(configuration: .init(host: "127.0.0.1", username: "nobody", password: nil, database: nil, tls: .disable))
+    PostgresClient(
+      configuration: .init(host: "127.0.0.1", username: "nobody", password: nil, database: nil, tls: .disable))
   }
 
   static func isOutOfRange(_ error: any Error) -> Bool {
@@ -72,9 +73,14 @@ struct SettingsValidationTests {
       ("quiet", true, { try PostgresDebouncer<Int>(client: client, quiet: $0) { _, _ in } }),
       ("maxWait", true, { try PostgresDebouncer<Int>(client: client, quiet: .zero, maxWait: $0) { _, _ in } }),
       ("lease", false, { try PostgresDebouncer<Int>(client: client, quiet: .zero, lease: $0) { _, _ in } }),
-      ("pollInterval", false, { try PostgresDebouncer<Int>(client: client, quiet: .zero, pollInterval: $0) { _, _ in } }),
+      (
+        "pollInterval", false,
+        { try PostgresDebouncer<Int>(client: client, quiet: .zero, pollInterval: $0) { _, _ in } }
+      ),
       ("timeout", false, { try PostgresDebouncer<Int>(client: client, quiet: .zero, timeout: $0) { _, _ in } }),
-      ("retryBackoff", true, { try PostgresDebouncer<Int>(client: client, quiet: .zero, retryBackoff: $0) { _, _ in } }),
+      (
+        "retryBackoff", true, { try PostgresDebouncer<Int>(client: client, quiet: .zero, retryBackoff: $0) { _, _ in } }
+      ),
       (
         "maximumRetryBackoff", true,
         { try PostgresDebouncer<Int>(client: client, quiet: .zero, maximumRetryBackoff: $0) { _, _ in } }
