@@ -101,13 +101,14 @@ struct DebouncerOutboxMachine: Sendable {
     delivering = false
   }
 
-  /// A call or delivery admitted with `admission` ended: tells the breaker.
+  /// A call or delivery admitted with `admission` ended: tells the breaker whether the database
+  /// was `unavailable`, or nil if the caller was cancelled before anyone knew.
   mutating func ended(
-    _ admission: CircuitBreakerMachine.Admission, unavailable: Bool, now: ContinuousClock.Instant
+    _ admission: CircuitBreakerMachine.Admission, unavailable: Bool?, now: ContinuousClock.Instant
   ) -> CircuitBreakerMachine.Transition? {
     switch admission {
-    case .ask: breaker.asked(unavailable: unavailable, now: now)
-    case .probe: breaker.probeEnded(succeeded: !unavailable, now: now)
+    case .ask: unavailable.flatMap { breaker.asked(unavailable: $0, now: now) }
+    case .probe: breaker.probeEnded(succeeded: unavailable.map { !$0 }, now: now)
     case .reject: nil
     }
   }
@@ -150,7 +151,7 @@ final class DebouncerOutbox: Sendable {
     return kept
   }
 
-  func ended(_ admission: CircuitBreakerMachine.Admission, unavailable: Bool, error: (any Error)?) {
+  func ended(_ admission: CircuitBreakerMachine.Admission, unavailable: Bool?, error: (any Error)?) {
     report(machine.withLock { $0.ended(admission, unavailable: unavailable, now: .now) }, error: error)
   }
 

@@ -350,6 +350,11 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
         outbox.ended(admission, unavailable: true, error: error)
         if case .keepLocally = whenUnavailable, outbox.keep(pending) { return }
         throw error
+      } catch {
+        // The database answered (it refused the statement), or the caller was cancelled before
+        // anyone knew: either way a probe ends.
+        outbox.ended(admission, unavailable: error is CancellationError ? nil : false, error: nil)
+        throw error
       }
     }
   }

@@ -62,7 +62,7 @@ struct DebouncerOutageTests {
   ) throws -> PostgresDebouncer<[Int]> {
     try PostgresDebouncer<[Int]>(
       client: client, table: table, quiet: .milliseconds(50), merge: .append, pollInterval: .milliseconds(50),
-      timeout: .milliseconds(500), circuitBreaker: CircuitBreaker(failureThreshold: 2, coolDown: .milliseconds(200)),
+      timeout: .seconds(1), circuitBreaker: CircuitBreaker(failureThreshold: 2, coolDown: .milliseconds(200)),
       whenUnavailable: policy
     ) { key, payload in
       await journal.started(key)
@@ -70,8 +70,10 @@ struct DebouncerOutageTests {
     }
   }
 
-  /// The server stopped: calls are kept, then recorded in call order and run once it is back.
-  @Test func callsDuringAStoppedDatabaseAreKeptAndDeliveredInOrder() async throws {
+  /// The server stopped (one cluster for both policies: a cluster costs an `initdb`): with an
+  /// outbox, calls are kept, then recorded in call order and run once it is back; without one,
+  /// the breaker opens after its threshold and calls are rejected at once.
+  @Test func callsDuringAStoppedDatabaseAreKeptAndDeliveredInOrderOrRejectedAtOnce() async throws {
     let cluster = try TestCluster()
     defer { cluster.destroy() }
     var configuration = TestDatabase.configuration(cluster.url, connections: 4)
@@ -79,43 +81,31 @@ struct DebouncerOutageTests {
     let client = PostgresClient(configuration: configuration, backgroundLogger: TestDatabase.quietLogger)
     let journal = Journal()
     try await TestDatabase.running([client]) {
-      let debouncer = try debouncer(client, journal: journal, policy: .keepLocally(capacity: 100))
-      try await debouncer.migrate()
-      let worker = Task { try await debouncer.run() }
+      let keeping = try debouncer(client, journal: journal, policy: .keepLocally(capacity: 100))
+      let throwing = try debouncer(client, journal: Journal(), policy: .throwError, table: "pace_throwing")
+      try await keeping.migrate()
+      try await throwing.migrate()
+      let worker = Task { try await keeping.run() }
       defer { worker.cancel() }
       try cluster.stop()
-      for index in 0..<10 { try await debouncer.call("k", [index]) }  // kept, none thrown
-      #expect(debouncer.outbox.count == 10)
-      try cluster.start()
-      // real-time: the worker's next successful claim delivers them; then the handler runs.
-      #expect(try await eventually(within: .seconds(60)) { await journal.ran("k").flatMap { $0 } == Array(0..<10) })
-      #expect(debouncer.outbox.count == 0)
-      worker.cancel()
-      try await worker.value
-    }
-  }
-
-  /// Without an outbox, the breaker opens after its threshold and calls are rejected at once.
-  @Test func withoutAnOutboxCallsDuringAStoppedDatabaseAreRejectedAtOnce() async throws {
-    let cluster = try TestCluster()
-    defer { cluster.destroy() }
-    var configuration = TestDatabase.configuration(cluster.url, connections: 4)
-    configuration.options.connectTimeout = .milliseconds(500)
-    let client = PostgresClient(configuration: configuration, backgroundLogger: TestDatabase.quietLogger)
-    try await TestDatabase.running([client]) {
-      let debouncer = try debouncer(client, journal: Journal(), policy: .throwError)
-      try await debouncer.migrate()
-      try cluster.stop()
+      for index in 0..<10 { try await keeping.call("k", [index]) }  // kept, none thrown
+      #expect(keeping.outbox.count == 10)
       var reasons: [String] = []
       for index in 0..<4 {
         do {
-          try await debouncer.call("k", [index])
+          try await throwing.call("k", [index])
         } catch PacePostgresError.unavailable(let reason) {
           reasons.append(reason)
         }
       }
       #expect(reasons.count == 4)
       #expect(reasons.dropFirst(2).allSatisfy { $0.contains("circuit breaker is open") }, "\(reasons)")
+      try cluster.start()
+      // real-time: the worker's next successful claim delivers them; then the handler runs.
+      #expect(try await eventually(within: .seconds(60)) { await journal.ran("k").flatMap { $0 } == Array(0..<10) })
+      #expect(keeping.outbox.count == 0)
+      worker.cancel()
+      try await worker.value
     }
   }
 
