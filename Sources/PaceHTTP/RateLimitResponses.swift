@@ -82,7 +82,12 @@ package struct RateLimitFields: Hashable, Sendable {
 
   /// The fields of an allowed request: `t` is when the key's bucket is full again, at most.
   package func fields(remaining: Int) -> [HeaderField] {
-    let refill = limit.interval / limit.permits * max(0, limit.burst - remaining)
+    // In saturating nanoseconds: `Duration`'s own product traps on a long interval (`Int64.max`
+    // seconds, say) times a burst.
+    let emission = limit.interval.paceNanoseconds / Int64(limit.permits)
+    let missing = Int64(max(0, limit.burst - max(0, remaining)))
+    let (product, overflow) = emission.multipliedReportingOverflow(by: missing)
+    let refill = Duration.nanoseconds(overflow ? Int64.max : product)
     return [
       HeaderField(Self.policy, policyValue),
       HeaderField(Self.rateLimit, "\"\(policyName)\";r=\(remaining);t=\(Self.wholeSeconds(refill))"),

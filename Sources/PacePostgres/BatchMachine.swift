@@ -20,8 +20,15 @@ struct BatchMachine<ID: Hashable & Sendable>: Sendable {
   let maxBatch: Int
   /// The most lanes, hence connections, used at once. Positive.
   let maxLanes: Int
-  /// Requests not yet sent, in call order.
-  private(set) var queue: [ID] = []
+  /// Requests not yet sent, in call order, behind ``head``; with the ones that left before they
+  /// were sent still in place (no longer in ``waiting``), skipped when a batch is taken.
+  private var entries: [ID] = []
+  /// Where the requests not yet taken begin in ``entries``.
+  private var head = 0
+  /// The requests not yet sent: a request that leaves is removed here in O(1).
+  private var waiting: Set<ID> = []
+  /// Requests not yet sent, in call order (for tests: O(n)).
+  var queue: [ID] { entries[head...].filter(waiting.contains) }
   /// Lanes started; a lane is never ended: it parks while idle, holding no pool connection.
   private(set) var lanes = 0
   /// Lanes parked until a request comes (or woken, on their way to ``next()``).
@@ -34,9 +41,10 @@ struct BatchMachine<ID: Hashable & Sendable>: Sendable {
     self.maxLanes = maxLanes
   }
 
-  /// A request comes in.
+  /// A request comes in. An `id` is not submitted again while it waits.
   mutating func submit(_ id: ID) -> Submitted {
-    queue.append(id)
+    entries.append(id)
+    waiting.insert(id)
     if parked > 0 {
       parked -= 1
       return .wakeLane
@@ -51,23 +59,43 @@ struct BatchMachine<ID: Hashable & Sendable>: Sendable {
   /// A lane asks for its next batch: the oldest requests, up to ``maxBatch``, or nil if there are
   /// none (the lane keeps its connection only while there is work).
   mutating func next() -> [ID]? {
-    guard !queue.isEmpty else { return nil }
-    let batch = Array(queue.prefix(maxBatch))
-    queue.removeFirst(batch.count)
+    guard !waiting.isEmpty else {
+      entries.removeAll(keepingCapacity: entries.count < 1024)
+      head = 0
+      return nil
+    }
+    var batch: [ID] = []
+    batch.reserveCapacity(Swift.min(maxBatch, waiting.count))
+    while batch.count < maxBatch, head < entries.count {
+      let id = entries[head]
+      head += 1
+      if waiting.remove(id) != nil { batch.append(id) }
+    }
+    // The taken prefix goes once it is half the storage: O(1) per request, amortised.
+    if head > entries.count / 2 {
+      entries.removeFirst(head)
+      head = 0
+    }
     return batch
   }
 
   /// A lane with nothing to do parks, unless a request came meanwhile: false means "take it".
   mutating func park() -> Bool {
-    guard queue.isEmpty else { return false }
+    guard waiting.isEmpty else { return false }
     parked += 1
     return true
   }
 
-  /// A request left before it was sent (it timed out or was cancelled).
-  mutating func remove(_ ids: Set<ID>) {
-    guard !ids.isEmpty else { return }
-    queue.removeAll { ids.contains($0) }
+  /// Requests left before they were sent (they timed out or were cancelled): O(1) each, whatever
+  /// the queue's length; their places are skipped when a batch is taken, and the queue is compacted
+  /// once they are most of it.
+  mutating func remove(_ ids: some Sequence<ID>) {
+    for id in ids { waiting.remove(id) }
+    let pending = entries.count - head
+    if pending > 64, pending > 4 * waiting.count {
+      entries = entries[head...].filter(waiting.contains)
+      head = 0
+    }
   }
 }
 #endif

@@ -20,11 +20,24 @@ struct DebouncerWorkerState: Sendable, Equatable {
   private var outageSince: ContinuousClock.Instant?
   /// Consecutive refusals of the claim statement.
   private var refusals = 0
+  /// How long after its first claim the worker waits quietly for its tables: a worker that starts
+  /// beside the migration that makes them (a `ServiceGroup`, Vapor's lifecycle) claims first.
+  let startupGrace: Duration
+  /// The ``startupGrace`` of a debouncer's worker.
+  static let defaultStartupGrace = Duration.seconds(30)
+  /// When the first claim statement answered or failed.
+  private var firstClaimAt: ContinuousClock.Instant?
+  /// Whether the wait for the tables was logged.
+  private var loggedWaitForTables = false
 
-  init(maximumConcurrentExecutions: Int, pollInterval: Duration, refusalBackoff: Backoff) {
+  init(
+    maximumConcurrentExecutions: Int, pollInterval: Duration, refusalBackoff: Backoff,
+    startupGrace: Duration = Self.defaultStartupGrace
+  ) {
     self.maximumConcurrentExecutions = maximumConcurrentExecutions
     self.pollInterval = pollInterval
     self.refusalBackoff = refusalBackoff
+    self.startupGrace = startupGrace
   }
 
   /// What the worker does next.
@@ -45,6 +58,8 @@ struct DebouncerWorkerState: Sendable, Equatable {
     case outageEnded(after: Duration)
     /// The database refused the claim statement for the `refusals`-th time in a row.
     case claimRefused(refusals: Int, retryAfter: Duration)
+    /// The tables do not exist yet, within the startup grace: the migration has not run yet.
+    case waitingForTables
   }
 
   /// The answer to an event: the lines to log, then what to do.
@@ -59,6 +74,8 @@ struct DebouncerWorkerState: Sendable, Equatable {
     case unavailable
     /// The database answered with an error about the statement.
     case refused
+    /// The database answered that the debouncer's tables do not exist (SQLSTATE 42P01).
+    case tablesMissing
   }
 
   /// What to do now.
@@ -70,6 +87,7 @@ struct DebouncerWorkerState: Sendable, Equatable {
 
   /// The claim statement returned `count` keys of at most `limit`.
   mutating func claimed(_ count: Int, limit: Int, now: ContinuousClock.Instant) -> Step {
+    if firstClaimAt == nil { firstClaimAt = now }
     executing += count
     refusals = 0
     var step = Step(logs: databaseAnswered(now: now), next: next())
@@ -80,6 +98,21 @@ struct DebouncerWorkerState: Sendable, Equatable {
 
   /// The claim statement failed.
   mutating func claimFailed(_ failure: ClaimFailure, now: ContinuousClock.Instant) -> Step {
+    if firstClaimAt == nil { firstClaimAt = now }
+    var failure = failure
+    if failure == .tablesMissing {
+      guard let first = firstClaimAt, now - first < startupGrace else {
+        // Past the grace: a missing table is a fault (nobody migrates), reported as a refusal.
+        failure = .refused
+        return claimFailed(failure, now: now)
+      }
+      var logs = databaseAnswered(now: now)
+      if !loggedWaitForTables {
+        loggedWaitForTables = true
+        logs.append(.waitingForTables)
+      }
+      return Step(logs: logs, next: isDraining ? .stop : .sleep(pollInterval))
+    }
     switch failure {
     case .unavailable:
       var logs: [Log] = []
@@ -94,6 +127,8 @@ struct DebouncerWorkerState: Sendable, Equatable {
       let wait = refusalBackoff.delay(afterFailures: refusals)
       logs.append(.claimRefused(refusals: refusals, retryAfter: wait))
       return Step(logs: logs, next: isDraining ? .stop : .sleep(wait))
+    case .tablesMissing:
+      return Step(logs: [], next: isDraining ? .stop : .sleep(pollInterval))  // handled above
     }
   }
 

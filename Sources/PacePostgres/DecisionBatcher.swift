@@ -67,9 +67,9 @@ struct DecisionAnswer: Sendable, Equatable {
 /// requests in call order, each as the single statement would.
 ///
 /// No task or timer per decision: the callers wait on continuations, the lanes are long-lived
-/// tasks, and one watchdog task per store (while anything waits) answers the callers whose
-/// deadline passes with ``DatabaseTimeout``, so a pool that cannot connect never holds a caller
-/// past its timeout. The database gives up on its own within the same budget, so a batch whose
+/// tasks, and one watchdog task per store (parked while nobody waits; ended by ``shutdown()``)
+/// answers the callers whose deadline passes with ``DatabaseTimeout``, so a pool that cannot
+/// connect never holds a caller past its timeout. The database gives up on its own within the same budget, so a batch whose
 /// callers have left takes nothing.
 final class DecisionBatcher: Sendable {
   private struct Waiter {
@@ -84,7 +84,10 @@ final class DecisionBatcher: Sendable {
     /// The lanes' tasks, which ``shutdown()`` awaits.
     var laneTasks: [Task<Void, Never>] = []
     var nextID: UInt64 = 0
-    var watching = false
+    /// The watchdog's task, started with the first decision and ended by ``shutdown()``.
+    var watchdog: Task<Void, Never>?
+    /// The watchdog, parked while nobody waits.
+    var parkedWatchdog: CheckedContinuation<Void, Never>?
     var batchesSent = 0
     /// Whether ``shutdown()`` was called: no decision is taken any more, the lanes end.
     var closed = false
@@ -100,10 +103,8 @@ final class DecisionBatcher: Sendable {
   private let state: LockedState<State>
   private let client: PostgresClient
   private let table: TableName
-  /// The batch function's call, and the single decision for a batch of one (the same arithmetic,
-  /// without the function's loop).
+  /// The batch function's call, for every batch.
   private let batchSQL: String
-  private let singleSQL: String
   /// Taken off the budget the database gets: it must answer before the caller stops waiting, the
   /// way back included.
   private let margin: Duration
@@ -111,21 +112,22 @@ final class DecisionBatcher: Sendable {
   private let logger: Logger
   /// Where the lanes connect on their own, instead of leasing from `client`'s pool.
   private let direct: PostgresConnection.Configuration?
+  /// The names of the store's prepared statement.
+  let names: StatementNames
 
   /// A batcher that sends `batchSQL` (binds: keys, increments, tolerances, budget in
-  /// microseconds; rows: index, granted, current, now, late), or `singleSQL` for one decision
-  /// (binds: key, increment, tolerance, budget, budget as a `lock_timeout`; a row: granted,
-  /// current, now, late), on `client`, as prepared statements named after `table`.
+  /// microseconds; rows: index, granted, current, now, late) on `client`, as a prepared statement
+  /// named after `table`.
   init(
     client: PostgresClient, direct: PostgresConnection.Configuration?, table: TableName, batchSQL: String,
-    singleSQL: String, margin: Duration, maxBatch: Int, maxLanes: Int, roundTrips: Counter, logger: Logger
+    margin: Duration, maxBatch: Int, maxLanes: Int, roundTrips: Counter, logger: Logger
   ) {
     self.direct = direct
+    self.names = StatementNames(logger: logger)
     self.state = LockedState(State(machine: BatchMachine(maxBatch: maxBatch, maxLanes: maxLanes)))
     self.client = client
     self.table = table
     self.batchSQL = batchSQL
-    self.singleSQL = singleSQL
     self.margin = margin
     self.roundTrips = roundTrips
     self.logger = logger
@@ -144,25 +146,32 @@ final class DecisionBatcher: Sendable {
     }
     return try await withTaskCancellationHandler {
       try await withCheckedThrowingContinuation { continuation in
-        let (submitted, lane, watch) = state.withLock {
-          state -> (BatchMachine<UInt64>.Submitted?, CheckedContinuation<Void, Never>?, Bool) in
-          guard !state.closed else { return (nil, nil, false) }
+        let (submitted, lane, watchdog) = state.withLock {
+          state -> (
+            BatchMachine<UInt64>.Submitted?, CheckedContinuation<Void, Never>?, CheckedContinuation<Void, Never>?
+          )
+          in
+          guard !state.closed else { return (nil, nil, nil) }
           state.waiters[id] = Waiter(request: request, continuation: continuation)
           let submitted = state.machine.submit(id)
           let lane = submitted == .wakeLane ? state.parkedLanes.popLast() : nil
-          defer { state.watching = true }
-          return (submitted, lane, !state.watching)
+          if state.watchdog == nil {
+            // Created under the lock, so that ``shutdown()`` always finds it to await.
+            state.watchdog = Task { await self.watch() }
+          }
+          defer { state.parkedWatchdog = nil }
+          return (submitted, lane, state.parkedWatchdog)
         }
         guard let submitted else {
           continuation.resume(throwing: StoreShutDown())
           return
         }
         lane?.resume()
+        watchdog?.resume()
         if submitted == .startLane {
           let task = Task { await self.lane() }
           state.withLock { $0.laneTasks.append(task) }
         }
-        if watch { Task { await self.watch() } }
         // A caller cancelled before it was registered is not seen by the handler below.
         if Task.isCancelled { fail([id], with: CancellationError()) }
       }
@@ -175,7 +184,7 @@ final class DecisionBatcher: Sendable {
   private func fail(_ ids: [UInt64], with error: any Error) {
     let waiters = state.withLock { state in
       let removed = ids.compactMap { state.waiters.removeValue(forKey: $0) }
-      state.machine.remove(Set(ids))
+      state.machine.remove(ids)
       return removed
     }
     for waiter in waiters { waiter.continuation.resume(throwing: error) }
@@ -187,14 +196,15 @@ final class DecisionBatcher: Sendable {
   }
 
   /// Stops taking decisions, answers those not yet sent with ``StoreShutDown``, and returns once
-  /// every lane has ended and closed its connection; the batches in flight are answered first.
+  /// every lane has ended and closed its connection, and the watchdog has ended; the batches in
+  /// flight are answered first (the watchdog answers their callers' deadlines meanwhile).
   func shutdown() async {
-    let (lanes, parked, queued) = state.withLock { state in
+    let (lanes, parked, queued, watchdog) = state.withLock { state in
       state.closed = true
       var queued: [UInt64] = []
       while let batch = state.machine.next() { queued += batch }
       defer { state.parkedLanes = [] }
-      return (state.laneTasks, state.parkedLanes, queued)
+      return (state.laneTasks, state.parkedLanes, queued, state.watchdog)
     }
     if !lanes.isEmpty || !queued.isEmpty {
       logger.debug(
@@ -203,6 +213,14 @@ final class DecisionBatcher: Sendable {
     fail(queued, with: StoreShutDown())
     for lane in parked { lane.resume() }
     for lane in lanes { await lane.value }
+    // Every caller is answered now: the watchdog ends, woken if it is parked or asleep.
+    let parkedWatchdog = state.withLock { state in
+      defer { state.parkedWatchdog = nil }
+      return state.parkedWatchdog
+    }
+    parkedWatchdog?.resume()
+    watchdog?.cancel()
+    await watchdog?.value
   }
 
   private func nextWork() -> Work {
@@ -296,7 +314,7 @@ final class DecisionBatcher: Sendable {
     } catch {
       logger.warning(
         "closing a decision connection failed",
-        metadata: ["error": "\(String(reflecting: error))", "pace.reason": "\(why)"])
+        metadata: errorMetadata(error).merging(["pace.reason": "\(why)"]) { $1 })
     }
   }
 
@@ -332,34 +350,21 @@ final class DecisionBatcher: Sendable {
       roundTrips.increment()
       do {
         var answers = [DecisionAnswer?](repeating: nil, count: batch.count)
-        if batch.count == 1 {
-          // A lone decision skips the function's loop: the very statement it would run, no more.
-          let request = batch[0].1
-          var binds = PostgresBindings()
-          binds.append(request.key)
-          binds.append(request.increment)
-          binds.append(request.tolerance)
-          binds.append(budget)
-          binds.append("\(max(1, budget / 1000))ms")
-          let rows = try await PreparedSQL("decide", table: table, sql: singleSQL).execute(
-            binds, on: connection, logger: logger)
-          for try await row in rows {
-            let (granted, current, now, late) = try row.decode((Int64?, Int64?, Int64, Bool).self)
-            answers[0] = DecisionAnswer(granted: granted, current: current, now: now, late: late, sent: sent)
-          }
-        } else {
-          var binds = PostgresBindings()
-          binds.append(batch.map(\.1.key))
-          binds.append(batch.map(\.1.increment))
-          binds.append(batch.map(\.1.tolerance))
-          binds.append(budget)
-          let rows = try await PreparedSQL("decide_batch", table: table, sql: batchSQL).execute(
-            binds, on: connection, logger: logger)
-          for try await row in rows {
-            let (index, granted, current, now, late) = try row.decode((Int, Int64?, Int64?, Int64, Bool).self)
-            guard answers.indices.contains(index - 1) else { continue }
-            answers[index - 1] = DecisionAnswer(granted: granted, current: current, now: now, late: late, sent: sent)
-          }
+        // Every batch, a lone decision too, calls the function: its statement names no table, so
+        // neither its preparation nor its plan's check waits for a lock on the table (a
+        // preparation is a transaction of its own, before the budget's clock starts); every wait
+        // for the table comes inside the function, after it set its `lock_timeout`.
+        var binds = PostgresBindings()
+        binds.append(batch.map(\.1.key))
+        binds.append(batch.map(\.1.increment))
+        binds.append(batch.map(\.1.tolerance))
+        binds.append(budget)
+        let rows = try await PreparedSQL("decide_batch", table: table, names: names, sql: batchSQL).execute(
+          binds, on: connection, logger: logger)
+        for try await row in rows {
+          let (index, granted, current, now, late) = try row.decode((Int, Int64?, Int64?, Int64, Bool).self)
+          guard answers.indices.contains(index - 1) else { continue }
+          answers[index - 1] = DecisionAnswer(granted: granted, current: current, now: now, late: late, sent: sent)
         }
         for ((id, _), answer) in zip(batch, answers) {
           if let answer {
@@ -378,27 +383,44 @@ final class DecisionBatcher: Sendable {
     }
   }
 
-  /// Answers the callers whose deadline passed, sleeping until the earliest; ends when nobody waits.
+  /// Answers the callers whose deadline passed, sleeping until the earliest; parks while nobody
+  /// waits; ends after ``shutdown()``, which owns its task.
   private func watch() async {
     while true {
-      let earliest: ContinuousClock.Instant? = state.withLock { state in
-        guard let earliest = state.waiters.values.lazy.map(\.request.deadline).min() else {
-          state.watching = false
-          return nil
+      enum Next {
+        case stop, park
+        case sleep(until: ContinuousClock.Instant)
+      }
+      let next: Next = state.withLock { state in
+        if let earliest = state.waiters.values.lazy.map(\.request.deadline).min() { return .sleep(until: earliest) }
+        return state.closed ? .stop : .park
+      }
+      switch next {
+      case .stop:
+        return
+      case .park:
+        // Nobody waits: park until a decision comes, or ``shutdown()``.
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+          let parked = state.withLock { state in
+            guard !state.closed, state.waiters.isEmpty else { return false }
+            state.parkedWatchdog = continuation
+            return true
+          }
+          if !parked { continuation.resume() }
         }
-        return earliest
+        if state.withLock({ $0.closed && $0.waiters.isEmpty }) { return }
+      case .sleep(let earliest):
+        // One sleep for every waiter rather than a timer per decision: a decision costs no task.
+        // Only ``shutdown()`` cancels it, once every caller is answered.
+        guard await Task.sleepUnlessCancelled(for: ContinuousClock.now.duration(to: earliest)) else {
+          // Cancelled by ``shutdown()`` once every lane has ended: whoever still waits is answered.
+          fail(state.withLock { Array($0.waiters.keys) }, with: StoreShutDown())
+          return
+        }
+        let now = ContinuousClock.now
+        let expired = state.withLock { state in state.waiters.filter { $0.value.request.deadline <= now }.map(\.key) }
+        fail(expired, with: DatabaseTimeout())
       }
-      guard let earliest else { return }
-      // One sleep for every waiter rather than a timer per decision: a decision costs no task.
-      do {
-        try await Task.sleep(until: earliest, clock: .continuous)
-      } catch {
-        // Nothing cancels the watchdog: it is unstructured and its handle is not kept.
-        logger.error("the decision watchdog was cancelled", metadata: ["error": "\(error)"])
-      }
-      let now = ContinuousClock.now
-      let expired = state.withLock { state in state.waiters.filter { $0.value.request.deadline <= now }.map(\.key) }
-      fail(expired, with: DatabaseTimeout())
     }
   }
 }

@@ -4,7 +4,9 @@ import Pace
 
 /// Why a PostgreSQL-backed Pace primitive refused a call or could not complete it.
 public enum PacePostgresError: Error, Sendable, Hashable, CustomStringConvertible {
-  /// The rate's arithmetic overflows 64-bit microseconds (an interval or cost near `Int64.max`).
+  /// The rate's arithmetic overflows 64-bit microseconds (an interval or cost near `Int64.max`), or
+  /// a configured duration or count is out of its range (zero, negative, or `Int64.max`
+  /// nanoseconds or more); the text names the setting.
   case rateOutOfRange(String)
   /// A payload's JSON encoding is larger than the debouncer's limit.
   case payloadTooLarge(bytes: Int, limit: Int)

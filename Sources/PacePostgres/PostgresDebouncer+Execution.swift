@@ -27,7 +27,7 @@ extension PostgresDebouncer {
         return false
       }
       let lateness = claim.lateness + (ContinuousClock().now - claim.claimedAt)
-      metrics.lag.recordNanoseconds(lateness.wholeNanoseconds)
+      metrics.lag.recordNanoseconds(lateness.paceNanoseconds)
 
       var payloads: [Payload] = []
       let decoder = JSONDecoder()
@@ -51,7 +51,7 @@ extension PostgresDebouncer {
             try await uncancelled { try await self.release(claim) }
             logger.warning(
               "PostgresDebouncer: a shutdown cancelled the handler; its claim is given back",
-              metadata: ["error": "\(error)"])
+              metadata: errorMetadata(error))
             return false
           }
           metrics.failed.increment()
@@ -69,11 +69,11 @@ extension PostgresDebouncer {
       if isUnavailableError(error) {
         logger.warning(
           "PostgresDebouncer: the database is unavailable mid-execution; the key runs again after its lease",
-          metadata: ["error": "\(error)"])
+          metadata: errorMetadata(error))
       } else {
         logger.error(
           "PostgresDebouncer: the database refused a statement of an execution; the key runs again after its lease",
-          metadata: ["error": "\(error)"])
+          metadata: errorMetadata(error))
       }
       return false
     }
@@ -83,7 +83,8 @@ extension PostgresDebouncer {
   private func storedPayloads(of claim: Claim) async throws -> [(Int64, ByteBuffer)] {
     guard let through = claim.through else { return [] }
     let statement = PreparedSQL(
-      "payloads", table: keys, sql: "SELECT id, payload FROM \(calls) WHERE key = $1 AND id <= $2 ORDER BY id")
+      "payloads", table: keys, names: statementNames,
+      sql: "SELECT id, payload FROM \(calls) WHERE key = $1 AND id <= $2 ORDER BY id")
     var binds = PostgresBindings()
     binds.append(claim.key)
     binds.append(through)
@@ -102,7 +103,7 @@ extension PostgresDebouncer {
   private func failed(_ claim: Claim, _ error: any Error, undecodable: Bool, logger: Logger) async throws {
     metrics.failures.increment()
     let decision = retryPolicy.afterFailure(attempt: claim.attempt)
-    var metadata: Logger.Metadata = ["error": "\(error)"]
+    var metadata = errorMetadata(error)
     if case .retry(let wait) = decision { metadata["retry_in"] = "\(wait)" }
     let what = undecodable ? "a stored payload does not decode as the debouncer's Payload" : "the handler failed"
     switch decision {
@@ -138,7 +139,7 @@ extension PostgresDebouncer {
 
   private func renewLease(_ claim: Claim, logger: Logger) async {
     let statement = PreparedSQL(
-      "renew", table: keys,
+      "renew", table: keys, names: statementNames,
       sql: """
         UPDATE \(keys) SET lease_until = clock_timestamp() + $1 * interval '1 microsecond'
         WHERE key = $2 AND lease_token = $3 RETURNING 1
@@ -168,7 +169,7 @@ extension PostgresDebouncer {
       } catch {
         if Task.isCancelled { return }
         logger.warning(
-          "PostgresDebouncer: could not renew the lease; trying again", metadata: ["error": "\(error)"])
+          "PostgresDebouncer: could not renew the lease; trying again", metadata: errorMetadata(error))
       }
     }
   }
@@ -176,7 +177,7 @@ extension PostgresDebouncer {
   /// Gives a key whose execution failed back, due after `wait`, payloads and attempts untouched.
   private func retry(_ claim: Claim, after wait: Duration) async throws {
     let statement = PreparedSQL(
-      "retry", table: keys,
+      "retry", table: keys, names: statementNames,
       sql: """
         UPDATE \(keys)
         SET lease_until = NULL, lease_token = NULL, claimed_through = NULL,
@@ -197,7 +198,7 @@ extension PostgresDebouncer {
   /// attempt: another instance may claim it at once.
   private func release(_ claim: Claim) async throws {
     let statement = PreparedSQL(
-      "release", table: keys,
+      "release", table: keys, names: statementNames,
       sql: """
         UPDATE \(keys)
         SET lease_until = NULL, lease_token = NULL, claimed_through = NULL, attempts = GREATEST(attempts - 1, 0)
@@ -220,29 +221,27 @@ extension PostgresDebouncer {
     let (client, logger, statements) = (client, logger, settleStatements)
     let (key, token, attempt) = (claim.key, claim.token, claim.attempt)
     let (through, quiet, maxWait) = (claim.through ?? 0, quietMicroseconds, maxWaitMicroseconds)
-    return try await unavailableAsError {
-      try await client.withTransaction(logger: logger) { connection in
-        var binds = PostgresBindings()
-        binds.append(key)
-        binds.append(token)
-        var isHeld = false
-        for try await _ in try await statements.held.execute(binds, on: connection, logger: logger) { isHeld = true }
-        guard isHeld else { return false }
-        if let lastError {
-          binds = PostgresBindings(token, attempt, lastError, key, through)
-          for try await _ in try await statements.deadLetter.execute(binds, on: connection, logger: logger) {}
-        }
-        binds = PostgresBindings(key, through)
-        for try await _ in try await statements.acknowledge.execute(binds, on: connection, logger: logger) {}
-        binds = PostgresBindings()
-        binds.append(key)
-        binds.append(quiet)
-        binds.append(maxWait)
-        for try await _ in try await statements.reschedule.execute(binds, on: connection, logger: logger) {}
-        binds = PostgresBindings(key)
-        for try await _ in try await statements.forget.execute(binds, on: connection, logger: logger) {}
-        return true
+    return try await boundedTransaction(client: client, logger: logger) { connection in
+      var binds = PostgresBindings()
+      binds.append(key)
+      binds.append(token)
+      var isHeld = false
+      for try await _ in try await statements.held.query(binds, on: connection, logger: logger) { isHeld = true }
+      guard isHeld else { return false }
+      if let lastError {
+        binds = PostgresBindings(token, attempt, lastError, key, through)
+        for try await _ in try await statements.deadLetter.query(binds, on: connection, logger: logger) {}
       }
+      binds = PostgresBindings(key, through)
+      for try await _ in try await statements.acknowledge.query(binds, on: connection, logger: logger) {}
+      binds = PostgresBindings()
+      binds.append(key)
+      binds.append(quiet)
+      binds.append(maxWait)
+      for try await _ in try await statements.reschedule.query(binds, on: connection, logger: logger) {}
+      binds = PostgresBindings(key)
+      for try await _ in try await statements.forget.query(binds, on: connection, logger: logger) {}
+      return true
     }
   }
 
@@ -252,18 +251,19 @@ extension PostgresDebouncer {
   {
     (
       held: PreparedSQL(
-        "held", table: keys, sql: "SELECT 1 FROM \(keys) WHERE key = $1 AND lease_token = $2 FOR UPDATE"),
+        "held", table: keys, names: statementNames,
+        sql: "SELECT 1 FROM \(keys) WHERE key = $1 AND lease_token = $2 FOR UPDATE"),
       deadLetter: PreparedSQL(
-        "dead_letter", table: keys,
+        "dead_letter", table: keys, names: statementNames,
         sql: """
           INSERT INTO \(deadLetters) (execution, key, call_id, payload, called_at, attempts, last_error)
           SELECT $1, key, id, payload, called_at, $2, $3
           FROM \(calls) WHERE key = $4 AND id <= $5 ORDER BY id
           """),
       acknowledge: PreparedSQL(
-        "acknowledge", table: keys, sql: "DELETE FROM \(calls) WHERE key = $1 AND id <= $2"),
+        "acknowledge", table: keys, names: statementNames, sql: "DELETE FROM \(calls) WHERE key = $1 AND id <= $2"),
       reschedule: PreparedSQL(
-        "reschedule", table: keys,
+        "reschedule", table: keys, names: statementNames,
         sql: """
           UPDATE \(keys) AS j
           SET lease_until = NULL, lease_token = NULL, claimed_through = NULL, attempts = 0,
@@ -274,12 +274,44 @@ extension PostgresDebouncer {
           WHERE j.key = $1 AND rest.first IS NOT NULL
           """),
       forget: PreparedSQL(
-        "forget", table: keys,
+        "forget", table: keys, names: statementNames,
         sql: """
           DELETE FROM \(keys) AS j
           WHERE j.key = $1 AND NOT EXISTS (SELECT 1 FROM \(calls) AS c WHERE c.key = $1)
           """)
     )
+  }
+
+  /// Runs `body` in a transaction on a connection of `client` whose every wait the database bounds
+  /// by what is left of ``timeout``, and which commits only while the caller still waits: a claim
+  /// or a settle that the caller gave up on (``PacePostgresError/unavailable(reason:)``) changes
+  /// nothing, whatever PostgreSQL waited on (a row or a table lock, a slow trigger).
+  ///
+  /// Its first statement sets the transaction's `lock_timeout` and `statement_timeout` to the time
+  /// left, less a margin for the way back; before the commit, a transaction past that time is
+  /// rolled back.
+  func boundedTransaction<Result: Sendable>(
+    client: PostgresClient, logger: Logger,
+    _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
+  ) async throws -> Result {
+    let clock = ContinuousClock()
+    let (margin, timeout) = (min(timeout / 5, .milliseconds(100)), timeout)
+    let deadline = clock.now.advanced(by: timeout - margin)
+    return try await unavailableAsError {
+      try await client.withTransaction(logger: logger) { connection in
+        guard let left = clock.now.duration(to: deadline).wholeMicroseconds, left >= 1000 else {
+          throw DatabaseTimeout()
+        }
+        let setting = "\(left / 1000)ms"
+        try await connection.query(
+          "SELECT set_config('lock_timeout', \(setting), true), set_config('statement_timeout', \(setting), true)",
+          logger: logger)
+        let result = try await body(connection)
+        // Too late to commit: the caller was answered without it.
+        guard clock.now < deadline else { throw DatabaseTimeout() }
+        return result
+      }
+    }
   }
 
   /// Runs `operation` within ``timeout``, turning the errors that mean "the database is
@@ -292,6 +324,8 @@ extension PostgresDebouncer {
       return try await withTimeout(timeout, operation)
     } catch is DatabaseTimeout {
       throw PacePostgresError.unavailable(reason: "no answer within \(timeout)")
+    } catch let error as PostgresTransactionError where error.closureError is DatabaseTimeout {
+      throw PacePostgresError.unavailable(reason: "no answer within \(timeout); the transaction was rolled back")
     } catch  where isUnavailability(error) {
       throw PacePostgresError.unavailable(reason: String(reflecting: error))
     }

@@ -20,9 +20,11 @@ import ServiceLifecycle
 /// let reindex = try PostgresDebouncer<[Int]>(client: client, quiet: .seconds(2), maxWait: .seconds(30), merge: .append) {
 ///   key, documentIDs in try await search.reindex(documentIDs)
 /// }
-/// try await reindex.migrate()
-/// Task { try await reindex.run() }        // on every instance
-/// try await reindex.call("catalog", [42])  // from any instance
+/// // On every instance, the client and the worker run in one ServiceGroup, or in the framework's
+/// // lifecycle (Hummingbird's `addServices(_:)`, PaceVapor's `ServiceLifecycleHandler`), which
+/// // runs `migrate()` before the server takes requests:
+/// let services = ServiceGroup(services: [client, reindex], gracefulShutdownSignals: [.sigterm], logger: logger)
+/// try await reindex.call("catalog", [42])  // from any instance, in a request
 /// ```
 ///
 /// Guarantees: every recorded payload reaches a handler that completes, or the dead-letter table
@@ -61,6 +63,21 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
   public let maximumConcurrentExecutions: Int
   /// How long a shutdown lets running handlers finish before it cancels them.
   public let shutdownGracePeriod: Duration
+  /// When calls stop going to an unavailable database.
+  public let circuitBreaker: CircuitBreaker
+  /// What a call does while the database is unavailable.
+  public let whenUnavailable: UnavailablePolicy
+
+  /// What ``call(_:_:)`` does while the database cannot record it: it is unreachable, read-only,
+  /// out of connections, or does not answer within ``timeout``.
+  public enum UnavailablePolicy: Sendable, Hashable {
+    /// Throw ``PacePostgresError/unavailable(reason:)``, at once while the breaker is open: the
+    /// caller decides. The default.
+    case throwError
+    /// Keep up to `capacity` calls in this instance's memory and record them, in call order, once
+    /// the database answers; a call beyond `capacity` throws. Positive.
+    case keepLocally(capacity: Int)
+  }
 
   let keys: TableName
   let calls: TableName
@@ -68,6 +85,10 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
   let perform: @Sendable (_ key: String, _ payload: Payload) async throws -> Void
   let logger: Logger
   let metrics: DebouncerMetrics
+  /// The names of this debouncer's prepared statements.
+  let statementNames: StatementNames
+  /// The breaker and the calls kept while the database is away.
+  let outbox: DebouncerOutbox
   let retryPolicy: DebouncerRetryPolicy
   let quietMicroseconds: Int64
   let maxWaitMicroseconds: Int64?
@@ -99,11 +120,17 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
   ///     default. Positive.
   ///   - shutdownGracePeriod: How long a shutdown lets running handlers finish; 10 seconds by
   ///     default. Not negative.
+  ///   - circuitBreaker: When calls stop going to an unavailable database; see ``CircuitBreaker``.
+  ///   - whenUnavailable: What a call does while the database is unavailable; `.throwError` by
+  ///     default, `.keepLocally(capacity:)` keeps calls in memory until it answers.
   ///   - logger: Where the worker logs failures, dead letters, outages and shutdown; silent by
   ///     default.
   ///   - metricsFactory: Where the metrics go; `MetricsSystem.factory` by default.
   ///   - perform: The handler: the key and its merged payload.
-  /// - Throws: ``PacePostgresError/invalidTableName(_:)`` if `table` is not a plain identifier.
+  /// - Throws: ``PacePostgresError/invalidTableName(_:)`` if `table` is not a plain identifier;
+  ///   ``PacePostgresError/rateOutOfRange(_:)`` naming the setting if a duration is out of its range
+  ///   (every one must also be below `Int64.max` nanoseconds, about 292 years) or a count is not
+  ///   positive.
   public init(
     client: PostgresClient,
     table: String = "pace_debounce",
@@ -119,27 +146,36 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
     maximumRetryBackoff: Duration = .seconds(300),
     maximumConcurrentExecutions: Int = 16,
     shutdownGracePeriod: Duration = .seconds(10),
+    circuitBreaker: CircuitBreaker = CircuitBreaker(),
+    whenUnavailable: UnavailablePolicy = .throwError,
     logger: Logger = Logger(label: "pace.postgres.debouncer", factory: { _ in SwiftLogNoOpLogHandler() }),
     metricsFactory: any MetricsFactory = MetricsSystem.factory,
     perform: @escaping @Sendable (_ key: String, _ payload: Payload) async throws -> Void
   ) throws(PacePostgresError) {
-    precondition(quiet >= .zero, "PostgresDebouncer: quiet must not be negative (got \(quiet))")
+    // Every setting is checked with a thrown error, never a trap (`Duration.components`, which a
+    // conversion of a duration beyond `Int64.max` seconds would call, traps).
+    let owner = "PostgresDebouncer"
+    try checkSetting("quiet", quiet, of: owner, zeroAllowed: true)
     if let maxWait {
-      precondition(maxWait >= quiet, "PostgresDebouncer: maxWait must not be shorter than quiet (got \(maxWait))")
+      try checkSetting("maxWait", maxWait, of: owner, zeroAllowed: true)
+      guard maxWait >= quiet else {
+        throw .rateOutOfRange("\(owner): maxWait \(maxWait) is shorter than quiet \(quiet)")
+      }
     }
-    precondition(lease > .zero, "PostgresDebouncer: lease must be positive (got \(lease))")
-    precondition(pollInterval > .zero, "PostgresDebouncer: pollInterval must be positive (got \(pollInterval))")
-    precondition(timeout > .zero, "PostgresDebouncer: timeout must be positive (got \(timeout))")
-    precondition(maximumPayloadBytes > 0, "PostgresDebouncer: maximumPayloadBytes must be positive")
-    precondition(maximumAttempts > 0, "PostgresDebouncer: maximumAttempts must be positive (got \(maximumAttempts))")
-    precondition(
-      maximumConcurrentExecutions > 0,
-      "PostgresDebouncer: maximumConcurrentExecutions must be positive (got \(maximumConcurrentExecutions))")
-    precondition(
-      shutdownGracePeriod >= .zero,
-      "PostgresDebouncer: shutdownGracePeriod must not be negative (got \(shutdownGracePeriod))")
-    if let retryBackoff {
-      precondition(retryBackoff >= .zero, "PostgresDebouncer: retryBackoff must not be negative (got \(retryBackoff))")
+    try checkSetting("lease", lease, of: owner)
+    try checkSetting("pollInterval", pollInterval, of: owner)
+    try checkSetting("timeout", timeout, of: owner)
+    try checkSetting("shutdownGracePeriod", shutdownGracePeriod, of: owner, zeroAllowed: true)
+    try checkSetting("maximumRetryBackoff", maximumRetryBackoff, of: owner, zeroAllowed: true)
+    if let retryBackoff { try checkSetting("retryBackoff", retryBackoff, of: owner, zeroAllowed: true) }
+    if case .keepLocally(let capacity) = whenUnavailable, capacity <= 0 {
+      throw .rateOutOfRange("\(owner): keepLocally's capacity must be positive; got \(capacity)")
+    }
+    for (name, count) in [
+      ("maximumPayloadBytes", maximumPayloadBytes), ("maximumAttempts", maximumAttempts),
+      ("maximumConcurrentExecutions", maximumConcurrentExecutions),
+    ] where count <= 0 {
+      throw .rateOutOfRange("\(owner): \(name) must be positive; got \(count)")
     }
     // A zero quiet period would retry a failing key at every poll.
     let firstRetry = retryBackoff ?? max(quiet, pollInterval)
@@ -168,6 +204,13 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
     logger[metadataKey: "pace.table"] = "\(table)"
     self.logger = logger
     self.metrics = DebouncerMetrics(table: table, factory: metricsFactory)
+    self.statementNames = StatementNames(logger: logger)
+    self.circuitBreaker = circuitBreaker
+    self.whenUnavailable = whenUnavailable
+    var capacity = 0
+    if case .keepLocally(let kept) = whenUnavailable { capacity = kept }
+    self.outbox = DebouncerOutbox(
+      circuitBreaker, capacity: capacity, table: table, logger: logger, factory: metricsFactory)
     self.retryPolicy = DebouncerRetryPolicy(
       maximumAttempts: maximumAttempts, backoff: Backoff(base: firstRetry, cap: longestRetry))
     self.quietMicroseconds = quietMicroseconds
@@ -215,9 +258,10 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
       logger.error("\(reason)")
       throw PacePostgresError.unavailable(reason: reason)
     } catch  where isUnavailability(error) {
-      logger.error("PostgresDebouncer.migrate: the database is unavailable", metadata: ["error": "\(error)"])
+      logger.error("PostgresDebouncer.migrate: the database is unavailable", metadata: errorMetadata(error))
       throw PacePostgresError.unavailable(reason: "PostgresDebouncer.migrate: \(String(reflecting: error))")
     }
+    statementNames.migrated()
     logger.info("PostgresDebouncer: migrated", metadata: ["pace.tables": "\(tables)"])
   }
 
@@ -267,27 +311,96 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
 
   /// Records a call for `key` with `payload`, from any instance: one statement.
   ///
+  /// While the database is unavailable, ``whenUnavailable`` says what happens: with
+  /// ``UnavailablePolicy/throwError`` the call throws, at once while the ``circuitBreaker`` is
+  /// open; with ``UnavailablePolicy/keepLocally(capacity:)`` it is kept in this instance's outbox
+  /// and returns, and the kept calls are recorded in call order once the database answers (by the
+  /// next call that reaches it, or by the worker, ``run()``); a call that finds the outbox full
+  /// throws. Kept calls live in this process's memory: a process that exits loses them.
+  ///
   /// - Throws: `InvalidInput` for a key outside `KeyPolicy` (the key is stored in Unicode NFC) or
   ///   ``PacePostgresError/payloadTooLarge(bytes:limit:)`` before anything is recorded;
-  ///   ``PacePostgresError/unavailable(reason:)`` if the database could not be reached. After that
-  ///   error the call may or may not have been recorded (the connection can drop after the commit):
-  ///   retrying never loses the payload but can deliver it twice.
+  ///   ``PacePostgresError/unavailable(reason:)`` if the database could not be reached and the
+  ///   call was not kept (the reason says whether the breaker is open or the outbox full). After
+  ///   that error the call may or may not have been recorded (the connection can drop after the
+  ///   commit): retrying never loses the payload but can deliver it twice.
   public func call(_ key: String, _ payload: Payload) async throws {
     let key = try storedKey(key)
     let json = try JSONEncoder().encode(payload)
     guard json.count <= maximumPayloadBytes else {
       throw PacePostgresError.payloadTooLarge(bytes: json.count, limit: maximumPayloadBytes)
     }
+    let pending = PendingCall(key: key, json: json)
+    switch outbox.call(pending, now: .now) {
+    case .rejected(let full):
+      throw PacePostgresError.unavailable(
+        reason: full
+          ? "the debouncer's local outbox is full (\(outbox.count) calls kept while the database is away)"
+          : "the circuit breaker is open: the database was unavailable")
+    case .kept:
+      return
+    case .keptDeliver(let admission):
+      // In a task of its own, awaited: a caller's cancellation must not drop a kept call.
+      await Task { await self.deliverOutbox(admission) }.value
+    case .send(let admission):
+      do {
+        try await record(pending)
+        outbox.ended(admission, unavailable: false, error: nil)
+      } catch  where isUnavailableError(error) {
+        outbox.ended(admission, unavailable: true, error: error)
+        if case .keepLocally = whenUnavailable, outbox.keep(pending) { return }
+        throw error
+      } catch {
+        // The database answered (it refused the statement), or the caller was cancelled before
+        // anyone knew: either way a probe ends.
+        outbox.ended(admission, unavailable: error is CancellationError ? nil : false, error: nil)
+        throw error
+      }
+    }
+  }
+
+  /// Records `call` in the database.
+  private func record(_ call: PendingCall) async throws {
     var binds = PostgresBindings()
-    binds.append(key)
+    binds.append(call.key)
     binds.append(quietMicroseconds)
     binds.append(maxWaitMicroseconds)
-    binds.append(ByteBuffer(bytes: json))
-    let (client, logger, statement) = (client, logger, PreparedSQL("call", table: keys, sql: callSQL))
+    binds.append(ByteBuffer(bytes: call.json))
+    let (client, logger, statement) = (
+      client, logger, PreparedSQL("call", table: keys, names: statementNames, sql: callSQL)
+    )
     try await unavailableAsError { [binds] in
       for try await _ in try await statement.execute(binds, on: client, logger: logger) {}
     }
     metrics.calls.increment()
+  }
+
+  /// Records the kept calls in call order while the database answers; `admission` is what the
+  /// breaker admitted the first one as. A kept call the database refuses (not an outage: a missing
+  /// table, say) is logged and dropped, so that it does not hold the others back.
+  func deliverOutbox(_ admission: CircuitBreakerMachine.Admission) async {
+    var admission = admission
+    while let next = outbox.nextToDeliver() {
+      do {
+        try await record(next)
+        outbox.delivered()
+        outbox.ended(admission, unavailable: false, error: nil)
+        admission = .ask
+      } catch {
+        let unavailable = isUnavailableError(error)
+        outbox.ended(admission, unavailable: unavailable, error: error)
+        guard unavailable else {
+          outbox.delivered()
+          logger.error(
+            "PostgresDebouncer: the database refused a call kept during an outage; it is dropped",
+            metadata: errorMetadata(error).merging(["pace.key": "\(next.key)"]) { $1 })
+          admission = .ask
+          continue
+        }
+        outbox.deliveryFailed()
+        return
+      }
+    }
   }
 
   /// `$1` key, `$2` quiet and `$3` maxWait in microseconds (NULL: none), `$4` the payload. The key's
@@ -363,13 +476,16 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
         var failure: (any Error)?
         do {
           let claims = try await claim(limit: limit)
+          // The database answers: the calls kept during an outage go first.
+          if outbox.startDelivery() { await deliverOutbox(.ask) }
           step = worker.withMachine { $0.claimed(claims.count, limit: limit, now: clock.now) }
           for claim in claims {
             worker.start { _ = await self.execute(claim) { worker.withMachine { $0.mayStartHandler } } }
           }
         } catch {
           failure = error
-          let kind: DebouncerWorkerState.ClaimFailure = isUnavailableError(error) ? .unavailable : .refused
+          let kind: DebouncerWorkerState.ClaimFailure =
+            isUnavailableError(error) ? .unavailable : sqlState(of: error) == "42P01" ? .tablesMissing : .refused
           step = worker.withMachine { $0.claimFailed(kind, now: clock.now) }
         }
         for log in step.logs { self.log(log, error: failure) }
@@ -379,7 +495,7 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
   }
 
   private func log(_ event: DebouncerWorkerState.Log, error: (any Error)?) {
-    let error: Logger.Metadata = error.map { ["error": "\($0)"] } ?? [:]
+    let error: Logger.Metadata = error.map(errorMetadata) ?? [:]
     switch event {
     case .outageStarted:
       logger.warning(
@@ -388,8 +504,15 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
       logger.info("PostgresDebouncer: the database answers again", metadata: ["outage": "\(duration)"])
     case .claimRefused(let refusals, let wait):
       logger.error(
-        "PostgresDebouncer: the database refused to claim due keys; retrying",
+        """
+        PostgresDebouncer: the database refused to claim due keys; retrying. A missing table (42P01) needs \
+        migrate(); a permission (42501) needs a GRANT on the debouncer's tables; pace.sql_message says which
+        """,
         metadata: error.merging(["attempt": "\(refusals)", "retry_in": "\(wait)"]) { $1 })
+    case .waitingForTables:
+      logger.info(
+        "PostgresDebouncer: its tables do not exist yet; waiting for migrate() to make them",
+        metadata: ["grace": "\(DebouncerWorkerState.defaultStartupGrace)"])
     }
   }
 
@@ -428,10 +551,12 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
     var binds = PostgresBindings()
     binds.append(leaseMicroseconds)
     binds.append(limit)
-    let (client, logger, statement) = (client, logger, PreparedSQL("claim", table: keys, sql: claimSQL))
-    return try await unavailableAsError { [binds] in
+    let (client, logger, statement) = (
+      client, logger, PreparedSQL("claim", table: keys, names: statementNames, sql: claimSQL)
+    )
+    return try await boundedTransaction(client: client, logger: logger) { [binds] connection in
       var claims: [Claim] = []
-      let rows = try await statement.execute(binds, on: client, logger: logger)
+      let rows = try await statement.query(binds, on: connection, logger: logger)
       let clock = ContinuousClock()
       for try await row in rows {
         let (key, through, token, attempt, lateness) = try row.decode((String, Int64?, UUID, Int, Int64).self)

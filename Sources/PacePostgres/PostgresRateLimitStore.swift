@@ -73,6 +73,8 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   let health: StoreHealth
   let batcher: DecisionBatcher
   let denials: LockedState<DenialCacheState>
+  /// The circuit breaker's probes in flight, which ``shutdown()`` awaits.
+  let probes = OwnedTasks()
 
   /// A store on `client`, in `table`.
   ///
@@ -90,7 +92,9 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   ///     pool waits out its reconnection backoff, which grows with the outage.
   ///   - logger: Where to log; silent by default, as PostgresNIO's own logging is.
   ///   - metricsFactory: Where to report metrics; the process's `MetricsSystem` by default.
-  /// - Throws: ``PacePostgresError/invalidTableName(_:)`` if `table` is not a plain identifier.
+  /// - Throws: ``PacePostgresError/invalidTableName(_:)`` if `table` is not a plain identifier;
+  ///   ``PacePostgresError/rateOutOfRange(_:)`` if `timeout` or `purgeInterval` is not positive or
+  ///   is `Int64.max` nanoseconds (about 292 years) or more.
   public init(
     client: PostgresClient,
     table: String = "pace_rate_limits",
@@ -102,8 +106,8 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
     logger: Logger = Logger(label: "pace.postgres.ratelimit", factory: { _ in SwiftLogNoOpLogHandler() }),
     metricsFactory: any MetricsFactory = MetricsSystem.factory
   ) throws(PacePostgresError) {
-    precondition(timeout > .zero, "PostgresRateLimitStore: timeout must be positive (got \(timeout))")
-    precondition(purgeInterval > .zero, "PostgresRateLimitStore: purgeInterval must be positive (got \(purgeInterval))")
+    try checkSetting("timeout", timeout, of: "PostgresRateLimitStore")
+    try checkSetting("purgeInterval", purgeInterval, of: "PostgresRateLimitStore")
     self.client = client
     self.tableName = try TableName(table)
     self.whenUnavailable = whenUnavailable
@@ -116,7 +120,6 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
     self.health = StoreHealth(circuitBreaker, table: table, factory: metricsFactory)
     self.batcher = DecisionBatcher(
       client: client, direct: directConnection, table: tableName, batchSQL: Self.batchSQL(table: tableName),
-      singleSQL: Self.decisionSQL(table: tableName),
       margin: min(timeout / 5, .milliseconds(100)), maxBatch: Self.maxBatch, maxLanes: Self.lanes,
       roundTrips: health.roundTrips, logger: logger)
     self.denials = LockedState(DenialCacheState(capacity: Self.denialCapacity))
@@ -155,6 +158,8 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
         for statement in statements { try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
       }
     }
+    // A statement refused before the migration may be remembered refused on its connection.
+    batcher.names.migrated()
   }
 
   /// The table: one row per key, its TAT in microseconds of the database's clock. No index on
@@ -168,8 +173,9 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
     """
   }
 
-  /// The statement that makes one decision on `table`, as the store sends it for a batch of one:
-  /// for benchmarks and for reading (the batch function makes each decision the same way). `$1` key, `$2` `cost × T` and `$3` `τ` in
+  /// The statement that makes one decision on `table`: for benchmarks and for reading (the batch
+  /// function, which the store calls for every batch, one decision too, makes each decision with the
+  /// same arithmetic). `$1` key, `$2` `cost × T` and `$3` `τ` in
   /// microseconds (see <doc:SharedRateLimitsAndDebouncing>), `$4` the budget in microseconds,
   /// `$5` the same budget as a `lock_timeout` setting (`"250ms"`).
   ///
@@ -209,7 +215,13 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   /// when that value, in milliseconds, changes), and one that holds its row after the budget takes
   /// nothing and answers `late`, as the single statement does: a batch whose callers stopped
   /// waiting takes nothing. A lock timeout fails the whole batch (its transaction takes nothing),
-  /// and its callers follow the failure policy.
+  /// and its callers follow the failure policy. A batch that took something and ends after its
+  /// budget (a slow trigger, say) raises `query_canceled`, which undoes it: whatever PostgreSQL
+  /// waited on, nothing is taken for a caller who was answered by the policy.
+  ///
+  /// The store calls it for every batch, one decision too: its statement names no table, so the
+  /// statement's preparation (a transaction of its own, before the budget's clock starts) never
+  /// waits for the table's lock; every wait for the table comes after the `lock_timeout` is set.
   static func functionSQL(table: TableName) -> String {
     let clock = "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint"
     return """
@@ -224,6 +236,7 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
         timeout bigint := -1;
         held bigint;
         clock bigint;
+        charged boolean := false;
       BEGIN
         FOR i IN 1 .. coalesce(array_length(keys, 1), 0) LOOP
           o_index := i;
@@ -247,6 +260,7 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
                 IF NOT o_late AND GREATEST(held, clock) + increments[i] - clock <= tolerances[i] THEN
                   o_granted := GREATEST(held, clock) + increments[i];
                   UPDATE \(table) AS r SET tat = o_granted WHERE r.key = keys[i];
+                  charged := true;
                 ELSE
                   o_current := held;
                 END IF;
@@ -257,12 +271,19 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
               ON CONFLICT (key) DO NOTHING;
               IF FOUND THEN
                 o_granted := clock + increments[i];
+                charged := true;
                 EXIT;
               END IF;
             END LOOP;
           END IF;
           RETURN NEXT;
         END LOOP;
+        -- A write that took longer than the budget (a slow trigger, a slow plan, a wait on
+        -- anything but a lock) is undone: the callers stopped waiting, so the batch takes nothing.
+        IF charged AND \(clock) - started > budget THEN
+          RAISE EXCEPTION 'pace: the batch ran past its budget of % microseconds', budget
+            USING ERRCODE = 'query_canceled';
+        END IF;
       END
       $pace$
       """
@@ -363,7 +384,7 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
         }
         if purged > 0 { logger.debug("purged expired rows", metadata: ["pace.rows": "\(purged)"]) }
       } catch {
-        logger.warning("purging expired rows failed", metadata: ["error": "\(String(reflecting: error))"])
+        logger.warning("purging expired rows failed", metadata: errorMetadata(error))
       }
     }
     await shutdown()
@@ -376,6 +397,8 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   /// Decisions after it follow the failure policy, as if the database were unavailable.
   public func shutdown() async {
     await batcher.shutdown()
+    // A probe after the batcher's shutdown is answered at once (``StoreShutDown``).
+    await probes.waitForAll()
     logger.info("PostgreSQL rate-limit store stopped")
   }
 
@@ -431,7 +454,7 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
       // No request waits for a probe: it asks in the background, taking nothing (cost 0), while
       // this request follows the failure policy like the others of the outage.
       let query = try GCRA(cost: 0, limit: limit)
-      Task { await probe(key, query) }
+      probes.spawn { await probe(key, query) }
       return try await decideUnavailable(key, cost: cost, reason: "the circuit breaker is probing", started: started)
     }
     let answer: DecisionAnswer
@@ -444,7 +467,7 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
         if kind != nil {
           health.count(.error)
           logger.error(
-            "rate-limit decision failed", metadata: ["error": "\(String(reflecting: error))", "pace.key": "\(key)"])
+            "rate-limit decision failed", metadata: errorMetadata(error).merging(["pace.key": "\(key)"]) { $1 })
         }
         throw error
       }
@@ -528,7 +551,11 @@ struct GCRA: Equatable {
   let permits: Int64
 
   init(cost: Int, limit: RateLimit) throws(PacePostgresError) {
-    precondition(cost >= 0 && cost <= limit.burst, "GCRA: the cost is checked against KeyPolicy first")
+    // KeyPolicy checks the cost first; here it is checked again, as a thrown error, never a trap.
+    guard cost >= 0, cost <= limit.burst else {
+      throw .rateOutOfRange("cost \(cost) is outside 0...\(limit.burst), the burst of \(limit)")
+    }
+    // Through Pace's saturating conversion: `Duration.components` traps beyond `Int64.max` seconds.
     guard let interval = limit.interval.wholeMicroseconds, interval > 0 else {
       throw .rateOutOfRange("interval \(limit.interval) is not a positive number of microseconds below Int64.max")
     }
@@ -536,7 +563,9 @@ struct GCRA: Equatable {
     let (costTimesInterval, overflow) = Int64(cost).multipliedReportingOverflow(by: interval)
     let (burstTimesInterval, overflow2) = Int64(limit.burst).multipliedReportingOverflow(by: interval)
     guard !overflow, !overflow2 else { throw .rateOutOfRange("\(limit) overflows 64-bit microseconds") }
-    self.increment = (costTimesInterval + permits - 1) / permits
+    // Rounded up without `+ permits - 1`, which overflows for `Int.max` permits.
+    let (quotient, remainder) = costTimesInterval.quotientAndRemainder(dividingBy: permits)
+    self.increment = quotient + (remainder == 0 ? 0 : 1)
     self.tolerance = burstTimesInterval / permits
     self.interval = interval
     self.permits = permits

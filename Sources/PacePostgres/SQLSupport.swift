@@ -30,13 +30,26 @@ struct TableName: Sendable, Hashable, CustomStringConvertible {
 }
 
 extension Duration {
-  /// Whole microseconds, rounded toward zero; nil if they do not fit in an `Int64`.
+  /// Whole microseconds, rounded toward zero; nil for a duration of `Int64.max` nanoseconds (about
+  /// 292 years) or more, either way, where Pace's one conversion (`paceNanoseconds`) saturates.
   var wholeMicroseconds: Int64? {
-    let (seconds, attoseconds) = components
-    let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000)
-    if overflow { return nil }
-    let (sum, overflow2) = scaled.addingReportingOverflow(attoseconds / 1_000_000_000_000)
-    return overflow2 ? nil : sum
+    let nanoseconds = paceNanoseconds
+    guard nanoseconds != .max, nanoseconds != .min else { return nil }
+    return nanoseconds / 1000
+  }
+}
+
+/// Checks a configured duration: positive (or, with `zeroAllowed`, not negative) and below
+/// `Int64.max` nanoseconds, about 292 years, the longest a timer, a sleep or a SQL interval takes
+/// without a trap; ``PacePostgresError/rateOutOfRange(_:)`` names the setting otherwise.
+func checkSetting(
+  _ name: String, _ duration: Duration, of owner: String, zeroAllowed: Bool = false
+) throws(PacePostgresError) {
+  let inRange = zeroAllowed ? duration >= .zero : duration > .zero
+  guard inRange, duration.wholeMicroseconds != nil else {
+    throw .rateOutOfRange(
+      "\(owner): \(name) must be \(zeroAllowed ? "0 or more" : "positive") and below Int64.max nanoseconds "
+        + "(about 292 years); got \(duration)")
   }
 }
 
@@ -91,7 +104,12 @@ func isUnavailability(_ error: any Error) -> Bool { failureKind(of: error) == .u
 
 /// The SQLSTATE of a server error, for logs.
 func sqlState(of error: any Error) -> String? {
-  (error as? PSQLError)?.serverInfo?[.sqlState]
+  if let transaction = error as? PostgresTransactionError {
+    return [transaction.closureError, transaction.beginError, transaction.commitError].lazy.compactMap {
+      $0.flatMap(sqlState(of:))
+    }.first
+  }
+  return (error as? PSQLError)?.serverInfo?[.sqlState]
 }
 
 /// The database did not answer within the configured time.
@@ -140,27 +158,110 @@ import Logging
 
 /// A statement PostgreSQL parses and plans once per connection: PostgresNIO prepares it under
 /// ``name`` on a connection's first use and binds it afterwards.
-struct PreparedSQL: Sendable, Hashable {
+struct PreparedSQL: Sendable {
   /// The statement's name on every connection; it names its table, so one name is always one text.
   let name: String
   let sql: String
+  /// Where its names come from, told when the database refuses it; nil for no renaming.
+  let names: StatementNames?
 
   init(name: String, sql: String) {
     self.name = name
     self.sql = sql
+    self.names = nil
   }
 
-  /// `sql` under a name made of `kind` and `table`, with the generation of the names (see
-  /// ``preparedGeneration``).
-  init(_ kind: String, table: TableName, sql: String) {
-    self.name = "pace.\(preparedGeneration.withLock { $0 }).\(kind).\(table.name)"
+  /// `sql` under a name made of `kind`, `table` and the generation of `names`, the store's or the
+  /// debouncer's own.
+  init(_ kind: String, table: TableName, names: StatementNames, sql: String) {
+    self.name = "pace.\(names.generation).\(kind).\(table.name)"
     self.sql = sql
+    self.names = names
   }
 }
 
-/// Bumped when the database refuses to prepare a statement: PostgresNIO remembers a refused
-/// preparation on its connection for good, so after a `migrate()` the statements need new names.
-let preparedGeneration = LockedState(0)
+/// When a store's (or a debouncer's) prepared statements take new names, apart from any lock or
+/// clock: PostgresNIO remembers a refused preparation on its connection for good, so after the
+/// schema is fixed (a `migrate()`) the statements need names no connection has seen refused.
+///
+/// Bounded: a refusal that a preparation can cause (SQLSTATE class 42, a missing or forbidden
+/// object; 3F, a missing schema; 0A) renames at most once per ``minimumInterval`` and at most
+/// ``maximumRenames`` times between two successful migrations, so a persistent misconfiguration
+/// prepares a bounded number of names; a successful `migrate()` of the owner renames once more
+/// and restores the allowance. Other refusals never rename.
+struct StatementNamesMachine: Sendable, Equatable {
+  static let maximumRenames = 8
+  static let minimumInterval = Duration.seconds(1)
+
+  /// The current generation of the names.
+  private(set) var generation = 0
+  /// Renames left before the next successful migration.
+  private(set) var renamesLeft = Self.maximumRenames
+  private var lastRename: ContinuousClock.Instant?
+
+  /// What a refusal changed.
+  enum Refusal: Sendable, Equatable {
+    /// Nothing: not a refusal a preparation causes, or a rename within the last second.
+    case kept
+    /// The statements take new names.
+    case renamed(generation: Int)
+    /// The last rename allowed before a successful migration: log it, with what to do.
+    case exhausted(generation: Int)
+  }
+
+  /// The database refused a statement with `sqlState` (nil: not a server error).
+  mutating func refused(sqlState: String?, now: ContinuousClock.Instant) -> Refusal {
+    guard let sqlState, ["42", "3F", "0A"].contains(where: sqlState.hasPrefix), renamesLeft > 0 else { return .kept }
+    if let lastRename, lastRename.duration(to: now) < Self.minimumInterval { return .kept }
+    lastRename = now
+    generation += 1
+    renamesLeft -= 1
+    return renamesLeft == 0 ? .exhausted(generation: generation) : .renamed(generation: generation)
+  }
+
+  /// The owner's `migrate()` succeeded: new names, and the allowance back.
+  mutating func migrated() {
+    generation += 1
+    renamesLeft = Self.maximumRenames
+    lastRename = nil
+  }
+}
+
+/// A store's or a debouncer's ``StatementNamesMachine`` behind a lock.
+final class StatementNames: Sendable {
+  private let machine = LockedState(StatementNamesMachine())
+  private let logger: Logger
+
+  init(logger: Logger) {
+    self.logger = logger
+  }
+
+  var generation: Int { machine.withLock { $0.generation } }
+
+  func refused(_ error: any Error) {
+    guard failureKind(of: error) == .fatal else { return }
+    let state = sqlState(of: error)
+    let refusal = machine.withLock { $0.refused(sqlState: state, now: .now) }
+    switch refusal {
+    case .kept:
+      break
+    case .renamed(let generation):
+      logger.debug(
+        "prepared statements take new names after a refusal",
+        metadata: ["pace.generation": "\(generation)", "pace.sqlstate": "\(state ?? "")"])
+    case .exhausted(let generation):
+      logger.error(
+        """
+        the database keeps refusing this component's statements (a missing table, function or \
+        permission): call migrate() or fix the grant; the statements are renamed again after a \
+        successful migrate(), or restart the instance
+        """,
+        metadata: ["pace.generation": "\(generation)", "pace.sqlstate": "\(state ?? "")"])
+    }
+  }
+
+  func migrated() { machine.withLock { $0.migrated() } }
+}
 
 /// The statement being executed, for ``NamedStatement``: PostgresNIO reads a prepared statement's
 /// name and text as static properties, synchronously within `execute`, and a table is known only
@@ -196,6 +297,16 @@ extension PreparedSQL {
     try await whileCurrent { try await connection.execute(NamedStatement(binds: binds), logger: logger) }
   }
 
+  /// Runs the statement with `binds` on `connection` unprepared (parsed, planned and run in one
+  /// round trip, in the current transaction): for a statement whose parse can wait for a table's
+  /// lock. PostgresNIO remembers a prepared statement's failed preparation on its connection for
+  /// good, so a preparation that timed out behind a lock would fail every later use there.
+  func query(
+    _ binds: PostgresBindings = PostgresBindings(), on connection: PostgresConnection, logger: Logger
+  ) async throws -> PostgresRowSequence {
+    try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+  }
+
   /// Runs the statement with `binds` on a connection of `client`'s pool.
   func execute(
     _ binds: PostgresBindings = PostgresBindings(), on client: PostgresClient, logger: Logger
@@ -213,11 +324,43 @@ extension PreparedSQL {
     }
   }
 
-  /// A statement the database refused may have been refused at its preparation: the next
-  /// statements get new names (the refusal is logged by whoever handles `error`).
+  /// A statement the database refused may have been refused at its preparation: its names are
+  /// told (the refusal is logged by whoever handles `error`).
   private func refused(_ error: any Error) {
-    guard failureKind(of: error) == .fatal else { return }
-    preparedGeneration.withLock { $0 += 1 }
+    names?.refused(error)
   }
+}
+#endif
+
+#if PostgreSQL
+import Logging
+
+/// An error as a log line's metadata: `error`, and what PostgresNIO's description of a `PSQLError`
+/// hides ("Generic description to prevent accidental leakage of sensitive data"): the server's
+/// SQLSTATE, message, detail and hint (`pace.sqlstate`, `pace.sql_message`, `pace.sql_detail`,
+/// `pace.sql_hint`), or the client's error code and its underlying error. A transaction's error
+/// is read through to the error inside it.
+func errorMetadata(_ error: any Error) -> Logger.Metadata {
+  var metadata: Logger.Metadata = ["error": "\(String(reflecting: error))"]
+  var inner: any Error = error
+  if let transaction = error as? PostgresTransactionError,
+    let cause = transaction.closureError ?? transaction.beginError ?? transaction.commitError
+  {
+    inner = cause
+    metadata["pace.transaction_error"] = "\(String(reflecting: cause))"
+  }
+  guard let error = inner as? PSQLError else { return metadata }
+  metadata["pace.psql_code"] = "\(error.code)"
+  if let info = error.serverInfo {
+    let fields: [(String, PSQLError.ServerInfo.Field)] = [
+      ("pace.sqlstate", .sqlState), ("pace.sql_message", .message), ("pace.sql_detail", .detail),
+      ("pace.sql_hint", .hint),
+    ]
+    for (key, field) in fields {
+      if let value = info[field] { metadata[key] = "\(value)" }
+    }
+  }
+  if let underlying = error.underlying { metadata["pace.underlying_error"] = "\(String(reflecting: underlying))" }
+  return metadata
 }
 #endif

@@ -73,7 +73,7 @@ final class StoreHealth: Sendable {
   /// goes to the latency timer.
   func count(_ outcome: Outcome, duration: Duration? = nil) {
     decisions[outcome.rawValue].increment()
-    if let duration { latency.recordNanoseconds(duration.wholeNanoseconds) }
+    if let duration { latency.recordNanoseconds(duration.paceNanoseconds) }
   }
 
   /// Whether a decision at `now` may ask the database.
@@ -123,8 +123,7 @@ final class StoreHealth: Sendable {
       }
       var metadata: Logger.Metadata = [:]
       if let error {
-        metadata["error"] = "\(String(reflecting: error))"
-        if let code = sqlState(of: error) { metadata["pace.sqlstate"] = "\(code)" }
+        metadata.merge(errorMetadata(error)) { $1 }
       }
       if isNewOutage {
         logger.error(
@@ -148,21 +147,10 @@ final class StoreHealth: Sendable {
       logger.notice(
         "PostgreSQL answers again: the circuit breaker closed",
         metadata: [
-          "pace.outage_seconds": "\(started.map { Double($0.duration(to: now).wholeNanoseconds) / 1e9 } ?? 0)",
+          "pace.outage_seconds": "\(started.map { Double($0.duration(to: now).paceNanoseconds) / 1e9 } ?? 0)",
           "pace.fallback_decisions": "\(fallbacks)",
         ])
     }
-  }
-}
-
-extension Duration {
-  /// Whole nanoseconds, saturating at `Int64`'s bounds.
-  var wholeNanoseconds: Int64 {
-    let (seconds, attoseconds) = components
-    let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-    if overflow { return seconds < 0 ? .min : .max }
-    let (sum, overflow2) = scaled.addingReportingOverflow(attoseconds / 1_000_000_000)
-    return overflow2 ? (seconds < 0 ? .min : .max) : sum
   }
 }
 
@@ -195,7 +183,7 @@ func migrating(
     logger.error("migration gave up", metadata: ["pace.reason": "\(reason)"])
     throw PacePostgresError.unavailable(reason: reason)
   } catch {
-    logger.error("migration failed", metadata: ["error": "\(String(reflecting: error))"])
+    logger.error("migration failed", metadata: errorMetadata(error))
     throw error
   }
   logger.info("migrated")

@@ -1,5 +1,6 @@
 #if Vapor
 import Logging
+import Pace
 import ServiceLifecycle
 import Vapor
 
@@ -17,7 +18,12 @@ import Vapor
 /// ```
 ///
 /// The services run in one `ServiceGroup` that logs to the application's `Logger`; pass
-/// `app.logger` to the services themselves to get their lines there too. Vapor calls the
+/// `app.logger` to the services themselves to get their lines there too. `beforeServerStarts`
+/// runs once every service's `run()` has begun (a client is running before a migration asks it
+/// for a connection). A service that fails, or ends while the application runs, takes the
+/// application down, as a `ServiceGroup` takes its other services down: the error is logged, and
+/// the application stops (`app.running?.stop()`), rather than serving on without its store or
+/// worker. Vapor calls the
 /// handler's async hooks for an application made with `Application.make` and run with `execute()`
 /// (or started with `startup()` and stopped with `asyncShutdown()`). Vapor handles the signals:
 /// the group listens to none. In a VaporTesting test, call `app.asyncBoot()` before
@@ -40,8 +46,9 @@ public final class ServiceLifecycleHandler: LifecycleHandler {
     self.beforeServerStarts = beforeServerStarts
   }
 
+  /// Starts the services, waits until each has begun running, then runs `beforeServerStarts`.
   public func willBootAsync(_ application: Application) async throws {
-    await runner.start(services, logger: application.logger)
+    await runner.start(services, application: application)
     do {
       try await beforeServerStarts()
     } catch {
@@ -50,6 +57,7 @@ public final class ServiceLifecycleHandler: LifecycleHandler {
     }
   }
 
+  /// Shuts the services down gracefully, the last one first, and waits for them.
   public func shutdownAsync(_ application: Application) async {
     await runner.stop()
   }
@@ -59,30 +67,82 @@ public final class ServiceLifecycleHandler: LifecycleHandler {
     private var group: ServiceGroup?
     private var task: Task<Void, Never>?
 
-    func start(_ services: [any Service], logger: Logger) {
+    func start(_ services: [any Service], application: Application) async {
       guard task == nil else { return }
+      let logger = application.logger
+      let (begun, begin) = AsyncStream<Void>.makeStream()
+      let started = services.map { StartSignal($0, begin: begin) }
       let group = ServiceGroup(
         configuration: ServiceGroupConfiguration(
-          services: services.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) }, logger: logger))
+          services: started.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) }, logger: logger))
       self.group = group
+      let stopping = self.stopping
       // Logged when it happens: a service that fails ends the group (and the others) long
-      // before the application shuts down.
+      // before the application shuts down, and takes the application down with it.
       task = Task {
+        defer { begin.finish() }
         do {
           try await group.run()
         } catch {
-          logger.error("Pace: the services stopped with an error", metadata: ["error": "\(String(reflecting: error))"])
+          logger.error(
+            "Pace: a service failed; the other services were shut down and the application stops",
+            metadata: ["error": "\(String(reflecting: error))"])
+          application.running?.stop()
+          return
+        }
+        if !stopping.value {
+          logger.error("Pace: the services ended while the application runs; the application stops")
+          application.running?.stop()
         }
       }
+      // Every service's `run()` has begun once each has signalled (the group starts them all at
+      // once); a group that ends first ends the wait too.
+      var count = 0
+      for await _ in begun {
+        count += 1
+        if count == started.count { break }
+      }
+      await Task.yield()
     }
+
+    /// Whether ``stop()`` ended the group, so that its end is not a failure.
+    private let stopping = StopFlag()
 
     func stop() async {
       guard let group, let task else { return }
+      stopping.value = true
       self.group = nil
       self.task = nil
       await group.triggerGracefulShutdown()
       await task.value
     }
+  }
+}
+
+/// A service that signals when its `run()` begins, then runs the service it wraps.
+private struct StartSignal: Service, CustomStringConvertible {
+  let service: any Service
+  let begin: AsyncStream<Void>.Continuation
+
+  init(_ service: any Service, begin: AsyncStream<Void>.Continuation) {
+    self.service = service
+    self.begin = begin
+  }
+
+  var description: String { "\(service)" }
+
+  func run() async throws {
+    begin.yield()
+    try await service.run()
+  }
+}
+
+/// Set once the application stops the services.
+private final class StopFlag: Sendable {
+  private let state = LockedState(false)
+  var value: Bool {
+    get { state.withLock { $0 } }
+    set { state.withLock { $0 = newValue } }
   }
 }
 #endif

@@ -65,6 +65,73 @@ struct BatchingAndDenialCacheTests {
     #expect(answer12 == [1, 3])
   }
 
+  /// Removals anywhere in the queue, batches taken between them: call order kept, nothing sent
+  /// twice or lost, against a plain array as the reference.
+  @Test func removalsKeepCallOrderAgainstAReferenceQueue() {
+    var machine = BatchMachine<Int>(maxBatch: 5, maxLanes: 1)
+    var reference: [Int] = []
+    var sent: [Int] = []
+    var generator = SystemRandomNumberGenerator()
+    var next = 0
+    for round in 0..<2000 {
+      switch round % 7 {
+      case 0, 1, 2, 3:
+        _ = machine.submit(next)
+        reference.append(next)
+        next += 1
+      case 4, 5:
+        guard let victim = reference.randomElement(using: &generator) else { continue }
+        machine.remove([victim, -1])  // an id that is not queued is ignored
+        reference.removeAll { $0 == victim }
+      default:
+        let batch = machine.next() ?? []
+        #expect(batch == Array(reference.prefix(5)), "round \(round)")
+        reference.removeFirst(batch.count)
+        sent += batch
+      }
+      #expect(machine.queue == reference, "round \(round)")
+    }
+    while let batch = machine.next() { sent += batch }
+    #expect(Set(sent).count == sent.count)
+    #expect(sent == sent.sorted())
+  }
+
+  /// 200,000 callers queued, then all but the last cancelled one at a time: each removal is O(1)
+  /// (a removal that scanned the queue would take 2 · 10^10 steps here, far beyond the time limit).
+  @Test(.timeLimit(.minutes(1))) func cancellingQueuedCallersOneAtATimeIsLinearInTotal() {
+    var machine = BatchMachine<Int>(maxBatch: 64, maxLanes: 1)
+    _ = machine.submit(-1)
+    _ = machine.next()  // the one lane is busy: the rest queue
+    for id in 0..<200_000 { _ = machine.submit(id) }
+    for id in 0..<199_999 { machine.remove(CollectionOfOne(id)) }
+    #expect(machine.next() == [199_999])
+    #expect(machine.next() == nil)
+    // A removed id submitted again is sent once.
+    _ = machine.submit(7)
+    machine.remove([7])
+    _ = machine.submit(7)
+    #expect(machine.next() == [7])
+  }
+
+  /// Statement names: renamed on a refusal a preparation can cause, at most once a second and
+  /// eight times between migrations; a migration renames once more and restores the allowance.
+  @Test func statementNamesAreRenamedBoundedly() {
+    var names = StatementNamesMachine()
+    #expect(names.refused(sqlState: "23505", now: start) == .kept)  // a unique violation: not a preparation's
+    #expect(names.refused(sqlState: nil, now: start) == .kept)
+    #expect(names.refused(sqlState: "42P01", now: start) == .renamed(generation: 1))
+    #expect(names.refused(sqlState: "42P01", now: start + .milliseconds(999)) == .kept)
+    var outcomes: [StatementNamesMachine.Refusal] = []
+    for second in 1...100 { outcomes.append(names.refused(sqlState: "42501", now: start + .seconds(second))) }
+    #expect(Array(outcomes.prefix(6)) == (2...7).map { StatementNamesMachine.Refusal.renamed(generation: $0) })
+    #expect(outcomes[6] == .exhausted(generation: 8))
+    #expect(outcomes.dropFirst(7).allSatisfy { $0 == .kept })
+    #expect(names.generation == 8)
+    names.migrated()
+    #expect(names.generation == 9)
+    #expect(names.refused(sqlState: "3F000", now: start + .seconds(101)) == .renamed(generation: 10))
+  }
+
   let entry = DenialCacheState.Entry(key: "k", increment: 10, tolerance: 100)
 
   @Test func aDenialIsAnsweredUntilItsDeadlineAnchoredAtTheSend() {

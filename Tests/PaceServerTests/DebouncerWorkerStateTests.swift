@@ -91,6 +91,24 @@ struct DebouncerWorkerStateTests {
     #expect(afterAnAnswer == refused(1, after: .milliseconds(100)))
   }
 
+  /// Missing tables within the startup grace: one `info` line, polls at the poll interval; past
+  /// the grace, a refusal like any other, logged each time with its backoff.
+  @Test func missingTablesAreAwaitedQuietlyDuringTheStartupGraceOnly() {
+    var machine = DebouncerWorkerState(
+      maximumConcurrentExecutions: 4, pollInterval: .milliseconds(100),
+      refusalBackoff: Backoff(base: .milliseconds(100), cap: .seconds(30)), startupGrace: .seconds(30))
+    let first = machine.claimFailed(.tablesMissing, now: start)
+    #expect(first == .init(logs: [.waitingForTables], next: .sleep(.milliseconds(100))))
+    let again = machine.claimFailed(.tablesMissing, now: start + .seconds(29))
+    #expect(again == .init(logs: [], next: .sleep(.milliseconds(100))))
+    let late = machine.claimFailed(.tablesMissing, now: start + .seconds(30))
+    #expect(
+      late
+        == .init(logs: [.claimRefused(refusals: 1, retryAfter: .milliseconds(100))], next: .sleep(.milliseconds(100))))
+    _ = machine.shutDown()
+    #expect(machine.claimFailed(.tablesMissing, now: start + .seconds(1)).next == .stop)
+  }
+
   @Test func aRefusalEndsAnOutage() {
     var machine = machine()
     _ = machine.claimFailed(.unavailable, now: start)

@@ -118,8 +118,10 @@ struct PostgresBatchingTests {
   @Test func aHotDeniedKeyIsAnsweredLocally() async throws {
     try await TestDatabase.withClients(2) { clients in
       let table = TestDatabase.uniqueTable("rl")
-      let store = try PostgresRateLimitStore(client: clients[0], table: table)
-      let other = try PostgresRateLimitStore(client: clients[1], table: table)
+      // A timeout far above a decision's time on a loaded machine: this test is about the denial
+      // cache, not the failure policy.
+      let store = try PostgresRateLimitStore(client: clients[0], table: table, timeout: .seconds(30))
+      let other = try PostgresRateLimitStore(client: clients[1], table: table, timeout: .seconds(30))
       try await store.migrate()
       let limit = RateLimit(permits: 2, per: .seconds(3600))
       #expect(try await store.tryAcquire("k", cost: 2, limit: limit) == .allowed(remaining: 0))

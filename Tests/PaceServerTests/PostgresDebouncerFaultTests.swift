@@ -234,15 +234,16 @@ struct PostgresDebouncerFaultTests {
     }
   }
 
-  // real-time: a handler of 2.5 s under a lease of 600 ms; a second instance polls the key all along.
+  // real-time: a handler of 5 s under a lease of 2 s (renewed every 0.67 s, room for a renewal
+  // that a loaded machine delays); a second instance polls the key all along.
   @Test func aRunningHandlerRenewsItsLeaseSoNoOtherInstanceRunsItsKey() async throws {
     let journal = Journal()
     let table = TestDatabase.uniqueTable("dbf")
     try await TestDatabase.withClients(2, connections: 4) { clients in
       let debouncers = try clients.map { client in
-        try debouncer(client, table: table, lease: .milliseconds(600)) { key, payload in
+        try debouncer(client, table: table, lease: .seconds(2)) { key, payload in
           await journal.started(key)
-          try await Task.sleep(for: .milliseconds(2500))  // real-time: four lease periods
+          try await Task.sleep(for: .milliseconds(5000))  // real-time: two and a half lease periods
           await journal.ended(key, payload)
         }
       }
@@ -415,8 +416,9 @@ struct PostgresDebouncerFaultTests {
     }
   }
 
-  /// A programmer error (no migration) is logged and retried; the worker keeps running and works
-  /// once the table exists.
+  /// A worker that starts before the migration (as in a `ServiceGroup` or Vapor's lifecycle, where
+  /// the migration runs beside it): one `info` line, no warning or error, and it works once the
+  /// table exists. (Past the startup grace a missing table is an error: DebouncerWorkerStateTests.)
   @Test func aMissingTableIsLoggedAndRetriedNotFatal() async throws {
     let journal = Journal()
     let observed = Observed()
@@ -427,12 +429,21 @@ struct PostgresDebouncerFaultTests {
         await journal.ended(key, payload)
       }
       try await running([debouncer]) {
-        #expect(try await eventually { observed.entries(.error, containing: "refused").count >= 2 })
+        // real-time: a generous bound for the first claim on a loaded machine.
+        #expect(
+          try await eventually(within: .seconds(60)) {
+            !observed.entries(.info, containing: "waiting for migrate()").isEmpty
+          })
+        try await Task.sleep(for: .milliseconds(100))  // real-time: a few more polls, still quiet
         try await debouncer.migrate()
         try await debouncer.call("k", [1])
         #expect(try await eventually { await journal.ran("k") == [[1]] })
       }
-      #expect(observed.entries(.info, containing: "the database answers again").isEmpty)
+      #expect(observed.entries(.info, containing: "waiting for migrate()").count == 1)
+      // No error: a missing table at startup is not a fault. (A claim slower than the timeout on
+      // a loaded machine is an outage, a warning, which this test does not forbid.)
+      let errors = observed.logs.entries.filter { $0.level >= .error }
+      #expect(errors.isEmpty, "\(errors.map(\.message))")
     }
   }
 

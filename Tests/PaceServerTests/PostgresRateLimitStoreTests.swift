@@ -1,7 +1,7 @@
 #if PostgreSQL && Hummingbird
 import Foundation
 import Pace
-import PacePostgres
+@testable import PacePostgres
 import PostgresNIO
 import Testing
 
@@ -162,6 +162,26 @@ struct PostgresRateLimitStoreTests {
   }
 
   /// A stopped server (nothing listens on the port): each policy answers as documented, fast.
+  /// A store used before its table exists: each decision is refused (42P01), its statement's name
+  /// changes a bounded number of times however many are refused, and once `migrate()` made the
+  /// table the store decides, on every pool connection.
+  @Test func aStoreUsedBeforeItsMigrationPreparesBoundedNamesAndWorksOnceMigrated() async throws {
+    try await TestDatabase.withClients(connections: 4) { clients in
+      let store = try PostgresRateLimitStore(
+        client: clients[0], table: TestDatabase.uniqueTable("rl"), whenUnavailable: .allow, timeout: .seconds(30))
+      for _ in 0..<40 {
+        await #expect(throws: PSQLError.self) { try await store.tryAcquire("k", cost: 1, limit: hour) }
+      }
+      #expect(store.batcher.names.generation <= StatementNamesMachine.maximumRenames)
+      try await store.migrate()
+      let answers = try await withThrowingTaskGroup(of: RateLimitDecision.self) { group in
+        for index in 0..<16 { group.addTask { try await store.tryAcquire("k\(index)", cost: 1, limit: hour) } }
+        return try await group.reduce(into: []) { $0.append($1) }
+      }
+      #expect(answers.allSatisfy { $0 == .allowed(remaining: 99) }, "\(answers)")
+    }
+  }
+
   @Test func anUnreachableDatabaseFollowsTheChosenPolicy() async throws {
     let port = try TestDatabase.closedPort()
     try await TestDatabase.withClients(port: port) { clients in

@@ -163,6 +163,40 @@ struct VaporTests {
     #expect(messages.contains { $0.contains("PostgresDebouncer: stopped") })
   }
 
+  /// A Pace service that fails while the application runs takes the application down, as a
+  /// `ServiceGroup` takes its other services down, with the error logged; the migrations ran
+  /// once every service had begun running (no lease before the client runs).
+  @Test func aFailedServiceTakesTheApplicationDown() async throws {
+    struct Boom: Error {}
+    struct FailsSoon: Service {
+      func run() async throws {
+        try await Task.sleep(for: .milliseconds(300))  // real-time: fails once the application runs
+        throw Boom()
+      }
+    }
+    let logs = InMemoryLogHandler()
+    // `startup()` runs Vapor's `serve` command: the test process's own arguments are not its.
+    let app = try await Application.make(Environment(name: "testing", arguments: ["vapor"]))
+    app.logger = Logger(label: "app", factory: { _ in logs })
+    app.http.server.configuration.hostname = "127.0.0.1"
+    app.http.server.configuration.port = 0
+    let migrated = Executions()
+    app.lifecycle.use(ServiceLifecycleHandler(services: [FailsSoon()]) { try await migrated.record("migrated", [1]) })
+    do {
+      try await app.startup()
+      #expect(await migrated.all.count == 1)
+      let running = try #require(app.running)
+      // real-time: bounded by the suite's time limit; the service fails 300 ms after the start.
+      try await running.onStop.get()
+    } catch {
+      try? await app.asyncShutdown()
+      throw error
+    }
+    try await app.asyncShutdown()
+    let failure = logs.entries.first { $0.level == .error && "\($0.message)".contains("a service failed") }
+    #expect(failure?.metadata["error"].map { "\($0)".contains("Boom") } == true)
+  }
+
   /// Migrations that fail stop the services, and the application does not boot.
   @Test func aFailedMigrationStopsTheServicesAndTheBoot() async throws {
     struct MigrationFailed: Error {}

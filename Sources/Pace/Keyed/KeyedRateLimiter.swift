@@ -22,8 +22,8 @@
 ///
 /// With a ``RateLimitStore`` (``init(permits:per:burst:clock:store:)``) the decisions are the
 /// store's, shared by every process that uses it: call ``decide(_:cost:)`` and
-/// ``acquire(_:cost:isolation:)`` with `try await`. The synchronous `tryAcquire(_:cost:)` decides in
-/// memory, so calling it on a store-backed limiter is a programming error. A waiting
+/// ``acquire(_:cost:isolation:)`` with `try await`. The synchronous `tryAcquire(_:cost:)` cannot wait
+/// for a store: it decides in this process's memory, a per-process limit. A waiting
 /// ``acquire(_:cost:isolation:)`` asks the store again after each `retryAfter` the store returns, slept on
 /// the limiter's clock; so with a store, waiters of one key are not served in strict FIFO order.
 public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
@@ -159,7 +159,12 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   // MARK: Decisions
 
   /// Takes `cost` permits for `key` if they are available now and no request for `key` waits;
-  /// never waits. In-memory limiters only.
+  /// never waits, and always decides in this process's memory.
+  ///
+  /// On a store-backed limiter it does not ask the store (it cannot wait for it): it decides with
+  /// the limiter's own in-memory buckets under the same limit, as a `.fallback` failure policy
+  /// does during an outage, so N processes allow up to N times the limit. Call
+  /// ``decide(_:cost:)`` for the store's shared decision.
   ///
   /// - Parameters:
   ///   - key: Whose bucket to take from.
@@ -169,10 +174,6 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   ///   else is taken (an estimate that counts the waiting requests' permits, while some wait).
   @inlinable
   public func tryAcquire(_ key: Key, cost: Int = 1) -> RateLimitDecision {
-    precondition(
-      store == nil,
-      "KeyedRateLimiter.tryAcquire: this limiter decides in its RateLimitStore; use `try await limiter.decide(key)`"
-    )
     precondition(cost >= 0, "KeyedRateLimiter.tryAcquire: cost must not be negative (got \(cost))")
     return decideLocally(key, cost: cost)
   }

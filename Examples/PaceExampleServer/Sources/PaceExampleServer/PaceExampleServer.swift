@@ -53,7 +53,7 @@ struct PaceExampleServer: AsyncParsableCommand {
       defer { group.cancelAll() }
       try await store.migrate()
       try await reindexer.debouncer.migrate()
-      logger.notice(
+      logger.info(
         "limits and debouncing shared through PostgreSQL",
         metadata: ["postgres.host": "\(url.host ?? "?")", "postgres.port": "\(url.port ?? 5432)"])
       try await serve(
@@ -75,7 +75,7 @@ struct PaceExampleServer: AsyncParsableCommand {
     let app = Application(
       router: router, configuration: ApplicationConfiguration(address: .hostname(options.host, port: options.port)),
       logger: logger)
-    logger.notice(
+    logger.info(
       "listening", metadata: ["address": "http://\(options.host):\(options.port)", "limit": "\(options.limit) per key"])
     let group = ServiceGroup(
       configuration: ServiceGroupConfiguration(

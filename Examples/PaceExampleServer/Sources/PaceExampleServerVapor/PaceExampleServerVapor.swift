@@ -89,6 +89,6 @@ struct PaceExampleServerVapor: AsyncParsableCommand {
       try await reindexer.changed(id)
       return Response(status: .accepted)
     }
-    app.logger.notice("limit", metadata: ["limit": "\(options.limit) per key"])
+    app.logger.info("limit", metadata: ["limit": "\(options.limit) per key"])
   }
 }

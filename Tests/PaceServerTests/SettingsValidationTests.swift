@@ -1,0 +1,150 @@
+#if PostgreSQL && Hummingbird
+import Foundation
+import Pace
+import PaceHTTP
+@testable import PacePostgres
+import PostgresNIO
+import Testing
+
+/// Every duration, rate and count a caller configures is checked with a thrown error, never a
+/// trap, at the edges issue 31 names: 0, 1 ns, `Int64.max` s, `Int64.max` s × 4, `Int.max` permits.
+/// No database: nothing here connects (the clients are never run).
+@Suite("Settings are validated with thrown errors, never a trap")
+struct SettingsValidationTests {
+  static let edges: [Duration] = [.zero, .nanoseconds(1), .seconds(Int64.max), .seconds(Int64.max) * 4]
+
+  static func client() -> PostgresClient {
+    PostgresClient(
+      configuration: .init(host: "127.0.0.1", username: "nobody", password: nil, database: nil, tls: .disable))
+  }
+
+  static func isOutOfRange(_ error: any Error) -> Bool {
+    guard case .rateOutOfRange = error as? PacePostgresError else { return false }
+    return true
+  }
+
+  /// The GCRA arithmetic: a rate whose microseconds are 0 or overflow is `.rateOutOfRange`.
+  @Test func theArithmeticOfAnExtremeRateThrows() throws {
+    for interval in Self.edges.dropFirst() {
+      #expect(throws: PacePostgresError.self, "\(interval)") {
+        try GCRA(cost: 1, limit: RateLimit(permits: 1, per: interval))
+      }
+    }
+    #expect(throws: PacePostgresError.self) {
+      try GCRA(cost: 1, limit: RateLimit(permits: 1, per: .seconds(Int64.max), burst: 20))
+    }
+    #expect(throws: PacePostgresError.self) { try GCRA(cost: 1, limit: RateLimit(permits: Int.max, per: .seconds(60))) }
+    #expect(throws: PacePostgresError.self) {
+      try GCRA(cost: 1, limit: RateLimit(permits: Int.max, per: .seconds(Int64.max) * 4))
+    }
+    #expect(throws: PacePostgresError.self) { try GCRA(cost: -1, limit: RateLimit(permits: 1, per: .seconds(1))) }
+    #expect(throws: PacePostgresError.self) { try GCRA(cost: 2, limit: RateLimit(permits: 1, per: .seconds(1))) }
+    // In range, the arithmetic is GCRA's: 1 per minute, the burst 20 emission intervals.
+    let gcra = try GCRA(cost: 1, limit: RateLimit(permits: 1, per: .seconds(60), burst: 20))
+    #expect(gcra.increment == 60_000_000 && gcra.tolerance == 1_200_000_000)
+    #expect(try GCRA(cost: 0, limit: RateLimit(permits: 3, per: .seconds(1))).increment == 0)
+  }
+
+  /// A store's timeout and purge interval: thrown at 0 and beyond 292 years, accepted at 1 ns.
+  @Test func aStoreChecksItsDurations() throws {
+    let client = Self.client()
+    for duration in Self.edges {
+      let accepted = duration == .nanoseconds(1)
+      for (name, make) in [
+        ("timeout", { try PostgresRateLimitStore(client: client, timeout: duration) }),
+        ("purgeInterval", { try PostgresRateLimitStore(client: client, purgeInterval: duration) }),
+      ] as [(String, () throws -> PostgresRateLimitStore)] {
+        do {
+          _ = try make()
+          #expect(accepted, "\(name) \(duration) was accepted")
+        } catch {
+          #expect(!accepted && Self.isOutOfRange(error), "\(name) \(duration): \(error)")
+          #expect("\(error)".contains(name))
+        }
+      }
+    }
+  }
+
+  /// A debouncer's durations and counts.
+  @Test func aDebouncerChecksItsSettings() throws {
+    let client = Self.client()
+    typealias Make = (Duration) throws -> PostgresDebouncer<Int>
+    let settings: [(name: String, zeroAllowed: Bool, make: Make)] = [
+      ("quiet", true, { try PostgresDebouncer<Int>(client: client, quiet: $0) { _, _ in } }),
+      ("maxWait", true, { try PostgresDebouncer<Int>(client: client, quiet: .zero, maxWait: $0) { _, _ in } }),
+      ("lease", false, { try PostgresDebouncer<Int>(client: client, quiet: .zero, lease: $0) { _, _ in } }),
+      (
+        "pollInterval", false,
+        { try PostgresDebouncer<Int>(client: client, quiet: .zero, pollInterval: $0) { _, _ in } }
+      ),
+      ("timeout", false, { try PostgresDebouncer<Int>(client: client, quiet: .zero, timeout: $0) { _, _ in } }),
+      (
+        "retryBackoff", true, { try PostgresDebouncer<Int>(client: client, quiet: .zero, retryBackoff: $0) { _, _ in } }
+      ),
+      (
+        "maximumRetryBackoff", true,
+        { try PostgresDebouncer<Int>(client: client, quiet: .zero, maximumRetryBackoff: $0) { _, _ in } }
+      ),
+      (
+        "shutdownGracePeriod", true,
+        { try PostgresDebouncer<Int>(client: client, quiet: .zero, shutdownGracePeriod: $0) { _, _ in } }
+      ),
+    ]
+    for setting in settings {
+      for duration in Self.edges {
+        let accepted = duration == .nanoseconds(1) || (duration == .zero && setting.zeroAllowed)
+        do {
+          _ = try setting.make(duration)
+          #expect(accepted, "\(setting.name) \(duration) was accepted")
+        } catch {
+          #expect(!accepted && Self.isOutOfRange(error), "\(setting.name) \(duration): \(error)")
+          #expect("\(error)".contains(setting.name), "\(error)")
+        }
+      }
+    }
+    #expect(throws: PacePostgresError.self) {
+      try PostgresDebouncer<Int>(client: client, quiet: .seconds(2), maxWait: .seconds(1)) { _, _ in }
+    }
+    #expect(throws: PacePostgresError.self) {
+      try PostgresDebouncer<Int>(client: client, quiet: .zero, maximumAttempts: 0) { _, _ in }
+    }
+    #expect(throws: PacePostgresError.self) {
+      try PostgresDebouncer<Int>(client: client, quiet: .zero, maximumConcurrentExecutions: 0) { _, _ in }
+    }
+    #expect(throws: PacePostgresError.self) {
+      try PostgresDebouncer<Int>(client: client, quiet: .zero, maximumPayloadBytes: 0) { _, _ in }
+    }
+    _ = try PostgresDebouncer<Int>(client: client, quiet: .zero, maximumAttempts: Int.max) { _, _ in }
+  }
+
+  /// The response headers of an extreme rate: saturated seconds, never a trap.
+  @Test func theHeadersOfAnExtremeRateSaturate() {
+    for limit in [
+      RateLimit(permits: 1, per: .seconds(Int64.max), burst: 20),
+      RateLimit(permits: 1, per: .seconds(Int64.max) * 4, burst: Int.max),
+      RateLimit(permits: Int.max, per: .nanoseconds(1)),
+      RateLimit(permits: Int.max, per: .seconds(Int64.max) * 4),
+    ] {
+      let fields = RateLimitFields(limit: limit, policyName: "p")
+      for remaining in [0, 1, Int.max] {
+        #expect(!fields.fields(remaining: remaining).isEmpty)
+      }
+      #expect(!fields.fields(retryAfter: .seconds(Int64.max) * 4).isEmpty)
+    }
+    let long = RateLimitFields(limit: RateLimit(permits: 1, per: .seconds(Int64.max), burst: 20), policyName: "p")
+    #expect(long.fields(remaining: 0).map(\.value).contains("\"p\";r=0;t=\(Int64.max / 1_000_000_000 + 1)"))
+    // An ordinary rate: 10 per minute, 4 left of 10: 6 emission intervals of 6 s.
+    let ordinary = RateLimitFields(limit: RateLimit(permits: 10, per: .seconds(60)), policyName: "p")
+    #expect(ordinary.fields(remaining: 4).map(\.value).contains("\"p\";r=4;t=36"))
+  }
+
+  /// The synchronous `tryAcquire` on a store-backed limiter answers from memory, never a trap.
+  @Test func tryAcquireOnAStoreBackedLimiterAnswersFromMemory() throws {
+    let store = try PostgresRateLimitStore(client: Self.client())
+    let limiter = KeyedRateLimiter(permits: 2, per: .seconds(3600), store: store)
+    #expect(limiter.tryAcquire("k") == .allowed(remaining: 1))
+    #expect(limiter.tryAcquire("k") == .allowed(remaining: 0))
+    #expect(!limiter.tryAcquire("k").isAllowed)
+  }
+}
+#endif
