@@ -8,7 +8,7 @@ import PostgresNIO
 /// and is resumed with the answer on the loop's own thread, where a lane on the global executor
 /// wakes the loop for every write and is woken by it for every answer.
 ///
-/// Task executors need macOS 15 / iOS 18; ``onEventLoop(_:isolation:_:)`` falls back to the
+/// Task executors need macOS 15 / iOS 18; ``onEventLoop(_:taskExecutors:isolation:_:)`` falls back to the
 /// global executor on older systems.
 @available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *)
 final class EventLoopExecutor: TaskExecutor {
