@@ -33,3 +33,12 @@ func marbles(_ invocations: [(Int64, String)], stepMilliseconds: Int64, length: 
   }
   return String(line)
 }
+
+/// `count` distinct `Int` keys that all fall in one shard of a keyed primitive, so that they
+/// share its heap and its one scheduler timer. Hashing is seeded per process, so they are found
+/// at run time: about 64 × `count` keys are tried.
+func keysSharingAShard(_ count: Int) -> [Int] {
+  let shard = { (key: Int) in KeyedPacer<Int, DebounceStateMachine<Int>>.shardIndex(hash: key.hashValue) }
+  let first = shard(0)
+  return Array((0...).lazy.filter { shard($0) == first }.prefix(count))
+}
