@@ -12,7 +12,10 @@
 /// Each key has its own token bucket with exactly the arithmetic of ``RateLimiter``: it starts
 /// full with `burst` permits, and permits come back at `permits` per `interval`, exactly.
 /// ``acquire(_:cost:isolation:)`` waits in first-come first-served order per key and is cancellable;
-/// `tryAcquire(_:cost:)` never waits. Keys never interfere.
+/// `tryAcquire(_:cost:)` never waits. Keys never interfere: a key's decisions are those of a
+/// `RateLimiter` asked at the same instants, and its waiting requests are granted in the same
+/// order, when its shard's timer takes the deadline a `RateLimiter`'s timer would be armed for,
+/// by the keyed pacers' rule (see "When timers fire late" in the Keyed pacing article).
 ///
 /// A key costs 16 bytes of bucket state, an entry in its shard's table and one deadline in its
 /// shard's heap; once its bucket is full again and nobody waits, the key is forgotten, so idle
