@@ -89,4 +89,32 @@ import Testing
     #expect(scheduler.pendingDeadlines.isEmpty)
     #expect(keyed.trackedKeyCount == 0)
   }
+
+  /// The rate limiter's shards fire by the same rule: a request waiting for 1 ms is granted when
+  /// a `RateLimiter`'s timer for 1 ms fires, at 2 ms, not when its shard's timer fires at 1 ms
+  /// for the other key's bucket, full again at 7 µs.
+  @Test func aKeyedRateLimiterGrantsWhenTheKeysOwnLateTimerFires() async throws {
+    let clock = AsyncClock(scheduler: scheduler)
+    let keyed = KeyedRateLimiter<Int>(permits: 1, per: .microseconds(7), clock: clock)
+    let singleScheduler = CoarseScheduler(granularity: .milliseconds(1), tick: .afterTheDeadline)
+    let single = RateLimiter(permits: 1, per: .microseconds(7), burst: 1, clock: AsyncClock(scheduler: singleScheduler))
+    // The first key takes its permit at 0: its bucket is full again at 7 µs, checked at 1 ms.
+    #expect(keyed.tryAcquire(keys[0]).isAllowed)
+    for scheduler in [scheduler, singleScheduler] { scheduler.advance(to: Self.µs(993)) }
+    // The second key takes its permit at 993 µs, and asks for one more: due at 1 ms.
+    #expect(keyed.tryAcquire(keys[1]) == .allowed(remaining: 0))
+    #expect(single.tryAcquire() == .allowed(remaining: 0))
+    let waiting = [Task.immediate { try await keyed.acquire(keys[1]) }, Task.immediate { try await single.acquire() }]
+    #expect(keyed.waitingCount == 1)
+    #expect(single.waitingCount == 1)
+    for (instant, waitingCount) in [(Self.µs(1_000), 1), (Self.µs(1_500), 1), (ms(2), 0)] {
+      for scheduler in [scheduler, singleScheduler] { scheduler.advance(to: instant) }
+      #expect(single.waitingCount == waitingCount, "at \(instant)")
+      #expect(keyed.waitingCount == waitingCount, "at \(instant)")
+    }
+    for task in waiting { try await task.value }
+    scheduler.advance(to: ms(10))
+    #expect(keyed.trackedKeyCount == 0)
+    #expect(scheduler.pendingDeadlines.isEmpty)
+  }
 }

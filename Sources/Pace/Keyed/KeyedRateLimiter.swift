@@ -117,16 +117,32 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     self.init(permits: permits, interval: interval, burst: burst, clock: clock, store: store)
   }
 
-  private init<C: Clock>(
+  private convenience init<C: Clock>(
     permits: Int, interval: Duration, burst: Int?, clock: C, store: (any RateLimitStore<Key>)?
   ) where C.Duration == Duration {
+    self.init(
+      permits: permits, interval: interval, burst: burst, clock: AsyncClock(clock),
+      sleep: { duration in try await clock.sleep(for: duration) }, store: store)
+  }
+
+  /// An in-memory keyed rate limiter on `clock`: for tests whose clock is a scheduler with timing
+  /// of its own (``AsyncClock/init(scheduler:)``).
+  convenience init(permits: Int, per interval: Duration, burst: Int? = nil, clock: AsyncClock) {
+    self.init(
+      permits: permits, interval: interval, burst: burst, clock: clock, sleep: { _ in }, store: nil)
+  }
+
+  private init(
+    permits: Int, interval: Duration, burst: Int?, clock: AsyncClock,
+    sleep: @escaping @Sendable (Duration) async throws -> Void, store: (any RateLimitStore<Key>)?
+  ) {
     precondition(permits > 0, "KeyedRateLimiter: permits must be positive (got \(permits))")
     precondition(interval > .zero, "KeyedRateLimiter: interval must be positive (got \(interval))")
     precondition((burst ?? permits) > 0, "KeyedRateLimiter: burst must be positive (got \(burst ?? permits))")
     limit = RateLimit(permits: permits, per: interval, burst: burst)
     rate = TokenBucketRate(permits: permits, per: interval, burst: limit.burst)
-    self.clock = AsyncClock(clock)
-    sleep = { duration in try await clock.sleep(for: duration) }
+    self.clock = clock
+    self.sleep = sleep
     self.store = store
     shards = Shards(count: keyedShardCount) { Shard() }
   }
