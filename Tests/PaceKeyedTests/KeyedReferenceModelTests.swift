@@ -313,4 +313,94 @@ import Testing
       #expect(keyed.heldStorageBytes == 0, "seed \(seed): storage held once quiet")
     }
   }
+
+  /// On schedulers whose timers fire late, with requests that wait: at every instant something
+  /// happens, each key's permits and the number of waiting requests are those of one
+  /// `RateLimiter` per key, so requests are granted at the same instants; and every request ends
+  /// alike, granted or cancelled.
+  @Test(arguments: 0..<4)
+  func keyedRateLimiterMatchesOneRateLimiterPerKeyWhenTimersFireLate(batch: UInt64) async throws {
+    let runs = UInt64(fuzzRuns(100))
+    for seed in batch * runs..<(batch + 1) * runs {
+      await Task.yield()
+      var generator = SeededGenerator(seed: seed &* 7_919 &+ 3)
+      // A quarter of the timelines on exact timers.
+      let lateness = seed % 4 == 0 ? nil : Lateness.random(&generator)
+      let permits = Int.random(in: 1...5, using: &generator)
+      let interval = Duration.milliseconds([100, 300, 1_000].randomElement(using: &generator)!)
+      let burst = Int.random(in: 1...6, using: &generator)
+      let keys = Int.random(in: 1...6, using: &generator)
+      let steps = Self.timeline(&generator, keys: keys)
+      let names = Self.keys(keys, &generator)
+      let context =
+        "seed \(seed), \(permits) per \(interval), burst \(burst), \(lateness.map { "\($0)" } ?? "exact timers")"
+
+      let (base, scheduler) = Self.schedulers(lateness)
+      let keyed = KeyedRateLimiter<Int>(
+        permits: permits, per: interval, burst: burst, clock: AsyncClock(scheduler: scheduler))
+      let references = (0..<keys).map { _ in
+        let (base, scheduler) = Self.schedulers(lateness)
+        let limiter = RateLimiter(
+          permits: permits, per: interval, burst: burst, clock: AsyncClock(scheduler: scheduler))
+        return (base, limiter)
+      }
+      let schedulers = [base] + references.map(\.0)
+      /// Moves every scheduler to `instant` in step, stopping wherever any of them has work.
+      func advance(to instant: PaceInstant) {
+        while let next = schedulers.compactMap(\.nextDeadline).filter({ $0 <= instant }).min() {
+          for scheduler in schedulers { scheduler.advance(to: Swift.max(next, scheduler.now)) }
+          expectAlike(at: next)
+        }
+        for scheduler in schedulers { scheduler.advance(to: instant) }
+        expectAlike(at: instant)
+      }
+      func expectAlike(at instant: PaceInstant) {
+        for (key, reference) in references.enumerated() {
+          #expect(
+            keyed.availablePermits(for: names[key]) == reference.1.availablePermits,
+            "\(context), key \(key) at \(instant)")
+        }
+        #expect(keyed.waitingCount == references.map(\.1.waitingCount).reduce(0, +), "\(context) at \(instant)")
+      }
+
+      // Each request, made of both, as long as it may wait: the keyed one and the reference.
+      var requests: [[(Task<Void, any Error>, Task<Void, any Error>)]] = Array(repeating: [], count: keys)
+      var ended: [(Task<Void, any Error>, Task<Void, any Error>)] = []
+      for (index, step) in steps.enumerated() {
+        advance(to: ms(step.time))
+        let (key, limiter) = (names[step.key], references[step.key].1)
+        switch step.operation {
+        case .call where Bool.random(using: &generator):
+          let cost = Int.random(in: 0...2, using: &generator)
+          #expect(keyed.tryAcquire(key, cost: cost) == limiter.tryAcquire(cost: cost), "\(context), step \(index)")
+        case .call, .flush:
+          // A request, and now and then one for more than the burst, which waits for a full
+          // bucket and leaves it in debt.
+          let cost = step.operation == .flush ? burst + 1 : Int.random(in: 1...burst, using: &generator)
+          requests[step.key].append(
+            (
+              Task.immediate { try await keyed.acquire(key, cost: cost) },
+              Task.immediate { try await limiter.acquire(cost: cost) }
+            ))
+        case .cancel:
+          guard !requests[step.key].isEmpty else { break }
+          let oldest = requests[step.key].removeFirst()
+          oldest.0.cancel()
+          oldest.1.cancel()
+          ended.append(oldest)
+        }
+        expectAlike(at: ms(step.time))
+      }
+      // Every request is granted in the end, or was cancelled; alike.
+      advance(to: ms((steps.last?.time ?? 0) + 600_000))
+      for (keyedRequest, reference) in ended + requests.joined() {
+        let (keyedResult, referenceResult) = (await keyedRequest.result, await reference.result)
+        let (keyedGranted, referenceGranted) = ((try? keyedResult.get()) != nil, (try? referenceResult.get()) != nil)
+        #expect(keyedGranted == referenceGranted, "\(context)")
+      }
+      #expect(keyed.trackedKeyCount == 0, "\(context)")
+      #expect(base.pendingDeadlines.isEmpty, "\(context)")
+      #expect(keyed.heldStorageBytes == 0, "\(context): storage held once quiet")
+    }
+  }
 }

@@ -57,6 +57,15 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     /// The waiting requests' continuations, by the ids their keys' queues hold.
     @usableFromInline var waiters: [UInt64: Continuation] = [:]
     @usableFromInline var timer = ShardTimer<Key>()
+
+    /// Gives back the storage of the table, the queues and the waiters once they are sparse,
+    /// after requests were granted or cancelled: a shard whose keys have gone quiet holds none.
+    @inlinable
+    mutating func shrinkIfSparse() {
+      buckets.shrinkIfSparse()
+      queues.shrinkIfSparse()
+      waiters.shrinkIfSparse()
+    }
   }
 
   @usableFromInline
@@ -245,6 +254,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
             var effects = run(key, hash: hash, now: now, consumedCheck: false, in: &shard) {
               $0.enqueue(id: id, cost: cost, now: now)
             }
+            shard.shrinkIfSparse()
             effects.arming = shard.timer.reserveIfNeeded()
             return effects
           }
@@ -258,6 +268,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
           var effects = run(key, hash: hash, now: now, consumedCheck: false, in: &shard) {
             $0.cancel(id: id, now: now)
           }
+          shard.shrinkIfSparse()
           effects.arming = shard.timer.reserveIfNeeded()
           return effects
         }
@@ -368,6 +379,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     var machine = RateLimitStateMachine(
       bucket: TokenBucket(rate: rate, level: bucket.level),
       queue: shard.queues.isEmpty ? nil : shard.queues.removeValue(forKey: key))
+    let wasWaiting = machine.isWaiting
     let action = event(&machine)
     var effects = Effects()
     for id in action.granted {
@@ -382,9 +394,13 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       return effects
     }
     bucket.level = machine.bucket.level
-    // Nobody waits: the key is looked at again when its bucket is full, to be forgotten.
+    // Nobody waits: the key is looked at again when its bucket is full, to be forgotten. While
+    // requests wait, the key's entry is the timer a `RateLimiter` arms for them: for the first
+    // request's turn as it starts waiting (an entry for the full bucket goes stale, else its
+    // firing, late on a tick, could grant the request before that timer fires), then moved only
+    // earlier, as that timer is ("armed for earlier, it looks again when it fires").
     let next = isWaiting ? action.wakeAt : machine.bucket.fullTime
-    if let next, consumedCheck || next < bucket.checkAt {
+    if let next, consumedCheck || next < bucket.checkAt || (isWaiting && !wasWaiting && next != bucket.checkAt) {
       bucket.checkAt = next
       shard.timer.add(next, for: key)
     } else if next == nil, consumedCheck {
@@ -413,8 +429,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
           }.granted
       }
       shard.timer.endFiring()
-      shard.buckets.shrinkIfSparse()
-      shard.queues.shrinkIfSparse()
+      shard.shrinkIfSparse()
       effects.arming = shard.timer.reserveIfNeeded()
       return effects
     }
