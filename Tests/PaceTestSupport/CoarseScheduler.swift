@@ -27,6 +27,7 @@ public final class CoarseScheduler: PaceScheduler {
     /// The first boundary after the deadline: a deadline on a boundary fires at the next one.
     case afterTheDeadline
 
+    /// How a test's failure message names it.
     public var description: String {
       switch self {
       case .atOrAfterTheDeadline: "at or after the deadline"
@@ -65,6 +66,7 @@ public final class CoarseScheduler: PaceScheduler {
     return overflow ? .max : PaceInstant(nanoseconds: boundary)
   }
 
+  /// The base's time.
   public var now: PaceInstant { base.now }
 
   /// Always `true`, as the base's.
