@@ -104,7 +104,10 @@ import Testing
     // The second key takes its permit at 993 µs, and asks for one more: due at 1 ms.
     #expect(keyed.tryAcquire(keys[1]) == .allowed(remaining: 0))
     #expect(single.tryAcquire() == .allowed(remaining: 0))
-    let waiting = [Task.immediate { try await keyed.acquire(keys[1]) }, Task.immediate { try await single.acquire() }]
+    let waiting = [
+      await startRequest(waitingCount: { keyed.waitingCount }) { try await keyed.acquire(keys[1]) },
+      await startRequest(waitingCount: { single.waitingCount }) { try await single.acquire() },
+    ]
     #expect(keyed.waitingCount == 1)
     #expect(single.waitingCount == 1)
     for (instant, waitingCount) in [(Self.µs(1_000), 1), (Self.µs(1_500), 1), (ms(2), 0)] {
@@ -115,6 +118,35 @@ import Testing
     for task in waiting { try await task.value }
     scheduler.advance(to: ms(10))
     #expect(keyed.trackedKeyCount == 0)
+    #expect(scheduler.pendingDeadlines.isEmpty)
+  }
+
+  /// A key whose bucket is checked for being full at 0.5 ms, and whose request waits from 0 for
+  /// the bucket at 1 ms: a `RateLimiter` arms its timer for 1 ms, which fires at 2 ms, and so
+  /// must the key's grant, not the check's firing at 1 ms.
+  @Test func aKeyedRateLimitersWaitingRequestIsNotGrantedByTheBucketsEarlierCheck() async throws {
+    let keyed = KeyedRateLimiter<Int>(permits: 2, per: .milliseconds(1), clock: AsyncClock(scheduler: scheduler))
+    let singleScheduler = CoarseScheduler(granularity: .milliseconds(1), tick: .afterTheDeadline)
+    let single = RateLimiter(permits: 2, per: .milliseconds(1), burst: 2, clock: AsyncClock(scheduler: singleScheduler))
+    // The first permit leaves the bucket full again at 0.5 ms, when the key is checked; the
+    // second empties it, and a request for two waits until 1 ms.
+    for _ in 0..<2 {
+      #expect(keyed.tryAcquire(keys[0]).isAllowed)
+      #expect(single.tryAcquire().isAllowed)
+    }
+    let waiting = [
+      await startRequest(waitingCount: { keyed.waitingCount }) { try await keyed.acquire(keys[0], cost: 2) },
+      await startRequest(waitingCount: { single.waitingCount }) { try await single.acquire(cost: 2) },
+    ]
+    for (instant, waitingCount) in [(Self.µs(0), 1), (ms(1), 1), (Self.µs(1_500), 1), (ms(2), 0)] {
+      for scheduler in [scheduler, singleScheduler] { scheduler.advance(to: instant) }
+      #expect(single.waitingCount == waitingCount, "at \(instant)")
+      #expect(keyed.waitingCount == waitingCount, "at \(instant)")
+    }
+    for task in waiting { try await task.value }
+    scheduler.advance(to: ms(10))
+    #expect(keyed.trackedKeyCount == 0)
+    #expect(keyed.heldStorageBytes == 0)
     #expect(scheduler.pendingDeadlines.isEmpty)
   }
 }
