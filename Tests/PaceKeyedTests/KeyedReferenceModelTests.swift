@@ -38,123 +38,245 @@ import Testing
     [Edges.leading, .trailing, .both].randomElement(using: &generator)!
   }
 
+  /// The merge policies: the two the machines store without a function, and two functions.
+  enum MergeCase: String, CaseIterable, Sendable {
+    case latest, first, append, custom
+
+    var merge: Merge<[Int]> {
+      switch self {
+      case .latest: .latest
+      case .first: .first
+      case .append: .append
+      // A function that is not `.append`'s in-place fold: the newest call first.
+      case .custom: .custom { accumulated, next in next + accumulated }
+      }
+    }
+  }
+
+  /// How late the timers fire: the granularity in milliseconds of a ``CoarseScheduler``, whose
+  /// timers fire at the first boundary at or after their deadline, or after it: below, at and
+  /// well beyond the intervals (0 to 300 ms) and the gaps between calls (0 to 700 ms).
+  struct Lateness: CustomStringConvertible {
+    var granularity: Int64
+    var tick: CoarseScheduler.Tick
+
+    static func random(_ generator: inout SeededGenerator) -> Self {
+      Self(
+        granularity: [1, 7, 30, 100, 250, 1_000, 3_000].randomElement(using: &generator)!,
+        tick: CoarseScheduler.Tick.allCases.randomElement(using: &generator)!)
+    }
+
+    var description: String { "timers at \(granularity) ms boundaries \(tick)" }
+  }
+
+  /// A `TestScheduler`, and the scheduler the pacers run on: the same (exact timers, if
+  /// `lateness` is `nil`), or a coarse one on it.
+  static func schedulers(_ lateness: Lateness?) -> (TestScheduler, any PaceScheduler) {
+    let base = TestScheduler()
+    guard let lateness else { return (base, base) }
+    return (base, CoarseScheduler(granularity: .milliseconds(lateness.granularity), tick: lateness.tick, base: base))
+  }
+
+  /// The keyed primitive's keys for the timeline's key numbers: `0..<count`, which mostly fall in
+  /// shards of their own, or (half the time) keys that all share one shard, its heap and its
+  /// timer, so that one key's firing comes by the others' deadlines.
+  static func keys(_ count: Int, _ generator: inout SeededGenerator) -> [Int] {
+    Bool.random(using: &generator) ? keysSharingAShard(count) : Array(0..<count)
+  }
+
+  /// One keyed debouncer against one `Debouncer` per key on a timeline drawn from `generator`
+  /// (`seed` names it), every scheduler's timers as late as `lateness` says (exact if `nil`).
+  static func checkDebouncer(
+    _ generator: inout SeededGenerator, seed: UInt64, edges: Edges, merge: MergeCase, lateness: Lateness?
+  ) {
+    let interval = Duration.milliseconds([0, 100, 200, 300].randomElement(using: &generator)!)
+    let maxWait: Duration? = [nil, .milliseconds(250), .milliseconds(600)].randomElement(using: &generator)!
+    let keys = Int.random(in: 1...6, using: &generator)
+    let steps = timeline(&generator, keys: keys)
+    let names = Self.keys(keys, &generator)
+    let context =
+      "seed \(seed), \(edges), .\(merge), interval \(interval), maxWait \(maxWait.map { "\($0)" } ?? "nil"), "
+      + (lateness.map { "\($0)" } ?? "exact timers")
+
+    let (base, scheduler) = schedulers(lateness)
+    let recorder = KeyedRecorder<Int, [Int]>(clock: scheduler)
+    let keyed = KeyedDebouncer<Int, [Int]>(
+      for: interval, edges: edges, maxWait: maxWait, merge: merge.merge, scheduler: scheduler, perform: recorder.record
+    )
+    let references = (0..<keys).map { key in
+      let (base, scheduler) = schedulers(lateness)
+      let recorder = KeyedRecorder<Int, [Int]>(clock: scheduler)
+      let debouncer = Debouncer<[Int]>(
+        for: interval, edges: edges, maxWait: maxWait, merge: merge.merge, scheduler: scheduler
+      ) { recorder.record(key, $0) }
+      return Reference(scheduler: base, recorder: recorder, isPending: { debouncer.isPending }) { operation in
+        switch operation {
+        case .call(let value): debouncer.call(value)
+        case .flush: debouncer.flush()
+        case .cancel: debouncer.cancel()
+        }
+      }
+    }
+    check(
+      steps, keys: names, context: context, scheduler: base, recorder: recorder, references: references,
+      isPending: keyed.isPending
+    ) { key, operation in
+      switch operation {
+      case .call(let value): keyed.call(key, value)
+      case .flush: keyed.flush(key)
+      case .cancel: keyed.cancel(key)
+      }
+    }
+    // Everything went quiet: every key was forgotten and no timer is left.
+    #expect(keyed.trackedKeyCount == 0, "\(context)")
+    #expect(base.pendingDeadlines.isEmpty, "\(context)")
+    #expect(keyed.pacer.heldStorageBytes == 0, "\(context): storage held once quiet")
+  }
+
+  /// One keyed throttler against one `Throttler` per key, as ``checkDebouncer(_:seed:edges:merge:lateness:)``.
+  static func checkThrottler(
+    _ generator: inout SeededGenerator, seed: UInt64, edges: Edges, merge: MergeCase, lateness: Lateness?
+  ) {
+    let interval = Duration.milliseconds([0, 100, 200, 300].randomElement(using: &generator)!)
+    let keys = Int.random(in: 1...6, using: &generator)
+    let steps = timeline(&generator, keys: keys)
+    let names = Self.keys(keys, &generator)
+    let context =
+      "seed \(seed), \(edges), .\(merge), interval \(interval), "
+      + (lateness.map { "\($0)" } ?? "exact timers")
+
+    let (base, scheduler) = schedulers(lateness)
+    let recorder = KeyedRecorder<Int, [Int]>(clock: scheduler)
+    let keyed = KeyedThrottler<Int, [Int]>(
+      for: interval, edges: edges, merge: merge.merge, scheduler: scheduler, perform: recorder.record
+    )
+    let references = (0..<keys).map { key in
+      let (base, scheduler) = schedulers(lateness)
+      let recorder = KeyedRecorder<Int, [Int]>(clock: scheduler)
+      let throttler = Throttler<[Int]>(for: interval, edges: edges, merge: merge.merge, scheduler: scheduler) {
+        recorder.record(key, $0)
+      }
+      return Reference(scheduler: base, recorder: recorder, isPending: { throttler.isPending }) { operation in
+        switch operation {
+        case .call(let value): throttler.call(value)
+        case .flush: throttler.flush()
+        case .cancel: throttler.cancel()
+        }
+      }
+    }
+    check(
+      steps, keys: names, context: context, scheduler: base, recorder: recorder, references: references,
+      isPending: keyed.isPending
+    ) { key, operation in
+      switch operation {
+      case .call(let value): keyed.call(key, value)
+      case .flush: keyed.flush(key)
+      case .cancel: keyed.cancel(key)
+      }
+    }
+    #expect(keyed.trackedKeyCount == 0, "\(context)")
+    #expect(base.pendingDeadlines.isEmpty, "\(context)")
+    #expect(keyed.pacer.heldStorageBytes == 0, "\(context): storage held once quiet")
+  }
+
+  /// What a step does to a pacer.
+  enum Event {
+    case call([Int])
+    case flush, cancel
+  }
+
+  /// A single-key pacer on its own scheduler, with what it invoked.
+  struct Reference {
+    var scheduler: TestScheduler
+    var recorder: KeyedRecorder<Int, [Int]>
+    var isPending: () -> Bool
+    var apply: (Event) -> Void
+  }
+
+  /// Runs `steps` on the keyed pacer (`apply`, with the keyed key `keys[n]` for the timeline's
+  /// key `n`) and on each key's reference at the same instants, then expects each key's
+  /// invocations, times and values, to be its reference's.
+  static func check(
+    _ steps: [Step], keys: [Int], context: String, scheduler: TestScheduler, recorder: KeyedRecorder<Int, [Int]>,
+    references: [Reference], isPending: (Int) -> Bool, apply: (Int, Event) -> Void
+  ) {
+    for (index, step) in steps.enumerated() {
+      scheduler.advance(to: ms(step.time))
+      for reference in references { reference.scheduler.advance(to: ms(step.time)) }
+      let reference = references[step.key]
+      let event: Event =
+        switch step.operation {
+        case .call: .call([index])
+        case .flush: .flush
+        case .cancel: .cancel
+        }
+      apply(keys[step.key], event)
+      reference.apply(event)
+      #expect(isPending(keys[step.key]) == reference.isPending(), "\(context), step \(index)")
+    }
+    let end = ms((steps.last?.time ?? 0) + 10_000)
+    scheduler.advance(to: end)
+    for (key, reference) in references.enumerated() {
+      reference.scheduler.advance(to: end)
+      let expected = reference.recorder.invocations(of: key)
+      let actual = recorder.invocations(of: keys[key])
+      #expect(actual.map(\.0) == expected.map(\.0), "\(context), key \(key): times")
+      #expect(actual.map(\.1) == expected.map(\.1), "\(context), key \(key): values")
+    }
+  }
+
   @Test(arguments: 0..<4)
   func keyedDebouncerMatchesOneDebouncerPerKey(batch: UInt64) async {
-    for seed in batch * 250..<(batch + 1) * 250 {
+    let runs = UInt64(fuzzRuns(250))
+    for seed in batch * runs..<(batch + 1) * runs {
       // Seconds of synchronous work: let the real-clock tests of other suites run meanwhile.
       await Task.yield()
       var generator = SeededGenerator(seed: seed)
-      let interval = Duration.milliseconds([0, 100, 200, 300].randomElement(using: &generator)!)
       let edges = Self.edges(&generator)
-      let maxWait: Duration? = [nil, .milliseconds(250), .milliseconds(600)].randomElement(using: &generator)!
-      let keys = Int.random(in: 1...6, using: &generator)
-      let steps = Self.timeline(&generator, keys: keys)
+      Self.checkDebouncer(&generator, seed: seed, edges: edges, merge: .append, lateness: nil)
+    }
+  }
 
-      let scheduler = TestScheduler()
-      let recorder = KeyedRecorder<Int, [Int]>(clock: scheduler)
-      let keyed = KeyedDebouncer<Int, [Int]>(
-        for: interval, edges: edges, maxWait: maxWait, merge: .append, scheduler: scheduler, perform: recorder.record
-      )
-      let references = (0..<keys).map { key in
-        let scheduler = TestScheduler()
-        let recorder = KeyedRecorder<Int, [Int]>(clock: scheduler)
-        let debouncer = Debouncer<[Int]>(
-          for: interval, edges: edges, maxWait: maxWait, merge: .append, scheduler: scheduler
-        ) { recorder.record(key, $0) }
-        return (scheduler, recorder, debouncer)
-      }
-      for (index, step) in steps.enumerated() {
-        scheduler.advance(to: ms(step.time))
-        for reference in references { reference.0.advance(to: ms(step.time)) }
-        let reference = references[step.key]
-        switch step.operation {
-        case .call:
-          keyed.call(step.key, [index])
-          reference.2.call([index])
-        case .flush:
-          keyed.flush(step.key)
-          reference.2.flush()
-        case .cancel:
-          keyed.cancel(step.key)
-          reference.2.cancel()
-        }
-        #expect(keyed.isPending(step.key) == reference.2.isPending, "seed \(seed)")
-      }
-      let end = ms((steps.last?.time ?? 0) + 10_000)
-      scheduler.advance(to: end)
-      for (key, reference) in references.enumerated() {
-        reference.0.advance(to: end)
-        let expected = reference.1.invocations(of: key)
-        let actual = recorder.invocations(of: key)
-        #expect(actual.map(\.0) == expected.map(\.0), "seed \(seed), key \(key): times")
-        #expect(actual.map(\.1) == expected.map(\.1), "seed \(seed), key \(key): values")
-      }
-      // Everything went quiet: every key was forgotten and no timer is left.
-      #expect(keyed.trackedKeyCount == 0, "seed \(seed)")
-      #expect(scheduler.pendingDeadlines.isEmpty, "seed \(seed)")
-      #expect(keyed.pacer.heldStorageBytes == 0, "seed \(seed): storage held once quiet")
+  /// The same, on schedulers whose timers fire late, at a boundary of their granularity: for every
+  /// edge and merge policy, a key's calls that come after its deadline but before the timer fires
+  /// are in that firing's invocation, as on a `Debouncer` of its own.
+  @Test(arguments: [Edges.leading, .trailing, .both], MergeCase.allCases)
+  func keyedDebouncerMatchesOneDebouncerPerKeyWhenTimersFireLate(edges: Edges, merge: MergeCase) async {
+    for seed in 0..<UInt64(fuzzRuns(100)) {
+      await Task.yield()
+      var generator = SeededGenerator(seed: seed &* 7_919 &+ 1)
+      let lateness = Lateness.random(&generator)
+      Self.checkDebouncer(&generator, seed: seed, edges: edges, merge: merge, lateness: lateness)
     }
   }
 
   @Test(arguments: 0..<4)
   func keyedThrottlerMatchesOneThrottlerPerKey(batch: UInt64) async {
-    for seed in batch * 250..<(batch + 1) * 250 {
+    let runs = UInt64(fuzzRuns(250))
+    for seed in batch * runs..<(batch + 1) * runs {
       // Seconds of synchronous work: let the real-clock tests of other suites run meanwhile.
       await Task.yield()
       var generator = SeededGenerator(seed: seed)
-      let interval = Duration.milliseconds([0, 100, 200, 300].randomElement(using: &generator)!)
       let edges = Self.edges(&generator)
-      let keys = Int.random(in: 1...6, using: &generator)
-      let steps = Self.timeline(&generator, keys: keys)
+      Self.checkThrottler(&generator, seed: seed, edges: edges, merge: .append, lateness: nil)
+    }
+  }
 
-      let scheduler = TestScheduler()
-      let recorder = KeyedRecorder<Int, [Int]>(clock: scheduler)
-      let keyed = KeyedThrottler<Int, [Int]>(
-        for: interval, edges: edges, merge: .append, scheduler: scheduler, perform: recorder.record
-      )
-      let references = (0..<keys).map { key in
-        let scheduler = TestScheduler()
-        let recorder = KeyedRecorder<Int, [Int]>(clock: scheduler)
-        let throttler = Throttler<[Int]>(for: interval, edges: edges, merge: .append, scheduler: scheduler) {
-          recorder.record(key, $0)
-        }
-        return (scheduler, recorder, throttler)
-      }
-      for (index, step) in steps.enumerated() {
-        scheduler.advance(to: ms(step.time))
-        for reference in references { reference.0.advance(to: ms(step.time)) }
-        let reference = references[step.key]
-        switch step.operation {
-        case .call:
-          keyed.call(step.key, [index])
-          reference.2.call([index])
-        case .flush:
-          keyed.flush(step.key)
-          reference.2.flush()
-        case .cancel:
-          keyed.cancel(step.key)
-          reference.2.cancel()
-        }
-        #expect(keyed.isPending(step.key) == reference.2.isPending, "seed \(seed)")
-      }
-      let end = ms((steps.last?.time ?? 0) + 10_000)
-      scheduler.advance(to: end)
-      for (key, reference) in references.enumerated() {
-        reference.0.advance(to: end)
-        let expected = reference.1.invocations(of: key)
-        let actual = recorder.invocations(of: key)
-        #expect(actual.map(\.0) == expected.map(\.0), "seed \(seed), key \(key): times")
-        #expect(actual.map(\.1) == expected.map(\.1), "seed \(seed), key \(key): values")
-      }
-      #expect(keyed.trackedKeyCount == 0, "seed \(seed)")
-      #expect(scheduler.pendingDeadlines.isEmpty, "seed \(seed)")
-      #expect(keyed.pacer.heldStorageBytes == 0, "seed \(seed): storage held once quiet")
+  /// The same, on schedulers whose timers fire late, for every edge and merge policy.
+  @Test(arguments: [Edges.leading, .trailing, .both], MergeCase.allCases)
+  func keyedThrottlerMatchesOneThrottlerPerKeyWhenTimersFireLate(edges: Edges, merge: MergeCase) async {
+    for seed in 0..<UInt64(fuzzRuns(100)) {
+      await Task.yield()
+      var generator = SeededGenerator(seed: seed &* 7_919 &+ 2)
+      let lateness = Lateness.random(&generator)
+      Self.checkThrottler(&generator, seed: seed, edges: edges, merge: merge, lateness: lateness)
     }
   }
 
   @Test(arguments: 0..<4)
   func keyedRateLimiterMatchesOneRateLimiterPerKey(batch: UInt64) async {
-    for seed in batch * 250..<(batch + 1) * 250 {
+    let runs = UInt64(fuzzRuns(250))
+    for seed in batch * runs..<(batch + 1) * runs {
       // Seconds of synchronous work: let the real-clock tests of other suites run meanwhile.
       await Task.yield()
       var generator = SeededGenerator(seed: seed)

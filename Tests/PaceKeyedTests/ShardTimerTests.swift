@@ -59,7 +59,9 @@ import Testing
       let (count, earliest) = (timer.count, timer.earliest)
       #expect(count == model.count, "seed \(seed), step \(step)")
       #expect(earliest?.nanoseconds == model.map(\.deadline).min(), "seed \(seed), step \(step)")
-      now += Int64.random(in: 0...700, using: &generator)
+      // The timer is armed for the earliest deadline; it fires at it or later (late timers).
+      let armedFor = model.map(\.deadline).min() ?? .max
+      now = Swift.max(now + Int64.random(in: 0...700, using: &generator), Swift.min(armedFor, now + 700))
       // Some entries coming out add a deadline, due already (deferred) or later.
       var addedDuring: [(deadline: Int64, key: Int)] = []
       let due = Self.fire(&timer, at: Self.instant(now)) { entry in
@@ -68,8 +70,13 @@ import Testing
         addedDuring.append((deadline, entry.key))
         return Self.instant(deadline)
       }
-      let expected = model.filter { $0.deadline <= now }
-      model.removeAll { $0.deadline <= now }
+      // Those before its instant, and those up to the deadline it was armed for; one at exactly
+      // its instant, if later than that, waits for a timer armed for it.
+      let isDue = { (entry: (deadline: Int64, key: Int)) in
+        entry.deadline < now || (entry.deadline == now && entry.deadline <= armedFor)
+      }
+      let expected = model.filter(isDue)
+      model.removeAll(where: isDue)
       model += addedDuring
       // Earliest first; keys of equal deadlines in any order.
       #expect(due.map(\.deadline.nanoseconds) == expected.map(\.deadline).sorted(), "seed \(seed), step \(step)")
@@ -79,8 +86,10 @@ import Testing
       // Sparse storage shrinks: at most 64 entries' room, or under four times the entries.
       #expect(capacity <= Swift.max(64, 4 * countAfter), "seed \(seed), step \(step)")
     }
-    // Everything still in the heap comes out, in order, once the end of time is reached.
-    let rest = Self.fire(&timer, at: .max)
+    // Everything still in the heap comes out, in order, once the end of time is reached: the
+    // deadlines at the end itself at a second firing, armed for them.
+    var rest: [ShardTimer<Int>.Entry] = []
+    while timer.count > 0 { rest += Self.fire(&timer, at: .max) }
     #expect(rest.map(\.deadline.nanoseconds) == model.map(\.deadline).sorted(), "seed \(seed)")
     let emptied = timer.count == 0 && timer.capacity == 0 && timer.heap.storage.unsafeBase == nil
     #expect(emptied, "seed \(seed)")
@@ -102,6 +111,34 @@ import Testing
     #expect(second.map(\.key) == [1])
     let count = timer.count
     #expect(count == 1)
+  }
+
+  /// Issue 31: on a scheduler whose timers fire at the first tick after their deadline, the
+  /// timer armed for 7 fires at the tick 10, which is another key's deadline; that key's own
+  /// timer would fire at the next tick, so its deadline waits for a timer armed for it.
+  @Test func aLateFiringTakesTheDeadlinesBeforeItsInstantAndUpToTheOneItWasArmedFor() {
+    var timer = ShardTimer<Int>()
+    timer.add(Self.instant(7), for: 1)
+    timer.add(Self.instant(9), for: 2)
+    timer.add(Self.instant(10), for: 3)
+    timer.add(Self.instant(10), for: 4)
+    timer.add(Self.instant(12), for: 5)
+    let ticket = timer.reserveIfNeeded()
+    #expect(ticket?.deadline == Self.instant(7))
+    let late = Self.fire(&timer, at: Self.instant(10))
+    #expect(late.map(\.key) == [1, 2])
+    // The next timer is armed for 10, which has come: the scheduler fires it when it fires a
+    // timer for 10 (at once if exact, at the next tick if late), and it takes both keys.
+    let next = timer.reserveIfNeeded()
+    #expect(next?.deadline == Self.instant(10))
+    let atTheirOwn = Self.fire(&timer, at: Self.instant(20))
+    #expect(atTheirOwn.map(\.key).sorted() == [3, 4, 5])
+    // A firing at exactly the deadline it was armed for takes that deadline.
+    timer.add(Self.instant(30), for: 6)
+    let exact = Self.fire(&timer, at: Self.instant(30))
+    #expect(exact.map(\.key) == [6])
+    let count = timer.count
+    #expect(count == 0)
   }
 
   @Test func aStaleGenerationTakesNothing() {
@@ -151,7 +188,8 @@ import Testing
       // malloc's memory under the threshold, then moved again.
       var next: Int64 = 1
       var capacities: [Int] = []
-      for now in [Int64(100), 30_000, 39_700, 39_900, 39_990] {
+      // Each firing is late: it takes the deadlines before its instant.
+      for now in [Int64(101), 30_001, 39_701, 39_901, 39_991] {
         let generation = timer.reserveIfNeeded()?.generation ?? Self.armedGeneration(timer)
         let began = timer.beginFiring(generation: generation ?? 0, now: Self.instant(now))
         #expect(began)
@@ -161,7 +199,7 @@ import Testing
           next += 1
         }
         timer.endFiring()
-        #expect(instances.live == count - Int(now))
+        #expect(instances.live == count - Int(now - 1))
         capacities.append(timer.capacity)
       }
       #expect(capacities == [65_536, 32_768, 1_024, 256, 32])

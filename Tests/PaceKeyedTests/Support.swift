@@ -33,3 +33,30 @@ func marbles(_ invocations: [(Int64, String)], stepMilliseconds: Int64, length: 
   }
   return String(line)
 }
+
+/// `count` distinct `Int` keys that all fall in one shard of a keyed primitive, so that they
+/// share its heap and its one scheduler timer. Hashing is seeded per process, so they are found
+/// at run time: about 64 × `count` keys are tried.
+func keysSharingAShard(_ count: Int) -> [Int] {
+  let shard = { (key: Int) in KeyedPacer<Int, DebounceStateMachine<Int>>.shardIndex(hash: key.hashValue) }
+  let first = shard(0)
+  return Array((0...).lazy.filter { shard($0) == first }.prefix(count))
+}
+
+/// Starts `acquire` in a task, and returns the task once the limiter has taken the request in:
+/// granted at once (the task has returned), or waiting (`waitingCount` has grown). On the
+/// cooperative pool the task starts at once, in line; where it starts later (from a task with an
+/// executor preference, as `.offThePool` gives), it is waited for rather than assumed, so requests
+/// join their queues in the order they are made, at the instant the caller is at.
+func startRequest(
+  waitingCount: () -> Int, _ acquire: @escaping @Sendable () async throws -> Void
+) async -> Task<Void, any Error> {
+  let waitingBefore = waitingCount()
+  let returned = LockedState(false)
+  let task = Task.immediate {
+    defer { returned.withLock { $0 = true } }
+    try await acquire()
+  }
+  while !returned.withLock({ $0 }) && waitingCount() == waitingBefore { await Task.yield() }
+  return task
+}

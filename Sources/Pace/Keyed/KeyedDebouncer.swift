@@ -11,7 +11,13 @@ import Dispatch
 ///
 /// Each key behaves exactly as its own ``Debouncer`` with the same parameters, driven by that
 /// key's calls alone: the same edges, `maxWait` and merge, on the same scheduler. Keys never
-/// interfere.
+/// interfere. Exactly: a `Debouncer` called, flushed and cancelled at the instants this is for
+/// one key invokes with the same values at the same instants, on a scheduler whose timers fire
+/// at their deadline and on one whose timers fire late on a tick (at the first tick at or after
+/// their deadline, or after it), where a key's calls made while its timer is late join that
+/// timer's invocation. Where lateness varies from timer to timer, a key's deadline may come with
+/// its shard's timer, sooner than its own would have fired, but never before the deadline (see
+/// "When timers fire late" in the Keyed pacing article).
 ///
 /// Unlike a dictionary of debouncers, a key costs no timer, lock or closure of its own: keys are
 /// spread over shards, each with one lock, one table of small per-key states and one heap of

@@ -12,7 +12,10 @@
 /// Each key has its own token bucket with exactly the arithmetic of ``RateLimiter``: it starts
 /// full with `burst` permits, and permits come back at `permits` per `interval`, exactly.
 /// ``acquire(_:cost:isolation:)`` waits in first-come first-served order per key and is cancellable;
-/// `tryAcquire(_:cost:)` never waits. Keys never interfere.
+/// `tryAcquire(_:cost:)` never waits. Keys never interfere: a key's decisions are those of a
+/// `RateLimiter` asked at the same instants, and its waiting requests are granted in the same
+/// order, when its shard's timer takes the deadline a `RateLimiter`'s timer would be armed for,
+/// by the keyed pacers' rule (see "When timers fire late" in the Keyed pacing article).
 ///
 /// A key costs 16 bytes of bucket state, an entry in its shard's table and one deadline in its
 /// shard's heap; once its bucket is full again and nobody waits, the key is forgotten, so idle
@@ -67,6 +70,15 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     /// The waiting requests' continuations, by the ids their keys' queues hold.
     @usableFromInline var waiters: [UInt64: Waiter] = [:]
     @usableFromInline var timer = ShardTimer<Key>()
+
+    /// Gives back the storage of the table, the queues and the waiters once they are sparse,
+    /// after requests were granted or cancelled: a shard whose keys have gone quiet holds none.
+    @inlinable
+    mutating func shrinkIfSparse() {
+      buckets.shrinkIfSparse()
+      queues.shrinkIfSparse()
+      waiters.shrinkIfSparse()
+    }
   }
 
   @usableFromInline
@@ -135,16 +147,32 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     self.init(permits: permits, interval: interval, burst: burst, clock: clock, store: store)
   }
 
-  private init<C: Clock>(
+  private convenience init<C: Clock>(
     permits: Int, interval: Duration, burst: Int?, clock: C, store: (any RateLimitStore<Key>)?
   ) where C.Duration == Duration {
+    self.init(
+      permits: permits, interval: interval, burst: burst, clock: AsyncClock(clock),
+      sleep: { duration in try await clock.sleep(for: duration) }, store: store)
+  }
+
+  /// An in-memory keyed rate limiter on `clock`: for tests whose clock is a scheduler with timing
+  /// of its own (``AsyncClock/init(scheduler:)``).
+  convenience init(permits: Int, per interval: Duration, burst: Int? = nil, clock: AsyncClock) {
+    self.init(
+      permits: permits, interval: interval, burst: burst, clock: clock, sleep: { _ in }, store: nil)
+  }
+
+  private init(
+    permits: Int, interval: Duration, burst: Int?, clock: AsyncClock,
+    sleep: @escaping @Sendable (Duration) async throws -> Void, store: (any RateLimitStore<Key>)?
+  ) {
     precondition(permits > 0, "KeyedRateLimiter: permits must be positive (got \(permits))")
     precondition(interval > .zero, "KeyedRateLimiter: interval must be positive (got \(interval))")
     precondition((burst ?? permits) > 0, "KeyedRateLimiter: burst must be positive (got \(burst ?? permits))")
     limit = RateLimit(permits: permits, per: interval, burst: burst)
     rate = TokenBucketRate(permits: permits, per: interval, burst: limit.burst)
-    self.clock = AsyncClock(clock)
-    sleep = { duration in try await clock.sleep(for: duration) }
+    self.clock = clock
+    self.sleep = sleep
     self.store = store
     shards = Shards(count: keyedShardCount) { Shard() }
   }
@@ -251,6 +279,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
             var effects = run(key, hash: hash, now: now, consumedCheck: false, in: &shard) {
               $0.enqueue(id: id, cost: cost, now: now)
             }
+            shard.shrinkIfSparse()
             effects.arming = shard.timer.reserveIfNeeded()
             effects.queued = true
             return effects
@@ -268,6 +297,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
           var effects = run(key, hash: hash, now: now, consumedCheck: false, in: &shard) {
             $0.cancel(id: id, now: now)
           }
+          shard.shrinkIfSparse()
           effects.arming = shard.timer.reserveIfNeeded()
           return effects
         }
@@ -378,6 +408,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     var machine = RateLimitStateMachine(
       bucket: TokenBucket(rate: rate, level: bucket.level),
       queue: shard.queues.isEmpty ? nil : shard.queues.removeValue(forKey: key))
+    let wasWaiting = machine.isWaiting
     let action = event(&machine)
     var effects = Effects()
     for id in action.granted {
@@ -392,9 +423,13 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       return effects
     }
     bucket.level = machine.bucket.level
-    // Nobody waits: the key is looked at again when its bucket is full, to be forgotten.
+    // Nobody waits: the key is looked at again when its bucket is full, to be forgotten. While
+    // requests wait, the key's entry is the timer a `RateLimiter` arms for them: for the first
+    // request's turn as it starts waiting (an entry for the full bucket goes stale, else its
+    // firing, late on a tick, could grant the request before that timer fires), then moved only
+    // earlier, as that timer is ("armed for earlier, it looks again when it fires").
     let next = isWaiting ? action.wakeAt : machine.bucket.fullTime
-    if let next, consumedCheck || next < bucket.checkAt {
+    if let next, consumedCheck || next < bucket.checkAt || (isWaiting && !wasWaiting && next != bucket.checkAt) {
       bucket.checkAt = next
       shard.timer.add(next, for: key)
     } else if next == nil, consumedCheck {
@@ -423,8 +458,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
           }.granted
       }
       shard.timer.endFiring()
-      shard.buckets.shrinkIfSparse()
-      shard.queues.shrinkIfSparse()
+      shard.shrinkIfSparse()
       effects.arming = shard.timer.reserveIfNeeded()
       return effects
     }

@@ -11,6 +11,12 @@ import Dispatch
 ///
 /// Each key behaves exactly as its own ``Throttler`` with the same parameters, driven by that
 /// key's calls alone: windows of `interval`, the same edges and merge. Keys never interfere.
+/// Exactly: a `Throttler` called, flushed and cancelled at the instants this is for one key
+/// invokes with the same values at the same instants, on a scheduler whose timers fire at their
+/// deadline and on one whose timers fire late on a tick (at the first tick at or after their
+/// deadline, or after it); where lateness varies from timer to timer, a window may end with its
+/// shard's timer, sooner than its own would have fired, never before its end (see
+/// ``KeyedDebouncer`` and "When timers fire late" in the Keyed pacing article).
 ///
 /// A key costs no timer, lock or closure of its own (see ``KeyedDebouncer``); a key whose window
 /// has closed with nothing pending is forgotten, so idle keys take no memory.

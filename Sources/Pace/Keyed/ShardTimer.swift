@@ -13,6 +13,15 @@
 /// A firing takes its due entries out one at a time instead of into an array, so the timer
 /// thread allocates nothing from its malloc arena.
 ///
+/// A firing takes the deadlines its own timer would have fired for: those up to the deadline it
+/// was armed for, and those before the instant it fires at. A deadline at exactly that instant
+/// waits for a timer armed for it, because a late scheduler may fire that timer later: one whose
+/// timers fire at the first tick after their deadline fires the shard's timer, armed for an
+/// earlier deadline, at a tick that is another key's deadline, and fires that key's own timer a
+/// tick later. So each key's deadline comes when a timer armed for it alone would have come, on
+/// any scheduler whose timers fire on a tick (at the first tick at or after their deadline, or
+/// after it), exact or late, as one pacer per key would see it.
+///
 /// Noncopyable, because it owns its heap; it lives in its shard's state, under the shard's lock.
 @usableFromInline
 struct ShardTimer<Key>: ~Copyable {
@@ -30,6 +39,8 @@ struct ShardTimer<Key>: ~Copyable {
   /// While a firing takes its entries out, the instant it fires at: a deadline added meanwhile
   /// that is already due waits in `deferred`, for the scheduler's next turn.
   @usableFromInline var firingAt: PaceInstant?
+  /// While a firing takes its entries out, the deadline its timer was armed for.
+  @usableFromInline var firingFor = PaceInstant.zero
   @usableFromInline var deferred: [Entry] = []
 
   @usableFromInline init() {}
@@ -85,16 +96,24 @@ struct ShardTimer<Key>: ~Copyable {
   /// ``reserveIfNeeded()``, all under the lock.
   @inlinable
   mutating func beginFiring(generation: UInt64, now: PaceInstant) -> Bool {
-    guard slot.fire(generation) else { return false }
+    let armedFor = slot.deadline
+    guard slot.fire(generation), let armedFor else { return false }
     firingAt = now
+    firingFor = armedFor
     return true
   }
 
-  /// The next entry due by the firing's instant, earliest first; `nil` once there is none.
+  /// The next entry the firing takes, earliest first; `nil` once there is none. It takes the
+  /// deadlines up to the one the timer was armed for and those before the instant it fires at,
+  /// never a later one; a deadline at exactly that instant (the timer was armed for an earlier
+  /// one) stays for a timer armed for it, which the scheduler fires when it fires such a timer:
+  /// at once on an exact scheduler, a tick later on one whose timers fire after their deadline.
   /// Deadlines added in between that are already due are kept for the next firing.
   @inlinable
   mutating func nextDue() -> Entry? {
-    guard let firingAt, let earliest, earliest <= firingAt else { return nil }
+    guard let firingAt, let earliest, earliest <= firingAt, earliest < firingAt || earliest <= firingFor else {
+      return nil
+    }
     return heap.removeFirst()
   }
 

@@ -32,6 +32,15 @@ struct AsyncClock: Sendable {
   /// The clock when it is a ``TestScheduler``, which counts the work started on it.
   @usableFromInline let testScheduler: TestScheduler?
 
+  /// Time and timers from `scheduler`, whose timers fire as it says: for tests that run the
+  /// async primitives on a scheduler with timing of its own (`PaceTestSupport`'s
+  /// `CoarseScheduler`, whose timers fire late).
+  init(scheduler: any PaceScheduler) {
+    testScheduler = scheduler as? TestScheduler
+    now = { scheduler.now }
+    schedule = { deadline, work in scheduler.schedule(at: deadline, work) }
+  }
+
   @inlinable
   init<C: Clock>(_ clock: C) where C.Duration == Duration {
     testScheduler = clock as? TestScheduler
