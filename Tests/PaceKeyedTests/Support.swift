@@ -44,16 +44,16 @@ func keysSharingAShard(_ count: Int) -> [Int] {
 }
 
 /// Starts `acquire` in a task, and returns the task once the limiter has taken the request in:
-/// granted at once (the task has returned), or waiting (`waitingCount` has grown). On the
-/// cooperative pool the task starts at once, in line; where it starts later (from a task with an
-/// executor preference, as `.offThePool` gives), it is waited for rather than assumed, so requests
-/// join their queues in the order they are made, at the instant the caller is at.
+/// granted at once (the task has returned), or waiting (`waitingCount` has grown). The task is
+/// waited for rather than assumed to have started (a plain `Task`, not `Task.immediate`, which
+/// needs Swift 6.2 and macOS 26), so requests join their queues in the order they are made, at
+/// the instant the caller is at.
 func startRequest(
   waitingCount: () -> Int, _ acquire: @escaping @Sendable () async throws -> Void
 ) async -> Task<Void, any Error> {
   let waitingBefore = waitingCount()
   let returned = LockedState(false)
-  let task = Task.immediate {
+  let task = Task {
     defer { returned.withLock { $0 = true } }
     try await acquire()
   }
