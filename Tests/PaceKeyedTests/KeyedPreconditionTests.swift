@@ -55,17 +55,4 @@ import Testing
     }
     #expect(Self.message(result).contains("KeyedRateLimiter.tryAcquire: cost must not be negative"))
   }
-
-  @Test func theSynchronousDecisionOfAStoreBackedLimiterSaysToAwait() async {
-    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-      struct Store: RateLimitStore {
-        func tryAcquire(_ key: Int, cost: Int, limit: RateLimit) async throws -> RateLimitDecision {
-          .allowed(remaining: 0)
-        }
-      }
-      let limiter = KeyedRateLimiter<Int>(permits: 1, per: .seconds(1), clock: TestScheduler(), store: Store())
-      _ = limiter.tryAcquire(1)
-    }
-    #expect(Self.message(result).contains("use `try await limiter.decide(key)`"))
-  }
 }

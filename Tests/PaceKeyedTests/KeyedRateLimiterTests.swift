@@ -38,6 +38,27 @@ import Testing
 
   #if compiler(>=6.2)  // Task.immediate
   @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
+  /// `tryAcquire` on a store-backed limiter cannot wait for the store: it decides in this
+  /// process's memory under the same limit (as the `.fallback` policy does), never asks the store,
+  /// and never traps; `decide` asks the store.
+  @Test func theSynchronousDecisionOfAStoreBackedLimiterIsTheProcesssOwn() async throws {
+    final class Store: RateLimitStore {
+      let asked = LockedState(0)
+      func tryAcquire(_ key: Int, cost: Int, limit: RateLimit) async throws -> RateLimitDecision {
+        asked.withLock { $0 += 1 }
+        return .limited(retryAfter: .seconds(7))
+      }
+    }
+    let store = Store()
+    let limiter = KeyedRateLimiter<Int>(permits: 2, per: .seconds(1), clock: scheduler, store: store)
+    #expect(limiter.tryAcquire(1) == .allowed(remaining: 1))
+    #expect(limiter.tryAcquire(1) == .allowed(remaining: 0))
+    #expect(limiter.tryAcquire(1) == .limited(retryAfter: .milliseconds(500)))
+    #expect(store.asked.withLock { $0 } == 0)
+    #expect(try await limiter.decide(1) == .limited(retryAfter: .seconds(7)))
+    #expect(store.asked.withLock { $0 } == 1)
+  }
+
   @Test func acquireWaitsItsTurnInOrderPerKey() async throws {
     let limiter = KeyedRateLimiter<Int>(permits: 10, per: .seconds(1), clock: scheduler)
     #expect(try await limiter.decide(1, cost: 10).isAllowed)
