@@ -326,7 +326,8 @@ private struct WorkFailed: Error, Equatable {
 
   @Test func theRunsHoldTheInstanceWeakly() async throws {
     var work: KeyedSharedWork<String, Int>? = KeyedSharedWork(clock: scheduler)
-    weak var released = work
+    weak var released: KeyedSharedWork<String, Int>?
+    released = work
     let proceed = Signals<Void>()
     let ended = Signals<Void>()
     // An operation that ignores cancellation, so that its task outlives its callers.
@@ -387,5 +388,93 @@ private struct WorkFailed: Error, Equatable {
       }
       for try await value in group { #expect(value == 5) }
     }
+  }
+}
+
+/// The diagrams of KeyedSharedWork.md, run through `SharedWork` on virtual time. One character is
+/// 100 ms; a caller's letter in `calls` is its call, its capital in `cancels` the cancellation of
+/// its task. The results show a caller's letter when it gets the value, its capital when it
+/// throws `CancellationError`; `runs` shows, at a run's start, the caller whose call started it.
+@Suite(.timeLimit(.minutes(3))) struct SharedWorkDocDiagramTests {
+  let step: Int64 = 100
+
+  func diagram(
+    calls: String, cancels: String = "", operationSteps: Int64, reuseSteps: Int64 = 0
+  ) async -> (runs: String, results: String) {
+    let scheduler = TestScheduler()
+    let step = self.step
+    let work = SharedWork<String>(reusingResultsFor: .milliseconds(reuseSteps * step), clock: scheduler)
+    let results = Signals<Emission<String>>()
+    var log: [Emission<String>] = []
+    var runs: [Emission<String>] = []
+    var tasks: [String: Task<Void, Never>] = [:]
+    var reported = 0
+    var runEnd: Int64?
+    let callEvents = Marbles.parse(calls, step: 1)
+    let cancelEvents = Marbles.parse(cancels, step: 1)
+    let last = (callEvents + cancelEvents).map(\.0).max() ?? 0
+
+    func drain() async {
+      while tasks.count - reported - work.callerCount > 0 {
+        log.append(await results.next())
+        reported += 1
+      }
+    }
+
+    for index in 0...(last + operationSteps + reuseSteps + 1) {
+      scheduler.advance(to: ms(index * step))
+      if runEnd == index {
+        await work.waitUntilIdle()
+        runEnd = nil
+      }
+      await drain()
+      for case (index, .element(let name)) in callEvents {
+        let waiting = work.callerCount
+        let end = ms((index + operationSteps) * step)
+        tasks[name] = Task {
+          do {
+            _ = try await work.run {
+              try await scheduler.sleep(until: end)
+              return name
+            }
+            results.post(.value(name, at: scheduler.now))
+          } catch {
+            results.post(.value(error is CancellationError ? name.uppercased() : "!", at: scheduler.now))
+          }
+        }
+        await work.waitUntilCallCount(tasks.count)
+        if waiting == 0 && work.callerCount == 1 {
+          runs.append(.value(name, at: ms(index * step)))
+          runEnd = index + operationSteps
+        }
+        await drain()
+      }
+      for case (index, .element(let name)) in cancelEvents {
+        tasks[name.lowercased()]?.cancel()
+        if work.callerCount == 0 { runEnd = nil }
+        await drain()
+      }
+    }
+    func sorted(_ emissions: [Emission<String>]) -> [Emission<String>] {
+      emissions.sorted { lhs, rhs in
+        guard case .value(let left, let leftTime) = lhs, case .value(let right, let rightTime) = rhs else {
+          return false
+        }
+        return (leftTime, left.lowercased()) < (rightTime, right.lowercased())
+      }
+    }
+    return (Marbles.render(sorted(runs), step: step), Marbles.render(sorted(log), step: step))
+  }
+
+  @Test func sharingAndReuseDiagram() async {
+    let shared = await diagram(calls: "ab-c-d-e", operationSteps: 4, reuseSteps: 2)
+    #expect(shared.runs == "a------e")
+    #expect(shared.results == "----[abc]d-----e")
+  }
+
+  @Test func cancellationDiagram() async {
+    let cancelled = await diagram(calls: "ab---c-d", cancels: "--A---C", operationSteps: 4)
+    #expect(cancelled.runs == "a----c-d")
+    #expect(cancelled.results == "--A-b-C----d")
   }
 }
