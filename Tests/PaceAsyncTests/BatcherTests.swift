@@ -497,3 +497,103 @@ final class BatchLog: Sendable {
     batcher.flush()
   }
 }
+
+/// The diagrams of Batcher.md, run through `Batcher` on virtual time. One character is 100 ms; a
+/// letter in `items` is a `load` of that item, an `F` in `flushes` a `flush()`. `send` takes
+/// `sendSteps`; `sent` shows each batch's items at the step it was sent, `outputs` each loader at
+/// the step it got its output.
+@Suite(.timeLimit(.minutes(3))) struct BatcherDocDiagramTests {
+  let step: Int64 = 100
+
+  func diagram(
+    items: String, flushes: String = "", maxCount: Int, maxWaitSteps: Int64, maxInFlight: Int = 1,
+    sendSteps: Int64
+  ) async -> (sent: String, outputs: String) {
+    let scheduler = TestScheduler()
+    let step = self.step
+    let sent = Signals<(items: [String], at: PaceInstant)>()
+    let release = Signals<Void>()
+    let outputs = Signals<Emission<String>>()
+    let batcher = Batcher<String, String>(
+      maxCount: maxCount, maxWait: .milliseconds(maxWaitSteps * step), maxInFlight: maxInFlight, clock: scheduler
+    ) { items in
+      sent.post((items, scheduler.now))
+      await release.next()
+      return Dictionary(uniqueKeysWithValues: items.map { ($0, $0) })
+    }
+    var sentLog: [Emission<String>] = []
+    var outputLog: [Emission<String>] = []
+    var ends: [Int64] = []  // the step each batch in flight ends, in order
+    var launched = 0
+    var reported = 0
+    var ended = 0
+    var sentBatches = 0
+    var tasks: [Task<Void, Never>] = []
+    let itemEvents = Marbles.parse(items, step: 1)
+    let flushEvents = Marbles.parse(flushes, step: 1)
+    let last = (itemEvents + flushEvents).map(\.0).max() ?? 0
+
+    func drain(at index: Int64) async {
+      while sentBatches < batcher.sentBatchCount {
+        sentBatches += 1
+        let batch = await sent.next()
+        for item in batch.items { sentLog.append(.value(item, at: batch.at)) }
+        ends.append(index + sendSteps)
+      }
+      while reported < launched - batcher.loaderCount {
+        outputLog.append(await outputs.next())
+        reported += 1
+      }
+    }
+
+    var index: Int64 = 0
+    while index <= last || !ends.isEmpty || batcher.bufferedCount > 0 {
+      scheduler.advance(to: ms(index * step))
+      await drain(at: index)
+      while let end = ends.first, end == index {
+        ends.removeFirst()
+        release.post(())
+        ended += 1
+        await batcher.waitUntilEndedBatchCount(ended)
+        await drain(at: index)
+      }
+      for case (index, .element(let item)) in itemEvents {
+        launched += 1
+        tasks.append(
+          Task {
+            guard let output = try? await batcher.load(item) else { return }
+            outputs.post(.value(output, at: scheduler.now))
+          })
+        await batcher.waitUntilCallCount(launched)
+        await drain(at: index)
+      }
+      for case (index, .element) in flushEvents {
+        batcher.flush()
+        await drain(at: index)
+      }
+      index += 1
+    }
+    func sorted(_ emissions: [Emission<String>]) -> [Emission<String>] {
+      emissions.sorted { lhs, rhs in
+        guard case .value(let left, let leftTime) = lhs, case .value(let right, let rightTime) = rhs else {
+          return false
+        }
+        return (leftTime, left) < (rightTime, right)
+      }
+    }
+    return (Marbles.render(sorted(sentLog), step: step), Marbles.render(sorted(outputLog), step: step))
+  }
+
+  @Test func countWaitAndFlushDiagram() async {
+    let result = await diagram(
+      items: "abc-d-----ef--g", flushes: "------------F", maxCount: 3, maxWaitSteps: 3, sendSteps: 2)
+    #expect(result.sent == "--[abc]----d----[ef]----g")
+    #expect(result.outputs == "----[abc]----d----[ef]----g")
+  }
+
+  @Test func maxInFlightDiagram() async {
+    let result = await diagram(items: "abcde", maxCount: 2, maxWaitSteps: 3, sendSteps: 3)
+    #expect(result.sent == "-[ab]--[cd]--e")
+    #expect(result.outputs == "----[ab]--[cd]--e")
+  }
+}

@@ -1,5 +1,6 @@
-// KeyedSharedWork beside the snippet apps write for it: an actor with a dictionary of tasks, one
-// per key (issue 34, "Proof").
+// KeyedSharedWork and Batcher beside the snippets apps write for them: an actor with a dictionary
+// of tasks, one per key, and an actor that collects items and flushes them from a timer task
+// (issue 34, "Proof").
 //
 // Each iteration makes 1k calls (`scalingFactor: .kilo`); the rows marked `*` are per call.
 // - "one caller a run": calls one after another, each starting (and ending) a run of an operation
@@ -7,6 +8,9 @@
 // - "8 callers a run": 125 rounds of 8 concurrent callers on one key, whose operation yields once,
 //   so that the callers after the first join its run (how many join depends on the scheduling).
 // - "reuse hit": every call is answered from a result reused for an hour: no task at all.
+// - Batching, 100 items a batch, `maxWait` an hour (never reached): "submit" buffers items one
+//   after another (fire-and-forget); "load" makes 100 concurrent loads a batch and awaits each
+//   item's output. The `send` returns at once.
 
 import Benchmark
 import Pace
@@ -22,6 +26,62 @@ actor RequestDeduplicator<Key: Hashable & Sendable, Value: Sendable> {
     tasks[key] = task
     defer { tasks[key] = nil }
     return try await task.value
+  }
+}
+
+/// The snippet for batching: an actor that collects items and sends them when `maxCount` wait,
+/// or from a timer task `maxWait` after the first; a loader waits on a continuation per item.
+actor NaiveBatcher {
+  private var items: [Int] = []
+  private var loaders: [(Int, CheckedContinuation<Int, any Error>)] = []
+  private var timer: Task<Void, Never>?
+  let maxCount: Int
+  let maxWait: Duration
+  let send: @Sendable ([Int]) async throws -> [Int: Int]
+
+  init(maxCount: Int, maxWait: Duration, send: @escaping @Sendable ([Int]) async throws -> [Int: Int]) {
+    self.maxCount = maxCount
+    self.maxWait = maxWait
+    self.send = send
+  }
+
+  func submit(_ item: Int) {
+    items.append(item)
+    arrangeSending()
+  }
+
+  func load(_ item: Int) async throws -> Int {
+    try await withCheckedThrowingContinuation { continuation in
+      items.append(item)
+      loaders.append((item, continuation))
+      arrangeSending()
+    }
+  }
+
+  private func arrangeSending() {
+    if items.count >= maxCount {
+      flush()
+    } else if timer == nil {
+      let maxWait = self.maxWait
+      timer = Task {
+        try? await Task.sleep(for: maxWait)
+        self.flush()
+      }
+    }
+  }
+
+  func flush() {
+    timer?.cancel()
+    timer = nil
+    let batch = items
+    let waiting = loaders
+    items = []
+    loaders = []
+    let send = self.send
+    Task {
+      let outputs = try? await send(batch)
+      for (item, loader) in waiting { loader.resume(returning: outputs?[item] ?? 0) }
+    }
   }
 }
 
@@ -93,5 +153,44 @@ let benchmarks: @Sendable () -> Void = {
     var sum = try await work.run(0) { 1 }
     for _ in benchmark.scaledIterations { sum &+= try await work.run(0) { 2 } }
     blackHole(sum)
+  }
+
+  // MARK: Batching
+
+  let sendNothing: @Sendable ([Int]) async throws -> [Int: Int] = { _ in [:] }
+  let echo: @Sendable ([Int]) async throws -> [Int: Int] = { items in
+    Dictionary(items.map { ($0, $0) }, uniquingKeysWith: { first, _ in first })
+  }
+
+  Benchmark("Naive actor batcher: submit (batches of 100)") { benchmark in
+    let batcher = NaiveBatcher(maxCount: 100, maxWait: .seconds(3600), send: sendNothing)
+    for index in benchmark.scaledIterations { await batcher.submit(index) }
+    await batcher.flush()
+  }
+
+  Benchmark("Batcher.submit (batches of 100)") { benchmark in
+    let batcher = Batcher<Int, Int>(maxCount: 100, maxWait: .seconds(3600), send: sendNothing)
+    for index in benchmark.scaledIterations { try await batcher.submit(index) }
+    batcher.flush()
+  }
+
+  Benchmark("Naive actor batcher: load (100 concurrent loads a batch)") { benchmark in
+    let batcher = NaiveBatcher(maxCount: 100, maxWait: .seconds(3600), send: echo)
+    for round in 0..<(benchmark.scaledIterations.count / 100) {
+      try await withThrowingTaskGroup(of: Int.self) { group in
+        for item in 0..<100 { group.addTask { try await batcher.load(round * 100 + item) } }
+        for try await value in group { blackHole(value) }
+      }
+    }
+  }
+
+  Benchmark("Batcher.load (100 concurrent loads a batch)") { benchmark in
+    let batcher = Batcher<Int, Int>(maxCount: 100, maxWait: .seconds(3600), send: echo)
+    for round in 0..<(benchmark.scaledIterations.count / 100) {
+      try await withThrowingTaskGroup(of: Int.self) { group in
+        for item in 0..<100 { group.addTask { try await batcher.load(round * 100 + item) } }
+        for try await value in group { blackHole(value) }
+      }
+    }
   }
 }

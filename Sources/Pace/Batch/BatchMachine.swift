@@ -55,6 +55,9 @@ struct BatchMachine<Item: Hashable> {
   /// How many callers wait for room.
   var waitingCount: Int { waiters.count }
 
+  /// How many batches have been sent.
+  var sentBatchCount: Int { Int(truncatingIfNeeded: lastBatch) }
+
   init(maxCount: Int, maxWaitNanoseconds: Int64, maxInFlight: Int, capacity: Int, overflow: BatchOverflow) {
     self.maxCount = maxCount
     self.maxWaitNanoseconds = max(0, maxWaitNanoseconds)

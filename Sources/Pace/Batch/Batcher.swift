@@ -132,6 +132,22 @@ public final class Batcher<Item: Hashable & Sendable, Output: Sendable>: Sendabl
     await storage.waitUntil(.waitingForRoom(count))
   }
 
+  /// How many batches have been sent; for tests.
+  package var sentBatchCount: Int { storage.sentBatchCount }
+
+  /// How many loaders wait for their items' outputs; for tests.
+  package var loaderCount: Int { storage.loaderCount }
+
+  /// Returns once at least `count` calls have reached the batcher; for tests.
+  package func waitUntilCallCount(_ count: Int) async {
+    await storage.waitUntil(.calls(count))
+  }
+
+  /// Returns once at least `count` batches have ended; for tests.
+  package func waitUntilEndedBatchCount(_ count: Int) async {
+    await storage.waitUntil(.endedBatches(count))
+  }
+
   /// Returns once at least `count` loaders wait for their items' outputs; for tests.
   package func waitUntilLoaderCount(_ count: Int) async {
     await storage.waitUntil(.loaders(count))

@@ -21,6 +21,9 @@ final class BatcherStorage<Item: Hashable & Sendable, Output: Sendable>: Sendabl
     /// The entry each loader waits for, to find it when its task is cancelled.
     var entryOf: [UInt64: UInt64] = [:]
     var lastCaller: UInt64 = 0
+    /// How many calls have reached the machine, and how many batches have ended; for tests.
+    var calls = 0
+    var endedBatches = 0
     var timer = TimerSlot()
     /// Tests waiting for a condition; empty outside tests.
     var watchers: [(condition: Condition, continuation: UnsafeContinuation<Void, Never>)] = []
@@ -29,6 +32,8 @@ final class BatcherStorage<Item: Hashable & Sendable, Output: Sendable>: Sendabl
       switch condition {
       case .waitingForRoom(let count): machine.waitingCount >= count
       case .loaders(let count): entryOf.count >= count
+      case .calls(let count): calls >= count
+      case .endedBatches(let count): endedBatches >= count
       }
     }
 
@@ -116,6 +121,7 @@ final class BatcherStorage<Item: Hashable & Sendable, Output: Sendable>: Sendabl
               effects.failed = [(.load(loader), CancellationError())]
               return effects
             }
+            state.calls += 1
             state.waiting[caller] = .load(loader)
             return state.apply(state.machine.add(item, caller: caller, joins: true, now: clock.now()))
           }
@@ -153,6 +159,7 @@ final class BatcherStorage<Item: Hashable & Sendable, Output: Sendable>: Sendabl
               effects.failed = [(.submit(submitter), CancellationError())]
               return effects
             }
+            state.calls += 1
             state.waiting[caller] = .submit(submitter)
             return state.apply(state.machine.add(item, caller: caller, joins: false, now: clock.now()))
           }
@@ -204,6 +211,7 @@ final class BatcherStorage<Item: Hashable & Sendable, Output: Sendable>: Sendabl
           outputs.append((loader, output))
         }
       }
+      state.endedBatches += 1
       var effects = state.apply(state.machine.batchEnded(now: clock.now()))
       effects.outputs = outputs
       return effects
@@ -250,12 +258,20 @@ final class BatcherStorage<Item: Hashable & Sendable, Output: Sendable>: Sendabl
 
   var inFlightCount: Int { state.withLock { $0.machine.inFlight } }
 
+  var sentBatchCount: Int { state.withLock { $0.machine.sentBatchCount } }
+
+  var loaderCount: Int { state.withLock { $0.entryOf.count } }
+
   /// What a test waits for.
   enum Condition {
     /// At least this many callers wait for room.
     case waitingForRoom(Int)
     /// At least this many loaders wait for their items' outputs (buffered or sent).
     case loaders(Int)
+    /// At least this many calls have reached the machine.
+    case calls(Int)
+    /// At least this many batches have ended.
+    case endedBatches(Int)
   }
 
   /// Returns once `condition` holds; resumed by the event that makes it hold, not by polling.
