@@ -158,7 +158,7 @@ extension Batcher where Output == Void {
   /// A batcher for items that have no output, such as analytics events: `send` delivers a batch
   /// or throws.
   ///
-  /// The parameters are those of ``init(maxCount:maxWait:maxInFlight:bufferCapacity:overflow:clock:send:)``.
+  /// The parameters are those of the initialiser whose `send` returns each item's output.
   @inlinable
   public convenience init<C: Clock>(
     maxCount: Int, maxWait: Duration, maxInFlight: Int = 1, bufferCapacity: Int = 10_000,
