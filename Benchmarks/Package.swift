@@ -35,6 +35,8 @@ let package = Package(
     ),
     // KeyedDebouncer and KeyedRateLimiter beside a dictionary of Debouncers / RateLimiters.
     benchmark("KeyedBenchmarks"),
+    // KeyedSharedWork and Batcher beside an actor with a dictionary of tasks, and one with a timer.
+    benchmark("WorkBenchmarks"),
     // Resident bytes per key and memory after quiet, from /proc/self/statm (see its header).
     .executableTarget(
       name: "KeyedMemory",

@@ -36,8 +36,6 @@ import Testing
     #expect(try await limiter.decide(1) == .limited(retryAfter: .seconds(1)))
   }
 
-  #if compiler(>=6.2)  // Task.immediate
-  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   /// `tryAcquire` on a store-backed limiter cannot wait for the store: it decides in this
   /// process's memory under the same limit (as the `.fallback` policy does), never asks the store,
   /// and never traps; `decide` asks the store.
@@ -59,6 +57,8 @@ import Testing
     #expect(store.asked.withLock { $0 } == 1)
   }
 
+  #if compiler(>=6.2)  // Task.immediate
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func acquireWaitsItsTurnInOrderPerKey() async throws {
     let limiter = KeyedRateLimiter<Int>(permits: 10, per: .seconds(1), clock: scheduler)
     #expect(try await limiter.decide(1, cost: 10).isAllowed)

@@ -1,0 +1,240 @@
+/// The logic of ``Batcher`` as a value type: the buffered items in arrival order, the callers
+/// waiting for room, the batches in flight, and when the next batch is due.
+///
+/// The machine holds no task, continuation, lock or clock: entries, callers and batches are ids,
+/// `now` comes in and a ``BatchAction`` comes out. The driver keeps the callers' continuations by
+/// those ids, starts a task per batch and arms its timer for ``BatchAction/timer``.
+///
+/// - A batch is due when `maxCount` items are buffered, when the oldest buffered item has waited
+///   `maxWait`, or when the oldest was buffered before a `flush`. A due batch is sent as soon as
+///   fewer than `maxInFlight` batches are in flight; it takes up to `maxCount` items, oldest first.
+/// - A `load` whose item is already buffered (not yet sent) joins that entry: the item is sent
+///   once. A `submit` always buffers an entry of its own.
+/// - At most `capacity` items are buffered; beyond that, ``BatchOverflow`` decides.
+struct BatchMachine<Item: Hashable> {
+  /// One buffered item.
+  struct Entry: Equatable {
+    let id: UInt64
+    let item: Item
+    /// When the item was buffered: the start of its `maxWait`.
+    let arrival: PaceInstant
+  }
+
+  /// A caller waiting for room, under ``BatchOverflow/suspend``.
+  struct Waiter {
+    let caller: UInt64
+    let item: Item
+    let joins: Bool
+  }
+
+  let maxCount: Int
+  let maxWaitNanoseconds: Int64
+  let maxInFlight: Int
+  let capacity: Int
+  let overflow: BatchOverflow
+
+  /// The buffered entries from `head` on, oldest first; the slots before `head` are spent.
+  private var entries: [Entry] = []
+  private var head = 0
+  /// The newest buffered entry of each item, for `load`s to join.
+  private var newest: [Item: UInt64] = [:]
+  /// The callers waiting for room, in arrival order.
+  private var waiters: [Waiter] = []
+  /// Entries up to this id were buffered before a flush: they are due.
+  private var flushedThrough: UInt64 = 0
+  private var lastEntry: UInt64 = 0
+  private var lastBatch: UInt64 = 0
+  /// The deadline the driver's timer is armed for.
+  private var armed: PaceInstant?
+  /// How many batches are in flight.
+  private(set) var inFlight = 0
+
+  /// How many items are buffered, not yet sent.
+  var bufferedCount: Int { entries.count - head }
+
+  /// How many callers wait for room.
+  var waitingCount: Int { waiters.count }
+
+  /// How many batches have been sent.
+  var sentBatchCount: Int { Int(truncatingIfNeeded: lastBatch) }
+
+  init(maxCount: Int, maxWaitNanoseconds: Int64, maxInFlight: Int, capacity: Int, overflow: BatchOverflow) {
+    self.maxCount = maxCount
+    self.maxWaitNanoseconds = max(0, maxWaitNanoseconds)
+    self.maxInFlight = maxInFlight
+    self.capacity = capacity
+    self.overflow = overflow
+  }
+
+  /// The caller `caller` adds `item` at `now`; `joins` for a `load`, which joins a buffered entry
+  /// of the same item.
+  mutating func add(_ item: Item, caller: UInt64, joins: Bool, now: PaceInstant) -> BatchAction<Item> {
+    var action = BatchAction<Item>()
+    if joins, let id = newest[item] {
+      action.admitted.append(.init(caller: caller, entry: id))
+    } else if bufferedCount < capacity {
+      action.admitted.append(.init(caller: caller, entry: append(item, now: now)))
+    } else {
+      switch overflow {
+      case .reject:
+        action.rejected = caller
+        return action
+      case .dropOldest:
+        action.dropped.append(dropFirst())
+        action.admitted.append(.init(caller: caller, entry: append(item, now: now)))
+      case .suspend:
+        waiters.append(Waiter(caller: caller, item: item, joins: joins))
+      }
+    }
+    sendDue(now: now, into: &action)
+    return action
+  }
+
+  /// The caller `caller`, waiting for room, is cancelled: it is refused. Nothing if it no longer
+  /// waits.
+  mutating func cancel(caller: UInt64) -> BatchAction<Item> {
+    var action = BatchAction<Item>()
+    guard let index = waiters.firstIndex(where: { $0.caller == caller }) else { return action }
+    waiters.remove(at: index)
+    action.refused = caller
+    return action
+  }
+
+  /// `flush()` at `now`: every item buffered now is due, and sent as slots allow.
+  mutating func flush(now: PaceInstant) -> BatchAction<Item> {
+    flushedThrough = lastEntry
+    var action = BatchAction<Item>()
+    sendDue(now: now, into: &action)
+    return action
+  }
+
+  /// The driver's timer, armed for the oldest item's `maxWait`, fired at `now`.
+  mutating func timerFired(now: PaceInstant) -> BatchAction<Item> {
+    armed = nil
+    var action = BatchAction<Item>()
+    sendDue(now: now, into: &action)
+    return action
+  }
+
+  /// A batch in flight ended (delivered or failed) at `now`: its slot is free.
+  mutating func batchEnded(now: PaceInstant) -> BatchAction<Item> {
+    inFlight -= 1
+    var action = BatchAction<Item>()
+    sendDue(now: now, into: &action)
+    return action
+  }
+
+  /// Buffers `item` as a new entry; returns its id.
+  private mutating func append(_ item: Item, now: PaceInstant) -> UInt64 {
+    lastEntry &+= 1
+    entries.append(Entry(id: lastEntry, item: item, arrival: now))
+    newest[item] = lastEntry
+    return lastEntry
+  }
+
+  /// Drops the oldest buffered entry; returns its id.
+  private mutating func dropFirst() -> UInt64 {
+    let entry = entries[head]
+    head += 1
+    if newest[entry.item] == entry.id { newest[entry.item] = nil }
+    return entry.id
+  }
+
+  /// Whether the oldest buffered items make a batch due at `now`.
+  private func isDue(now: PaceInstant) -> Bool {
+    guard head < entries.count else { return false }
+    let first = entries[head]
+    return bufferedCount >= maxCount || first.id <= flushedThrough
+      || first.arrival.advanced(byNanoseconds: maxWaitNanoseconds) <= now
+  }
+
+  /// Sends the due batches that slots allow, lets waiting callers in as room appears, and sets the
+  /// timer for the next batch that only `maxWait` will make due.
+  private mutating func sendDue(now: PaceInstant, into action: inout BatchAction<Item>) {
+    while inFlight < maxInFlight, isDue(now: now) {
+      let end = min(entries.count, head + maxCount)
+      let batch = entries[head..<end]
+      for entry in batch where newest[entry.item] == entry.id { newest[entry.item] = nil }
+      head = end
+      lastBatch &+= 1
+      inFlight += 1
+      action.batches.append(.init(id: lastBatch, entries: batch.map(\.id), items: batch.map(\.item)))
+      admitWaiters(now: now, into: &action)
+    }
+    if head > 64, head * 2 > entries.count {
+      entries.removeFirst(head)
+      head = 0
+    }
+    let deadline: PaceInstant? =
+      if head < entries.count, !isDue(now: now) {
+        entries[head].arrival.advanced(byNanoseconds: maxWaitNanoseconds)
+      } else {
+        nil
+      }
+    // Due but no slot: the end of a batch sends it, with no timer.
+    if deadline != armed {
+      armed = deadline
+      action.timer = deadline.map { .arm(at: $0) } ?? .disarm
+    }
+  }
+
+  /// Lets waiting callers in, oldest first, while there is room.
+  private mutating func admitWaiters(now: PaceInstant, into action: inout BatchAction<Item>) {
+    var admitted = 0
+    while admitted < waiters.count {
+      let waiter = waiters[admitted]
+      if waiter.joins, let id = newest[waiter.item] {
+        action.admitted.append(.init(caller: waiter.caller, entry: id))
+      } else if bufferedCount < capacity {
+        action.admitted.append(.init(caller: waiter.caller, entry: append(waiter.item, now: now)))
+      } else {
+        break
+      }
+      admitted += 1
+    }
+    waiters.removeFirst(admitted)
+  }
+}
+
+/// What a ``BatchMachine`` asks its driver to do.
+struct BatchAction<Item: Hashable>: Equatable {
+  /// A caller whose item is buffered, in the entry `entry` (new, or joined).
+  struct Admission: Equatable {
+    let caller: UInt64
+    let entry: UInt64
+  }
+
+  /// A batch to send now: its entries' ids and items, in the same order.
+  struct Batch: Equatable {
+    let id: UInt64
+    let entries: [UInt64]
+    let items: [Item]
+  }
+
+  /// A change to the driver's timer.
+  enum Timer: Equatable {
+    case arm(at: PaceInstant)
+    case disarm
+  }
+
+  /// The callers whose items are buffered, in order.
+  var admitted: [Admission] = []
+  /// The caller refused with ``BatcherError/bufferFull``.
+  var rejected: UInt64?
+  /// The caller waiting for room that leaves, with `CancellationError`.
+  var refused: UInt64?
+  /// The entries dropped to make room, whose loaders get ``BatcherError/dropped``.
+  var dropped: [UInt64] = []
+  /// The batches to send, in order.
+  var batches: [Batch] = []
+  /// The timer's new deadline, or `nil` if it stays as it is.
+  var timer: Timer?
+}
+
+extension BatchMachine: Sendable where Item: Sendable {}
+extension BatchMachine.Entry: Sendable where Item: Sendable {}
+extension BatchMachine.Waiter: Sendable where Item: Sendable {}
+extension BatchAction: Sendable where Item: Sendable {}
+extension BatchAction.Batch: Sendable where Item: Sendable {}
+extension BatchAction.Admission: Sendable {}
+extension BatchAction.Timer: Sendable {}

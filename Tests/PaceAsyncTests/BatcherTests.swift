@@ -1,0 +1,599 @@
+import PaceTestSupport
+import PaceTesting
+import Testing
+
+@testable import Pace
+
+/// An error a test's `send` throws.
+private struct SendFailed: Error, Equatable {}
+
+/// `BatchMachine` driven directly: one event, one expected action.
+@Suite struct BatchMachineTests {
+  typealias Action = BatchAction<String>
+
+  func machine(
+    maxCount: Int = 3, maxWait: Int64 = 100, maxInFlight: Int = 1, capacity: Int = 100,
+    overflow: BatchOverflow = .suspend
+  ) -> BatchMachine<String> {
+    BatchMachine(
+      maxCount: maxCount, maxWaitNanoseconds: maxWait * 1_000_000, maxInFlight: maxInFlight, capacity: capacity,
+      overflow: overflow)
+  }
+
+  @Test func aBatchIsDueAtMaxCountAtMaxWaitOrOnFlush() {
+    var batcher = machine()
+    #expect(
+      batcher.add("a", caller: 1, joins: true, now: ms(0))
+        == Action(admitted: [.init(caller: 1, entry: 1)], timer: .arm(at: ms(100))))
+    #expect(batcher.add("b", caller: 2, joins: true, now: ms(10)) == Action(admitted: [.init(caller: 2, entry: 2)]))
+    #expect(
+      batcher.add("c", caller: 3, joins: true, now: ms(20))
+        == Action(
+          admitted: [.init(caller: 3, entry: 3)], batches: [.init(id: 1, entries: [1, 2, 3], items: ["a", "b", "c"])],
+          timer: .disarm))
+    #expect(batcher.batchEnded(now: ms(30)) == Action())
+    #expect(
+      batcher.add("d", caller: 4, joins: true, now: ms(40))
+        == Action(admitted: [.init(caller: 4, entry: 4)], timer: .arm(at: ms(140))))
+    #expect(batcher.timerFired(now: ms(140)) == Action(batches: [.init(id: 2, entries: [4], items: ["d"])]))
+    #expect(batcher.batchEnded(now: ms(150)) == Action())
+    _ = batcher.add("e", caller: 5, joins: false, now: ms(150))
+    #expect(batcher.flush(now: ms(160)) == Action(batches: [.init(id: 3, entries: [5], items: ["e"])], timer: .disarm))
+  }
+
+  @Test func aLoadJoinsABufferedEntryOfItsItemAndASubmitDoesNot() {
+    var batcher = machine()
+    _ = batcher.add("a", caller: 1, joins: true, now: ms(0))
+    #expect(batcher.add("a", caller: 2, joins: true, now: ms(0)) == Action(admitted: [.init(caller: 2, entry: 1)]))
+    #expect(batcher.add("a", caller: 3, joins: false, now: ms(0)) == Action(admitted: [.init(caller: 3, entry: 2)]))
+    #expect(batcher.bufferedCount == 2)
+  }
+
+  @Test func aDueBatchWaitsForASlotAndTheEndOfABatchSendsIt() {
+    var batcher = machine(maxCount: 2)
+    _ = batcher.add("a", caller: 1, joins: true, now: ms(0))
+    #expect(batcher.add("b", caller: 2, joins: true, now: ms(0)).batches.count == 1)
+    _ = batcher.add("c", caller: 3, joins: true, now: ms(10))
+    #expect(
+      batcher.add("d", caller: 4, joins: true, now: ms(20))
+        == Action(admitted: [.init(caller: 4, entry: 4)], timer: .disarm))
+    _ = batcher.add("e", caller: 5, joins: true, now: ms(30))
+    #expect(batcher.batchEnded(now: ms(500)) == Action(batches: [.init(id: 2, entries: [3, 4], items: ["c", "d"])]))
+    #expect(batcher.batchEnded(now: ms(600)) == Action(batches: [.init(id: 3, entries: [5], items: ["e"])]))
+  }
+
+  @Test func overflowRejectsDropsTheOldestOrSuspends() {
+    var rejecting = machine(maxCount: 10, capacity: 2, overflow: .reject)
+    _ = rejecting.add("a", caller: 1, joins: true, now: ms(0))
+    _ = rejecting.add("b", caller: 2, joins: true, now: ms(0))
+    #expect(rejecting.add("c", caller: 3, joins: true, now: ms(0)) == Action(rejected: 3))
+    #expect(rejecting.add("a", caller: 4, joins: true, now: ms(0)) == Action(admitted: [.init(caller: 4, entry: 1)]))
+
+    var dropping = machine(maxCount: 10, capacity: 2, overflow: .dropOldest)
+    _ = dropping.add("a", caller: 1, joins: true, now: ms(0))
+    _ = dropping.add("b", caller: 2, joins: true, now: ms(50))
+    #expect(
+      dropping.add("c", caller: 3, joins: true, now: ms(60))
+        == Action(admitted: [.init(caller: 3, entry: 3)], dropped: [1], timer: .arm(at: ms(150))))
+
+    var suspending = machine(maxCount: 2, capacity: 2, overflow: .suspend)
+    _ = suspending.add("a", caller: 1, joins: true, now: ms(0))
+    _ = suspending.add("b", caller: 2, joins: true, now: ms(0))  // sent
+    _ = suspending.add("c", caller: 3, joins: true, now: ms(0))
+    _ = suspending.add("d", caller: 4, joins: true, now: ms(0))  // due, no slot
+    #expect(suspending.add("e", caller: 5, joins: true, now: ms(0)) == Action())
+    #expect(suspending.add("f", caller: 6, joins: true, now: ms(0)) == Action())
+    #expect(suspending.waitingCount == 2)
+    #expect(suspending.cancel(caller: 6) == Action(refused: 6))
+    #expect(suspending.cancel(caller: 6) == Action())
+    #expect(
+      suspending.batchEnded(now: ms(70))
+        == Action(
+          admitted: [.init(caller: 5, entry: 5)], batches: [.init(id: 2, entries: [3, 4], items: ["c", "d"])],
+          timer: .arm(at: ms(170))))
+  }
+
+  @Test func hostileDurationsSaturate() {
+    var forever = machine(maxWait: .max / 1_000_000)
+    #expect(
+      forever.add("a", caller: 1, joins: true, now: ms(5))
+        == Action(admitted: [.init(caller: 1, entry: 1)], timer: .arm(at: .max)))
+    #expect(forever.timerFired(now: .max) == Action(batches: [.init(id: 1, entries: [1], items: ["a"])]))
+    var never = machine(maxWait: 0)
+    #expect(never.add("a", caller: 1, joins: true, now: .max).batches.count == 1)
+  }
+}
+
+/// The machine against a reference model written the obvious way (arrays, linear scans), on
+/// seeded random timelines: the same admissions, refusals, drops and batches.
+@Suite(.offThePool) struct BatchReferenceModelTests {
+  struct Model {
+    let maxCount: Int
+    let maxWait: Int64
+    let maxInFlight: Int
+    let capacity: Int
+    let overflow: BatchOverflow
+    var buffer: [(id: UInt64, item: Int, arrival: Int64, flushed: Bool)] = []
+    var waiters: [(caller: UInt64, item: Int, joins: Bool)] = []
+    var inFlight = 0
+    var lastEntry: UInt64 = 0
+    var lastBatch: UInt64 = 0
+
+    func joinable(_ item: Int) -> UInt64? { buffer.last { $0.item == item }?.id }
+
+    mutating func append(_ item: Int, now: Int64) -> UInt64 {
+      lastEntry += 1
+      buffer.append((lastEntry, item, now, false))
+      return lastEntry
+    }
+
+    mutating func add(_ item: Int, caller: UInt64, joins: Bool, now: Int64) -> BatchAction<Int> {
+      var action = BatchAction<Int>()
+      if joins, let id = joinable(item) {
+        action.admitted = [.init(caller: caller, entry: id)]
+      } else if buffer.count < capacity {
+        action.admitted = [.init(caller: caller, entry: append(item, now: now))]
+      } else if overflow == .reject {
+        action.rejected = caller
+        return action
+      } else if overflow == .dropOldest {
+        action.dropped = [buffer.removeFirst().id]
+        action.admitted = [.init(caller: caller, entry: append(item, now: now))]
+      } else {
+        waiters.append((caller, item, joins))
+      }
+      send(now: now, into: &action)
+      return action
+    }
+
+    mutating func send(now: Int64, into action: inout BatchAction<Int>) {
+      func due() -> Bool {
+        guard let first = buffer.first else { return false }
+        return buffer.count >= maxCount || first.flushed || first.arrival.addingSaturating(maxWait) <= now
+      }
+      while inFlight < maxInFlight, due() {
+        let batch = Array(buffer.prefix(maxCount))
+        buffer.removeFirst(batch.count)
+        lastBatch += 1
+        inFlight += 1
+        action.batches.append(.init(id: lastBatch, entries: batch.map(\.id), items: batch.map(\.item)))
+        while let waiter = waiters.first {
+          if waiter.joins, let id = joinable(waiter.item) {
+            action.admitted.append(.init(caller: waiter.caller, entry: id))
+          } else if buffer.count < capacity {
+            action.admitted.append(.init(caller: waiter.caller, entry: append(waiter.item, now: now)))
+          } else {
+            break
+          }
+          waiters.removeFirst()
+        }
+      }
+    }
+  }
+
+  @Test func theMachineAgreesWithTheReferenceModel() {
+    for seed in 0..<UInt64(fuzzRuns(300)) {
+      var random = SeededGenerator(seed: seed)
+      let overflow = [BatchOverflow.suspend, .dropOldest, .reject][Int.random(in: 0..<3, using: &random)]
+      let maxCount = Int.random(in: 1...4, using: &random)
+      let maxWait = Int64.random(in: 0...200, using: &random)
+      let maxInFlight = Int.random(in: 1...2, using: &random)
+      let capacity = Int.random(in: 1...6, using: &random)
+      var machine = BatchMachine<Int>(
+        maxCount: maxCount, maxWaitNanoseconds: maxWait * 1_000_000, maxInFlight: maxInFlight, capacity: capacity,
+        overflow: overflow)
+      var model = Model(
+        maxCount: maxCount, maxWait: maxWait, maxInFlight: maxInFlight, capacity: capacity, overflow: overflow)
+      var now: Int64 = 0
+      var caller: UInt64 = 0
+      var armed: Int64?
+      for _ in 0..<200 {
+        let event = Int.random(in: 0..<10, using: &random)
+        now += Int64.random(in: 0...60, using: &random)
+        // The timer fires first if it is due.
+        if let deadline = armed, deadline <= now {
+          now = deadline
+          armed = nil
+          var expected = BatchAction<Int>()
+          model.send(now: now, into: &expected)
+          let action = machine.timerFired(now: ms(now))
+          #expect(action.batches == expected.batches && action.admitted == expected.admitted, "seed \(seed)")
+          track(action.timer, &armed)
+          continue
+        }
+        let action: BatchAction<Int>
+        var expected = BatchAction<Int>()
+        switch event {
+        case 0..<6:
+          caller += 1
+          let item = Int.random(in: 0..<4, using: &random)
+          let joins = Bool.random(using: &random)
+          expected = model.add(item, caller: caller, joins: joins, now: now)
+          action = machine.add(item, caller: caller, joins: joins, now: ms(now))
+        case 6:
+          for index in model.buffer.indices { model.buffer[index].flushed = true }
+          model.send(now: now, into: &expected)
+          action = machine.flush(now: ms(now))
+        case 7:
+          guard let waiter = model.waiters.randomElement(using: &random) else { continue }
+          model.waiters.removeAll { $0.caller == waiter.caller }
+          expected.refused = waiter.caller
+          action = machine.cancel(caller: waiter.caller)
+        default:
+          guard model.inFlight > 0 else { continue }
+          model.inFlight -= 1
+          model.send(now: now, into: &expected)
+          action = machine.batchEnded(now: ms(now))
+        }
+        var compared = action
+        compared.timer = nil
+        #expect(compared == expected, "seed \(seed)")
+        track(action.timer, &armed)
+        // The timer is armed exactly when the oldest item waits only for maxWait.
+        let waitsForMaxWait =
+          model.buffer.first.map { first in
+            model.buffer.count < maxCount && !first.flushed && first.arrival + maxWait > now
+          } ?? false
+        #expect(armed == (waitsForMaxWait ? model.buffer[0].arrival + maxWait : nil), "seed \(seed)")
+        #expect(machine.bufferedCount == model.buffer.count && machine.inFlight == model.inFlight, "seed \(seed)")
+      }
+    }
+  }
+
+  func track(_ timer: BatchAction<Int>.Timer?, _ armed: inout Int64?) {
+    switch timer {
+    case .arm(let deadline): armed = deadline.nanoseconds / 1_000_000
+    case .disarm: armed = nil
+    case nil: break
+    }
+  }
+}
+
+/// A `send` that records each batch with its virtual time, and waits for the test's word when
+/// asked to.
+final class BatchLog: Sendable {
+  let scheduler: TestScheduler
+  let sent = Signals<(items: [Int], at: PaceInstant)>()
+  /// Each batch waits for a post here, if `holds`.
+  let release = Signals<Void>()
+  let holds: Bool
+
+  init(scheduler: TestScheduler, holds: Bool = false) {
+    self.scheduler = scheduler
+    self.holds = holds
+  }
+
+  func send(_ items: [Int]) async throws -> [Int: Int] {
+    sent.post((items, scheduler.now))
+    if holds { await release.next() }
+    return Dictionary(uniqueKeysWithValues: items.map { ($0, $0 * 10) })
+  }
+}
+
+/// `Batcher` on virtual time, with exact times.
+@Suite(.timeLimit(.minutes(3))) struct BatcherTests {
+  let scheduler = TestScheduler()
+
+  @Test func aBatchIsSentWhenMaxCountItemsWait() async throws {
+    let log = BatchLog(scheduler: scheduler)
+    let batcher = Batcher<Int, Int>(maxCount: 3, maxWait: .seconds(1), clock: scheduler, send: log.send)
+    let first = Task { try await batcher.load(1) }
+    let second = Task { try await batcher.load(2) }
+    await batcher.waitUntilLoaderCount(2)
+    #expect(scheduler.pendingDeadlines == [ms(1000)])
+    scheduler.advance(to: ms(200))
+    let third = Task { try await batcher.load(3) }
+    let batch = await log.sent.next()
+    #expect(Set(batch.items) == [1, 2, 3])
+    #expect(batch.at == ms(200))
+    #expect(try await [first.value, second.value, third.value] == [10, 20, 30])
+    #expect(scheduler.pendingCount == 0)
+  }
+
+  @Test func aBatchIsSentMaxWaitAfterItsFirstItem() async throws {
+    let log = BatchLog(scheduler: scheduler)
+    let batcher = Batcher<Int, Int>(maxCount: 10, maxWait: .milliseconds(100), clock: scheduler, send: log.send)
+    try await batcher.submit(1)
+    scheduler.advance(to: ms(50))
+    try await batcher.submit(2)
+    #expect(scheduler.pendingDeadlines == [ms(100)])
+    scheduler.advance(to: ms(99))
+    #expect(batcher.bufferedCount == 2)
+    scheduler.advance(to: ms(100))
+    let batch = await log.sent.next()
+    #expect(batch.items == [1, 2])
+    #expect(batch.at == ms(100))
+  }
+
+  @Test func flushSendsWhatIsBufferedAtOnce() async throws {
+    let log = BatchLog(scheduler: scheduler)
+    let batcher = Batcher<Int, Int>(maxCount: 2, maxWait: .seconds(60), clock: scheduler, send: log.send)
+    for item in 1...5 { try await batcher.submit(item) }  // [1, 2] and [3, 4] are sent
+    scheduler.advance(to: ms(30))
+    batcher.flush()
+    var batches: [[Int]] = []
+    for _ in 0..<3 {
+      let batch = await log.sent.next()
+      batches.append(batch.items)
+    }
+    #expect(batches == [[1, 2], [3, 4], [5]])
+    #expect(batcher.bufferedCount == 0)
+    #expect(scheduler.pendingCount == 0)
+  }
+
+  @Test func duplicateLoadsInOneBatchAreSentOnce() async throws {
+    let log = BatchLog(scheduler: scheduler)
+    let batcher = Batcher<Int, Int>(maxCount: 10, maxWait: .milliseconds(100), clock: scheduler, send: log.send)
+    let loads = [7, 7, 8, 7].map { item in Task { try await batcher.load(item) } }
+    await batcher.waitUntilLoaderCount(4)
+    #expect(batcher.bufferedCount == 2)
+    scheduler.advance(to: ms(100))
+    #expect(await log.sent.next().items.sorted() == [7, 8])
+    var outputs: [Int] = []
+    for load in loads { outputs.append(try await load.value) }
+    #expect(outputs == [70, 70, 80, 70])
+  }
+
+  @Test func aFailedBatchGivesEachItemItsErrorAndAMissingOutputIsReported() async throws {
+    let failing = Batcher<Int, Int>(maxCount: 2, maxWait: .seconds(1), clock: scheduler) { _ in throw SendFailed() }
+    let first = Task { try await failing.load(1) }
+    let second = Task { try await failing.load(2) }
+    await #expect(throws: SendFailed.self) { try await first.value }
+    await #expect(throws: SendFailed.self) { try await second.value }
+
+    let partial = Batcher<Int, Int>(maxCount: 2, maxWait: .seconds(1), clock: scheduler) { _ in [1: 10] }
+    let answered = Task { try await partial.load(1) }
+    let missing = Task { try await partial.load(2) }
+    #expect(try await answered.value == 10)
+    await #expect(throws: BatcherError.noResult) { try await missing.value }
+  }
+
+  @Test func batchesAreSentInOrderAtMostMaxInFlightAtOnce() async throws {
+    let log = BatchLog(scheduler: scheduler, holds: true)
+    let batcher = Batcher<Int, Int>(
+      maxCount: 2, maxWait: .seconds(1), maxInFlight: 2, clock: scheduler, send: log.send)
+    for item in 1...6 { try await batcher.submit(item) }
+    #expect(await log.sent.next().items == [1, 2])
+    #expect(await log.sent.next().items == [3, 4])
+    #expect(batcher.inFlightCount == 2)
+    #expect(batcher.bufferedCount == 2)  // [5, 6] is due and waits for a slot
+    #expect(scheduler.pendingCount == 0)  // with no timer
+    scheduler.advance(to: ms(500))
+    log.release.post(())
+    let third = await log.sent.next()
+    #expect(third.items == [5, 6])
+    #expect(third.at == ms(500))
+    log.release.post(())
+    log.release.post(())
+  }
+
+  @Test func aFullBufferRejects() async throws {
+    let log = BatchLog(scheduler: scheduler)
+    let batcher = Batcher<Int, Int>(
+      maxCount: 10, maxWait: .seconds(1), bufferCapacity: 2, overflow: .reject, clock: scheduler, send: log.send)
+    try await batcher.submit(1)
+    try await batcher.submit(2)
+    await #expect(throws: BatcherError.bufferFull) { try await batcher.submit(3) }
+    await #expect(throws: BatcherError.bufferFull) { try await batcher.load(3) }
+    batcher.flush()
+    #expect(await log.sent.next().items == [1, 2])
+  }
+
+  @Test func aFullBufferDropsTheOldest() async throws {
+    let log = BatchLog(scheduler: scheduler)
+    let batcher = Batcher<Int, Int>(
+      maxCount: 10, maxWait: .seconds(1), bufferCapacity: 2, overflow: .dropOldest, clock: scheduler, send: log.send)
+    let oldest = Task { try await batcher.load(1) }
+    await batcher.waitUntilLoaderCount(1)
+    try await batcher.submit(2)
+    try await batcher.submit(3)
+    await #expect(throws: BatcherError.dropped) { try await oldest.value }
+    scheduler.advance(to: ms(1000))  // the oldest left is 2, buffered at 0
+    let batch = await log.sent.next()
+    #expect(batch.items == [2, 3])
+    #expect(batch.at == ms(1000))
+  }
+
+  @Test func aFullBufferSuspendsTheCallerUntilThereIsRoom() async throws {
+    let log = BatchLog(scheduler: scheduler, holds: true)
+    let batcher = Batcher<Int, Int>(
+      maxCount: 2, maxWait: .seconds(1), bufferCapacity: 2, clock: scheduler, send: log.send)
+    for item in 1...4 { try await batcher.submit(item) }  // [1, 2] in flight, [3, 4] buffered
+    #expect(await log.sent.next().items == [1, 2])
+    let suspended = Task { try await batcher.submit(5) }
+    let cancelled = Task { try await batcher.submit(6) }
+    await batcher.waitUntilWaitingCount(2)
+    cancelled.cancel()
+    await #expect(throws: CancellationError.self) { try await cancelled.value }
+    scheduler.advance(to: ms(300))
+    log.release.post(())  // [1, 2] ends: [3, 4] is sent, and 5 finds room
+    #expect(await log.sent.next().items == [3, 4])
+    try await suspended.value
+    #expect(batcher.bufferedCount == 1)
+    #expect(scheduler.pendingDeadlines == [ms(1300)])  // 5's maxWait, from when it found room
+    log.release.post(())
+    scheduler.advance(to: ms(1300))
+    let last = await log.sent.next()
+    #expect(last.items == [5])
+    #expect(last.at == ms(1300))
+    log.release.post(())
+  }
+
+  @Test func aLoaderCancelsAloneAndTheItemIsStillSent() async throws {
+    let log = BatchLog(scheduler: scheduler)
+    let batcher = Batcher<Int, Int>(maxCount: 10, maxWait: .milliseconds(100), clock: scheduler, send: log.send)
+    let leaving = Task { try await batcher.load(1) }
+    let staying = Task { try await batcher.load(1) }
+    await batcher.waitUntilLoaderCount(2)
+    leaving.cancel()
+    await #expect(throws: CancellationError.self) { try await leaving.value }
+    scheduler.advance(to: ms(100))
+    #expect(await log.sent.next().items == [1])
+    #expect(try await staying.value == 10)
+  }
+
+  @Test func fireAndForgetItemsAreAllSentDuplicatesIncluded() async throws {
+    let sent = Signals<[String]>()
+    let analytics = Batcher<String, Void>(maxCount: 3, maxWait: .seconds(30), clock: scheduler) { events in
+      sent.post(events)
+    }
+    for event in ["open", "tap", "tap"] { try await analytics.submit(event) }
+    #expect(await sent.next() == ["open", "tap", "tap"])
+  }
+
+  @Test func aMaxWaitBeyondTheTimelineSaturates() async throws {
+    let log = BatchLog(scheduler: scheduler)
+    let batcher = Batcher<Int, Int>(maxCount: 2, maxWait: .seconds(Int64.max), clock: scheduler, send: log.send)
+    try await batcher.submit(1)
+    #expect(scheduler.pendingDeadlines == [.max])
+    try await batcher.submit(2)
+    #expect(await log.sent.next().items == [1, 2])
+    #expect(scheduler.pendingCount == 0)
+  }
+
+  @Test func aCancelledTaskThrowsWithoutBufferingAnything() async {
+    let batcher = Batcher<Int, Int>(maxCount: 2, maxWait: .seconds(1), clock: scheduler) { _ in [:] }
+    let cancelled = Task {
+      withUnsafeCurrentTask { $0?.cancel() }
+      return try await batcher.load(1)
+    }
+    await #expect(throws: CancellationError.self) { try await cancelled.value }
+    #expect(batcher.bufferedCount == 0)
+  }
+}
+
+/// The batcher under real concurrency, for the thread sanitizer: loads, submits and flushes from
+/// many tasks at once, with two batches in flight.
+@Suite(.timeLimit(.minutes(3))) struct BatcherStressTests {
+  @Test func manyLoadersAndSubmittersAtOnce() async {
+    let sentItems = Counter()
+    let batcher = Batcher<Int, Int>(
+      maxCount: 16, maxWait: .milliseconds(1), maxInFlight: 2, bufferCapacity: 64
+    ) { items in
+      for _ in items { sentItems.increment() }
+      await Task.yield()
+      return Dictionary(items.map { ($0, $0 + 1) }, uniquingKeysWith: { first, _ in first })
+    }
+    let outcomes = await withTaskGroup(of: Bool.self) { group in
+      for index in 0..<2_000 {
+        group.addTask {
+          if index % 5 == 0 { batcher.flush() }
+          let call = Task { () throws -> Bool in
+            if index % 2 == 0 { return try await batcher.load(index % 50) == index % 50 + 1 }
+            try await batcher.submit(index)
+            return true
+          }
+          if index % 7 == 0 { call.cancel() }
+          switch await call.result {
+          case .success(let correct): return correct
+          case .failure(let error): return error is CancellationError
+          }
+        }
+      }
+      return await group.reduce(into: [Bool]()) { $0.append($1) }
+    }
+    #expect(outcomes.count == 2_000)
+    #expect(outcomes.allSatisfy { $0 })
+    batcher.flush()
+  }
+}
+
+/// The diagrams of Batcher.md, run through `Batcher` on virtual time. One character is 100 ms; a
+/// letter in `items` is a `load` of that item, an `F` in `flushes` a `flush()`. `send` takes
+/// `sendSteps`; `sent` shows each batch's items at the step it was sent, `outputs` each loader at
+/// the step it got its output.
+@Suite(.timeLimit(.minutes(3))) struct BatcherDocDiagramTests {
+  let step: Int64 = 100
+
+  func diagram(
+    items: String, flushes: String = "", maxCount: Int, maxWaitSteps: Int64, maxInFlight: Int = 1,
+    sendSteps: Int64
+  ) async -> (sent: String, outputs: String) {
+    let scheduler = TestScheduler()
+    let step = self.step
+    let sent = Signals<(items: [String], at: PaceInstant)>()
+    let release = Signals<Void>()
+    let outputs = Signals<Emission<String>>()
+    let batcher = Batcher<String, String>(
+      maxCount: maxCount, maxWait: .milliseconds(maxWaitSteps * step), maxInFlight: maxInFlight, clock: scheduler
+    ) { items in
+      sent.post((items, scheduler.now))
+      await release.next()
+      return Dictionary(uniqueKeysWithValues: items.map { ($0, $0) })
+    }
+    var sentLog: [Emission<String>] = []
+    var outputLog: [Emission<String>] = []
+    var ends: [Int64] = []  // the step each batch in flight ends, in order
+    var launched = 0
+    var reported = 0
+    var ended = 0
+    var sentBatches = 0
+    var tasks: [Task<Void, Never>] = []
+    let itemEvents = Marbles.parse(items, step: 1)
+    let flushEvents = Marbles.parse(flushes, step: 1)
+    let last = (itemEvents + flushEvents).map(\.0).max() ?? 0
+
+    func drain(at index: Int64) async {
+      while sentBatches < batcher.sentBatchCount {
+        sentBatches += 1
+        let batch = await sent.next()
+        for item in batch.items { sentLog.append(.value(item, at: batch.at)) }
+        ends.append(index + sendSteps)
+      }
+      while reported < launched - batcher.loaderCount {
+        outputLog.append(await outputs.next())
+        reported += 1
+      }
+    }
+
+    var index: Int64 = 0
+    while index <= last || !ends.isEmpty || batcher.bufferedCount > 0 {
+      scheduler.advance(to: ms(index * step))
+      await drain(at: index)
+      while let end = ends.first, end == index {
+        ends.removeFirst()
+        release.post(())
+        ended += 1
+        await batcher.waitUntilEndedBatchCount(ended)
+        await drain(at: index)
+      }
+      for case (index, .element(let item)) in itemEvents {
+        launched += 1
+        tasks.append(
+          Task {
+            guard let output = try? await batcher.load(item) else { return }
+            outputs.post(.value(output, at: scheduler.now))
+          })
+        await batcher.waitUntilCallCount(launched)
+        await drain(at: index)
+      }
+      for case (index, .element) in flushEvents {
+        batcher.flush()
+        await drain(at: index)
+      }
+      index += 1
+    }
+    func sorted(_ emissions: [Emission<String>]) -> [Emission<String>] {
+      emissions.sorted { lhs, rhs in
+        guard case .value(let left, let leftTime) = lhs, case .value(let right, let rightTime) = rhs else {
+          return false
+        }
+        return (leftTime, left) < (rightTime, right)
+      }
+    }
+    return (Marbles.render(sorted(sentLog), step: step), Marbles.render(sorted(outputLog), step: step))
+  }
+
+  @Test func countWaitAndFlushDiagram() async {
+    let result = await diagram(
+      items: "abc-d-----ef--g", flushes: "------------F", maxCount: 3, maxWaitSteps: 3, sendSteps: 2)
+    #expect(result.sent == "--[abc]----d----[ef]----g")
+    #expect(result.outputs == "----[abc]----d----[ef]----g")
+  }
+
+  @Test func maxInFlightDiagram() async {
+    let result = await diagram(items: "abcde", maxCount: 2, maxWaitSteps: 3, sendSteps: 3)
+    #expect(result.sent == "-[ab]--[cd]--e")
+    #expect(result.outputs == "----[ab]--[cd]--e")
+  }
+}
