@@ -184,7 +184,7 @@ private struct WorkFailed: Error, Equatable {
     let third = Task { try await got.record(work.run("k", op)) }
     await work.waitUntilCallerCount(3, for: "k")
     #expect(work.runningCount == 1)
-    await scheduler.waitUntilSleeping(1)
+    await scheduler.waitForSleepers(1)
     scheduler.advance(to: ms(1000))
     try await first.value
     try await second.value
@@ -206,7 +206,7 @@ private struct WorkFailed: Error, Equatable {
     let first = Task { try await work.run("k", op) }
     let second = Task { try await work.run("k", op) }
     await work.waitUntilCallerCount(2, for: "k")
-    await scheduler.waitUntilSleeping(1)
+    await scheduler.waitForSleepers(1)
     scheduler.advance(to: ms(500))
     await #expect(throws: WorkFailed(code: 7)) { try await first.value }
     await #expect(throws: WorkFailed(code: 7)) { try await second.value }
@@ -225,7 +225,7 @@ private struct WorkFailed: Error, Equatable {
     await #expect(throws: CancellationError.self) { try await leaving.value }
     #expect(scheduler.now == ms(200))  // at once, without waiting for the run
     #expect(work.callerCount(for: "k") == 1)
-    await scheduler.waitUntilSleeping(1)
+    await scheduler.waitForSleepers(1)
     scheduler.advance(to: ms(1000))
     #expect(try await staying.value == 1)
     #expect(runs.count == 1)
@@ -239,7 +239,7 @@ private struct WorkFailed: Error, Equatable {
     let first = Task { try await work.run("k", operation(1, until: ms(1000), runs: runs, cancelled: cancelled)) }
     let second = Task { try await work.run("k", operation(2, until: ms(1000), runs: runs)) }
     await work.waitUntilCallerCount(2, for: "k")
-    await scheduler.waitUntilSleeping(1)
+    await scheduler.waitForSleepers(1)
     scheduler.advance(to: ms(100))
     first.cancel()
     #expect(work.runningCount == 1)
@@ -251,7 +251,7 @@ private struct WorkFailed: Error, Equatable {
     // The next call starts a new run at once.
     let third = Task { try await work.run("k", operation(3, until: ms(600), runs: runs)) }
     await work.waitUntilCallerCount(1, for: "k")
-    await scheduler.waitUntilSleeping(1)
+    await scheduler.waitForSleepers(1)
     scheduler.advance(to: ms(600))
     #expect(try await third.value == 3)
     #expect(runs.count == 2)
@@ -273,7 +273,7 @@ private struct WorkFailed: Error, Equatable {
     let work = KeyedSharedWork<String, Int>(clock: scheduler)
     let runs = Counter()
     let first = Task { try await work.run("k", operation(1, until: ms(100), runs: runs)) }
-    await scheduler.waitUntilSleeping(1)
+    await scheduler.waitForSleepers(1)
     scheduler.advance(to: ms(100))
     #expect(try await first.value == 1)
     #expect(try await work.run("k") { 2 } == 2)
@@ -284,7 +284,7 @@ private struct WorkFailed: Error, Equatable {
     let work = KeyedSharedWork<String, Int>(reusingResultsFor: .milliseconds(500), clock: scheduler)
     let runs = Counter()
     let first = Task { try await work.run("k", operation(1, until: ms(1000), runs: runs)) }
-    await scheduler.waitUntilSleeping(1)
+    await scheduler.waitForSleepers(1)
     scheduler.advance(to: ms(1000))
     #expect(try await first.value == 1)
     scheduler.advance(to: ms(1499))
@@ -317,7 +317,7 @@ private struct WorkFailed: Error, Equatable {
     await work.waitUntilCallerCount(3)
     #expect(work.isRunning)
     #expect(work.callerCount == 3)
-    await scheduler.waitUntilSleeping(1)
+    await scheduler.waitForSleepers(1)
     scheduler.advance(to: ms(250))
     for caller in callers { #expect(try await caller.value == 9) }
     #expect(runs.count == 1)
