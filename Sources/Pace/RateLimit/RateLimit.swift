@@ -1,0 +1,85 @@
+/// The limit a rate limiter enforces, for each key of a keyed one: `permits` per `interval`,
+/// counted by a ``Policy``.
+///
+/// ```swift
+/// RateLimit(permits: 100, per: .seconds(60), burst: 20)   // a token bucket: smooths
+/// RateLimit.slidingWindow(3, per: .seconds(10))           // at most 3 in any 10 s
+/// RateLimit.fixedWindow(5_000, per: .seconds(3600))       // 5,000 per clock hour
+/// ```
+public struct RateLimit: Sendable, Hashable, CustomStringConvertible {
+  /// How a limit counts the permits it grants.
+  public enum Policy: Sendable, Hashable {
+    /// A token bucket (GCRA's arithmetic): permits come back one by one, at `permits` per
+    /// `interval`, into a bucket of `burst`. Smooths a flow.
+    case tokenBucket
+    /// At most `permits` granted in any `interval` (a window that slides with every request):
+    /// a permit granted at `t` counts until `t + interval`.
+    case slidingWindow
+    /// At most `permits` granted per window of `interval`, the windows aligned to the clock's
+    /// origin (the Unix epoch in a store): the count starts again at each window's start.
+    case fixedWindow
+  }
+
+  /// How the permits are counted.
+  public let policy: Policy
+  /// How many permits come back per ``interval`` (a window's count, for the window policies).
+  public let permits: Int
+  /// The period of the rate (the window, for the window policies).
+  public let interval: Duration
+  /// How many permits can be taken at once: a token bucket's capacity; ``permits`` for the
+  /// window policies.
+  public let burst: Int
+
+  /// A token bucket: `permits` per `interval`, with a bucket of `burst` (by default `permits`).
+  ///
+  /// - Parameters:
+  ///   - permits: How many permits come back per `interval`. Positive.
+  ///   - interval: The period of the rate. Positive.
+  ///   - burst: How many permits can be taken at once; `permits` by default. Positive.
+  public init(permits: Int, per interval: Duration, burst: Int? = nil) {
+    precondition(permits > 0, "RateLimit: permits must be positive (got \(permits))")
+    precondition(interval > .zero, "RateLimit: interval must be positive (got \(interval))")
+    let burst = burst ?? permits
+    precondition(burst > 0, "RateLimit: burst must be positive (got \(burst))")
+    self.policy = .tokenBucket
+    self.permits = permits
+    self.interval = interval
+    self.burst = burst
+  }
+
+  private init(policy: Policy, permits: Int, window: Duration) {
+    precondition(permits > 0, "RateLimit: permits must be positive (got \(permits))")
+    precondition(window > .zero, "RateLimit: window must be positive (got \(window))")
+    self.policy = policy
+    self.permits = permits
+    self.interval = window
+    self.burst = permits
+  }
+
+  /// At most `permits` in any `window`: an exact sliding window.
+  ///
+  /// - Parameters:
+  ///   - permits: How many permits any `window` may hold. Positive.
+  ///   - window: The window's length. Positive.
+  public static func slidingWindow(_ permits: Int, per window: Duration) -> RateLimit {
+    RateLimit(policy: .slidingWindow, permits: permits, window: window)
+  }
+
+  /// At most `permits` per `window`, the windows aligned to the clock: as most APIs count quotas.
+  ///
+  /// - Parameters:
+  ///   - permits: How many permits each window may hold. Positive.
+  ///   - window: The window's length. Positive.
+  public static func fixedWindow(_ permits: Int, per window: Duration) -> RateLimit {
+    RateLimit(policy: .fixedWindow, permits: permits, window: window)
+  }
+
+  /// Such as `"100 per 60 s, burst 20"` or `"3 in any 10 s"`.
+  public var description: String {
+    switch policy {
+    case .tokenBucket: "\(permits) per \(interval.paceDescription), burst \(burst)"
+    case .slidingWindow: "\(permits) in any \(interval.paceDescription)"
+    case .fixedWindow: "\(permits) per window of \(interval.paceDescription)"
+    }
+  }
+}
