@@ -50,7 +50,8 @@ import Testing
     #expect(m.tryAcquire(cost: 1, now: s(8)) == .limited(retryAfter: .seconds(2)))
     #expect(m.tryAcquire(cost: 2, now: s(8)) == .limited(retryAfter: .seconds(6)))
     #expect(m.tryAcquire(cost: 3, now: s(8)) == .limited(retryAfter: .seconds(9)))
-    #expect(m.tryAcquire(cost: 1, now: PaceInstant(nanoseconds: 9_999_999_999)) == .limited(retryAfter: .nanoseconds(1)))
+    #expect(
+      m.tryAcquire(cost: 1, now: PaceInstant(nanoseconds: 9_999_999_999)) == .limited(retryAfter: .nanoseconds(1)))
     #expect(m.tryAcquire(cost: 1, now: s(10)) == .allowed(remaining: 0))
     #expect(m.tryAcquire(cost: 0, now: s(12)) == .limited(retryAfter: .seconds(2)))
     #expect(m.tryAcquire(cost: 0, now: s(14)) == .allowed(remaining: 1))
