@@ -65,10 +65,11 @@ struct RateLimitPolicyMachine<Counter: RateLimitCounting> {
   ) -> RateLimitDecision {
     counter.refill(now: now)
     let burst = counter.burst
-    // 1 through the burst, in one comparison: the common case.
+    // 1 through the burst, in one comparison: the common case. The queue is copied only when
+    // someone waits.
     if UInt(bitPattern: cost &- 1) < UInt(bitPattern: burst) {
-      if let queue, !queue.isEmpty {
-        return .limited(retryAfter: wait(from: now, until: counter.readyTime(for: cost, behind: queue)))
+      if queue?.isEmpty == false {
+        return .limited(retryAfter: wait(from: now, until: counter.readyTime(for: cost, behind: queue!)))
       }
       guard counter.canTake(cost) else {
         return .limited(retryAfter: wait(from: now, until: counter.readyTime(for: cost)))
@@ -78,8 +79,8 @@ struct RateLimitPolicyMachine<Counter: RateLimitCounting> {
     }
     if cost > burst { return .limited(retryAfter: RateLimitDecision.never) }
     // Cost 0: cost 1's answer, taking nothing.
-    if let queue, !queue.isEmpty {
-      return .limited(retryAfter: wait(from: now, until: counter.readyTime(for: 1, behind: queue)))
+    if queue?.isEmpty == false {
+      return .limited(retryAfter: wait(from: now, until: counter.readyTime(for: 1, behind: queue!)))
     }
     guard counter.canTake(1) else { return .limited(retryAfter: wait(from: now, until: counter.readyTime(for: 1))) }
     return .allowed(remaining: counter.availablePermits)
