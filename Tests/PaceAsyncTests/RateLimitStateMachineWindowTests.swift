@@ -185,4 +185,34 @@ import Testing
     #expect(!fixed.tryAcquire(cost: 1, now: .max).isAllowed)
     #expect(fixed.counter.idleTime == nil)
   }
+
+  /// A sliding window's memory: one 16-byte entry per instant with grants still in the window
+  /// (at most N), given back once they have all left it; a fixed window's is 16 bytes.
+  @Test func theMemoryOfEachWindowPerKey() {
+    var log = SlidingWindowLog(rate: WindowRate(permits: 100, per: .seconds(1)), now: .zero)
+    for _ in 0..<50 {
+      let taken = log.tryTake(1, now: .zero)
+      #expect(taken)
+    }
+    #expect(log.grants.count - log.head == 1)
+    for instant in Int64(1)...50 {
+      let taken = log.tryTake(1, now: ms(instant))
+      #expect(taken)
+    }
+    #expect(log.grants.count - log.head == 51)
+    let atTheEnd = log.available(now: ms(999))
+    #expect(atTheEnd == 0)
+    let taken = log.tryTake(50, now: ms(1_000))  // the 50 granted at 0 ms left the window
+    #expect(taken)
+    #expect(log.readyTime(for: 1) == ms(1_001))
+    let later = log.available(now: ms(1_050))
+    #expect(later == 50)  // the 50 granted from 1 to 50 ms left too
+    #expect(log.idleTime == ms(2_000))
+    log.refill(now: ms(2_000))
+    #expect(log.isIdle)
+    #expect(log.grants.isEmpty)
+    #expect(MemoryLayout<SlidingWindowLog.Grant>.stride == 16)
+    #expect(MemoryLayout<FixedWindowCounter>.size - MemoryLayout<WindowRate>.size == 16)
+    #expect(MemoryLayout<TokenBucketLevel>.size == 16)
+  }
 }
