@@ -68,6 +68,10 @@ public final class RateLimiter: Sendable {
 
   @usableFromInline
   convenience init(permits: Int, per interval: Duration, burst: Int, clock: AsyncClock) {
+    // The limiter's own words, before `RateLimit` checks the same.
+    precondition(permits > 0, "RateLimiter: permits must be positive (got \(permits))")
+    precondition(interval > .zero, "RateLimiter: interval must be positive (got \(interval))")
+    precondition(burst > 0, "RateLimiter: burst must be positive (got \(burst))")
     self.init(limit: RateLimit(permits: permits, per: interval, burst: burst), clock: clock)
   }
 
