@@ -61,7 +61,11 @@ final class FleetMembership: Sendable {
   /// which the breaker's own lines report.
   func heartbeatFailed(_ error: any Error, table: String, logger: Logger) {
     let unavailable: Bool
-    if case .unavailable? = error as? PacePostgresError { unavailable = true } else { unavailable = isUnavailability(error) }
+    if case .unavailable? = error as? PacePostgresError {
+      unavailable = true
+    } else {
+      unavailable = isUnavailability(error)
+    }
     guard !unavailable else {
       logger.debug("fleet heartbeat failed: PostgreSQL is unavailable", metadata: errorMetadata(error))
       return
@@ -184,8 +188,8 @@ extension PostgresRateLimitStore {
       binds.append(fleet.instance)
       let leave = PostgresQuery(
         unsafeSQL: "DELETE FROM \(Self.heartbeatTableName(tableName)) WHERE instance = $1", binds: binds)
-      let client = client
-      _ = try? await Task.detached { try await withTimeout(timeout) { try await client.query(leave) } }.value
+      let (client, timeout) = (client, timeout)
+      _ = try? await Task.detached { try await withTimeout(timeout) { _ = try await client.query(leave) } }.value
     }
   }
 

@@ -97,12 +97,15 @@ struct ShareLimit: Hashable, Sendable {
     }
   }
 
-  /// `a × b / c`, rounded down or up, or nil if it does not fit in an `Int64` (all positive or zero).
+  /// `a × b / c`, rounded down or up, or nil if it does not fit in an `Int64` (`a`, `b` not
+  /// negative, `c` positive).
   static func scaled(_ a: Int64, by b: Int64, dividedBy c: Int64, roundingUp: Bool = false) -> Int64? {
-    let product = a.multipliedFullWidth(by: b)
-    guard UInt64(product.high) < UInt64(c) else { return nil }
-    let (quotient, remainder) = c.dividingFullWidth(product)
-    return roundingUp && remainder != 0 ? quotient.addingReportingOverflow(1).partialValue : quotient
+    guard a >= 0, b >= 0, c > 0 else { return nil }
+    let product = UInt64(a).multipliedFullWidth(by: UInt64(b))
+    guard product.high < UInt64(c) else { return nil }
+    let (quotient, remainder) = UInt64(c).dividingFullWidth(product)
+    let rounded = roundingUp && remainder != 0 ? quotient + 1 : quotient
+    return rounded <= UInt64(Int64.max) ? Int64(rounded) : nil
   }
 
   /// How far `cost` permits advance a token bucket's TAT: rounded up, so rounding never allows more.
@@ -110,10 +113,10 @@ struct ShareLimit: Hashable, Sendable {
     Self.scaled(cost, by: interval, dividedBy: permits, roundingUp: true) ?? .max / 4
   }
 
-  /// How far ahead of now a token bucket's TAT may be: rounded down.
-  var tolerance: Int64 {
-    Self.scaled(burst, by: interval, dividedBy: permits) ?? .max / 4
-  }
+  /// How far ahead of now a token bucket's TAT may be: the increment of a whole burst, rounded up
+  /// as every increment is, so that a cost of the burst fits a full bucket; at most `burst`
+  /// increments of one permit, so rounding never allows more.
+  var tolerance: Int64 { increment(burst) }
 }
 
 /// Each key's share of its limit on this instance while the database is away: a pure machine

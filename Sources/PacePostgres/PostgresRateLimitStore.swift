@@ -478,13 +478,15 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
     case .ask:
       break
     case .reject:
-      return try await decideUnavailable(key, cost: cost, limit: limit, reason: "the circuit breaker is open", started: started)
+      return try await decideUnavailable(
+        key, cost: cost, limit: limit, reason: "the circuit breaker is open", started: started)
     case .probe:
       // No request waits for a probe: it asks in the background, taking nothing (cost 0), while
       // this request follows the failure policy like the others of the outage.
       let query = try GCRA(cost: 0, limit: limit)
       probes.spawn { await probe(key, query) }
-      return try await decideUnavailable(key, cost: cost, limit: limit, reason: "the circuit breaker is probing", started: started)
+      return try await decideUnavailable(
+        key, cost: cost, limit: limit, reason: "the circuit breaker is probing", started: started)
     }
     let answer: DecisionAnswer
     do {
@@ -507,7 +509,8 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
     if answer.late {
       // The lock came after the caller's budget: nothing was taken; the database was too slow.
       health.ended(admission, unavailable: true, now: now, error: DatabaseTimeout(), logger: logger)
-      return try await decideUnavailable(key, cost: cost, limit: limit, reason: "no answer within \(timeout)", started: started)
+      return try await decideUnavailable(
+        key, cost: cost, limit: limit, reason: "no answer within \(timeout)", started: started)
     }
     health.ended(admission, unavailable: false, now: now, error: nil, logger: logger)
     let decision = arithmetic.decision(grantedTAT: answer.granted, currentTAT: answer.current, now: answer.now)
