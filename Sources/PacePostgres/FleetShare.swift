@@ -136,8 +136,9 @@ struct FleetShareState: Sendable {
 
   enum Tally: Sendable, Equatable {
     case bucket(tat: Int64)
-    /// Oldest first; `used` is the sum of their costs.
-    case sliding(grants: [Grant], used: Int64)
+    /// Oldest first from `head` (the ones before it expired, dropped in bulk, so that a decision
+    /// costs what expired since the last one); `used` is the sum of the live ones' costs.
+    case sliding(grants: [Grant], head: Int, used: Int64)
     case fixed(window: Int64, count: Int64)
   }
 
@@ -167,20 +168,17 @@ struct FleetShareState: Sendable {
     guard cost <= share.burst else { return .limited(retryAfter: limitInterval) }
     let slot = Slot(key: key, share: share)
     if tallies[slot] == nil, tallies.count >= capacity { forgetIdle(now: now) }
-    var tally = tallies[slot] ?? Self.fresh(share)
+    // Taken out of the table, so that its grants are not shared and change in place.
+    var tally = tallies.removeValue(forKey: slot) ?? Self.fresh(share)
     let decision = Self.decide(&tally, cost: cost, share: share, now: now)
-    if Self.isIdle(tally, share: share, now: now) {
-      tallies[slot] = nil
-    } else {
-      tallies[slot] = tally
-    }
+    if !Self.isIdle(tally, share: share, now: now) { tallies[slot] = tally }
     return decision
   }
 
   private static func fresh(_ share: ShareLimit) -> Tally {
     switch share.policy {
     case .tokenBucket: .bucket(tat: 0)
-    case .slidingWindow: .sliding(grants: [], used: 0)
+    case .slidingWindow: .sliding(grants: [], head: 0, used: 0)
     case .fixedWindow: .fixed(window: .min, count: 0)
     }
   }
@@ -199,14 +197,20 @@ struct FleetShareState: Sendable {
       if cost > 0 { tally = .bucket(tat: next) }
       let remaining = ShareLimit.scaled(tolerance - (level - now), by: share.permits, dividedBy: share.interval)
       return .allowed(remaining: Int(min(remaining ?? share.burst, share.burst)))
-    case .sliding(var grants, var used):
-      let expired = grants.prefix { $0.at + share.interval <= now }
-      used -= expired.reduce(0) { $0 + $1.cost }
-      grants.removeFirst(expired.count)
-      defer { tally = .sliding(grants: grants, used: used) }
+    case .sliding(var grants, var head, var used):
+      tally = .bucket(tat: 0)  // lets go of the grants, so that appending does not copy them
+      while head < grants.count, grants[head].at + share.interval <= now {
+        used -= grants[head].cost
+        head += 1
+      }
+      if head >= 64, head * 2 >= grants.count {
+        grants.removeFirst(head)
+        head = 0
+      }
+      defer { tally = .sliding(grants: grants, head: head, used: used) }
       guard used + asked <= share.permits else {
         var freed: Int64 = 0
-        for grant in grants {
+        for grant in grants[head...] {
           freed += grant.cost
           if used - freed + asked <= share.permits {
             return .limited(retryAfter: .microseconds(max(1, grant.at + share.interval - now)))
@@ -235,7 +239,7 @@ struct FleetShareState: Sendable {
   private static func isIdle(_ tally: Tally, share: ShareLimit, now: Int64) -> Bool {
     switch tally {
     case .bucket(let tat): tat <= now
-    case .sliding(let grants, _): grants.last.map { $0.at + share.interval <= now } ?? true
+    case .sliding(let grants, _, _): grants.last.map { $0.at + share.interval <= now } ?? true
     case .fixed(let window, let count):
       count == 0 || window < (now >= 0 ? now / share.interval : (now + 1) / share.interval - 1)
     }
