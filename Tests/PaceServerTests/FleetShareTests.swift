@@ -86,6 +86,23 @@ struct FleetShareStateTests {
     #expect(decide(2, at: t0 + 20 * s) == .allowed(remaining: 0))
   }
 
+  /// Many grants expiring at once: dropped in bulk, and the window still counts the live ones.
+  @Test func aSlidingWindowShareDropsExpiredGrantsInBulk() throws {
+    let limit = RateLimit.slidingWindow(200, per: .seconds(10))
+    let share = try ShareLimit(limit, instances: 1)
+    var state = FleetShareState(capacity: 10)
+    func decide(_ cost: Int, at now: Int64) -> RateLimitDecision {
+      state.decide(key: "k", cost: cost, share: share, limitInterval: limit.interval, now: now)
+    }
+    for index in 0..<100 { #expect(decide(1, at: t0 + Int64(index) * ms).isAllowed) }
+    for index in 0..<100 { #expect(decide(1, at: t0 + 5 * s + Int64(index) * ms).isAllowed) }
+    #expect(decide(1, at: t0 + 5 * s + 100 * ms) == .limited(retryAfter: .milliseconds(4900)))
+    #expect(decide(0, at: t0 + 10 * s + 99 * ms) == .allowed(remaining: 100))  // the first 100 expired
+    #expect(decide(100, at: t0 + 10 * s + 99 * ms) == .allowed(remaining: 0))
+    #expect(decide(1, at: t0 + 10 * s + 99 * ms) == .limited(retryAfter: .seconds(5) - .milliseconds(99)))
+    #expect(decide(0, at: t0 + 20 * s + 99 * ms) == .allowed(remaining: 200))
+  }
+
   @Test func aFixedWindowShareStartsAgainAtEachWindowOfTheEpoch() throws {
     let limit = RateLimit.fixedWindow(6, per: .seconds(10))
     let share = try ShareLimit(limit, instances: 2)  // 3 per window
