@@ -178,6 +178,7 @@ extension PostgresRateLimitStore {
         do {
           try await heartbeat()
         } catch {
+          if Task.isCancelled { break }  // shutting down: not a failure to report
           fleet.heartbeatFailed(error, table: table, logger: logger)
         }
         do { try await Task.sleep(for: interval) } catch { break }

@@ -190,6 +190,18 @@ struct FleetShareTests {
       try await Task.sleep(for: .milliseconds(1000))  // real-time: the database's clock measures the span
       #expect(try await stores[0].heartbeat() == 1)
       #expect(stores[0].fleetSize == 1)
+      // A store's run() sends its heartbeats, and its row goes when it stops.
+      let running = Task { try await stores[1].run() }
+      var counted = 1
+      for _ in 0..<100 where counted < 2 {
+        try await Task.sleep(for: .milliseconds(50))  // real-time: the heartbeats run on the real clock
+        counted = try await stores[0].heartbeat()
+      }
+      #expect(counted == 2)
+      #expect(stores[1].fleetSize == 2)
+      running.cancel()
+      try await running.value
+      #expect(try await stores[0].heartbeat() == 1)
     }
   }
 
