@@ -38,18 +38,40 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   /// unreachable, read-only, shutting down, out of connections, or does not answer within the
   /// store's timeout (the SQLSTATE table in <doc:SharedRateLimitsAndDebouncing>). Errors about the
   /// query itself (a missing table, say) are always thrown: they are bugs, not outages.
+  ///
+  /// Each policy bounds what a fleet of `n` instances allows a key during an outage of length `D`
+  /// differently (a limit of `r` per `T` with a burst of `b`): `.deny` nothing, `.allow` everything,
+  /// `.fallback` up to `n` times its limiter's limit (`n × (b + r × D / T)` with the same limit),
+  /// `.shareLimit` about the limit itself (`n × ⌊b / n⌋ + r × D / T`). A key denied just before the
+  /// outage stays denied until its denial expires (the store remembers it) under every policy.
   public enum UnavailablePolicy: Sendable {
     /// Throw ``PacePostgresError/unavailable(reason:)``: the caller decides. The default.
     case throwError
-    /// Fail open: allow every request (remaining is reported as 0).
+    /// Fail open: allow every request (remaining is reported as 0). No bound.
     case allow
-    /// Fail closed: deny every request, asking to retry after the given duration.
+    /// Fail closed: deny every request, asking to retry after the given duration. Allows nothing.
     case deny(retryAfter: Duration)
     /// Decide with another limiter, typically an in-memory `KeyedRateLimiter<String>`, so that
     /// each instance still enforces a limit on its own while the database is down. The fallback's
-    /// own `KeyedRateLimiter.limit` applies: the same limit lets N instances allow up to N
-    /// times it; a limit divided by N keeps the total.
+    /// own `KeyedRateLimiter.limit` applies, whatever limit each call passes: the same limit lets
+    /// `n` instances allow up to `n` times it, each starting with a full burst; a limit divided by
+    /// `n` keeps the total. ``shareLimit(among:)`` divides each call's limit for you.
     case fallback(KeyedRateLimiter<String>)
+    /// Each instance allows its share of the limit each call passes, the limit divided by the
+    /// fleet's instance count `n` (configured, or learned from a heartbeat table while the
+    /// database is healthy; see ``FleetSize``), so that the fleet as a whole keeps about its limit.
+    ///
+    /// A token bucket of `r` per `T` with a burst of `b` keeps its exact rate (`r` per `n × T` on
+    /// each instance) and gets a burst of `⌊b / n⌋`, at least 1; a window of `N` gets `⌊N / n⌋` per
+    /// window, at least 1. Each instance's share starts full when the outage starts (an instance
+    /// cannot know what the others took), so during an outage of length `D` the fleet allows a key
+    /// at most `n × max(1, ⌊b / n⌋) + r × D / T` (a token bucket: at most one limit's burst plus its
+    /// rate, when `n ≤ b`), and at most `n × max(1, ⌊N / n⌋)` in any window (at most `N` when
+    /// `n ≤ N`) beside what the database granted in the window before the outage. A limit smaller
+    /// than the fleet (`b < n` or `N < n`) still allows one per instance: up to `n` where it says
+    /// fewer. A cost above the share's burst (possible only when it is more than `b / n`) is denied
+    /// for the limit's interval during the outage.
+    case shareLimit(among: FleetSize)
   }
 
   /// The client the store queries: the caller runs it (`client.run()`, or as a `Service`), or,
@@ -77,6 +99,8 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   let health: StoreHealth
   let batcher: DecisionBatcher
   let denials: LockedState<DenialCacheState>
+  /// The heartbeat's id and count, and the shares of ``UnavailablePolicy/shareLimit(among:)``.
+  let fleet: FleetMembership
   /// The circuit breaker's probes in flight, which ``shutdown()`` awaits.
   let probes = OwnedTasks()
 
@@ -128,6 +152,7 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
       margin: min(timeout / 5, .milliseconds(100)), maxBatch: Self.maxBatch, maxLanes: Self.lanes,
       roundTrips: health.roundTrips, logger: logger)
     self.denials = LockedState(DenialCacheState(capacity: Self.denialCapacity))
+    self.fleet = FleetMembership(whenUnavailable, table: table, factory: metricsFactory)
   }
 
   /// A store with a PostgreSQL client of its own, made from `configuration` (the one the app
@@ -197,6 +222,7 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
       "SELECT pg_advisory_xact_lock(\(Self.migrationLock))",
       Self.migrationSQL(table: tableName),
       Self.functionSQL(table: tableName),
+      Self.heartbeatMigrationSQL(table: tableName),
     ]
     try await migrating(client: client, timeout: timeout, logger: logger) {
       try await client.withTransaction(logger: logger) { connection in
@@ -425,6 +451,7 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
 
   private func purgeUntilShutdown() async {
     logger.info("PostgreSQL rate-limit store running", metadata: ["pace.purge_interval": "\(purgeInterval)"])
+    let heartbeats = startHeartbeats()
     while !Task.isCancelled && !Task.isShuttingDownGracefully {
       do {
         try await cancelWhenGracefulShutdown { try await Task.sleep(for: purgeInterval) }
@@ -443,6 +470,8 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
         logger.warning("purging expired rows failed", metadata: errorMetadata(error))
       }
     }
+    heartbeats?.cancel()
+    await heartbeats?.value
     await shutdown()
   }
 
@@ -505,13 +534,15 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
     case .ask:
       break
     case .reject:
-      return try await decideUnavailable(key, cost: cost, reason: "the circuit breaker is open", started: started)
+      return try await decideUnavailable(
+        key, cost: cost, limit: limit, reason: "the circuit breaker is open", started: started)
     case .probe:
       // No request waits for a probe: it asks in the background, taking nothing (cost 0), while
       // this request follows the failure policy like the others of the outage.
       let query = try GCRA(cost: 0, limit: limit)
       probes.spawn { await probe(key, query) }
-      return try await decideUnavailable(key, cost: cost, reason: "the circuit breaker is probing", started: started)
+      return try await decideUnavailable(
+        key, cost: cost, limit: limit, reason: "the circuit breaker is probing", started: started)
     }
     let answer: DecisionAnswer
     do {
@@ -528,13 +559,14 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
         throw error
       }
       let reason = error is DatabaseTimeout ? "no answer within \(timeout)" : String(reflecting: error)
-      return try await decideUnavailable(key, cost: cost, reason: reason, started: started)
+      return try await decideUnavailable(key, cost: cost, limit: limit, reason: reason, started: started)
     }
     let now = ContinuousClock.now
     if answer.late {
       // The lock came after the caller's budget: nothing was taken; the database was too slow.
       health.ended(admission, unavailable: true, now: now, error: DatabaseTimeout(), logger: logger)
-      return try await decideUnavailable(key, cost: cost, reason: "no answer within \(timeout)", started: started)
+      return try await decideUnavailable(
+        key, cost: cost, limit: limit, reason: "no answer within \(timeout)", started: started)
     }
     health.ended(admission, unavailable: false, now: now, error: nil, logger: logger)
     let decision = arithmetic.decision(grantedTAT: answer.granted, currentTAT: answer.current, now: answer.now)
@@ -571,6 +603,7 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   private func decideUnavailable(
     _ key: String,
     cost: Int,
+    limit: RateLimit,
     reason: String,
     started: ContinuousClock.Instant
   ) async throws -> RateLimitDecision {
@@ -585,9 +618,11 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
       decision = .limited(retryAfter: retryAfter)
     case .fallback(let limiter):
       decision = try await limiter.decide(key, cost: cost)
+    case .shareLimit:
+      decision = try decideShare(key, cost: cost, limit: limit, now: started)
     }
     health.count(.fallback, duration: started.duration(to: .now))
-    health.fellBack(reason: reason, logger: logger)
+    health.fellBack(reason: reason, policy: whenUnavailable.description(fleet: fleet), logger: logger)
     return decision
   }
 }

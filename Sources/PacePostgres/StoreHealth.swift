@@ -102,14 +102,22 @@ final class StoreHealth: Sendable {
     if let transition { report(transition, error: error, logger: logger) }
   }
 
-  /// Logs a fallback decision, at most one line per ``fallbackLogInterval``.
-  func fellBack(reason: String, logger: Logger) {
+  /// Logs a fallback decision, at most one line per ``fallbackLogInterval``: the fault, what the
+  /// policy does meanwhile, and what to do.
+  func fellBack(reason: String, policy: @autoclosure () -> String, logger: Logger) {
     state.withLock { $0.fallbacksInOutage += 1 }
     guard let decisions = fallbackLog.record() else { return }
     logger.warning(
-      "rate-limit decisions follow the failure policy",
-      metadata: ["pace.reason": "\(reason)", "pace.decisions": "\(decisions)"])
+      "rate-limit decisions follow the failure policy: PostgreSQL cannot decide",
+      metadata: [
+        "pace.reason": "\(reason)", "pace.decisions": "\(decisions)", "pace.policy": "\(policy())",
+        "pace.action": "\(Self.outageAction)",
+      ])
   }
+
+  /// What an operator should do about an outage, in its log lines.
+  static let outageAction =
+    "check that PostgreSQL is running and reachable from this instance (pace.sqlstate, if any, says why it refused); decisions return to it on their own once it answers"
 
   private func report(_ transition: CircuitBreakerMachine.Transition, error: (any Error)?, logger: Logger) {
     breakerTransitions[transition]?.increment()
@@ -125,6 +133,7 @@ final class StoreHealth: Sendable {
       if let error {
         metadata.merge(errorMetadata(error)) { $1 }
       }
+      metadata["pace.action"] = "\(Self.outageAction)"
       if isNewOutage {
         logger.error(
           "PostgreSQL unavailable: the circuit breaker opened; decisions follow the failure policy", metadata: metadata)
