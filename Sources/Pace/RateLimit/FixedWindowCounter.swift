@@ -1,8 +1,9 @@
-/// The arithmetic of a fixed window, `permits` per window of `rate.nanoseconds` aligned to the
-/// clock's origin, as a value type with exact integer time.
+/// The arithmetic of a fixed window, `permits` per window of `rate.nanoseconds`, the windows
+/// starting at `rate.phase + k * T` (the timeline's origin for a ``TestScheduler``, whole
+/// multiples of the window in Unix time for a real clock), as a value type with exact integer time.
 ///
-/// The window of `t` is `floor(t / T)` (floor division, so instants before the origin fall in
-/// negative windows), starting at `floor(t / T) * T`. A request of cost `c` fits iff the costs
+/// The window of `t` is `floor((t - phase) / T)` (floor division, so instants before the first
+/// window fall in negative windows), starting at `floor((t - phase) / T) * T + phase`. A request of cost `c` fits iff the costs
 /// granted in its window, plus `c`, are at most the permits; when it does not, it is ready when
 /// the next window starts.
 ///
@@ -22,14 +23,18 @@ struct FixedWindowCounter: RateLimitCounting, Sendable, Equatable {
   @inlinable
   init(rate: WindowRate, now: PaceInstant) {
     self.rate = rate
-    self.window = Self.window(of: now.nanoseconds, length: rate.nanoseconds)
+    self.window = Self.window(of: now.nanoseconds, rate: rate)
   }
 
-  /// `floor(t / length)`.
+  /// `floor((t - phase) / T)`, without computing `t - phase` (which could overflow).
   @inlinable
-  static func window(of t: Int64, length: Int64) -> Int64 {
-    let (quotient, remainder) = t.quotientAndRemainder(dividingBy: length)
-    return remainder < 0 ? quotient &- 1 : quotient
+  static func window(of t: Int64, rate: WindowRate) -> Int64 {
+    var (quotient, remainder) = t.quotientAndRemainder(dividingBy: rate.nanoseconds)
+    if remainder < 0 {
+      quotient &-= 1
+      remainder &+= rate.nanoseconds
+    }
+    return remainder < rate.phase ? quotient &- 1 : quotient
   }
 
   @inlinable var burst: Int { rate.permits }
@@ -37,7 +42,7 @@ struct FixedWindowCounter: RateLimitCounting, Sendable, Equatable {
   /// Starts counting again if `now` is in a later window.
   @inlinable
   mutating func refill(now: PaceInstant) {
-    let current = Self.window(of: now.nanoseconds, length: rate.nanoseconds)
+    let current = Self.window(of: now.nanoseconds, rate: rate)
     guard current > window else { return }
     window = current
     count = 0
@@ -55,13 +60,26 @@ struct FixedWindowCounter: RateLimitCounting, Sendable, Equatable {
 
   /// The next window's start; `nil` beyond the end of the timeline.
   @inlinable var nextWindowStart: PaceInstant? {
-    let (start, overflow) = (window &+ 1).multipliedReportingOverflow(by: rate.nanoseconds)
-    return overflow || window == .max ? nil : PaceInstant(nanoseconds: start)
+    guard window < .max, let start = Self.start(ofWindow: window &+ 1, rate: rate) else { return nil }
+    return PaceInstant(nanoseconds: start)
   }
 
-  /// The start of the current window.
+  /// The start of the current window (the start of the timeline if it began before it).
   @inlinable var windowStart: PaceInstant {
-    PaceInstant(nanoseconds: window &* rate.nanoseconds)
+    PaceInstant(nanoseconds: Self.start(ofWindow: window, rate: rate) ?? (window < 0 ? .min : .max))
+  }
+
+  /// `index * T + phase` if it is on the timeline: computed in 128 bits, since the product alone
+  /// can leave the timeline where the sum does not (the first window of a timeline that starts
+  /// at `Int64.min`).
+  @inlinable
+  static func start(ofWindow index: Int64, rate: WindowRate) -> Int64? {
+    let (high, low) = index.multipliedFullWidth(by: rate.nanoseconds)
+    let (sum, carry) = low.addingReportingOverflow(UInt64(rate.phase))
+    let top = high &+ (carry ? 1 : 0)
+    if top == 0, sum <= UInt64(Int64.max) { return Int64(sum) }
+    if top == -1, sum >= UInt64(1) << 63 { return Int64(bitPattern: sum) }
+    return nil
   }
 
   @inlinable

@@ -15,8 +15,9 @@ public struct RateLimit: Sendable, Hashable, CustomStringConvertible {
     /// At most `permits` granted in any `interval` (a window that slides with every request):
     /// a permit granted at `t` counts until `t + interval`.
     case slidingWindow
-    /// At most `permits` granted per window of `interval`, the windows aligned to the clock's
-    /// origin (the Unix epoch in a store): the count starts again at each window's start.
+    /// At most `permits` granted per window of `interval`, the windows starting at whole
+    /// multiples of `interval` in Unix time (on a real clock, and in a store), or at a test
+    /// clock's origin: the count starts again at each window's start.
     case fixedWindow
   }
 

@@ -85,14 +85,16 @@ enum RateLimitCounter: RateLimitCounting {
 
   /// A counter that has counted nothing at `now`: a full bucket, or empty windows.
   @usableFromInline
-  init(limit: RateLimit, now: PaceInstant) {
+  init(limit: RateLimit, now: PaceInstant, unixNanosecondsAtOrigin: Int64? = nil) {
     switch limit.policy {
     case .tokenBucket:
       self = .tokenBucket(TokenBucket(permits: limit.permits, per: limit.interval, burst: limit.burst, now: now))
     case .slidingWindow:
       self = .slidingWindow(SlidingWindowLog(rate: WindowRate(permits: limit.permits, per: limit.interval), now: now))
     case .fixedWindow:
-      self = .fixedWindow(FixedWindowCounter(rate: WindowRate(permits: limit.permits, per: limit.interval), now: now))
+      let rate = WindowRate(
+        permits: limit.permits, per: limit.interval, unixNanosecondsAtOrigin: unixNanosecondsAtOrigin)
+      self = .fixedWindow(FixedWindowCounter(rate: rate, now: now))
     }
   }
 
@@ -196,13 +198,23 @@ struct WindowRate: Sendable, Equatable {
   /// The window's length in nanoseconds; a window beyond `Int64.max` nanoseconds counts as
   /// `Int64.max`.
   @usableFromInline let nanoseconds: Int64
+  /// Where fixed windows start on the timeline: at `phase + k * nanoseconds`, `0 <= phase <
+  /// nanoseconds`. 0 aligns them to the timeline's origin; a limiter on a real clock sets it so
+  /// that they start at whole multiples of the window in Unix time, as a store's do.
+  @usableFromInline let phase: Int64
 
+  /// - Parameter unixNanosecondsAtOrigin: The Unix time, in nanoseconds, of the timeline's
+  ///   instant 0 (``AsyncClock/unixNanosecondsAtOrigin``): fixed windows then start at whole
+  ///   multiples of the window in Unix time. `nil` aligns them to the timeline's origin.
   @usableFromInline
-  init(permits: Int, per window: Duration) {
+  init(permits: Int, per window: Duration, unixNanosecondsAtOrigin: Int64? = nil) {
     let nanoseconds = window.paceNanoseconds
     precondition(permits > 0, "RateLimit: permits must be positive (got \(permits))")
     precondition(nanoseconds > 0, "RateLimit: a window must be 1 ns or longer (got \(window))")
     self.permits = permits
     self.nanoseconds = nanoseconds
+    // Windows start where `t + unix ≡ 0 (mod T)`, that is at `t ≡ -unix (mod T)`.
+    let remainder = (unixNanosecondsAtOrigin ?? 0) % nanoseconds
+    self.phase = remainder == 0 ? 0 : (remainder < 0 ? -remainder : nanoseconds - remainder)
   }
 }

@@ -86,7 +86,9 @@ public final class RateLimiter: Sendable {
   /// - Parameters:
   ///   - limit: The limit and its policy.
   ///   - clock: The clock that measures time: `ContinuousClock` by default, or a ``TestScheduler``.
-  ///     A fixed window is aligned to the clock's origin (a ``TestScheduler``'s zero).
+  ///     A fixed window starts at whole multiples of the window in Unix time on a real clock
+  ///     (`ContinuousClock`, `SuspendingClock`), as a store's and most APIs' windows do, and at
+  ///     the clock's origin on a test clock (a ``TestScheduler``'s zero).
   @inlinable
   public convenience init<C: Clock>(limit: RateLimit, clock: C = ContinuousClock()) where C.Duration == Duration {
     self.init(limit: limit, clock: AsyncClock(clock))
@@ -96,7 +98,8 @@ public final class RateLimiter: Sendable {
   init(limit: RateLimit, clock: AsyncClock) {
     self.limit = limit
     let now = clock.now()
-    let rate = WindowRate(permits: limit.permits, per: limit.interval)
+    let rate = WindowRate(
+      permits: limit.permits, per: limit.interval, unixNanosecondsAtOrigin: clock.unixNanosecondsAtOrigin)
     tokenBucket =
       limit.policy == .tokenBucket
       ? RateLimiterEngine(

@@ -2,7 +2,17 @@
 import Glibc
 #elseif canImport(Musl)
 import Musl
+#elseif canImport(Darwin)
+import Darwin
 #endif
+
+/// The Unix time in nanoseconds (`CLOCK_REALTIME`), for aligning fixed windows on a real clock.
+@usableFromInline
+func unixTimeNanoseconds() -> Int64 {
+  var time = timespec()
+  clock_gettime(CLOCK_REALTIME, &time)
+  return Int64(time.tv_sec) &* 1_000_000_000 &+ Int64(time.tv_nsec)
+}
 
 #if os(Linux)
 /// `CLOCK_BOOTTIME` in nanoseconds: what `ContinuousClock` reads on Linux.
@@ -31,12 +41,18 @@ struct AsyncClock: Sendable {
   @usableFromInline let schedule: @Sendable (PaceInstant, @escaping @Sendable () -> Void) -> any PaceCancellable
   /// The clock when it is a ``TestScheduler``, which counts the work started on it.
   @usableFromInline let testScheduler: TestScheduler?
+  /// The Unix time, in nanoseconds, of this timeline's instant 0, for a clock that runs with
+  /// real time (`ContinuousClock`, `SuspendingClock`): fixed windows start at whole multiples
+  /// of the window in Unix time, as most APIs and a store count them. `nil` for a test clock,
+  /// whose fixed windows start at its origin.
+  @usableFromInline let unixNanosecondsAtOrigin: Int64?
 
   /// Time and timers from `scheduler`, whose timers fire as it says: for tests that run the
   /// async primitives on a scheduler with timing of its own (`PaceTestSupport`'s
   /// `CoarseScheduler`, whose timers fire late).
   init(scheduler: any PaceScheduler) {
     testScheduler = scheduler as? TestScheduler
+    unixNanosecondsAtOrigin = nil
     now = { scheduler.now }
     schedule = { deadline, work in scheduler.schedule(at: deadline, work) }
   }
@@ -44,6 +60,10 @@ struct AsyncClock: Sendable {
   @inlinable
   init<C: Clock>(_ clock: C) where C.Duration == Duration {
     testScheduler = clock as? TestScheduler
+    // Read once, beside the origin: the windows of one limiter never move, whatever the wall
+    // clock does later (an NTP step moves Unix time, not the monotonic timeline).
+    let isRealTime = C.self == ContinuousClock.self || C.self == SuspendingClock.self
+    unixNanosecondsAtOrigin = isRealTime ? unixTimeNanoseconds() : nil
     if let scheduler = clock as? TestScheduler {
       now = { scheduler.now }
       schedule = { deadline, work in scheduler.schedule(at: deadline, work) }
