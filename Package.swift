@@ -153,6 +153,8 @@ let package = Package(
         "Pace", "PaceHTTP",
         .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
         .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["Hummingbird"])),
+        // `SocketAddress`, for `ClientAddress` (Hummingbird's own dependency).
+        .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Hummingbird"])),
         .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Hummingbird"])),
         .product(name: "Metrics", package: "swift-metrics", condition: .when(traits: ["Hummingbird"])),
       ],
@@ -247,6 +249,8 @@ let package = Package(
       name: "PaceServerTests",
       dependencies: [
         "Pace", "PacePostgres", "PaceHummingbird", "PaceHTTP", "PaceVapor", "pace-postgres-test-instance",
+        // Seeded fuzzing of the client-address parser, which needs no trait.
+        "PaceTestSupport",
         .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
         .product(name: "HummingbirdTesting", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
         .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["Hummingbird"])),
