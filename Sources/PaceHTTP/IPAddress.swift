@@ -30,8 +30,9 @@ package struct IPAddress: Hashable, Sendable, CustomStringConvertible {
   /// IPv6 in brackets, and IPv6 with a zone (`fe80::1%eth0`, the zone ignored). Spaces around it
   /// are ignored.
   package init?(_ text: some StringProtocol) {
+    // Measured before it is copied: a hostile header may be megabytes long.
+    guard text.utf8.count <= Self.maximumTextBytes else { return nil }
     var utf8 = Substring(text).utf8[...]
-    guard utf8.count <= Self.maximumTextBytes else { return nil }
     while let first = utf8.first, first == UInt8(ascii: " ") || first == UInt8(ascii: "\t") { utf8.removeFirst() }
     while let last = utf8.last, last == UInt8(ascii: " ") || last == UInt8(ascii: "\t") { utf8.removeLast() }
     if utf8.first == UInt8(ascii: "[") {
@@ -219,8 +220,8 @@ package struct IPAddressRange: Hashable, Sendable, CustomStringConvertible {
   /// Parses `address/length` or a bare address; nil for anything else. An IPv4-mapped IPv6
   /// range (`::ffff:10.0.0.0/104`) is its IPv4 range.
   package init?(_ text: some StringProtocol) {
-    let text = Substring(text)
     guard text.utf8.count <= IPAddress.maximumTextBytes else { return nil }
+    let text = Substring(text)
     guard let slash = text.firstIndex(of: "/") else {
       guard let address = IPAddress(text) else { return nil }
       self.init(network: address, prefixLength: address.bitCount)

@@ -18,7 +18,7 @@ package enum LongKeyRule: Sendable, Hashable {
   /// with NUL, is left for the limiter to refuse.
   package func limiterKey(for key: String) -> String {
     guard self == .hash else { return key }
-    do {
+    do throws(InvalidInput) {
       try KeyPolicy.check(key: key)
       return key.hasPrefix(Self.hashedPrefix) ? Self.hashed(key) : key
     } catch .keyTooLong {

@@ -164,7 +164,9 @@ package struct RateLimitFields: Hashable, Sendable {
 
   /// The `429` for a request that the policy at `deniedBy` limited: every policy's fields, and a
   /// body that names the one that denied it.
-  package static func tooManyRequests(states: [(RateLimitFields, RateLimitDecision)], deniedBy: Int) -> PlainTextResponse {
+  package static func tooManyRequests(states: [(RateLimitFields, RateLimitDecision)], deniedBy: Int)
+    -> PlainTextResponse
+  {
     let denier = states[deniedBy]
     let seconds: Int64
     if case .limited(let retryAfter) = denier.1 { seconds = wholeSeconds(retryAfter) } else { seconds = 0 }
@@ -194,7 +196,8 @@ package struct RateLimitFields: Hashable, Sendable {
 
   /// The `503` for a limiter that could not decide.
   package static let unavailable = PlainTextResponse(
-    status: 503, fields: [HeaderField(retryAfter, "1")], body: "Service unavailable: the rate limiter could not decide\n")
+    status: 503, fields: [HeaderField(retryAfter, "1")],
+    body: "Service unavailable: the rate limiter could not decide\n")
 
   /// `ours` added in front of the same fields already on a response (an inner middleware's):
   /// each list keeps every member, the outer policies first, as a request meets them.

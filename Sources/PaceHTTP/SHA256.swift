@@ -40,12 +40,16 @@ package enum SHA256 {
       block.removeAll(keepingCapacity: true)
     }
     block.append(contentsOf: repeatElement(0, count: 56 - block.count))
-    for shift in stride(from: 56, through: 0, by: -8) { block.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift))) }
+    for shift in stride(from: 56, through: 0, by: -8) {
+      block.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift)))
+    }
     compress(block, into: &state, words: &words)
     var digest = [UInt8]()
     digest.reserveCapacity(32)
     for word in state {
-      for shift in stride(from: 24, through: 0, by: -8) { digest.append(UInt8(truncatingIfNeeded: word >> UInt32(shift))) }
+      for shift in stride(from: 24, through: 0, by: -8) {
+        digest.append(UInt8(truncatingIfNeeded: word >> UInt32(shift)))
+      }
     }
     return digest
   }

@@ -48,8 +48,11 @@ struct SHA256Tests {
 struct LongKeyTests {
   @Test func aKeyOverTheLimitIsHashedWithAPrefix() {
     let long = String(repeating: "x", count: 1025)
-    #expect(LongKeyRule.hash.limiterKey(for: long) == "sha256:c6d8e9905300876046729949cc95c2385221270d389176f7234fe7ac00c4e430")
-    #expect(LongKeyRule.hash.limiterKey(for: String(repeating: "x", count: 1024)) == String(repeating: "x", count: 1024))
+    #expect(
+      LongKeyRule.hash.limiterKey(for: long)
+        == "sha256:c6d8e9905300876046729949cc95c2385221270d389176f7234fe7ac00c4e430")
+    #expect(
+      LongKeyRule.hash.limiterKey(for: String(repeating: "x", count: 1024)) == String(repeating: "x", count: 1024))
     #expect(LongKeyRule.refuse.limiterKey(for: long) == long)
   }
 
@@ -119,9 +122,10 @@ struct IPAddressTests {
     #expect(IPAddressRange("10.0.0.2")?.description == "10.0.0.2")
     #expect(IPAddressRange("::ffff:10.0.0.0/104")?.description == "10.0.0.0/8")
     #expect(IPAddressRange("0.0.0.0/0")!.contains(IPAddress("8.8.8.8")!))
-    for text in ["10.0.0.0/33", "::/129", "10.0.0.0/", "10.0.0.0/-1", "10.0.0.0/8/8", "x/8", "[::1]/128", "10.0.0.0/+8",
-      "::ffff:10.0.0.0/95", "10.0.0.0/0008"]
-    {
+    for text in [
+      "10.0.0.0/33", "::/129", "10.0.0.0/", "10.0.0.0/-1", "10.0.0.0/8/8", "x/8", "[::1]/128", "10.0.0.0/+8",
+      "::ffff:10.0.0.0/95", "10.0.0.0/0008",
+    ] {
       #expect(IPAddressRange(text) == nil, "\(text)")
     }
   }
@@ -219,7 +223,8 @@ struct ClientAddressRuleTests {
         let rule = rules[run % rules.count]
         let peer = peers[random.next(upTo: peers.count)]
         let key = rule.key(for: rule.clientAddress(peer: peer, values: [text, text]))
-        failures.check(key.hasPrefix("ip:") && key.utf8.count < 60, "key \(key.debugDescription) for \(text.debugDescription)")
+        failures.check(
+          key.hasPrefix("ip:") && key.utf8.count < 60, "key \(key.debugDescription) for \(text.debugDescription)")
       }
       return failures
     }

@@ -22,7 +22,8 @@ struct AddressContext: RequestContext, RemoteAddressRequestContext {
 struct HummingbirdClientAddressTests {
   func application(_ address: ClientAddress, permits: Int) -> some ApplicationProtocol {
     let router = Router(context: AddressContext.self)
-    router.add(middleware: RateLimitMiddleware(limit: RateLimit(permits: permits, per: .seconds(3600)), key: address.key))
+    router.add(
+      middleware: RateLimitMiddleware(limit: RateLimit(permits: permits, per: .seconds(3600)), key: address.key))
     router.get("/") { _, _ in "ok" }
     return Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
   }

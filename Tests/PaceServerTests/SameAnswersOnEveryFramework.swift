@@ -178,7 +178,9 @@ struct SameAnswersOnEveryFramework {
     #expect(answers[7].fields.isEmpty)
     // Above one policy's burst: 400 before any limiter is asked.
     #expect(answers[8].body == "Bad request: the cost 3 is above the burst 2\n")
-    #expect(answers[9].fields["RateLimit"] == "\"per-client\";r=1;t=2880, \"per-key\";r=1;t=1800")
+    // The policy that denied reports r=0 and the wait for the request's cost (one permit is left,
+    // two were asked).
+    #expect(answers[9].fields["RateLimit"] == "\"per-client\";r=0;t=720, \"per-key\";r=1;t=1800")
     #expect(answers[9].fields["Retry-After"] == "720")
     #expect(answers[9].body == "Too many requests (policy \"per-client\"): retry after 720 s\n")
     // Key b kept its permit through the denial: one taken of two.
@@ -211,9 +213,10 @@ struct SameAnswersOnEveryFramework {
     let probes = [Probe(key: long), Probe(key: long), Probe(key: hashed), Probe(key: long)]
     let answers = try await sameAnswers(.single(Self.limiter()), probes)
     #expect(answers.map(\.status) == [200, 200, 200, 200])
-    #expect(answers.map { $0.fields["RateLimit"] ?? "" }.map { $0.prefix(16) } == [
-      "\"default\";r=2;t=", "\"default\";r=1;t=", "\"default\";r=2;t=", "\"default\";r=0;t=",
-    ])
+    #expect(
+      answers.map { $0.fields["RateLimit"] ?? "" }.map { $0.prefix(16) } == [
+        "\"default\";r=2;t=", "\"default\";r=1;t=", "\"default\";r=2;t=", "\"default\";r=0;t=",
+      ])
     let refused = try await sameAnswers(.single(Self.limiter(), refusesLongKeys: true), [Probe(key: long)])
     #expect(refused.first?.status == 400)
     #expect(refused.first?.body == "Bad request: the key is 1025 bytes long; at most 1024\n")
