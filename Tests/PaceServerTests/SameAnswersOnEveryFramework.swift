@@ -222,6 +222,53 @@ struct SameAnswersOnEveryFramework {
     #expect(refused.first?.body == "Bad request: the key is 1025 bytes long; at most 1024\n")
   }
 
+  /// A store whose queries see permits that are gone by the charge: another instance took them
+  /// in between.
+  struct RacingStore: RateLimitStore {
+    func tryAcquire(_ key: String, cost: Int, limit: RateLimit) async throws -> RateLimitDecision {
+      cost == 0 ? .allowed(remaining: 5) : .limited(retryAfter: .seconds(10))
+    }
+  }
+
+  /// A race between the query and the charge: the policy that loses it denies, and the policies
+  /// charged before it keep their charge, as documented; the request never passes.
+  @Test func aRaceLostAtTheChargeIsDeniedAndKeepsTheEarlierCharges() async throws {
+    func server() -> ProbeServer {
+      ProbeServer(policies: [
+        ProbePolicy(
+          name: "per-client", limiter: KeyedRateLimiter(permits: 5, per: .seconds(3600), clock: TestScheduler()),
+          keyField: Probe.clientField),
+        ProbePolicy(
+          name: "shared", limiter: KeyedRateLimiter(permits: 5, per: .seconds(60), store: RacingStore()),
+          keyField: Probe.keyField),
+      ])
+    }
+    let answers = try await sameAnswers(
+      server(), [Probe(key: "a", client: "c"), Probe(key: nil, client: "c")])
+    #expect(answers.map(\.status) == [429, 200])
+    #expect(answers[0].fields["RateLimit"] == "\"per-client\";r=4;t=720, \"shared\";r=0;t=10")
+    #expect(answers[0].body == "Too many requests (policy \"shared\"): retry after 10 s\n")
+    #expect(answers[1].fields["RateLimit"] == "\"per-client\";r=3;t=1440")
+  }
+
+  /// A policy whose limiter cannot decide answers 503 before any policy is charged.
+  @Test func aFailingPolicyAmongSeveralChargesNone() async throws {
+    func server() -> ProbeServer {
+      ProbeServer(policies: [
+        ProbePolicy(
+          name: "per-client", limiter: KeyedRateLimiter(permits: 5, per: .seconds(3600), clock: TestScheduler()),
+          keyField: Probe.clientField),
+        ProbePolicy(
+          name: "shared", limiter: KeyedRateLimiter(permits: 5, per: .seconds(60), store: FailingStore()),
+          keyField: Probe.keyField),
+      ])
+    }
+    let answers = try await sameAnswers(
+      server(), [Probe(key: "a", client: "c"), Probe(key: nil, client: "c")])
+    #expect(answers.map(\.status) == [503, 200])
+    #expect(answers[1].fields["RateLimit"] == "\"per-client\";r=4;t=720")
+  }
+
   @Test func aLimiterThatCannotDecideGetsTheSame503() async throws {
     let probes = [Probe(key: "a")]
     func limiter() -> KeyedRateLimiter<String> {
