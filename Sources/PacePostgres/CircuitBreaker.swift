@@ -20,11 +20,24 @@ public struct CircuitBreaker: Sendable, Hashable {
   /// The defaults open after 5 failures (one unlucky statement does not switch an instance to its
   /// failure policy) and probe every half second, so decisions return to the database within a
   /// second of its recovery.
+  ///
+  /// The values are checked where the breaker is used: a store's or a debouncer's initialiser
+  /// throws ``PacePostgresError/rateOutOfRange(_:)`` for a threshold that is not positive or a
+  /// cool-down that is not positive or is `Int64.max` nanoseconds or more.
   public init(failureThreshold: Int = 5, coolDown: Duration = .milliseconds(500)) {
-    precondition(failureThreshold > 0, "CircuitBreaker: failureThreshold must be positive (got \(failureThreshold))")
-    precondition(coolDown > .zero, "CircuitBreaker: coolDown must be positive (got \(coolDown))")
     self.failureThreshold = failureThreshold
     self.coolDown = coolDown
+  }
+}
+
+extension CircuitBreaker {
+  /// Throws ``PacePostgresError/rateOutOfRange(_:)`` naming the setting if the breaker cannot work
+  /// as configured.
+  func check(of owner: String) throws(PacePostgresError) {
+    guard failureThreshold > 0 else {
+      throw .rateOutOfRange("\(owner): circuitBreaker.failureThreshold must be positive; got \(failureThreshold)")
+    }
+    try checkSetting("circuitBreaker.coolDown", coolDown, of: owner)
   }
 }
 

@@ -34,8 +34,11 @@ import ServiceLifecycle
 /// instance after the lease, which runs the handler again with the same payloads (and any newer
 /// ones). Make the handler idempotent. See <doc:SharedRateLimitsAndDebouncing>.
 public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
-  /// The client the debouncer queries; the caller runs it (`client.run()`).
+  /// The client the debouncer queries: the caller runs it (`client.run()`), or, for a debouncer
+  /// made from a configuration, the debouncer's ``run()`` does.
   public let client: PostgresClient
+  /// Whether ``run()`` runs ``client`` too: the debouncer made it from a configuration.
+  var runsClient = false
   /// How long after a key's last call its execution is due.
   public let quiet: Duration
   /// The longest an execution waits after its period's first call; nil for no limit.
@@ -93,6 +96,51 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
   let quietMicroseconds: Int64
   let maxWaitMicroseconds: Int64?
   let leaseMicroseconds: Int64
+
+  /// A debouncer with a PostgreSQL client of its own, made from `configuration` (the one the app
+  /// already has for its own database) and run by the debouncer's ``run()``: the app runs the
+  /// debouncer as a service (in a `ServiceGroup`, Hummingbird's `addServices(_:)` or PaceVapor's
+  /// `ServiceLifecycleHandler`) and no client of its own for it.
+  ///
+  /// Statements wait until ``run()`` has started the client: call ``migrate(timeout:)`` once the
+  /// services run (PaceVapor's `beforeServerStarts`, Hummingbird's `beforeServerStarts`). The
+  /// client stops after the worker has drained. To share one pool with other components, make a
+  /// `PostgresClient`, run it, and pass it as `client:` instead.
+  ///
+  /// - Parameter configuration: Where the database is and how to connect. The other parameters
+  ///   are those of the initialiser that takes a `client`, with the same defaults; the `logger`
+  ///   also gets the client's background events.
+  /// - Throws: As the initialiser that takes a `client`.
+  public init(
+    configuration: PostgresClient.Configuration,
+    table: String = "pace_debounce",
+    quiet: Duration,
+    maxWait: Duration? = nil,
+    lease: Duration = .seconds(30),
+    merge: Merge<Payload> = .latest,
+    maximumPayloadBytes: Int = 64 * 1024,
+    pollInterval: Duration = .milliseconds(100),
+    timeout: Duration = .seconds(5),
+    maximumAttempts: Int = 5,
+    retryBackoff: Duration? = nil,
+    maximumRetryBackoff: Duration = .seconds(300),
+    maximumConcurrentExecutions: Int = 16,
+    shutdownGracePeriod: Duration = .seconds(10),
+    circuitBreaker: CircuitBreaker = CircuitBreaker(),
+    whenUnavailable: UnavailablePolicy = .throwError,
+    logger: Logger = Logger(label: "pace.postgres.debouncer", factory: { _ in SwiftLogNoOpLogHandler() }),
+    metricsFactory: any MetricsFactory = MetricsSystem.factory,
+    perform: @escaping @Sendable (_ key: String, _ payload: Payload) async throws -> Void
+  ) throws(PacePostgresError) {
+    try self.init(
+      client: PostgresClient(configuration: configuration, backgroundLogger: logger), table: table, quiet: quiet,
+      maxWait: maxWait, lease: lease, merge: merge, maximumPayloadBytes: maximumPayloadBytes,
+      pollInterval: pollInterval, timeout: timeout, maximumAttempts: maximumAttempts, retryBackoff: retryBackoff,
+      maximumRetryBackoff: maximumRetryBackoff, maximumConcurrentExecutions: maximumConcurrentExecutions,
+      shutdownGracePeriod: shutdownGracePeriod, circuitBreaker: circuitBreaker, whenUnavailable: whenUnavailable,
+      logger: logger, metricsFactory: metricsFactory, perform: perform)
+    runsClient = true
+  }
 
   /// A debouncer on `client` in the tables `table` (keys), `table_calls` (payloads) and
   /// `table_dead` (payloads whose executions failed every attempt).
@@ -167,6 +215,7 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
     try checkSetting("timeout", timeout, of: owner)
     try checkSetting("shutdownGracePeriod", shutdownGracePeriod, of: owner, zeroAllowed: true)
     try checkSetting("maximumRetryBackoff", maximumRetryBackoff, of: owner, zeroAllowed: true)
+    try circuitBreaker.check(of: owner)
     if let retryBackoff { try checkSetting("retryBackoff", retryBackoff, of: owner, zeroAllowed: true) }
     if case .keepLocally(let capacity) = whenUnavailable, capacity <= 0 {
       throw .rateOutOfRange("\(owner): keepLocally's capacity must be positive; got \(capacity)")
@@ -225,10 +274,13 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
   /// working.
   ///
   /// - Parameter timeout: How long to wait for a connection and the migration lock; 30 seconds by
-  ///   default.
-  /// - Throws: ``PacePostgresError/unavailable(reason:)`` if the database did not answer within
-  ///   `timeout` or could not be reached; the database's own error if it refused a statement.
+  ///   default. Positive.
+  /// - Throws: ``PacePostgresError/rateOutOfRange(_:)`` if `timeout` is not positive or is
+  ///   `Int64.max` nanoseconds or more; ``PacePostgresError/unavailable(reason:)`` if the database
+  ///   did not answer within `timeout` or could not be reached; the database's own error if it
+  ///   refused a statement.
   public func migrate(timeout: Duration = .seconds(30)) async throws {
+    try checkSetting("timeout", timeout, of: "PostgresDebouncer.migrate")
     let tables = "\(keys), \(calls), \(deadLetters)"
     logger.info(
       "PostgresDebouncer: migrating; waiting for a connection and the migration lock",
@@ -435,6 +487,10 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
   /// not started, and lets running handlers finish within ``shutdownGracePeriod``; then it cancels
   /// them and gives their claims back too, so that another instance runs them at once.
   public func run() async throws {
+    try await runningOwnedClient(client, owned: runsClient) { await runWorker() }
+  }
+
+  private func runWorker() async {
     let worker = DebouncerWorker(
       DebouncerWorkerState(
         maximumConcurrentExecutions: maximumConcurrentExecutions, pollInterval: pollInterval,
@@ -521,11 +577,15 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
   ///
   /// Failed executions are retried or dead-lettered as in ``run()``.
   ///
-  /// - Throws: ``PacePostgresError/unavailable(reason:)`` if the claim could not reach the
-  ///   database; the database's error if it refused the claim.
+  /// - Parameter limit: The most keys claimed. Positive.
+  /// - Throws: ``PacePostgresError/rateOutOfRange(_:)`` if `limit` is not positive;
+  ///   ``PacePostgresError/unavailable(reason:)`` if the claim could not reach the database; the
+  ///   database's error if it refused the claim.
   @discardableResult
   public func runDue(limit: Int = 16) async throws -> Int {
-    precondition(limit > 0, "PostgresDebouncer.runDue: limit must be positive (got \(limit))")
+    guard limit > 0 else {
+      throw PacePostgresError.rateOutOfRange("PostgresDebouncer.runDue: limit must be positive; got \(limit)")
+    }
     let claims = try await claim(limit: limit)
     return await withTaskGroup(of: Bool.self) { group in
       for claim in claims { group.addTask { await execute(claim) { true } } }

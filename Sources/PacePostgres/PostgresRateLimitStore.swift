@@ -52,8 +52,12 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
     case fallback(KeyedRateLimiter<String>)
   }
 
-  /// The client the store queries; the caller runs it (`client.run()`, or as a `Service`).
+  /// The client the store queries: the caller runs it (`client.run()`, or as a `Service`), or,
+  /// for a store made with ``init(configuration:table:whenUnavailable:timeout:circuitBreaker:purgeInterval:directConnection:logger:metricsFactory:)``,
+  /// the store's ``run()`` does.
   public let client: PostgresClient
+  /// Whether ``run()`` runs ``client`` too: the store made it from a configuration.
+  var runsClient = false
   /// The store's table, as given.
   public var table: String { tableName.name }
   /// What happens when the database is unavailable.
@@ -108,6 +112,7 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   ) throws(PacePostgresError) {
     try checkSetting("timeout", timeout, of: "PostgresRateLimitStore")
     try checkSetting("purgeInterval", purgeInterval, of: "PostgresRateLimitStore")
+    try circuitBreaker.check(of: "PostgresRateLimitStore")
     self.client = client
     self.tableName = try TableName(table)
     self.whenUnavailable = whenUnavailable
@@ -123,6 +128,45 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
       margin: min(timeout / 5, .milliseconds(100)), maxBatch: Self.maxBatch, maxLanes: Self.lanes,
       roundTrips: health.roundTrips, logger: logger)
     self.denials = LockedState(DenialCacheState(capacity: Self.denialCapacity))
+  }
+
+  /// A store with a PostgreSQL client of its own, made from `configuration` (the one the app
+  /// already has for its own database) and run by the store's ``run()``: the app runs the store
+  /// as a service (in a `ServiceGroup`, Hummingbird's `addServices(_:)` or PaceVapor's
+  /// `ServiceLifecycleHandler`) and no client of its own for it.
+  ///
+  /// Queries wait until ``run()`` has started the client: call ``migrate(timeout:)`` once the
+  /// services run (PaceVapor's `beforeServerStarts`, Hummingbird's `beforeServerStarts`). The
+  /// client keeps its own pool; to share one pool with other components, make a
+  /// `PostgresClient`, run it, and pass it to ``init(client:table:whenUnavailable:timeout:circuitBreaker:purgeInterval:directConnection:logger:metricsFactory:)``.
+  ///
+  /// - Parameters:
+  ///   - configuration: Where the database is and how to connect.
+  ///   - table: The table's name, `name` or `schema.name`; `pace_rate_limits` by default.
+  ///   - whenUnavailable: The failure policy; `.throwError` by default.
+  ///   - timeout: How long a decision may take; one second by default. Positive.
+  ///   - circuitBreaker: When to stop asking an unavailable database; see ``CircuitBreaker``.
+  ///   - purgeInterval: How often ``run()`` deletes expired rows; one minute by default. Positive.
+  ///   - directConnection: Where decisions connect on their own; see the other initialiser.
+  ///   - logger: Where to log, the client's background events included; silent by default.
+  ///   - metricsFactory: Where to report metrics; the process's `MetricsSystem` by default.
+  /// - Throws: As the other initialiser.
+  public init(
+    configuration: PostgresClient.Configuration,
+    table: String = "pace_rate_limits",
+    whenUnavailable: UnavailablePolicy = .throwError,
+    timeout: Duration = .seconds(1),
+    circuitBreaker: CircuitBreaker = CircuitBreaker(),
+    purgeInterval: Duration = .seconds(60),
+    directConnection: PostgresConnection.Configuration? = nil,
+    logger: Logger = Logger(label: "pace.postgres.ratelimit", factory: { _ in SwiftLogNoOpLogHandler() }),
+    metricsFactory: any MetricsFactory = MetricsSystem.factory
+  ) throws(PacePostgresError) {
+    try self.init(
+      client: PostgresClient(configuration: configuration, backgroundLogger: logger), table: table,
+      whenUnavailable: whenUnavailable, timeout: timeout, circuitBreaker: circuitBreaker, purgeInterval: purgeInterval,
+      directConnection: directConnection, logger: logger, metricsFactory: metricsFactory)
+    runsClient = true
   }
 
   /// The most decisions sent in one statement: enough to amortise a round trip, few enough that a
@@ -143,7 +187,8 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   /// your migrations (after upgrading Pace too: a table of a previous version is kept as it is).
   ///
   /// - Parameter timeout: How long to wait for the database; 30 seconds by default. Positive.
-  /// - Throws: ``PacePostgresError/unavailable(reason:)`` if the database does not answer in time
+  /// - Throws: ``PacePostgresError/rateOutOfRange(_:)`` if `timeout` is not positive or is
+  ///   `Int64.max` nanoseconds or more; ``PacePostgresError/unavailable(reason:)`` if the database does not answer in time
   ///   (the store logs what it is waiting for meanwhile), or what the database reports.
   public func migrate(timeout: Duration = .seconds(30)) async throws {
     let (client, logger) = (client, logger)
@@ -342,10 +387,16 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   /// rows that a decision holds locked, so it never blocks one. ``run()`` calls it every
   /// ``purgeInterval``; call it yourself if you do not run the store as a service.
   ///
+  /// - Parameter batchSize: The most rows deleted by one statement. Positive.
   /// - Returns: How many rows were deleted; call again while it returns `batchSize`.
+  /// - Throws: ``PacePostgresError/rateOutOfRange(_:)`` if `batchSize` is not positive; what the
+  ///   database reports.
   @discardableResult
   public func purgeExpired(batchSize: Int = 1000) async throws -> Int {
-    precondition(batchSize > 0, "PostgresRateLimitStore.purgeExpired: batchSize must be positive (got \(batchSize))")
+    guard batchSize > 0 else {
+      throw PacePostgresError.rateOutOfRange(
+        "PostgresRateLimitStore.purgeExpired: batchSize must be positive; got \(batchSize)")
+    }
     let sql = """
       WITH clock AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint AS now)
       DELETE FROM \(tableName) AS r USING clock
@@ -366,8 +417,13 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   /// Then it shuts the store down (``shutdown()``): its decisions' connections are closed.
   ///
   /// The client is a service of its own: run both in one `ServiceGroup`, the client first, so that
-  /// the group shuts the store down before the client.
+  /// the group shuts the store down before the client. A store made from a configuration runs its
+  /// own client here, until the store has shut down.
   public func run() async throws {
+    try await runningOwnedClient(client, owned: runsClient) { await purgeUntilShutdown() }
+  }
+
+  private func purgeUntilShutdown() async {
     logger.info("PostgreSQL rate-limit store running", metadata: ["pace.purge_interval": "\(purgeInterval)"])
     while !Task.isCancelled && !Task.isShuttingDownGracefully {
       do {

@@ -164,7 +164,7 @@ func migrating(
   logger: Logger,
   _ statement: @escaping @Sendable () async throws -> Void
 ) async throws {
-  precondition(timeout > .zero, "migrate: timeout must be positive (got \(timeout))")
+  try checkSetting("timeout", timeout, of: "migrate")
   logger.info("migrating", metadata: ["pace.timeout": "\(timeout)"])
   let waiting = Task {
     var waited = Duration.zero

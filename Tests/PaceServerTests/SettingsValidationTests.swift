@@ -138,6 +138,47 @@ struct SettingsValidationTests {
     #expect(ordinary.fields(remaining: 4).map(\.value).contains("\"p\";r=4;t=36"))
   }
 
+  /// A circuit breaker is checked by the store and the debouncer that use it: a threshold that is
+  /// not positive, or a cool-down at the edges, throws naming `circuitBreaker`; 1 ns and 1 pass.
+  @Test func aCircuitBreakerIsCheckedWhereItIsUsed() throws {
+    let client = Self.client()
+    let breakers =
+      [Int.min, -1, 0, 1, Int.max].map { CircuitBreaker(failureThreshold: $0) }
+      + Self.edges.map { CircuitBreaker(coolDown: $0) }
+    for breaker in breakers {
+      let accepted = breaker.failureThreshold > 0 && breaker.coolDown > .zero && breaker.coolDown < .seconds(Int64.max)
+      for make in [
+        { _ = try PostgresRateLimitStore(client: client, circuitBreaker: breaker) },
+        { _ = try PostgresDebouncer<Int>(client: client, quiet: .zero, circuitBreaker: breaker) { _, _ in } },
+      ] as [() throws -> Void] {
+        do {
+          try make()
+          #expect(accepted, "\(breaker) was accepted")
+        } catch {
+          #expect(!accepted && Self.isOutOfRange(error), "\(breaker): \(error)")
+          #expect("\(error)".contains("circuitBreaker"))
+        }
+      }
+    }
+  }
+
+  /// Counts and timeouts passed to calls are thrown too, before anything connects.
+  @Test func countsAndTimeoutsOfCallsThrow() async throws {
+    let client = Self.client()
+    let store = try PostgresRateLimitStore(client: client)
+    let debouncer = try PostgresDebouncer<Int>(client: client, quiet: .zero) { _, _ in }
+    for batchSize in [Int.min, -1, 0] {
+      await #expect(throws: PacePostgresError.self) { try await store.purgeExpired(batchSize: batchSize) }
+    }
+    for limit in [Int.min, -1, 0] {
+      await #expect(throws: PacePostgresError.self) { try await debouncer.runDue(limit: limit) }
+    }
+    for timeout in [Duration.zero, .seconds(-1), .seconds(Int64.max), .seconds(Int64.max) * 4] {
+      await #expect(throws: PacePostgresError.self) { try await store.migrate(timeout: timeout) }
+      await #expect(throws: PacePostgresError.self) { try await debouncer.migrate(timeout: timeout) }
+    }
+  }
+
   /// The synchronous `tryAcquire` on a store-backed limiter answers from memory, never a trap.
   @Test func tryAcquireOnAStoreBackedLimiterAnswersFromMemory() throws {
     let store = try PostgresRateLimitStore(client: Self.client())

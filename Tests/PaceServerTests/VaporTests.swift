@@ -193,6 +193,49 @@ struct VaporTests {
     #expect(messages.contains { $0.contains("PostgresDebouncer: stopped") })
   }
 
+  /// A Vapor app hands the store and the debouncer the PostgreSQL configuration it already has:
+  /// each runs a client of its own inside its service, so the app runs no client by hand; the
+  /// migrations run once the services run, decisions and executions work, the shutdown stops the
+  /// clients after the worker drained, and a clean start and stop log nothing above `info`.
+  @Test func theStoreAndTheDebouncerRunClientsMadeFromTheAppsConfiguration() async throws {
+    let url = try TestDatabase.url()
+    let logs = InMemoryLogHandler()
+    let executions = Executions()
+    let configuration = TestDatabase.configuration(url, connections: 2)
+    let app = try await Application.make(.testing)
+    app.logger = Logger(label: "app", factory: { _ in logs })
+    app.logger.logLevel = .trace
+    let store = try PostgresRateLimitStore(
+      configuration: configuration, table: TestDatabase.uniqueTable("rl"), logger: app.logger)
+    let debouncer = try PostgresDebouncer<[Int]>(
+      configuration: configuration, table: TestDatabase.uniqueTable("db"), quiet: .milliseconds(50),
+      merge: .append, pollInterval: .milliseconds(20), logger: app.logger
+    ) { key, payload in try await executions.record(key, payload) }
+    app.lifecycle.use(
+      ServiceLifecycleHandler(services: [store, debouncer]) {
+        try await store.migrate()
+        try await debouncer.migrate()
+      })
+    do {
+      try await app.asyncBoot()
+      let limiter = KeyedRateLimiter(permits: 1, per: .seconds(3600), store: store)
+      #expect(try await limiter.decide("k") == .allowed(remaining: 0))
+      #expect(try await limiter.decide("k").isAllowed == false)
+      try await debouncer.call("doc", [1])
+      try await debouncer.call("doc", [2])
+      #expect(try await eventually { await executions.payloads == [1, 2] })
+    } catch {
+      try? await app.asyncShutdown()
+      throw error
+    }
+    try await app.asyncShutdown()
+    let loud = logs.entries.filter { $0.level > .info }.map { "\($0.level) \($0.message)" }
+    #expect(loud.isEmpty, "a clean start and stop logged: \(loud)")
+    let messages = logs.entries.map(\.message.description)
+    #expect(messages.contains { $0.contains("PostgresDebouncer: stopped") })
+    #expect(messages.contains { $0.contains("PostgreSQL rate-limit store stopped") })
+  }
+
   /// A Pace service that fails while the application runs takes the application down, as a
   /// `ServiceGroup` takes its other services down, with the error logged; the migrations ran
   /// once every service had begun running (no lease before the client runs).

@@ -1,5 +1,6 @@
-/// A token bucket for async code: `permits` per `interval`, up to `burst` at once, granted in
-/// first-come first-served order.
+/// A rate limit for async code, under any ``RateLimit``: a token bucket (`permits` per
+/// `interval`, up to `burst` at once), a sliding window or a fixed window, granted in first-come
+/// first-served order.
 ///
 /// ```swift
 /// let limiter = RateLimiter(permits: 10, per: .seconds(1))   // 10 requests a second
@@ -7,11 +8,16 @@
 ///   try await limiter.acquire()        // suspends until a permit is available
 ///   try await download(url)
 /// }
+///
+/// let uploads = RateLimiter(limit: .slidingWindow(3, per: .seconds(10)))  // at most 3 in any 10 s
 /// ```
 ///
-/// The bucket starts full: `burst` permits (by default `permits`, one interval's worth) can be
+/// A token bucket starts full: `burst` permits (by default `permits`, one interval's worth) can be
 /// taken at once; after that, permits come back at the steady rate, one every
-/// `interval / permits`, exactly (integer arithmetic, no drift).
+/// `interval / permits`, exactly (integer arithmetic, no drift). A window limit starts empty: its
+/// `permits` can be taken at once, then each permit comes back when its grant leaves the window
+/// (sliding) or when the next window starts (fixed). The article <doc:RateLimiter> says which to
+/// pick.
 ///
 /// - ``acquire(cost:isolation:)`` suspends until its permits are available, in FIFO order: a request
 ///   never overtakes an earlier one, even a smaller request behind a large one. If its task is
@@ -21,13 +27,196 @@
 /// - ``tryAcquire(cost:)->RateLimitDecision`` never waits: it takes the permits if they are available and nobody is
 ///   waiting (`.allowed(remaining:)`), and answers `.limited(retryAfter:)` otherwise, as
 ///   ``KeyedRateLimiter`` does for a key.
-/// - A request for more than `burst` permits waits for a full bucket, then takes them all and
-///   leaves the bucket in debt: later requests wait for the difference, so the long-run rate
-///   holds for any request size (a big chunk of bytes, for instance).
+/// - A cost of 0 takes nothing and is answered as a cost of 1 would be: `tryAcquire(cost: 0)` is
+///   allowed only when one permit is available, and `acquire(cost: 0)` waits as `acquire()`
+///   would.
+/// - A cost above the burst can never be granted: `acquire` throws
+///   ``InvalidInput/costAboveBurst(cost:burst:)`` and `tryAcquire` answers
+///   `.limited(retryAfter: RateLimitDecision.never)`; neither takes anything.
 ///
 /// Works on any clock whose duration is `Duration`; pass a ``TestScheduler`` for virtual time.
 /// Safe from any task; the lock is never held while a waiter is resumed.
 public final class RateLimiter: Sendable {
+  /// The limit and its policy; a ``KeyedRateLimiter``'s `limit` in the same words.
+  public let limit: RateLimit
+  // The engine of the limit's policy, specialised for its counter: exactly one is set. Three
+  // constants rather than an enum, so that reaching the engine retains nothing.
+  private let tokenBucket: RateLimiterEngine<TokenBucket>?
+  private let slidingWindow: RateLimiterEngine<SlidingWindowLog>?
+  private let fixedWindow: RateLimiterEngine<FixedWindowCounter>?
+
+  /// A rate limiter granting `permits` per `interval`.
+  ///
+  /// - Parameters:
+  ///   - permits: How many permits come back per `interval`. Positive.
+  ///   - interval: The period of the rate. Positive.
+  ///   - burst: The bucket's capacity: how many permits can be taken at once after a quiet
+  ///     period; `permits` by default. Positive.
+  ///   - clock: The clock that measures time: `ContinuousClock` by default, or a ``TestScheduler``.
+  ///
+  /// Extreme values do not trap: an `interval` beyond `Int64.max` nanoseconds (about 292 years,
+  /// such as `.seconds(Int64.max)`) counts as `Int64.max` nanoseconds, and a `burst` of billions
+  /// of permits of a slow rate is capped at what 64-bit arithmetic counts. A request whose
+  /// permits would come back only after the end of the clock's timeline (``PaceInstant/max``)
+  /// is never granted early: it waits until its task is cancelled.
+  @inlinable
+  public convenience init<C: Clock>(
+    permits: Int, per interval: Duration, burst: Int? = nil, clock: C = ContinuousClock()
+  ) where C.Duration == Duration {
+    self.init(permits: permits, per: interval, burst: burst ?? permits, clock: AsyncClock(clock))
+  }
+
+  @usableFromInline
+  convenience init(permits: Int, per interval: Duration, burst: Int, clock: AsyncClock) {
+    // The limiter's own words, before `RateLimit` checks the same.
+    precondition(permits > 0, "RateLimiter: permits must be positive (got \(permits))")
+    precondition(interval > .zero, "RateLimiter: interval must be positive (got \(interval))")
+    precondition(burst > 0, "RateLimiter: burst must be positive (got \(burst))")
+    self.init(limit: RateLimit(permits: permits, per: interval, burst: burst), clock: clock)
+  }
+
+  /// A rate limiter enforcing `limit`, under its policy.
+  ///
+  /// ```swift
+  /// RateLimiter(limit: RateLimit(permits: 100, per: .seconds(60), burst: 20))  // smooths
+  /// RateLimiter(limit: .slidingWindow(3, per: .seconds(10)))                  // at most 3 in any 10 s
+  /// RateLimiter(limit: .fixedWindow(5_000, per: .seconds(3600)))              // 5,000 per clock hour
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - limit: The limit and its policy.
+  ///   - clock: The clock that measures time: `ContinuousClock` by default, or a ``TestScheduler``.
+  ///     A fixed window is aligned to the clock's origin (a ``TestScheduler``'s zero).
+  @inlinable
+  public convenience init<C: Clock>(limit: RateLimit, clock: C = ContinuousClock()) where C.Duration == Duration {
+    self.init(limit: limit, clock: AsyncClock(clock))
+  }
+
+  @usableFromInline
+  init(limit: RateLimit, clock: AsyncClock) {
+    self.limit = limit
+    let now = clock.now()
+    let rate = WindowRate(permits: limit.permits, per: limit.interval)
+    tokenBucket =
+      limit.policy == .tokenBucket
+      ? RateLimiterEngine(
+        counter: TokenBucket(permits: limit.permits, per: limit.interval, burst: limit.burst, now: now), clock: clock)
+      : nil
+    slidingWindow =
+      limit.policy == .slidingWindow
+      ? RateLimiterEngine(counter: SlidingWindowLog(rate: rate, now: now), clock: clock) : nil
+    fixedWindow =
+      limit.policy == .fixedWindow
+      ? RateLimiterEngine(counter: FixedWindowCounter(rate: rate, now: now), clock: clock) : nil
+  }
+
+  /// Waits until `cost` permits are available, then takes them.
+  ///
+  /// Requests are served in the order they arrive. A cost of 0 waits as a cost of 1 would and
+  /// takes nothing.
+  ///
+  /// The request arrives on the caller's actor, before `acquire` first suspends: tasks started in
+  /// order from the main actor (or any one actor) join the queue, and are granted, in that order.
+  ///
+  /// - Parameters:
+  ///   - cost: How many permits to take; 1 by default. 0 through the limit's burst.
+  ///   - isolation: The caller's actor; leave the default.
+  /// - Throws: `CancellationError` if the task is cancelled before the permits are granted; then
+  ///   nothing is consumed. ``InvalidInput/negativeCost(_:)`` or
+  ///   ``InvalidInput/costAboveBurst(cost:burst:)`` at once for a cost no wait would grant.
+  public func acquire(cost: Int = 1, isolation: isolated (any Actor)? = #isolation) async throws {
+    try KeyPolicy.check(cost: cost, limit: limit)
+    if let engine = tokenBucket { return try await engine.acquire(cost: cost, isolation: isolation) }
+    if let engine = slidingWindow { return try await engine.acquire(cost: cost, isolation: isolation) }
+    try await fixedWindow!.acquire(cost: cost, isolation: isolation)
+  }
+
+  /// Takes `cost` permits if they are available now and no request is waiting; never waits.
+  ///
+  /// The same decision, in the same words, as ``KeyedRateLimiter``'s `tryAcquire(_:cost:)` for one
+  /// key.
+  ///
+  /// - Parameter cost: How many permits to take; 1 by default. Not negative. 0 takes none and is
+  ///   answered as 1 would be: `.allowed(remaining:)` with the permits available now only if one
+  ///   permit is.
+  /// - Returns: `.allowed(remaining:)` with the whole permits left, or `.limited(retryAfter:)`
+  ///   with how long until the same request would be allowed if nothing else is taken (behind the
+  ///   waiting requests, while some wait); ``RateLimitDecision/never`` for a cost above the burst.
+  public func tryAcquire(cost: Int = 1) -> RateLimitDecision {
+    precondition(cost >= 0, "RateLimiter.tryAcquire: cost must not be negative (got \(cost))")
+    // Optional chaining borrows the engine: no retain on the hot path.
+    if let decision = tokenBucket?.tryAcquire(cost: cost) { return decision }
+    if let decision = slidingWindow?.tryAcquire(cost: cost) { return decision }
+    return fixedWindow!.tryAcquire(cost: cost)
+  }
+
+  /// Takes `cost` permits if they are available now and no request is waiting; never waits.
+  /// Whether they were taken: `tryAcquire(cost:).isAllowed`, where a `Bool` is expected.
+  ///
+  /// ```swift
+  /// if limiter.tryAcquire() { send(event) }                // the permit was taken
+  /// if case .limited(let wait) = limiter.tryAcquire() { … } // the decision
+  /// ```
+  ///
+  /// Pace 0.1.0's `tryAcquire()` returned this `Bool`; a condition such as
+  /// `if limiter.tryAcquire()` still compiles, and means what it meant.
+  ///
+  /// - Parameter cost: How many permits to take; 1 by default. Not negative.
+  /// - Returns: Whether they were taken.
+  @_disfavoredOverload
+  public func tryAcquire(cost: Int = 1) -> Bool {
+    tryAcquire(cost: cost).isAllowed
+  }
+
+  /// Takes `permits` if they are available now and no request is waiting; never waits.
+  ///
+  /// - Parameter permits: How many permits to take.
+  /// - Returns: Whether they were taken.
+  @available(
+    *, deprecated, renamed: "tryAcquire(cost:)",
+    message: "tryAcquire(cost:) returns a RateLimitDecision, or this Bool where a Bool is expected"
+  )
+  public func tryAcquire(_ permits: Int) -> Bool {
+    tryAcquire(cost: permits).isAllowed
+  }
+
+  /// Waits until `permits` are available, then takes them.
+  @_disfavoredOverload
+  @available(*, deprecated, renamed: "acquire(cost:isolation:)")
+  public func acquire(_ permits: Int = 1, isolation: isolated (any Actor)? = #isolation) async throws {
+    try await acquire(cost: permits, isolation: isolation)
+  }
+
+  /// The whole permits a request could take now: those in a token bucket, or a window's permits
+  /// not yet granted. Permits may be available while requests wait, if the first request needs
+  /// more than there are.
+  public var availablePermits: Int {
+    if let permits = tokenBucket?.availablePermits { return permits }
+    if let permits = slidingWindow?.availablePermits { return permits }
+    return fixedWindow!.availablePermits
+  }
+
+  /// How many requests are waiting in ``acquire(cost:isolation:)``.
+  public var waitingCount: Int {
+    if let count = tokenBucket?.waitingCount { return count }
+    if let count = slidingWindow?.waitingCount { return count }
+    return fixedWindow!.waitingCount
+  }
+
+  /// Returns once at least `count` requests wait in ``acquire(cost:isolation:)``; resumed by the
+  /// request that makes the count, not by polling. For PaceTesting's `waitUntilWaiting(count:)`.
+  ///
+  /// - Returns: `true` once they wait, or `false` after `timeout` of real time (`nil`: no limit).
+  package func waitUntilWaitingCount(_ count: Int, timeout: Duration?) async -> Bool {
+    if let engine = tokenBucket { return await engine.waitUntilWaitingCount(count, timeout: timeout) }
+    if let engine = slidingWindow { return await engine.waitUntilWaitingCount(count, timeout: timeout) }
+    return await fixedWindow!.waitUntilWaitingCount(count, timeout: timeout)
+  }
+}
+
+/// The waiting, timers and decisions of one ``RateLimiter``, for one policy's counter: generic, so
+/// that each policy's arithmetic is specialised and inlined in its limiter's hot path.
+final class RateLimiterEngine<Counter: RateLimitCounting & Sendable>: Sendable {
   private typealias Continuation = UnsafeContinuation<Void, any Error>
 
   /// A waiting request: its continuation, and whether its task is one a ``TestScheduler`` counts
@@ -38,7 +227,7 @@ public final class RateLimiter: Sendable {
   }
 
   private struct State {
-    var machine: RateLimitStateMachine
+    var machine: RateLimitPolicyMachine<Counter>
     /// The waiting requests' continuations, by the ids the machine queues.
     var continuations: [UInt64: Waiter] = [:]
     var nextID: UInt64 = 0
@@ -80,39 +269,12 @@ public final class RateLimiter: Sendable {
     var waitingChange = 0
   }
 
-  /// The limit: `permits` per `interval`, up to `burst` at once; a ``KeyedRateLimiter``'s
-  /// `limit` in the same words.
-  public let limit: RateLimit
   private let clock: AsyncClock
   private let state: LockedState<State>
 
-  /// A rate limiter granting `permits` per `interval`.
-  ///
-  /// - Parameters:
-  ///   - permits: How many permits come back per `interval`. Positive.
-  ///   - interval: The period of the rate. Positive.
-  ///   - burst: The bucket's capacity: how many permits can be taken at once after a quiet
-  ///     period; `permits` by default. Positive.
-  ///   - clock: The clock that measures time: `ContinuousClock` by default, or a ``TestScheduler``.
-  ///
-  /// Extreme values do not trap: an `interval` beyond `Int64.max` nanoseconds (about 292 years,
-  /// such as `.seconds(Int64.max)`) counts as `Int64.max` nanoseconds, and a `burst` of billions
-  /// of permits of a slow rate is capped at what 64-bit arithmetic counts. A request whose
-  /// permits would come back only after the end of the clock's timeline (``PaceInstant/max``)
-  /// is never granted early: it waits until its task is cancelled.
-  @inlinable
-  public convenience init<C: Clock>(
-    permits: Int, per interval: Duration, burst: Int? = nil, clock: C = ContinuousClock()
-  ) where C.Duration == Duration {
-    self.init(permits: permits, per: interval, burst: burst ?? permits, clock: AsyncClock(clock))
-  }
-
-  @usableFromInline
-  init(permits: Int, per interval: Duration, burst: Int, clock: AsyncClock) {
+  init(counter: Counter, clock: AsyncClock) {
     self.clock = clock
-    let bucket = TokenBucket(permits: permits, per: interval, burst: burst, now: clock.now())
-    limit = RateLimit(permits: permits, per: interval, burst: burst)
-    state = LockedState(State(machine: RateLimitStateMachine(bucket: bucket)))
+    state = LockedState(State(machine: RateLimitPolicyMachine(counter: counter)))
   }
 
   deinit {
@@ -120,23 +282,11 @@ public final class RateLimiter: Sendable {
     state.withLock { $0.timer.disarm() }?.cancel()
   }
 
-  /// Waits until `cost` permits are available, then takes them.
-  ///
-  /// Requests are served in the order they arrive. A request for more than the burst waits for a
-  /// full bucket and leaves the bucket in debt.
-  ///
-  /// The request arrives on the caller's actor, before `acquire` first suspends: tasks started in
-  /// order from the main actor (or any one actor) join the queue, and are granted, in that order.
-  ///
-  /// - Parameters:
-  ///   - cost: How many permits to take; 1 by default. Not negative.
-  ///   - isolation: The caller's actor; leave the default.
-  /// - Throws: `CancellationError` if the task is cancelled before the permits are granted; then
-  ///   nothing is consumed.
-  public func acquire(cost: Int = 1, isolation: isolated (any Actor)? = #isolation) async throws {
-    precondition(cost >= 0, "RateLimiter.acquire: cost must not be negative (got \(cost))")
+  /// Waits for `cost` permits (0 through the burst, checked by the limiter) in FIFO order, queued
+  /// on the caller's actor before the first suspension.
+  func acquire(cost: Int, isolation: isolated (any Actor)?) async throws {
     try Task.checkCancellation()
-    if decideAtOnce(cost).isAllowed { return }
+    if tryAcquire(cost: cost).isAllowed { return }
     let id = state.withLock { state in
       state.nextID &+= 1
       return state.nextID
@@ -170,75 +320,19 @@ public final class RateLimiter: Sendable {
     )
   }
 
-  /// Takes `cost` permits if they are available now and no request is waiting; never waits.
-  ///
-  /// The same decision, in the same words, as ``KeyedRateLimiter``'s `tryAcquire(_:cost:)` for one
-  /// key.
-  ///
-  /// - Parameter cost: How many permits to take; 1 by default. Not negative. 0 asks how many are
-  ///   left and takes none.
-  /// - Returns: `.allowed(remaining:)` with the whole permits left, or `.limited(retryAfter:)`
-  ///   with how long until the same request would be allowed if nothing else is taken (counting
-  ///   the waiting requests' permits, while some wait).
-  public func tryAcquire(cost: Int = 1) -> RateLimitDecision {
-    precondition(cost >= 0, "RateLimiter.tryAcquire: cost must not be negative (got \(cost))")
-    return decideAtOnce(cost)
-  }
-
-  /// Takes `cost` permits if they are available now and no request is waiting; never waits.
-  /// Whether they were taken: `tryAcquire(cost:).isAllowed`, where a `Bool` is expected.
-  ///
-  /// ```swift
-  /// if limiter.tryAcquire() { send(event) }                // the permit was taken
-  /// if case .limited(let wait) = limiter.tryAcquire() { … } // the decision
-  /// ```
-  ///
-  /// Pace 0.1.0's `tryAcquire()` returned this `Bool`; a condition such as
-  /// `if limiter.tryAcquire()` still compiles, and means what it meant.
-  ///
-  /// - Parameter cost: How many permits to take; 1 by default. Not negative.
-  /// - Returns: Whether they were taken.
-  @_disfavoredOverload
-  public func tryAcquire(cost: Int = 1) -> Bool {
-    tryAcquire(cost: cost).isAllowed
-  }
-
-  /// Takes `permits` if they are available now and no request is waiting; never waits.
-  ///
-  /// - Parameter permits: How many permits to take.
-  /// - Returns: Whether they were taken.
-  @available(
-    *, deprecated, renamed: "tryAcquire(cost:)",
-    message: "tryAcquire(cost:) returns a RateLimitDecision, or this Bool where a Bool is expected"
-  )
-  public func tryAcquire(_ permits: Int) -> Bool {
-    tryAcquire(cost: permits).isAllowed
-  }
-
-  /// Waits until `permits` are available, then takes them.
-  @_disfavoredOverload
-  @available(*, deprecated, renamed: "acquire(cost:isolation:)")
-  public func acquire(_ permits: Int = 1, isolation: isolated (any Actor)? = #isolation) async throws {
-    try await acquire(cost: permits, isolation: isolation)
-  }
-
-  /// The whole permits in the bucket now; 0 while the bucket is in debt. Permits may be in the
-  /// bucket while requests wait, if the first request needs more than there are.
-  public var availablePermits: Int {
+  /// The whole permits a request could take now.
+  var availablePermits: Int {
     let clock = self.clock
     return state.withLock { $0.machine.availablePermits(now: clock.now()) }
   }
 
-  /// How many requests are waiting in ``acquire(cost:isolation:)``.
-  public var waitingCount: Int {
+  /// How many requests wait.
+  var waitingCount: Int {
     state.withLock { $0.machine.waitingCount }
   }
 
-  /// Returns once at least `count` requests wait in ``acquire(cost:isolation:)``; resumed by the
-  /// request that makes the count, not by polling. For PaceTesting's `waitUntilWaiting(count:)`.
-  ///
-  /// - Returns: `true` once they wait, or `false` after `timeout` of real time (`nil`: no limit).
-  package func waitUntilWaitingCount(_ count: Int, timeout: Duration?) async -> Bool {
+  /// Returns once at least `count` requests wait, or `false` after `timeout`.
+  func waitUntilWaitingCount(_ count: Int, timeout: Duration?) async -> Bool {
     let id = state.withLock { $0.watchers.makeID() }
     return await waitBounded(
       id: id, timeout: timeout, withdraw: { [weak self] id in self?.state.withLock { $0.watchers.remove(id: id) } }
@@ -249,7 +343,8 @@ public final class RateLimiter: Sendable {
     }
   }
 
-  private func decideAtOnce(_ cost: Int) -> RateLimitDecision {
+  /// The decision for `cost` (not negative) now, taking the permits if it is allowed.
+  func tryAcquire(cost: Int) -> RateLimitDecision {
     let clock = self.clock
     return state.withLock { $0.machine.tryAcquire(cost: cost, now: clock.now()) }
   }

@@ -19,18 +19,19 @@ struct DocExample_RateLimitsOnVapor_1 {
     let search = Search()
     let configuration = PostgresClient.Configuration(host: "127.0.0.1", username: "pace", password: nil, database: "pace", tls: .disable)
     let app = try await Application.make(.detect())
-    let client = PostgresClient(configuration: configuration, backgroundLogger: app.logger)
-    // While the database is down, each instance limits alone, in memory.
+    // The store and the debouncer take the configuration the app already has, and each runs a client
+    // of its own as part of its service. While the database is down, each instance limits alone.
     let fallback = KeyedRateLimiter<String>(permits: 100, per: .seconds(60))
-    let store = try PostgresRateLimitStore(client: client, whenUnavailable: .fallback(fallback), logger: app.logger)
+    let store = try PostgresRateLimitStore(
+      configuration: configuration, whenUnavailable: .fallback(fallback), logger: app.logger)
     let reindex = try PostgresDebouncer<[Int]>(
-      client: client, quiet: .seconds(2), maxWait: .seconds(30), merge: .append, logger: app.logger
+      configuration: configuration, quiet: .seconds(2), maxWait: .seconds(30), merge: .append, logger: app.logger
     ) { _, ids in try await search.reindex(ids) }
 
-    // The client, the store's purge loop and the debouncer's worker start with the application; the
-    // migrations run once the client runs, before the server takes a request. On shutdown the worker
-    // drains first and the client closes last.
-    app.lifecycle.use(ServiceLifecycleHandler(services: [client, store, reindex]) {
+    // The store's purge loop and the debouncer's worker (with their clients) start with the
+    // application; the migrations run once they run, before the server takes a request. On shutdown
+    // the worker drains first, then its client closes. A service that fails stops the application.
+    app.lifecycle.use(ServiceLifecycleHandler(services: [store, reindex]) {
       try await store.migrate()
       try await reindex.migrate()
     })
