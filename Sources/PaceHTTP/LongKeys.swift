@@ -32,10 +32,3 @@ package enum LongKeyRule: Sendable, Hashable {
     hashedPrefix + SHA256.hex(key)
   }
 }
-
-extension KeyedRateLimiter<String> {
-  /// An in-memory limiter of `limit`, for a middleware given a limit alone.
-  package static func inMemory(_ limit: RateLimit) -> KeyedRateLimiter<String> {
-    KeyedRateLimiter(permits: limit.permits, per: limit.interval, burst: limit.burst)
-  }
-}

@@ -22,9 +22,9 @@ package struct RateLimitGate: Sendable {
     package let limiter: KeyedRateLimiter<String>
     let responses: ResponseMetrics
 
-    /// The limit of `key`: the limiter's.
+    /// The limit of `key`: the limiter's, or its plan's for a limiter with limits per key.
     package func limit(for key: String) -> RateLimit {
-      limiter.limit
+      limiter.limit(for: key)
     }
 
     func fields(for key: String) -> RateLimitFields {
@@ -57,7 +57,7 @@ package struct RateLimitGate: Sendable {
     precondition(!policies.isEmpty, "RateLimitMiddleware: give it at least one policy")
     precondition(
       Set(policies.map(\.name)).count == policies.count, "RateLimitMiddleware: each policy needs a name of its own")
-    for policy in policies { _ = RateLimitFields(limit: policy.limiter.limit, policyName: policy.name) }
+    for policy in policies { RateLimitFields.checkName(policy.name) }
     self.policies = policies.map {
       Policy(name: $0.name, limiter: $0.limiter, responses: ResponseMetrics(policy: $0.name, factory: metricsFactory))
     }

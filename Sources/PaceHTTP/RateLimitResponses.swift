@@ -86,11 +86,16 @@ package struct RateLimitFields: Hashable, Sendable {
   /// - Precondition: `policyName` is printable ASCII (a Structured Fields string), as configured
   ///   by the program.
   package init(limit: RateLimit, policyName: String) {
-    precondition(
-      policyName.unicodeScalars.allSatisfy { (0x20...0x7E).contains($0.value) },
-      "RateLimit: a policy's name is printable ASCII (got \(policyName.debugDescription))")
+    Self.checkName(policyName)
     self.limit = limit
     self.policyName = policyName
+  }
+
+  /// - Precondition: `policyName` is printable ASCII.
+  package static func checkName(_ policyName: String) {
+    precondition(
+      policyName.unicodeScalars.allSatisfy { (0x20...0x7E).contains($0.value) },
+      "RateLimitMiddleware: a policy's name is printable ASCII (got \(policyName.debugDescription))")
   }
 
   /// The name as a Structured Fields string: quoted, with `"` and `\` escaped.

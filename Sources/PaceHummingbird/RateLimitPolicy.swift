@@ -24,7 +24,9 @@ public struct RateLimitPolicy<Context: RequestContext>: Sendable {
   ///
   /// - Parameters:
   ///   - name: The policy's name in the fields: printable ASCII, one of its own per middleware.
-  ///   - limiter: Where the decisions are made; its limit is the policy's.
+  ///   - limiter: Where the decisions are made; its limit is the policy's, or each key's own for a
+  ///     limiter with limits per key (`KeyedRateLimiter(limits:)`, a plan per API key), which
+  ///     the fields report per key.
   ///   - cost: How many permits a request takes; 1 by default. A request may choose it (a header,
   ///     say): a negative cost or one above the burst is answered `400`, and a cost of 0 asks
   ///     without taking, answered as a cost of 1 would be, so it never passes a limited key.
@@ -56,7 +58,7 @@ public struct RateLimitPolicy<Context: RequestContext>: Sendable {
     cost: @escaping @Sendable (Request, Context) -> Int = { _, _ in 1 },
     key: @escaping @Sendable (Request, Context) -> String?
   ) {
-    self.init(name, limiter: .inMemory(limit), cost: cost, key: key)
+    self.init(name, limiter: KeyedRateLimiter(limit: limit), cost: cost, key: key)
   }
 }
 

@@ -52,7 +52,8 @@ public struct RateLimitMiddleware: AsyncMiddleware {
   public let longKeys: LongKeyPolicy
   /// The first policy's limiter: in memory, or in the limiter's store.
   public var limiter: KeyedRateLimiter<String> { policies[0].limiter }
-  /// The first policy's limit.
+  /// The first policy's limit, for a limiter with one limit (`KeyedRateLimiter.limit`); a
+  /// limiter with limits per key reports each key's own in the fields.
   public var limit: RateLimit { limiter.limit }
   /// The first policy's name in the `RateLimit-Policy` and `RateLimit` fields.
   public var policyName: String { policies[0].name }
@@ -83,7 +84,8 @@ public struct RateLimitMiddleware: AsyncMiddleware {
   /// A middleware that takes permits from `limiter`: in memory, or shared through its store.
   ///
   /// - Parameters:
-  ///   - limiter: Where the decisions are made; its `KeyedRateLimiter.limit` is the policy.
+  ///   - limiter: Where the decisions are made; its limit is the policy, or each key's own for a
+  ///     limiter with limits per key (`KeyedRateLimiter(limits:)`, a plan per API key).
   ///   - policyName: The policy's name in the fields; `"default"` by default.
   ///   - longKeys: What to do with a key over `KeyPolicy.maximumBytes`; hashed by default.
   ///   - logger: Where to log invalid requests and failures; silent by default (pass `app.logger`).
@@ -131,7 +133,7 @@ public struct RateLimitMiddleware: AsyncMiddleware {
     cost: @escaping @Sendable (Request) -> Int = { _ in 1 }
   ) {
     self.init(
-      limiter: .inMemory(limit), policyName: policyName, longKeys: longKeys, logger: logger,
+      limiter: KeyedRateLimiter(limit: limit), policyName: policyName, longKeys: longKeys, logger: logger,
       metricsFactory: metricsFactory, key: key, cost: cost)
   }
 

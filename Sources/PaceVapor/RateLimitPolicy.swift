@@ -24,7 +24,9 @@ public struct RateLimitPolicy: Sendable {
   ///
   /// - Parameters:
   ///   - name: The policy's name in the fields: printable ASCII, one of its own per middleware.
-  ///   - limiter: Where the decisions are made; its limit is the policy's.
+  ///   - limiter: Where the decisions are made; its limit is the policy's, or each key's own for a
+  ///     limiter with limits per key (`KeyedRateLimiter(limits:)`, a plan per API key), which
+  ///     the fields report per key.
   ///   - key: The key a request counts against, or nil to let it through this policy unlimited;
   ///     the peer's address by default (``ClientAddress/peer``). Before `cost`, so that a
   ///     trailing closure is the key.
@@ -57,7 +59,7 @@ public struct RateLimitPolicy: Sendable {
     key: @escaping @Sendable (Request) -> String? = ClientAddress.peer.key,
     cost: @escaping @Sendable (Request) -> Int = { _ in 1 }
   ) {
-    self.init(name, limiter: .inMemory(limit), key: key, cost: cost)
+    self.init(name, limiter: KeyedRateLimiter(limit: limit), key: key, cost: cost)
   }
 }
 

@@ -206,6 +206,34 @@ struct SameAnswersOnEveryFramework {
     #expect(answers[3].fields["RateLimit"] == "\"per-client\";r=1;t=2880, \"per-key\";r=1;t=1800")
   }
 
+  /// Limits per key (a plan looked up from the key): the fields report each key's own `q` and
+  /// `w`, and a cost is checked against each key's own burst.
+  @Test func plansReportEachKeysOwnPolicy() async throws {
+    func server() -> ProbeServer {
+      .single(
+        KeyedRateLimiter<String>(
+          limits: { key in
+            key.hasPrefix("paid-")
+              ? RateLimit(permits: 10, per: .seconds(60)) : RateLimit(permits: 2, per: .seconds(3600))
+          }, clock: TestScheduler()))
+    }
+    let answers = try await sameAnswers(
+      server(),
+      [
+        Probe(key: "paid-1"), Probe(key: "free-1"), Probe(key: "free-1", cost: "3"), Probe(key: "paid-1", cost: "3"),
+        Probe(key: "free-1"), Probe(key: "free-1"),
+      ])
+    #expect(answers.map(\.status) == [200, 200, 400, 200, 200, 429])
+    #expect(answers[0].fields["RateLimit-Policy"] == "\"default\";q=10;w=60")
+    #expect(answers[0].fields["RateLimit"] == "\"default\";r=9;t=6")
+    #expect(answers[1].fields["RateLimit-Policy"] == "\"default\";q=2;w=3600")
+    #expect(answers[1].fields["RateLimit"] == "\"default\";r=1;t=1800")
+    #expect(answers[2].body == "Bad request: the cost 3 is above the burst 2\n")
+    #expect(answers[3].fields["RateLimit"] == "\"default\";r=6;t=24")
+    #expect(answers[5].fields["RateLimit-Policy"] == "\"default\";q=2;w=3600")
+    #expect(answers[5].fields["Retry-After"] == "1800")
+  }
+
   /// A key over the length limit is counted under its SHA-256 by default, or refused.
   @Test func longKeysAreHashedOrRefused() async throws {
     let long = String(repeating: "x", count: 1025)
