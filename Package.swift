@@ -153,6 +153,8 @@ let package = Package(
         "Pace", "PaceHTTP",
         .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
         .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["Hummingbird"])),
+        // `SocketAddress`, for `ClientAddress` (Hummingbird's own dependency).
+        .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Hummingbird"])),
         .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Hummingbird"])),
         .product(name: "Metrics", package: "swift-metrics", condition: .when(traits: ["Hummingbird"])),
       ],
@@ -235,6 +237,8 @@ let package = Package(
         .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
         .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
         .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["Hummingbird"])),
+        // The Hummingbird article's request context names NIOCore's `SocketAddress`.
+        .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Hummingbird"])),
         .product(name: "Vapor", package: "vapor", condition: .when(traits: ["Vapor"])),
         .product(name: "Logging", package: "swift-log", condition: .when(traits: ["PostgreSQL"])),
         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["PostgreSQL"])),
@@ -247,6 +251,8 @@ let package = Package(
       name: "PaceServerTests",
       dependencies: [
         "Pace", "PacePostgres", "PaceHummingbird", "PaceHTTP", "PaceVapor", "pace-postgres-test-instance",
+        // Seeded fuzzing of the client-address parser, which needs no trait.
+        "PaceTestSupport",
         .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
         .product(name: "HummingbirdTesting", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
         .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["Hummingbird"])),

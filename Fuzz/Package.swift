@@ -3,8 +3,8 @@ import PackageDescription
 
 // libFuzzer targets for Pace's parsers, kept out of the main package so that `swift build` and
 // `swift test` stay fast and need no sanitizer runtime. Sources/Pace, Sources/CPaceSupport,
-// Sources/PaceMarbles and Sources/PaceTool are symlinks to the main package's sources, compiled here with the fuzzer's
-// instrumentation; see CONTRIBUTING.md for the commands.
+// Sources/PaceMarbles, Sources/PaceHTTP and Sources/PaceTool are symlinks to the main package's
+// sources, compiled here with the fuzzer's instrumentation; see CONTRIBUTING.md for the commands.
 //
 //   swift build --package-path Fuzz -c release --sanitize=fuzzer --sanitize=address
 //   Fuzz/.build/release/FuzzTraceReader Fuzz/Corpus/TraceReader -max_total_time=300
@@ -26,6 +26,8 @@ let package = Package(
     .target(name: "Pace", dependencies: ["CPaceSupport"], swiftSettings: swiftSettings),
     .target(name: "CPaceSupport"),
     .target(name: "PaceMarbles", dependencies: ["Pace"], swiftSettings: swiftSettings),
+    // Its framework-free part only: the middlewares' code is behind traits this package never sets.
+    .target(name: "PaceHTTP", dependencies: ["Pace"], swiftSettings: swiftSettings),
     .target(
       name: "PaceTool",
       dependencies: ["Pace", "PaceMarbles", .product(name: "ArgumentParser", package: "swift-argument-parser")],
@@ -35,6 +37,7 @@ let package = Package(
     .executableTarget(name: "FuzzTraceReader", dependencies: ["PaceTool"], swiftSettings: fuzzTargetSettings),
     .executableTarget(name: "FuzzDurationText", dependencies: ["PaceMarbles"], swiftSettings: fuzzTargetSettings),
     .executableTarget(name: "FuzzMarbleParser", dependencies: ["PaceMarbles"], swiftSettings: fuzzTargetSettings),
+    .executableTarget(name: "FuzzClientAddress", dependencies: ["PaceHTTP"], swiftSettings: fuzzTargetSettings),
   ],
   swiftLanguageModes: [.v6]
 )

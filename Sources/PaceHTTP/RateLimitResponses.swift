@@ -60,8 +60,21 @@ package enum LimiterAnswer: Hashable, Sendable {
   case unavailable
 }
 
-/// The fields of draft-ietf-httpapi-ratelimit-headers-10 and `Retry-After`, and the response for
-/// every answer of the limiter: a pure function of the answer, the limit and the policy's name.
+/// The fields of draft-ietf-httpapi-ratelimit-headers-10 and `Retry-After` for one policy, and the
+/// response for every answer of its limiter: a pure function of the answer, the limit and the
+/// policy's name.
+///
+/// Each policy is one member of the `RateLimit-Policy` and `RateLimit` lists (Structured Fields):
+/// `"name";q=permits;w=seconds` and `"name";r=remaining;t=seconds`. `t` is when the key's quota
+/// is whole again, at most, rounded up to whole seconds:
+///
+/// | policy | allowed | limited |
+/// |---|---|---|
+/// | token bucket | until the bucket is full | `retryAfter` |
+/// | sliding window | the window (every permit counted now has left it by then) | `retryAfter`: until enough permits have left the window |
+/// | fixed window | the window (its end is sooner) | `retryAfter`: the window's end |
+///
+/// A key with its whole quota left has `t=0`.
 package struct RateLimitFields: Hashable, Sendable {
   package static let policy = "RateLimit-Policy"
   package static let rateLimit = "RateLimit"
@@ -70,57 +83,138 @@ package struct RateLimitFields: Hashable, Sendable {
   package let limit: RateLimit
   package let policyName: String
 
+  /// - Precondition: `policyName` is printable ASCII (a Structured Fields string), as configured
+  ///   by the program.
   package init(limit: RateLimit, policyName: String) {
+    Self.checkName(policyName)
     self.limit = limit
     self.policyName = policyName
   }
 
-  /// `"name";q=permits;w=seconds`: the quota and its window.
-  package var policyValue: String {
-    "\"\(policyName)\";q=\(limit.permits);w=\(Self.wholeSeconds(limit.interval))"
+  /// - Precondition: `policyName` is printable ASCII.
+  package static func checkName(_ policyName: String) {
+    precondition(
+      policyName.unicodeScalars.allSatisfy { (0x20...0x7E).contains($0.value) },
+      "RateLimitMiddleware: a policy's name is printable ASCII (got \(policyName.debugDescription))")
   }
 
-  /// The fields of an allowed request: `t` is when the key's bucket is full again, at most.
+  /// The name as a Structured Fields string: quoted, with `"` and `\` escaped.
+  package var quotedName: String {
+    var quoted = "\""
+    for character in policyName {
+      if character == "\"" || character == "\\" { quoted.append("\\") }
+      quoted.append(character)
+    }
+    return quoted + "\""
+  }
+
+  /// `"name";q=permits;w=seconds`: the quota and its window.
+  package var policyValue: String {
+    "\(quotedName);q=\(limit.permits);w=\(Self.wholeSeconds(limit.interval))"
+  }
+
+  /// `"name";r=remaining;t=seconds` for a key with `remaining` permits left.
+  package func stateValue(remaining: Int) -> String {
+    let untilWhole: Duration
+    switch limit.policy {
+    case .tokenBucket:
+      // In saturating nanoseconds: `Duration`'s own product traps on a long interval (`Int64.max`
+      // seconds, say) times a burst.
+      let emission = limit.interval.paceNanoseconds / Int64(limit.permits)
+      let missing = Int64(max(0, limit.burst - max(0, remaining)))
+      let (product, overflow) = emission.multipliedReportingOverflow(by: missing)
+      untilWhole = .nanoseconds(overflow ? Int64.max : product)
+    case .slidingWindow, .fixedWindow:
+      untilWhole = remaining >= limit.permits ? .zero : limit.interval
+    }
+    return "\(quotedName);r=\(max(0, remaining));t=\(Self.wholeSeconds(untilWhole))"
+  }
+
+  /// `"name";r=0;t=seconds` for a key limited for `retryAfter`.
+  package func stateValue(retryAfter: Duration) -> String {
+    "\(quotedName);r=0;t=\(Self.wholeSeconds(retryAfter))"
+  }
+
+  /// The state member for `decision`.
+  package func stateValue(_ decision: RateLimitDecision) -> String {
+    switch decision {
+    case .allowed(let remaining): stateValue(remaining: remaining)
+    case .limited(let retryAfter): stateValue(retryAfter: retryAfter)
+    }
+  }
+
+  /// The fields of an allowed request: `t` is when the key's quota is whole again, at most.
   package func fields(remaining: Int) -> [HeaderField] {
-    // In saturating nanoseconds: `Duration`'s own product traps on a long interval (`Int64.max`
-    // seconds, say) times a burst.
-    let emission = limit.interval.paceNanoseconds / Int64(limit.permits)
-    let missing = Int64(max(0, limit.burst - max(0, remaining)))
-    let (product, overflow) = emission.multipliedReportingOverflow(by: missing)
-    let refill = Duration.nanoseconds(overflow ? Int64.max : product)
-    return [
-      HeaderField(Self.policy, policyValue),
-      HeaderField(Self.rateLimit, "\"\(policyName)\";r=\(remaining);t=\(Self.wholeSeconds(refill))"),
-    ]
+    [HeaderField(Self.policy, policyValue), HeaderField(Self.rateLimit, stateValue(remaining: remaining))]
   }
 
   /// The fields of a limited request.
   package func fields(retryAfter: Duration) -> [HeaderField] {
-    let seconds = Self.wholeSeconds(retryAfter)
-    return [
-      HeaderField(Self.policy, policyValue),
-      HeaderField(Self.rateLimit, "\"\(policyName)\";r=0;t=\(seconds)"),
-      HeaderField(Self.retryAfter, String(seconds)),
-    ]
+    Self.fields(states: [(self, .limited(retryAfter: retryAfter))], deniedBy: 0)
   }
 
-  /// What the middleware does for `answer`.
+  /// Both lists for several policies, one member each, in order; with `Retry-After` when
+  /// `deniedBy` names the policy that denied the request.
+  package static func fields(states: [(RateLimitFields, RateLimitDecision)], deniedBy: Int? = nil) -> [HeaderField] {
+    guard !states.isEmpty else { return [] }
+    var fields = [
+      HeaderField(policy, states.map(\.0.policyValue).joined(separator: ", ")),
+      HeaderField(rateLimit, states.map { $0.0.stateValue($0.1) }.joined(separator: ", ")),
+    ]
+    if let deniedBy, case .limited(let retryAfter) = states[deniedBy].1 {
+      fields.append(HeaderField(Self.retryAfter, String(wholeSeconds(retryAfter))))
+    }
+    return fields
+  }
+
+  /// The `429` for a request that the policy at `deniedBy` limited: every policy's fields, and a
+  /// body that names the one that denied it.
+  package static func tooManyRequests(states: [(RateLimitFields, RateLimitDecision)], deniedBy: Int)
+    -> PlainTextResponse
+  {
+    let denier = states[deniedBy]
+    let seconds: Int64
+    if case .limited(let retryAfter) = denier.1 { seconds = wholeSeconds(retryAfter) } else { seconds = 0 }
+    return PlainTextResponse(
+      status: 429, fields: fields(states: states, deniedBy: deniedBy),
+      body: "Too many requests (policy \(denier.0.quotedName)): retry after \(seconds) s\n")
+  }
+
+  /// What the middleware does for `answer`, with this policy alone.
   package func outcome(for answer: LimiterAnswer) -> RateLimitOutcome {
     switch answer {
     case .decided(.allowed(let remaining)):
       return .proceed(fields: fields(remaining: remaining))
-    case .decided(.limited(let retryAfter)):
-      return .respond(
-        PlainTextResponse(
-          status: 429, fields: fields(retryAfter: retryAfter),
-          body: "Too many requests: retry after \(Self.wholeSeconds(retryAfter)) s\n"))
+    case .decided(let limited):
+      return .respond(Self.tooManyRequests(states: [(self, limited)], deniedBy: 0))
     case .invalid(let reason):
-      return .respond(PlainTextResponse(status: 400, fields: [], body: "Bad request: \(reason)\n"))
+      return .respond(Self.badRequest(reason))
     case .unavailable:
-      return .respond(
-        PlainTextResponse(
-          status: 503, fields: [HeaderField(Self.retryAfter, "1")],
-          body: "Service unavailable: the rate limiter could not decide\n"))
+      return .respond(Self.unavailable)
+    }
+  }
+
+  /// The `400` for a key or cost the limiter refuses.
+  package static func badRequest(_ reason: String) -> PlainTextResponse {
+    PlainTextResponse(status: 400, fields: [], body: "Bad request: \(reason)\n")
+  }
+
+  /// The `503` for a limiter that could not decide.
+  package static let unavailable = PlainTextResponse(
+    status: 503, fields: [HeaderField(retryAfter, "1")],
+    body: "Service unavailable: the rate limiter could not decide\n")
+
+  /// `ours` added in front of the same fields already on a response (an inner middleware's):
+  /// each list keeps every member, the outer policies first, as a request meets them.
+  ///
+  /// - Parameter existing: The response's value of a field, its field lines joined by `, `; nil
+  ///   if it has none.
+  package static func merged(_ ours: [HeaderField], existing: (String) -> String?) -> [HeaderField] {
+    ours.map { field in
+      guard field.name == policy || field.name == rateLimit, let inner = existing(field.name), !inner.isEmpty else {
+        return field
+      }
+      return HeaderField(field.name, field.value + ", " + inner)
     }
   }
 

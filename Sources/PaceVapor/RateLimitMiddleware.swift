@@ -5,7 +5,9 @@ import Pace
 import PaceHTTP
 import Vapor
 
-/// A Vapor middleware that limits requests per key: by default the client's address.
+/// A Vapor middleware that limits requests per key, by default the client's address; under one
+/// policy, or several at once (per client address and per API key, per route and global), each
+/// reported in the fields.
 ///
 /// Allowed requests go on with the IETF rate-limit fields added; limited ones get
 /// `429 Too Many Requests` with `Retry-After`. The fields follow
@@ -25,6 +27,11 @@ import Vapor
 /// app.grouped(RateLimitMiddleware(limit: RateLimit(permits: 5, per: .seconds(60)))).post("login") { _ in "ok" }
 /// ```
 ///
+/// Several policies in one middleware are all asked before any is charged: a request one of them
+/// denies is charged by none, and its `429` names that policy (see <doc:RateLimitsOnVapor>).
+/// Middlewares stacked on one route each add their members to the lists, the outer one's first;
+/// an outer one charges before an inner one decides.
+///
 /// In memory (each instance counts alone) by default; give it a `KeyedRateLimiter` backed by
 /// `PostgresRateLimitStore` (PacePostgres) to share the limit between instances.
 ///
@@ -39,23 +46,48 @@ import Vapor
 /// `pace_http_rate_limit_responses_total`, with dimensions `policy` and `outcome` (`allowed`,
 /// `limited`, `invalid`, `unavailable`).
 public struct RateLimitMiddleware: AsyncMiddleware {
-  /// Where the decisions are made: in memory, or in the limiter's store.
-  public var limiter: KeyedRateLimiter<String> { gate.limiter }
-  /// The limit for every key: the limiter's.
+  /// The policies, in the order a request meets them and the fields list them.
+  public let policies: [RateLimitPolicy]
+  /// What happens to a key longer than `KeyPolicy.maximumBytes`.
+  public let longKeys: LongKeyPolicy
+  /// The first policy's limiter: in memory, or in the limiter's store.
+  public var limiter: KeyedRateLimiter<String> { policies[0].limiter }
+  /// The first policy's limit, for a limiter with one limit (`KeyedRateLimiter.limit`); a
+  /// limiter with limits per key reports each key's own in the fields.
   public var limit: RateLimit { limiter.limit }
-  /// The policy's name in the `RateLimit-Policy` and `RateLimit` fields.
-  public var policyName: String { gate.fields.policyName }
+  /// The first policy's name in the `RateLimit-Policy` and `RateLimit` fields.
+  public var policyName: String { policies[0].name }
   /// Where invalid requests and limiter failures are logged.
   public var logger: Logger { gate.logger }
   private let gate: RateLimitGate
-  private let key: @Sendable (Request) -> String?
-  private let cost: @Sendable (Request) -> Int
+
+  /// A middleware that limits each request by every one of `policies`.
+  ///
+  /// - Parameters:
+  ///   - policies: The limits, in order; at least one, each with a name of its own.
+  ///   - longKeys: What to do with a key over `KeyPolicy.maximumBytes`; hashed by default.
+  ///   - logger: Where to log invalid requests and failures; silent by default (pass `app.logger`).
+  ///   - metricsFactory: Where to count responses; the process's `MetricsSystem` by default.
+  public init(
+    policies: [RateLimitPolicy],
+    longKeys: LongKeyPolicy = .hash,
+    logger: Logger = Logger(label: "pace.vapor.ratelimit", factory: { _ in SwiftLogNoOpLogHandler() }),
+    metricsFactory: any MetricsFactory = MetricsSystem.factory
+  ) {
+    self.policies = policies
+    self.longKeys = longKeys
+    self.gate = RateLimitGate(
+      policies: policies.map { ($0.name, $0.limiter) }, longKeys: longKeys.rule, logger: logger,
+      metricsFactory: metricsFactory)
+  }
 
   /// A middleware that takes permits from `limiter`: in memory, or shared through its store.
   ///
   /// - Parameters:
-  ///   - limiter: Where the decisions are made; its `KeyedRateLimiter.limit` is the policy.
+  ///   - limiter: Where the decisions are made; its limit is the policy, or each key's own for a
+  ///     limiter with limits per key (`KeyedRateLimiter(limits:)`, a plan per API key).
   ///   - policyName: The policy's name in the fields; `"default"` by default.
+  ///   - longKeys: What to do with a key over `KeyPolicy.maximumBytes`; hashed by default.
   ///   - logger: Where to log invalid requests and failures; silent by default (pass `app.logger`).
   ///   - metricsFactory: Where to count responses; the process's `MetricsSystem` by default.
   ///   - key: The key a request counts against, or nil to let it through unlimited; the peer's
@@ -63,26 +95,29 @@ public struct RateLimitMiddleware: AsyncMiddleware {
   ///     a client that invents keys gets a fresh bucket with each. Before `cost`, so that a
   ///     trailing closure is the key.
   ///   - cost: How many permits a request takes; 1 by default. A request may choose it (a header,
-  ///     say): a negative cost or one above the burst is answered `400`.
+  ///     say): a negative cost or one above the burst is answered `400`; a cost of 0 asks without
+  ///     taking and is limited when a cost of 1 would be.
   public init(
     limiter: KeyedRateLimiter<String>,
     policyName: String = "default",
+    longKeys: LongKeyPolicy = .hash,
     logger: Logger = Logger(label: "pace.vapor.ratelimit", factory: { _ in SwiftLogNoOpLogHandler() }),
     metricsFactory: any MetricsFactory = MetricsSystem.factory,
     key: @escaping @Sendable (Request) -> String? = ClientAddress.peer.key,
     cost: @escaping @Sendable (Request) -> Int = { _ in 1 }
   ) {
-    self.gate = RateLimitGate(limiter: limiter, policyName: policyName, logger: logger, metricsFactory: metricsFactory)
-    self.key = key
-    self.cost = cost
+    self.init(
+      policies: [RateLimitPolicy(policyName, limiter: limiter, key: key, cost: cost)], longKeys: longKeys,
+      logger: logger, metricsFactory: metricsFactory)
   }
 
   /// A middleware with its own in-memory limiter: each instance of the server counts alone, so N
   /// instances allow up to N times `limit`.
   ///
   /// - Parameters:
-  ///   - limit: The rate per key.
+  ///   - limit: The limit per key.
   ///   - policyName: The policy's name in the fields; `"default"` by default.
+  ///   - longKeys: What to do with a key over `KeyPolicy.maximumBytes`; hashed by default.
   ///   - logger: Where to log invalid requests; silent by default.
   ///   - metricsFactory: Where to count responses; the process's `MetricsSystem` by default.
   ///   - key: The key a request counts against, or nil to let it through unlimited; the peer's
@@ -91,22 +126,27 @@ public struct RateLimitMiddleware: AsyncMiddleware {
   public init(
     limit: RateLimit,
     policyName: String = "default",
+    longKeys: LongKeyPolicy = .hash,
     logger: Logger = Logger(label: "pace.vapor.ratelimit", factory: { _ in SwiftLogNoOpLogHandler() }),
     metricsFactory: any MetricsFactory = MetricsSystem.factory,
     key: @escaping @Sendable (Request) -> String? = ClientAddress.peer.key,
     cost: @escaping @Sendable (Request) -> Int = { _ in 1 }
   ) {
     self.init(
-      limiter: KeyedRateLimiter<String>(permits: limit.permits, per: limit.interval, burst: limit.burst),
-      policyName: policyName, logger: logger, metricsFactory: metricsFactory, key: key, cost: cost)
+      limiter: KeyedRateLimiter(limit: limit), policyName: policyName, longKeys: longKeys, logger: logger,
+      metricsFactory: metricsFactory, key: key, cost: cost)
   }
 
   public func respond(to request: Request, chainingTo next: any AsyncResponder) async throws -> Response {
-    guard let key = key(request) else { return try await next.respond(to: request) }
-    switch try await gate.outcome(key: key, cost: cost(request)) {
+    let charges = policies.map { RateLimitGate.Charge(key: $0.key(request), cost: $0.cost(request)) }
+    switch try await gate.outcome(charges) {
     case .proceed(let fields):
       let response = try await next.respond(to: request)
-      for field in fields { response.headers.replaceOrAdd(name: field.name, value: field.value) }
+      let merged = RateLimitFields.merged(fields) { name in
+        let values = response.headers[name]
+        return values.isEmpty ? nil : values.joined(separator: ", ")
+      }
+      for field in merged { response.headers.replaceOrAdd(name: field.name, value: field.value) }
       return response
     case .respond(let plain):
       return Response(

@@ -8,25 +8,37 @@ import PaceHummingbird
 /// Runs `probes` in order through PaceHummingbird's middleware on `limiter`, in Hummingbird's
 /// router test mode.
 func hummingbirdAnswers(_ limiter: KeyedRateLimiter<String>, _ probes: [Probe]) async throws -> [Answer] {
-  let key = HTTPField.Name(Probe.keyField)!
+  try await hummingbirdAnswers(.single(limiter), probes)
+}
+
+/// Runs `probes` in order through PaceHummingbird's middlewares as `server` says.
+func hummingbirdAnswers(_ server: ProbeServer, _ probes: [Probe]) async throws -> [Answer] {
   let cost = HTTPField.Name(Probe.costField)!
+  let policies = server.policies.map { policy in
+    let key = HTTPField.Name(policy.keyField)!
+    return RateLimitPolicy<BasicRequestContext>(
+      policy.name, limiter: policy.limiter, cost: { request, _ in request.headers[cost].flatMap { Int($0) } ?? 1 },
+      key: { request, _ in request.headers[key] })
+  }
+  let longKeys: LongKeyPolicy = server.refusesLongKeys ? .refuse : .hash
   let router = Router()
-  router.add(
-    middleware: RateLimitMiddleware(
-      limiter: limiter, cost: { request, _ in request.headers[cost].flatMap { Int($0) } ?? 1 },
-      key: { request, _ in request.headers[key] }))
+  if server.nested {
+    for policy in policies { router.add(middleware: RateLimitMiddleware(policies: [policy], longKeys: longKeys)) }
+  } else {
+    router.add(middleware: RateLimitMiddleware(policies: policies, longKeys: longKeys))
+  }
   router.get("/") { _, _ in "ok" }
   let app = Application(router: router)
   return try await app.test(.router) { client in
     var answers: [Answer] = []
     for probe in probes {
       var headers = HTTPFields()
-      headers[key] = probe.key
-      headers[cost] = probe.cost
+      for (name, value) in probe.headers { headers[HTTPField.Name(name)!] = value }
       let response = try await client.execute(uri: "/", method: .get, headers: headers)
       var fields: [String: String] = [:]
       for name in Probe.comparedFields(status: response.status.code) {
-        fields[name] = response.headers[HTTPField.Name(name)!]
+        let values = response.headers[values: HTTPField.Name(name)!]
+        if !values.isEmpty { fields[name] = values.joined(separator: ", ") }
       }
       answers.append(
         Answer(

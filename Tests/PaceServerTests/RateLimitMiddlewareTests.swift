@@ -87,7 +87,8 @@ struct RateLimitMiddlewareTests {
     let router = Router()
     router.add(
       middleware: RateLimitMiddleware(
-        limiter: limiter, logger: Logger(label: "test", factory: { _ in logs }), metricsFactory: metrics,
+        limiter: limiter, longKeys: .refuse, logger: Logger(label: "test", factory: { _ in logs }),
+        metricsFactory: metrics,
         cost: { request, _ in request.headers[Self.cost].flatMap { Int($0) } ?? 1 },
         key: { request, _ in request.headers[Self.apiKey].map { "key:\($0)" } }))
     router.get("/") { _, _ in "ok" }
@@ -95,7 +96,8 @@ struct RateLimitMiddlewareTests {
   }
 
   /// Hostile requests get a 400 with the reason, never a crash or an empty 500, in memory and
-  /// through PostgreSQL alike; a limiter that cannot decide gets a 503.
+  /// through PostgreSQL alike (long keys refused, as `LongKeyPolicy.refuse` says); a limiter that
+  /// cannot decide gets a 503.
   @Test func hostileRequestsGet400InMemoryAndThroughPostgreSQL() async throws {
     try await TestDatabase.withClients { clients in
       let store = try PostgresRateLimitStore(

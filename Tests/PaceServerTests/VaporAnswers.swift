@@ -7,21 +7,32 @@ import VaporTesting
 /// Runs `probes` in order through PaceVapor's middleware on `limiter`, in VaporTesting's in-memory
 /// mode.
 func vaporAnswers(_ limiter: KeyedRateLimiter<String>, _ probes: [Probe]) async throws -> [Answer] {
-  try await withApp { app in
-    app.grouped(
-      RateLimitMiddleware(
-        limiter: limiter, key: { request in request.headers.first(name: Probe.keyField) },
-        cost: { request in request.headers.first(name: Probe.costField).flatMap { Int($0) } ?? 1 })
-    ).get { _ in "ok" }
+  try await vaporAnswers(.single(limiter), probes)
+}
+
+/// Runs `probes` in order through PaceVapor's middlewares as `server` says.
+func vaporAnswers(_ server: ProbeServer, _ probes: [Probe]) async throws -> [Answer] {
+  let policies = server.policies.map { policy in
+    RateLimitPolicy(
+      policy.name, limiter: policy.limiter, key: { request in request.headers.first(name: policy.keyField) },
+      cost: { request in request.headers.first(name: Probe.costField).flatMap { Int($0) } ?? 1 })
+  }
+  let longKeys: LongKeyPolicy = server.refusesLongKeys ? .refuse : .hash
+  return try await withApp { app in
+    let middlewares =
+      server.nested
+      ? policies.map { RateLimitMiddleware(policies: [$0], longKeys: longKeys) }
+      : [RateLimitMiddleware(policies: policies, longKeys: longKeys)]
+    app.grouped(middlewares).get { _ in "ok" }
     var answers: [Answer] = []
     for probe in probes {
       var headers = HTTPHeaders()
-      if let key = probe.key { headers.add(name: Probe.keyField, value: key) }
-      if let cost = probe.cost { headers.add(name: Probe.costField, value: cost) }
+      for (name, value) in probe.headers { headers.add(name: name, value: value) }
       let response = try await app.testing().sendRequest(.GET, "/", headers: headers)
       var fields: [String: String] = [:]
       for name in Probe.comparedFields(status: Int(response.status.code)) {
-        fields[name] = response.headers.first(name: name)
+        let values = response.headers[name]
+        if !values.isEmpty { fields[name] = values.joined(separator: ", ") }
       }
       answers.append(
         Answer(

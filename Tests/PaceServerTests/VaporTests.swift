@@ -59,7 +59,11 @@ struct VaporTests {
       }
       let peer = ClientAddress.peer
       #expect(peer.key(request(from: "203.0.113.7", forwardedFor: ["198.51.100.1"])) == "ip:203.0.113.7")
-      #expect(peer.key(request(from: "0:0:0:0:0:0:0:1")) == "ip:::1")
+      // An IPv6 client is its /64; an IPv4-mapped address is its IPv4 address.
+      #expect(peer.key(request(from: "0:0:0:0:0:0:0:1")) == "ip:::/64")
+      #expect(peer.key(request(from: "2001:db8:1:2:3:4:5:6")) == "ip:2001:db8:1:2::/64")
+      #expect(peer.key(request(from: "::ffff:203.0.113.7")) == "ip:203.0.113.7")
+      #expect(ClientAddress(ipv6PrefixLength: 128).key(request(from: "0:0:0:0:0:0:0:1")) == "ip:::1")
 
       let proxied = ClientAddress.forwarded(byTrustedProxies: ["10.0.0.2", "10.0.0.3", "not an address"])
       #expect(proxied.trustedProxies == ["10.0.0.2", "10.0.0.3"])
@@ -75,6 +79,13 @@ struct VaporTests {
       #expect(proxied.key(request(from: "10.0.0.2", forwardedFor: ["evil"])) == "ip:10.0.0.2")
       // Only trusted proxies in the chain: the first of them.
       #expect(proxied.key(request(from: "10.0.0.2", forwardedFor: ["10.0.0.3"])) == "ip:10.0.0.3")
+      // Ranges, IPv4 and IPv6, and the Forwarded header when the proxies write it.
+      let ranges = ClientAddress(trustedProxies: ["10.0.0.0/8", "fd00::/8"])
+      #expect(ranges.trustedProxies == ["10.0.0.0/8", "fd00::/8"])
+      #expect(ranges.key(request(from: "10.200.3.4", forwardedFor: ["198.51.100.1, 10.1.1.1"])) == "ip:198.51.100.1")
+      #expect(ranges.key(request(from: "fd00::5", forwardedFor: ["2001:db8:9:9::1"])) == "ip:2001:db8:9:9::/64")
+      let rfc7239 = ClientAddress(trustedProxies: ["10.0.0.0/8"], header: .forwarded)
+      #expect(rfc7239.key(request(from: "10.0.0.2", forwardedFor: ["198.51.100.1"])) == "ip:192.0.2.99")
       // No peer address at all (VaporTesting's in-memory requests): one shared bucket.
       let inMemory = Request(application: app, method: .GET, url: "/", on: app.eventLoopGroup.next())
       #expect(peer.key(inMemory) == "ip:unknown")
@@ -90,6 +101,25 @@ struct VaporTests {
       let second = try await tester.sendRequest(.GET, "x", headers: ["X-Forwarded-For": "198.51.100.2"])
       #expect(first.status == .ok)
       #expect(second.status == .tooManyRequests)
+    }
+  }
+
+  /// 300 addresses of one /64 are one client, over a real socket through a trusted proxy.
+  @Test func addressesOfOneSlash64AreOneClient() async throws {
+    try await withApp { app in
+      let address = ClientAddress(trustedProxies: ["127.0.0.0/8", "::1"])
+      app.grouped(RateLimitMiddleware(limit: RateLimit(permits: 3, per: .seconds(3600)), key: address.key))
+        .get("x") { _ in "x" }
+      let tester = try app.testing(method: .running(hostname: "127.0.0.1", port: 0))
+      var statuses: [HTTPStatus] = []
+      for host in 1...300 {
+        let forwarded = "2001:db8:aa:bb:\(String(host, radix: 16)):1:2:3"
+        statuses.append(try await tester.sendRequest(.GET, "x", headers: ["X-Forwarded-For": forwarded]).status)
+      }
+      #expect(statuses.filter { $0 == .ok }.count == 3)
+      // Another /64 is another client.
+      let other = try await tester.sendRequest(.GET, "x", headers: ["X-Forwarded-For": "2001:db8:aa:bc::1"])
+      #expect(other.status == .ok)
     }
   }
 

@@ -103,7 +103,8 @@ struct PaceExampleServer: AsyncParsableCommand {
     let limited = router.group()
       .add(
         middleware: RateLimitMiddleware(limiter: limiter, logger: logger) { request, context in
-          options.key(apiKey: request.headers[apiKey], peer: "ip:\(context.remoteAddress?.ipAddress ?? "unknown")")
+          // The peer's address, an IPv6 client keyed by its /64.
+          options.key(apiKey: request.headers[apiKey], peer: ClientAddress.peer.key(request, context) ?? "ip:unknown")
         })
     limited.get("/") { _, _ in "Hello from Pace\n" }
     limited.post("/documents/:id/changed") { _, context -> HTTPResponse.Status in

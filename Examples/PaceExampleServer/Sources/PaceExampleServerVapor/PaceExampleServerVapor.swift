@@ -4,7 +4,7 @@
 //
 //   swift run pace-example-server-vapor                     # in memory
 //   swift run pace-example-server-vapor --postgres URL      # shared
-//   swift run pace-example-server-vapor --trusted-proxy 127.0.0.1   # behind a local proxy
+//   swift run pace-example-server-vapor --trusted-proxy 127.0.0.1   # behind a local proxy (or a range: 10.0.0.0/8)
 import ArgumentParser
 import ExampleServerSupport
 import Logging
@@ -27,7 +27,7 @@ struct PaceExampleServerVapor: AsyncParsableCommand {
 
   @ArgumentParser.Option(
     name: .customLong("trusted-proxy"),
-    help: "A proxy's IP address whose X-Forwarded-For names the client (repeatable); none by default.")
+    help: "A proxy's IP address or CIDR range whose X-Forwarded-For names the client (repeatable); none by default.")
   var trustedProxies: [String] = []
 
   func run() async throws {
@@ -78,7 +78,7 @@ struct PaceExampleServerVapor: AsyncParsableCommand {
         body: .init(string: String(decoding: registry.emitToBuffer(), as: UTF8.self)))
     }
     let options = self.options
-    let address = ClientAddress.forwarded(byTrustedProxies: trustedProxies)
+    let address = ClientAddress(trustedProxies: trustedProxies)
     let limited = app.grouped(
       RateLimitMiddleware(limiter: limiter, logger: app.logger) { request in
         options.key(apiKey: request.headers.first(name: "X-API-Key"), peer: address.key(request) ?? "ip:unknown")
