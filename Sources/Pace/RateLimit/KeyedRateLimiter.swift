@@ -38,7 +38,7 @@
 /// A key costs an entry in its shard's table (the key, its hash, two words of state and the time
 /// of its next check: 40 bytes for an `Int` key) and one deadline in its shard's heap, whatever
 /// its policy; a key under a sliding window also has its log in a side table (the key, 48 bytes,
-/// and 16 bytes per grant still in the window, at most `permits`). A per-key limit costs nothing
+/// and 16 bytes per instant with a grant still in the window, at most `permits`). A per-key limit costs nothing
 /// per key. Once nothing it was granted counts any more and nobody waits, the key is forgotten,
 /// so idle keys take no memory.
 ///
