@@ -247,6 +247,7 @@ let package = Package(
       name: "PaceServerTests",
       dependencies: [
         "Pace", "PacePostgres", "PaceHummingbird", "PaceHTTP", "PaceVapor", "pace-postgres-test-instance",
+        "PaceTestSupport",
         .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
         .product(name: "HummingbirdTesting", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
         .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["Hummingbird"])),
