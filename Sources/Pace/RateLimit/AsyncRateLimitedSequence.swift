@@ -9,16 +9,44 @@ extension AsyncSequence {
   ///
   /// The base sequence is read on demand: an element is read, then waits for its permits, then
   /// is returned. If the consuming task is cancelled while an element waits, the element is
-  /// dropped without consuming permits and the sequence ends.
+  /// dropped and the sequence ends; the element takes no permit, unless it costs more than the
+  /// burst, whose earlier parts keep the permits they took.
+  ///
+  /// An element that costs more than the limiter's burst takes its permits in parts of at most
+  /// the burst, one after another, and is returned once the last part is granted: so the
+  /// long-run rate holds for any element size (a big chunk of bytes, for instance), under every
+  /// policy.
   ///
   /// - Parameters:
   ///   - limiter: The rate limiter; it may be shared with other code, which then shares its rate.
-  ///   - cost: How many permits an element takes; 1 by default.
+  ///   - cost: How many permits an element takes; 1 by default. Not negative.
   /// - Returns: The rate-limited sequence.
   public func rateLimited(
     by limiter: RateLimiter, cost: @escaping @Sendable (Element) -> Int = { _ in 1 }
   ) -> AsyncRateLimitedSequence<Self> {
     AsyncRateLimitedSequence(base: self, limiter: limiter, cost: cost)
+  }
+
+  /// Paces the elements under `limit`, through a ``RateLimiter`` of their own that every iterator
+  /// of the returned sequence shares.
+  ///
+  /// ```swift
+  /// for await upload in uploads.rateLimited(to: .slidingWindow(3, per: .seconds(10))) {
+  ///   try await send(upload)   // at most 3 in any 10 s
+  /// }
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - limit: The limit and its policy.
+  ///   - clock: The clock that measures time: `ContinuousClock` by default, or a ``TestScheduler``.
+  ///   - cost: How many permits an element takes; 1 by default. Not negative. An element that
+  ///     costs more than the burst takes its permits in parts, as
+  ///     ``rateLimited(by:cost:)`` says.
+  /// - Returns: The rate-limited sequence.
+  public func rateLimited<C: Clock>(
+    to limit: RateLimit, clock: C = ContinuousClock(), cost: @escaping @Sendable (Element) -> Int = { _ in 1 }
+  ) -> AsyncRateLimitedSequence<Self> where C.Duration == Duration {
+    rateLimited(by: RateLimiter(limit: limit, clock: clock), cost: cost)
   }
 }
 
@@ -33,9 +61,9 @@ extension AsyncSequence where Element: Collection & Sendable, Element.Element ==
   /// ```
   ///
   /// The first `burst` bytes pass at once; after that bytes are granted at the steady rate.
-  /// Chunks are never split: a chunk larger than the burst waits for a full budget and puts the
-  /// budget in debt, so the average rate holds. The iterators of the returned sequence share one
-  /// budget.
+  /// Chunks are never split: a chunk larger than the burst takes its bytes in parts of at most
+  /// the burst and passes once the last part is granted, so the average rate holds. The iterators
+  /// of the returned sequence share one budget.
   ///
   /// - Parameters:
   ///   - bytesPerSecond: The rate. Positive.
@@ -50,7 +78,8 @@ extension AsyncSequence where Element: Collection & Sendable, Element.Element ==
 }
 
 /// An asynchronous sequence whose elements wait for permits of a ``RateLimiter``; made by
-/// ``_Concurrency/AsyncSequence/rateLimited(by:cost:)`` and
+/// ``_Concurrency/AsyncSequence/rateLimited(by:cost:)``,
+/// ``_Concurrency/AsyncSequence/rateLimited(to:clock:cost:)`` and
 /// ``_Concurrency/AsyncSequence/rateLimited(bytesPerSecond:burst:clock:)``.
 public struct AsyncRateLimitedSequence<Base: AsyncSequence>: AsyncSequence {
   /// The base sequence's element.
@@ -75,10 +104,18 @@ public struct AsyncRateLimitedSequence<Base: AsyncSequence>: AsyncSequence {
     /// when the task is cancelled. Throws the base sequence's error.
     public mutating func next() async rethrows -> Element? {
       guard let element = try await base.next() else { return nil }
+      var cost = cost(element)
+      precondition(cost >= 0, "rateLimited: a cost must not be negative (got \(cost))")
       do {
-        try await limiter.acquire(cost: cost(element))
+        // Above the burst, in parts the limiter can grant, so that the long-run rate holds.
+        let burst = limiter.limit.burst
+        while cost > burst {
+          try await limiter.acquire(cost: burst)
+          cost -= burst
+        }
+        try await limiter.acquire(cost: cost)
       } catch {
-        return nil  // cancelled: the element is dropped and nothing is consumed
+        return nil  // cancelled: the element is dropped
       }
       return element
     }

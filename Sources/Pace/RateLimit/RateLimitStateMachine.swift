@@ -1,32 +1,32 @@
-/// The logic of both rate limiters as a value type: one token bucket and the requests waiting for
-/// it, in arrival order.
+/// The logic of both rate limiters as a value type: one key's counter of permits, under any
+/// ``RateLimit/Policy`` (a ``RateLimitCounting``), and the requests waiting for it, in arrival order.
 ///
 /// ``RateLimiter`` keeps one machine; ``KeyedRateLimiter`` builds one for a key from the key's
-/// stored level and queue, runs one event and stores them back. So the decision, the FIFO grant
-/// loop and the reported permits are written once, and both limiters give the same answers at
-/// every limit.
+/// stored state and queue, runs one event and stores them back. So the decision, the cost rule,
+/// the FIFO grant loop and the reported permits are written once, and both limiters give the same
+/// answers for every policy.
 ///
 /// The machine holds no continuation, lock or clock: requests are ids, `now` comes in and a
 /// ``RateLimitAction`` (the ids to grant in order, the id refused, when to look again) comes out.
 /// The driver keeps the continuations by id and arms its timer for ``RateLimitAction/wakeAt``.
 ///
 /// - A request never overtakes an earlier one, even a small request behind a large one.
-/// - A request for more than the burst waits for a full bucket, then takes its permits and leaves
-///   the bucket in debt.
+/// - A request of cost 0 waits as a request of cost 1 would, and takes nothing when its turn comes.
 /// - ``tryAcquire(cost:now:)`` is refused while anyone waits, and never changes the queue.
+/// - The driver refuses a cost above the burst before it queues it (it could never be granted).
 ///
 /// `@inlinable` throughout, so that a ``KeyedRateLimiter``'s decision is specialised, and its
 /// arithmetic inlined, in the module that calls it.
 @usableFromInline
-struct RateLimitStateMachine {
-  @usableFromInline var bucket: TokenBucket
+struct RateLimitPolicyMachine<Counter: RateLimitCounting> {
+  @usableFromInline var counter: Counter
   /// The waiting requests; `nil` when none has waited yet, so that a key of a
   /// ``KeyedRateLimiter`` with no waiter pays for no queue. Empty and `nil` mean the same.
   @usableFromInline var queue: RateLimitQueue?
 
   @inlinable
-  init(bucket: TokenBucket, queue: RateLimitQueue? = nil) {
-    self.bucket = bucket
+  init(counter: Counter, queue: RateLimitQueue? = nil) {
+    self.counter = counter
     self.queue = queue
   }
 
@@ -36,39 +36,61 @@ struct RateLimitStateMachine {
   /// Whether any request waits.
   @inlinable var isWaiting: Bool { waitingCount > 0 }
 
-  /// The whole permits in the bucket at `now`; 0 while the bucket is in debt.
+  /// The whole permits a request could take at `now`; 0 while a token bucket is in debt.
   @inlinable
   mutating func availablePermits(now: PaceInstant) -> Int {
-    bucket.refill(now: now)
-    return bucket.availablePermits
+    counter.refill(now: now)
+    return counter.availablePermits
   }
 
-  /// Takes `cost` permits if they are in the bucket and nobody waits; never changes the queue.
+  /// Takes `cost` permits if they are available and nobody waits; never changes the queue.
+  ///
+  /// The cost rule: a cost of 0 takes nothing and gets cost 1's answer; a cost above the burst is
+  /// `.limited(retryAfter: RateLimitDecision.never)`. `cost` must not be negative.
   ///
   /// - Returns: `.allowed(remaining:)` with the whole permits left, or `.limited(retryAfter:)`
   ///   with how long until the same request would fit if nothing else is taken (behind the
-  ///   waiting requests' permits, while some wait).
+  ///   waiting requests, granted in order first, while some wait).
   @inlinable
   mutating func tryAcquire(cost: Int, now: PaceInstant) -> RateLimitDecision {
-    Self.tryAcquire(cost: cost, now: now, bucket: &bucket, waitingPermits: queue?.waitingPermits)
+    Self.tryAcquire(cost: cost, now: now, counter: &counter, queue: queue)
   }
 
-  /// ``tryAcquire(cost:now:)`` on the bucket alone, given the permits the waiting requests ask for
-  /// (`nil` when nobody waits): the same decision for a caller that holds no machine, as
-  /// ``KeyedRateLimiter`` on a key it stores, so that its hot path copies no queue.
+  /// ``tryAcquire(cost:now:)`` on the counter alone, given the waiting requests (`nil` when nobody
+  /// waits): the same decision for a caller that holds no machine, as ``KeyedRateLimiter`` on a
+  /// key it stores, so that its hot path copies no queue.
   @inlinable @inline(__always)
   static func tryAcquire(
-    cost: Int, now: PaceInstant, bucket: inout TokenBucket, waitingPermits: Int?
+    cost: Int, now: PaceInstant, counter: inout Counter, queue: RateLimitQueue?
   ) -> RateLimitDecision {
-    bucket.refill(now: now)
-    if let waitingPermits {
-      return .limited(retryAfter: now.duration(to: bucket.readyTime(for: waitingPermits &+ cost) ?? .max))
+    counter.refill(now: now)
+    let burst = counter.burst
+    // 1 through the burst, in one comparison: the common case.
+    if UInt(bitPattern: cost &- 1) < UInt(bitPattern: burst) {
+      if let queue, !queue.isEmpty {
+        return .limited(retryAfter: wait(from: now, until: counter.readyTime(for: cost, behind: queue)))
+      }
+      guard counter.canTake(cost) else {
+        return .limited(retryAfter: wait(from: now, until: counter.readyTime(for: cost)))
+      }
+      counter.take(cost)
+      return .allowed(remaining: counter.availablePermits)
     }
-    guard bucket.canTake(cost) else {
-      return .limited(retryAfter: now.duration(to: bucket.readyTime(for: cost) ?? .max))
+    if cost > burst { return .limited(retryAfter: RateLimitDecision.never) }
+    // Cost 0: cost 1's answer, taking nothing.
+    if let queue, !queue.isEmpty {
+      return .limited(retryAfter: wait(from: now, until: counter.readyTime(for: 1, behind: queue)))
     }
-    bucket.take(cost)
-    return .allowed(remaining: bucket.availablePermits)
+    guard counter.canTake(1) else { return .limited(retryAfter: wait(from: now, until: counter.readyTime(for: 1))) }
+    return .allowed(remaining: counter.availablePermits)
+  }
+
+  /// From `now` until `ready`, or until the end of the timeline if `ready` is `nil`; never
+  /// negative.
+  @inlinable
+  static func wait(from now: PaceInstant, until ready: PaceInstant?) -> Duration {
+    guard let ready else { return now.duration(to: .max) }
+    return ready > now ? now.duration(to: ready) : .zero
   }
 
   /// A request `id` for `cost` permits joins the end of the queue; the requests that fit are
@@ -100,18 +122,20 @@ struct RateLimitStateMachine {
   /// Grants the waiting requests that fit, in order, and says when the next one will.
   @inlinable
   mutating func grant(now: PaceInstant) -> RateLimitAction {
-    bucket.refill(now: now)
+    counter.refill(now: now)
     guard var queue = queue.take() else { return .none }
     defer { self.queue = queue }
     var action = RateLimitAction.none
     while let head = queue.first {
-      guard bucket.canTake(head.cost) else {
+      // A request of cost 0 waits for what cost 1 would, and takes nothing.
+      let needed = Swift.max(head.cost, 1)
+      guard counter.canTake(needed) else {
         // Ready only beyond the end of the timeline: the request waits until it is cancelled,
         // with no timer (one armed at the end would find it still not ready, again and again).
-        action.wakeAt = bucket.readyTime(for: head.cost)
+        action.wakeAt = counter.readyTime(for: needed)
         return action
       }
-      bucket.take(head.cost)
+      if head.cost > 0 { counter.take(head.cost) }
       queue.removeFirst()
       action.granted.append(head.id)
     }
@@ -119,7 +143,42 @@ struct RateLimitStateMachine {
   }
 }
 
-/// What a ``RateLimitStateMachine`` asks its driver to do.
+/// The token bucket's machine, which ``KeyedRateLimiter`` runs for each key.
+@usableFromInline
+typealias RateLimitStateMachine = RateLimitPolicyMachine<TokenBucket>
+
+extension RateLimitPolicyMachine where Counter == TokenBucket {
+  /// The token bucket.
+  @inlinable var bucket: TokenBucket {
+    get { counter }
+    _modify { yield &counter }
+  }
+
+  @inlinable
+  init(bucket: TokenBucket, queue: RateLimitQueue? = nil) {
+    self.init(counter: bucket, queue: queue)
+  }
+
+  /// The token bucket's decision without the cost rule (a cost of 0 is allowed and takes nothing,
+  /// a cost above the burst takes a full bucket and leaves a debt), given the permits the waiting
+  /// requests ask for (`nil` when nobody waits): for a caller that applies the rule itself.
+  @inlinable @inline(__always)
+  static func tryAcquire(
+    cost: Int, now: PaceInstant, bucket: inout TokenBucket, waitingPermits: Int?
+  ) -> RateLimitDecision {
+    bucket.refill(now: now)
+    if let waitingPermits {
+      return .limited(retryAfter: now.duration(to: bucket.readyTime(for: waitingPermits &+ cost) ?? .max))
+    }
+    guard bucket.canTake(cost) else {
+      return .limited(retryAfter: now.duration(to: bucket.readyTime(for: cost) ?? .max))
+    }
+    bucket.take(cost)
+    return .allowed(remaining: bucket.availablePermits)
+  }
+}
+
+/// What a ``RateLimitPolicyMachine`` asks its driver to do.
 @usableFromInline
 struct RateLimitAction: Equatable, Sendable {
   /// The waiting requests to resume, in this order.
@@ -222,6 +281,16 @@ struct RateLimitQueue {
       }
     }
     return true
+  }
+
+  /// Calls `body` with the cost of each waiting request, in arrival order.
+  @inlinable
+  func forEachWaitingCost(_ body: (Int) -> Void) {
+    guard !isEmpty else { return }
+    var ring = order.ring.copy()
+    while let id = ring.popFirst() {
+      if let cost = costs[id] { body(cost) }
+    }
   }
 
   /// Gives this queue an order of its own before it changes, so that its copies keep theirs.

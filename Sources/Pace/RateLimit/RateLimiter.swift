@@ -1,5 +1,6 @@
-/// A token bucket for async code: `permits` per `interval`, up to `burst` at once, granted in
-/// first-come first-served order.
+/// A rate limit for async code, under any ``RateLimit``: a token bucket (`permits` per
+/// `interval`, up to `burst` at once), a sliding window or a fixed window, granted in first-come
+/// first-served order.
 ///
 /// ```swift
 /// let limiter = RateLimiter(permits: 10, per: .seconds(1))   // 10 requests a second
@@ -7,11 +8,16 @@
 ///   try await limiter.acquire()        // suspends until a permit is available
 ///   try await download(url)
 /// }
+///
+/// let uploads = RateLimiter(limit: .slidingWindow(3, per: .seconds(10)))  // at most 3 in any 10 s
 /// ```
 ///
-/// The bucket starts full: `burst` permits (by default `permits`, one interval's worth) can be
+/// A token bucket starts full: `burst` permits (by default `permits`, one interval's worth) can be
 /// taken at once; after that, permits come back at the steady rate, one every
-/// `interval / permits`, exactly (integer arithmetic, no drift).
+/// `interval / permits`, exactly (integer arithmetic, no drift). A window limit starts empty: its
+/// `permits` can be taken at once, then each permit comes back when its grant leaves the window
+/// (sliding) or when the next window starts (fixed). The article <doc:RateLimiter> says which to
+/// pick.
 ///
 /// - ``acquire(cost:isolation:)`` suspends until its permits are available, in FIFO order: a request
 ///   never overtakes an earlier one, even a smaller request behind a large one. If its task is
@@ -21,9 +27,12 @@
 /// - ``tryAcquire(cost:)->RateLimitDecision`` never waits: it takes the permits if they are available and nobody is
 ///   waiting (`.allowed(remaining:)`), and answers `.limited(retryAfter:)` otherwise, as
 ///   ``KeyedRateLimiter`` does for a key.
-/// - A request for more than `burst` permits waits for a full bucket, then takes them all and
-///   leaves the bucket in debt: later requests wait for the difference, so the long-run rate
-///   holds for any request size (a big chunk of bytes, for instance).
+/// - A cost of 0 takes nothing and is answered as a cost of 1 would be: `tryAcquire(cost: 0)` is
+///   allowed only when one permit is available, and `acquire(cost: 0)` waits as `acquire()`
+///   would.
+/// - A cost above the burst can never be granted: `acquire` throws
+///   ``InvalidInput/costAboveBurst(cost:burst:)`` and `tryAcquire` answers
+///   `.limited(retryAfter: RateLimitDecision.never)`; neither takes anything.
 ///
 /// Works on any clock whose duration is `Duration`; pass a ``TestScheduler`` for virtual time.
 /// Safe from any task; the lock is never held while a waiter is resumed.
@@ -38,7 +47,7 @@ public final class RateLimiter: Sendable {
   }
 
   private struct State {
-    var machine: RateLimitStateMachine
+    var machine: RateLimitPolicyMachine<RateLimitCounter>
     /// The waiting requests' continuations, by the ids the machine queues.
     var continuations: [UInt64: Waiter] = [:]
     var nextID: UInt64 = 0
@@ -80,8 +89,7 @@ public final class RateLimiter: Sendable {
     var waitingChange = 0
   }
 
-  /// The limit: `permits` per `interval`, up to `burst` at once; a ``KeyedRateLimiter``'s
-  /// `limit` in the same words.
+  /// The limit and its policy; a ``KeyedRateLimiter``'s `limit` in the same words.
   public let limit: RateLimit
   private let clock: AsyncClock
   private let state: LockedState<State>
@@ -108,11 +116,33 @@ public final class RateLimiter: Sendable {
   }
 
   @usableFromInline
-  init(permits: Int, per interval: Duration, burst: Int, clock: AsyncClock) {
+  convenience init(permits: Int, per interval: Duration, burst: Int, clock: AsyncClock) {
+    self.init(limit: RateLimit(permits: permits, per: interval, burst: burst), clock: clock)
+  }
+
+  /// A rate limiter enforcing `limit`, under its policy.
+  ///
+  /// ```swift
+  /// RateLimiter(limit: RateLimit(permits: 100, per: .seconds(60), burst: 20))  // smooths
+  /// RateLimiter(limit: .slidingWindow(3, per: .seconds(10)))                  // at most 3 in any 10 s
+  /// RateLimiter(limit: .fixedWindow(5_000, per: .seconds(3600)))              // 5,000 per clock hour
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - limit: The limit and its policy.
+  ///   - clock: The clock that measures time: `ContinuousClock` by default, or a ``TestScheduler``.
+  ///     A fixed window is aligned to the clock's origin (a ``TestScheduler``'s zero).
+  @inlinable
+  public convenience init<C: Clock>(limit: RateLimit, clock: C = ContinuousClock()) where C.Duration == Duration {
+    self.init(limit: limit, clock: AsyncClock(clock))
+  }
+
+  @usableFromInline
+  init(limit: RateLimit, clock: AsyncClock) {
     self.clock = clock
-    let bucket = TokenBucket(permits: permits, per: interval, burst: burst, now: clock.now())
-    limit = RateLimit(permits: permits, per: interval, burst: burst)
-    state = LockedState(State(machine: RateLimitStateMachine(bucket: bucket)))
+    self.limit = limit
+    let counter = RateLimitCounter(limit: limit, now: clock.now())
+    state = LockedState(State(machine: RateLimitPolicyMachine(counter: counter)))
   }
 
   deinit {
@@ -122,19 +152,20 @@ public final class RateLimiter: Sendable {
 
   /// Waits until `cost` permits are available, then takes them.
   ///
-  /// Requests are served in the order they arrive. A request for more than the burst waits for a
-  /// full bucket and leaves the bucket in debt.
+  /// Requests are served in the order they arrive. A cost of 0 waits as a cost of 1 would and
+  /// takes nothing.
   ///
   /// The request arrives on the caller's actor, before `acquire` first suspends: tasks started in
   /// order from the main actor (or any one actor) join the queue, and are granted, in that order.
   ///
   /// - Parameters:
-  ///   - cost: How many permits to take; 1 by default. Not negative.
+  ///   - cost: How many permits to take; 1 by default. 0 through the limit's burst.
   ///   - isolation: The caller's actor; leave the default.
   /// - Throws: `CancellationError` if the task is cancelled before the permits are granted; then
-  ///   nothing is consumed.
+  ///   nothing is consumed. ``InvalidInput/negativeCost(_:)`` or
+  ///   ``InvalidInput/costAboveBurst(cost:burst:)`` at once for a cost no wait would grant.
   public func acquire(cost: Int = 1, isolation: isolated (any Actor)? = #isolation) async throws {
-    precondition(cost >= 0, "RateLimiter.acquire: cost must not be negative (got \(cost))")
+    try KeyPolicy.check(cost: cost, limit: limit)
     try Task.checkCancellation()
     if decideAtOnce(cost).isAllowed { return }
     let id = state.withLock { state in
@@ -175,11 +206,12 @@ public final class RateLimiter: Sendable {
   /// The same decision, in the same words, as ``KeyedRateLimiter``'s `tryAcquire(_:cost:)` for one
   /// key.
   ///
-  /// - Parameter cost: How many permits to take; 1 by default. Not negative. 0 asks how many are
-  ///   left and takes none.
+  /// - Parameter cost: How many permits to take; 1 by default. Not negative. 0 takes none and is
+  ///   answered as 1 would be: `.allowed(remaining:)` with the permits available now only if one
+  ///   permit is.
   /// - Returns: `.allowed(remaining:)` with the whole permits left, or `.limited(retryAfter:)`
-  ///   with how long until the same request would be allowed if nothing else is taken (counting
-  ///   the waiting requests' permits, while some wait).
+  ///   with how long until the same request would be allowed if nothing else is taken (behind the
+  ///   waiting requests, while some wait); ``RateLimitDecision/never`` for a cost above the burst.
   public func tryAcquire(cost: Int = 1) -> RateLimitDecision {
     precondition(cost >= 0, "RateLimiter.tryAcquire: cost must not be negative (got \(cost))")
     return decideAtOnce(cost)
@@ -222,8 +254,9 @@ public final class RateLimiter: Sendable {
     try await acquire(cost: permits, isolation: isolation)
   }
 
-  /// The whole permits in the bucket now; 0 while the bucket is in debt. Permits may be in the
-  /// bucket while requests wait, if the first request needs more than there are.
+  /// The whole permits a request could take now: those in a token bucket, or a window's permits
+  /// not yet granted. Permits may be available while requests wait, if the first request needs
+  /// more than there are.
   public var availablePermits: Int {
     let clock = self.clock
     return state.withLock { $0.machine.availablePermits(now: clock.now()) }

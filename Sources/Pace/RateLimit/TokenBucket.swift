@@ -1,4 +1,5 @@
-/// The arithmetic of ``RateLimiter``: a token bucket as a value type, with exact integer time.
+/// The arithmetic of a token bucket (the ``RateLimit/Policy/tokenBucket`` policy), as a value type
+/// with exact integer time.
 ///
 /// Credit is counted in *units*: a permit costs `unitsPerPermit` and `unitsPerNanosecond`
 /// accrue every nanosecond, both divided by their greatest common divisor, so that "3 permits per
@@ -13,6 +14,8 @@
 ///
 /// The bucket is its ``TokenBucketRate`` (shared by every key of a ``KeyedRateLimiter``) and its
 /// ``TokenBucketLevel`` (one per key), read and written through forwarding properties.
+///
+/// **Memory per key**: 16 bytes, the ``TokenBucketLevel`` (balance and time).
 ///
 /// `@inlinable` throughout, so that a ``KeyedRateLimiter``'s decision is specialised, and its
 /// arithmetic inlined, in the module that calls it.
@@ -113,6 +116,8 @@ struct TokenBucketRate: Sendable, Equatable {
   @usableFromInline let unitsPerNanosecond: Int64
   /// `burst` permits' worth of units.
   @usableFromInline let capacity: Int64
+  /// The largest cost the bucket grants: the limit's burst.
+  @usableFromInline let burst: Int
 
   init(permits: Int, per interval: Duration, burst: Int) {
     let nanoseconds = interval.paceNanoseconds
@@ -125,6 +130,7 @@ struct TokenBucketRate: Sendable, Equatable {
     // Billions of permits of a slow rate: the bucket holds what 64 bits can count.
     let (capacity, overflow) = Int64(burst).multipliedReportingOverflow(by: unitsPerPermit)
     self.capacity = overflow ? .max : capacity
+    self.burst = burst
   }
 
   /// The whole permits a full bucket holds: the burst, or fewer where its capacity saturates 64
@@ -152,6 +158,22 @@ struct TokenBucketLevel: Sendable, Equatable {
     self.balance = balance
     self.updated = updated
   }
+}
+
+extension TokenBucket: RateLimitCounting {
+  @inlinable var burst: Int { rate.burst }
+
+  /// Behind the waiting requests' permits, counted as one request.
+  @inlinable
+  func readyTime(for permits: Int, behind queue: RateLimitQueue) -> PaceInstant? {
+    readyTime(for: queue.permits &+ permits)
+  }
+
+  /// Whether the bucket is full.
+  @inlinable var isIdle: Bool { balance >= capacity }
+
+  /// When the bucket is full again.
+  @inlinable var idleTime: PaceInstant? { readyTime(for: .max) }
 }
 
 private func greatestCommonDivisor(_ a: Int64, _ b: Int64) -> Int64 {

@@ -1,0 +1,127 @@
+/// The arithmetic of a sliding window, `permits` in any window of `rate.nanoseconds`, as a value
+/// type with exact integer time: every grant is kept as (time, cost) until it stops counting.
+///
+/// A grant at `g` counts during `[g, g + T)`. A request of cost `c` at `t` fits iff the costs
+/// counting at `t`, plus `c`, are at most the permits; when it does not, it is ready when the
+/// oldest grants have stopped counting enough: at `g + T` for the first grant `g`, oldest first,
+/// whose end frees enough.
+///
+/// **Memory per key**: 16 bytes per grant still in the window, at most `permits` grants (each
+/// grant costs at least 1), in one array that a quiet key gives back; plus the array's header
+/// and the running total. Grants are kept in time order: a `now` earlier than the last grant's
+/// (time never goes back) records the grant at the last grant's time, which can only make it
+/// count longer.
+///
+/// Nothing here traps on extreme input: an end beyond the end of the timeline is `nil` (never),
+/// and an age too large for `Int64` has stopped counting.
+@usableFromInline
+struct SlidingWindowLog: RateLimitCounting, Sendable, Equatable {
+  /// One grant: when, and how many permits.
+  @usableFromInline
+  struct Grant: Sendable, Equatable {
+    @usableFromInline var time: Int64
+    @usableFromInline var cost: Int
+
+    @inlinable init(time: Int64, cost: Int) {
+      self.time = time
+      self.cost = cost
+    }
+  }
+
+  @usableFromInline let rate: WindowRate
+  /// The grants, oldest first; those before `head` have stopped counting.
+  @usableFromInline var grants: ContiguousArray<Grant> = []
+  @usableFromInline var head = 0
+  /// The costs of `grants[head...]`.
+  @usableFromInline var used = 0
+  /// When the log was last brought up to date.
+  @usableFromInline var updated: PaceInstant
+
+  /// An empty log at `now`.
+  @inlinable
+  init(rate: WindowRate, now: PaceInstant) {
+    self.rate = rate
+    self.updated = now
+  }
+
+  @inlinable var burst: Int { rate.permits }
+
+  /// Drops the grants that stopped counting by `now`.
+  @inlinable
+  mutating func refill(now: PaceInstant) {
+    guard now > updated else { return }
+    updated = now
+    while head < grants.count, !counts(grants[head].time) {
+      used &-= grants[head].cost
+      head &+= 1
+    }
+    if head == grants.count {
+      if head > 0 { grants.removeAll(keepingCapacity: grants.capacity <= 64) }
+      head = 0
+    } else if head >= 32, head * 2 >= grants.count {
+      grants.removeFirst(head)
+      head = 0
+    }
+  }
+
+  /// Whether a grant at `time` still counts at `updated`: `updated - time < T`.
+  @inlinable
+  func counts(_ time: Int64) -> Bool {
+    let (age, overflow) = updated.nanoseconds.subtractingReportingOverflow(time)
+    return !overflow && age < rate.nanoseconds
+  }
+
+  @inlinable
+  func canTake(_ permits: Int) -> Bool {
+    permits <= rate.permits &- used
+  }
+
+  @inlinable
+  mutating func take(_ permits: Int) {
+    let time = Swift.max(updated.nanoseconds, grants.last?.time ?? .min)
+    grants.append(Grant(time: time, cost: permits))
+    used &+= permits
+  }
+
+  @inlinable
+  func readyTime(for permits: Int) -> PaceInstant? {
+    guard permits <= rate.permits else { return nil }
+    var used = self.used
+    if permits <= rate.permits &- used { return updated }
+    var index = head
+    while index < grants.count {
+      let grant = grants[index]
+      used &-= grant.cost
+      if permits <= rate.permits &- used { return end(of: grant) }
+      index &+= 1
+    }
+    return nil
+  }
+
+  /// When `grant` stops counting; `nil` beyond the end of the timeline.
+  @inlinable
+  func end(of grant: Grant) -> PaceInstant? {
+    let (end, overflow) = grant.time.addingReportingOverflow(rate.nanoseconds)
+    return overflow ? nil : PaceInstant(nanoseconds: end)
+  }
+
+  @inlinable
+  func readyTime(for permits: Int, behind queue: RateLimitQueue) -> PaceInstant? {
+    simulatedReadyTime(for: permits, behind: queue)
+  }
+
+  @inlinable var availablePermits: Int { rate.permits &- used }
+
+  @inlinable var isIdle: Bool { used == 0 }
+
+  /// When the newest grant stops counting.
+  @inlinable var idleTime: PaceInstant? {
+    guard used > 0, let newest = grants.last else { return updated }
+    return end(of: newest)
+  }
+
+  /// The bytes this log holds beyond its own size: its grants' array.
+  @inlinable var heldStorageBytes: Int {
+    grants.capacity * MemoryLayout<Grant>.stride
+  }
+}
