@@ -93,8 +93,8 @@ enum StoredDecision {
         return .allowed(remaining: Swift.max(0, limit.permits - Int(used) - cost))
       }
       // The wait the function computed, at least a microsecond; a window's length if it has none.
-      let wait = answer.wait ?? (try StoredLimit(cost: cost, limit: limit)).window
-      return .limited(retryAfter: .microseconds(Swift.max(1, wait)))
+      let stored = try StoredLimit(cost: cost, limit: limit)
+      return .limited(retryAfter: .microseconds(Swift.max(1, answer.wait ?? stored.window)))
     }
   }
 }

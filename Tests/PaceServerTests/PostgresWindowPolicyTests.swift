@@ -31,7 +31,7 @@ struct PostgresWindowPolicyTests {
   /// "At most 3 in any 10 s": a grant counts during `[g, g + 10 s)`; a denial waits for the
   /// oldest grant whose expiry frees enough, for cost 0 as for cost 1.
   @Test func aSlidingWindowCountsEveryGrantForItsWindow() async throws {
-    try await withStore { store, _ in
+    try await withStore { store, _ async throws in
       let limit = RateLimit.slidingWindow(3, per: .seconds(10))
       func at(_ seconds: Double, _ cost: Int) async throws -> RateLimitDecision {
         try await store.tryAcquire("k", cost: cost, limit: limit, databaseNow: Self.base + Self.seconds(seconds))
@@ -54,7 +54,7 @@ struct PostgresWindowPolicyTests {
   /// "3 per window of 10 s", the windows aligned to the Unix epoch: the count starts again at each
   /// window's start, and a denial waits for it; before the epoch too (floor division).
   @Test func aFixedWindowCountsPerWindowAlignedToTheEpoch() async throws {
-    try await withStore { store, _ in
+    try await withStore { store, _ async throws in
       let limit = RateLimit.fixedWindow(3, per: .seconds(10))
       func at(_ instant: Int64, _ cost: Int, key: String = "k") async throws -> RateLimitDecision {
         try await store.tryAcquire(key, cost: cost, limit: limit, databaseNow: instant)
@@ -83,7 +83,7 @@ struct PostgresWindowPolicyTests {
     .fixedWindow(2, per: .seconds(3600)),
   ])
   func theCostRuleHoldsForEveryPolicy(limit: RateLimit) async throws {
-    try await withStore { store, _ in
+    try await withStore { store, _ async throws in
       let start = Self.base
       await #expect(throws: InvalidInput.costAboveBurst(cost: 3, burst: 2)) {
         try await store.tryAcquire("k", cost: 3, limit: limit, databaseNow: start)
@@ -120,7 +120,7 @@ struct PostgresWindowPolicyTests {
   /// Window limits the store cannot count are a thrown error, never a trap or a blow-up: a window
   /// too long for 64-bit microseconds, a sliding window of more permits than a row keeps.
   @Test func windowLimitsOutOfRangeAreAClearError() async throws {
-    try await withStore { store, _ in
+    try await withStore { store, _ async throws in
       let refused: [RateLimit] = [
         .slidingWindow(1, per: .seconds(Int64.max)), .fixedWindow(1, per: .seconds(Int64.max) * 4),
         .fixedWindow(1, per: .seconds(Int64.max / 1000)), .slidingWindow(Int.max, per: .seconds(1)),
@@ -146,7 +146,7 @@ struct PostgresWindowPolicyTests {
   /// Keys with different limits and policies, decided in one batch (one statement), each under its
   /// own limit: a plan per key needs nothing from the store but each call's limit.
   @Test func keysWithTheirOwnLimitsAreDecidedInOneBatch() async throws {
-    try await withStore { store, client in
+    try await withStore { store, client async throws in
       let plans: [(String, RateLimit)] = [
         ("free", RateLimit(permits: 2, per: .seconds(3600))),
         ("paid", RateLimit(permits: 5, per: .seconds(3600))),
@@ -297,7 +297,7 @@ struct PostgresWindowPolicyTests {
 
   /// The purge deletes the rows of every policy that count nothing any more, and only those.
   @Test func thePurgeDeletesRowsOfEveryPolicyThatCountNothing() async throws {
-    try await withStore { store, _ in
+    try await withStore { store, _ async throws in
       let past = Self.seconds(1000)  // 1970: long over on the database's clock
       let future = Self.base + Self.seconds(100 * 365 * 86_400)  // a century after the base
       let limits: [RateLimit] = [
@@ -327,7 +327,7 @@ struct PostgresWindowPolicyTests {
   /// policy or cost of the same key is the database's to decide.
   @Test(arguments: [RateLimit.slidingWindow(2, per: .seconds(3600)), .fixedWindow(2, per: .seconds(36_000_000))])
   func theDenialCacheIsExactForWindows(limit: RateLimit) async throws {
-    try await withStore { store, _ in
+    try await withStore { store, _ async throws in
       #expect(try await store.tryAcquire("k", cost: 2, limit: limit) == .allowed(remaining: 0))
       guard case .limited(let remote) = try await store.tryAcquire("k", cost: 1, limit: limit) else {
         Issue.record("a full window granted more")
@@ -383,6 +383,8 @@ struct PostgresDifferentialTests {
       let limitOf = Dictionary(uniqueKeysWithValues: zip(keys, Self.limits.shuffled(using: &random)))
       var memory = MemoryLimits(limitOf: limitOf)
       var now = PostgresWindowPolicyTests.base + Int64.random(in: 0..<1_000_000, using: &random)
+      // Allowed, limited and refused answers, by policy: the timeline must reach all of them.
+      var seen: [RateLimit.Policy: [String: Int]] = [:]
       for step in 0..<fuzzRuns(250) {
         switch Int.random(in: 0..<10, using: &random) {
         case 0..<3: break  // at the same instant
@@ -404,90 +406,56 @@ struct PostgresDifferentialTests {
         }
         switch (expected, actual) {
         case (.success(let expected), .success(let actual)):
-          #expect(actual == expected, "seed \(seed), step \(step): \(key) (\(limitOf[key]!)) cost \(cost) at \(now)")
-          if actual != expected { return }
+          let step = "seed \(seed), step \(step): \(key) (\(limitOf[key]!)) cost \(cost) at \(now)"
+          #expect(actual == expected.model, "\(step)")
+          #expect(expected.engine == expected.model, "memory's engine, \(step)")
+          if actual != expected.model || expected.engine != expected.model { return }
+          seen[limitOf[key]!.policy, default: [:]][actual.isAllowed ? "allowed" : "limited", default: 0] += 1
         case (.failure(let expected as InvalidInput), .failure(let actual as InvalidInput)):
           #expect(actual == expected)
+          seen[limitOf[key]!.policy, default: [:]]["refused", default: 0] += 1
         default:
           Issue.record("seed \(seed), step \(step): memory \(expected), store \(actual)")
           return
         }
       }
+      print("seed \(seed): \(seen)")
+      for policy in [RateLimit.Policy.tokenBucket, .slidingWindow, .fixedWindow] {
+        #expect(seen[policy, default: [:]]["allowed", default: 0] >= 10, "\(policy): \(seen)")
+        #expect(seen[policy, default: [:]]["limited", default: 0] >= 10, "\(policy): \(seen)")
+      }
     }
   }
 }
 
-/// Memory's decisions, at instants in microseconds since the Unix epoch: the in-memory
-/// `KeyedRateLimiter` for token buckets, on a ``TestScheduler``; the window policies as the rules
-/// state them.
+/// Memory's decisions, at instants in microseconds since the Unix epoch, fed as nanoseconds: the
+/// reference model of each key's policy (``RateLimitReferenceModel``, written from the
+/// definitions), and the in-memory engine, a `RateLimiter` per key on a ``TestScheduler``
+/// advanced to each instant.
 struct MemoryLimits {
   let limitOf: [String: RateLimit]
   let scheduler = TestScheduler()
-  var buckets: [String: KeyedRateLimiter<String>] = [:]
-  var windows: [String: WindowReference] = [:]
+  var models: [String: RateLimitReferenceModel] = [:]
+  var limiters: [String: RateLimiter] = [:]
 
   init(limitOf: [String: RateLimit]) {
     self.limitOf = limitOf
     for (key, limit) in limitOf {
-      if limit.policy == .tokenBucket {
-        buckets[key] = KeyedRateLimiter(
-          permits: limit.permits, per: limit.interval, burst: limit.burst, clock: scheduler)
-      } else {
-        windows[key] = WindowReference(limit: limit)
-      }
+      models[key] = RateLimitReferenceModel(limit: limit)
+      limiters[key] = RateLimiter(limit: limit, clock: scheduler)
     }
   }
 
-  mutating func decide(_ key: String, cost: Int, at now: Int64) throws -> RateLimitDecision {
-    let limit = limitOf[key]!
-    try KeyPolicy.check(cost: cost, limit: limit)
-    scheduler.advance(to: PaceInstant(nanoseconds: now * 1000))
-    if let limiter = buckets[key] {
-      // Cost 0 answers as cost 1: its `remaining` if cost 1 would pass, else cost 1's denial
-      // (which takes nothing).
-      if cost == 0, case .allowed(let remaining) = limiter.tryAcquire(key, cost: 0), remaining >= 1 {
-        return .allowed(remaining: remaining)
-      }
-      return limiter.tryAcquire(key, cost: Swift.max(cost, 1))
-    }
-    return windows[key]!.decide(cost: cost, at: now)
-  }
-}
-
-/// The window policies of one key, word for word as the rules state them, in microseconds.
-struct WindowReference {
-  let limit: RateLimit
-  /// The sliding window's grants.
-  var grants: [(at: Int64, cost: Int)] = []
-  /// The fixed window's count, by window index.
-  var counted: (window: Int64, count: Int) = (.min, 0)
-
-  var window: Int64 { limit.interval.wholeMicroseconds! }
-
-  mutating func decide(cost: Int, at t: Int64) -> RateLimitDecision {
-    let asked = Swift.max(cost, 1)
-    switch limit.policy {
-    case .slidingWindow:
-      func used(_ t: Int64) -> Int { grants.filter { $0.at > t - window }.reduce(0) { $0 + $1.cost } }
-      let before = used(t)
-      if before + asked <= limit.permits {
-        if cost > 0 { grants.append((t, cost)) }
-        return .allowed(remaining: limit.permits - before - cost)
-      }
-      // The first grant, oldest first, whose expiry frees enough.
-      for grant in grants where grant.at > t - window && used(grant.at + window) + asked <= limit.permits {
-        return .limited(retryAfter: .microseconds(grant.at + window - t))
-      }
-      preconditionFailure("a cost within the window's permits is always freed")
-    default:
-      let index = t >= 0 ? t / window : -((-t - 1) / window) - 1
-      let count = counted.window == index ? counted.count : 0
-      if count + asked <= limit.permits {
-        if cost > 0 { counted = (index, count + cost) }
-        return .allowed(remaining: limit.permits - count - cost)
-      }
-      return .limited(retryAfter: .microseconds((index + 1) * window - t))
-    }
+  /// The reference model's decision and the engine's (nil for a cost the engine's synchronous
+  /// `tryAcquire` does not take: the model's `decide` throws for it).
+  mutating func decide(_ key: String, cost: Int, at now: Int64) throws -> (
+    model: RateLimitDecision, engine: RateLimitDecision
+  ) {
+    let instant = PaceInstant(nanoseconds: now * 1000)
+    let model = try models[key]!.decide(cost: cost, at: instant)
+    scheduler.advance(to: instant)
+    let engine: RateLimitDecision = limiters[key]!.tryAcquire(cost: cost)
+    return (model, engine)
   }
 }
 #endif
