@@ -41,8 +41,12 @@ import Testing
     }
     #expect(m.timerFired(now: ms(250)) == grant(1, 2, wakeAt: ms(300)))
     #expect(m.timerFired(now: ms(300)) == grant(3))
+    // A request of cost 0 waits as cost 1 would, and takes nothing.
+    #expect(m.enqueue(id: 4, cost: 0, now: ms(300)) == wake(at: ms(400)))
+    #expect(m.timerFired(now: ms(400)) == grant(4))
+    #expect(m.availablePermits(now: ms(400)) == 1)
     // A request that fits when nobody waits is granted as it joins.
-    #expect(m.enqueue(id: 4, cost: 0, now: ms(300)) == grant(4))
+    #expect(m.enqueue(id: 5, cost: 1, now: ms(400)) == grant(5))
   }
 
   @Test func aSmallRequestNeverOvertakesABigOne() {
@@ -83,7 +87,9 @@ import Testing
     #expect(m.cancel(id: 3, now: ms(300)) == .none)
   }
 
-  @Test func aRequestAboveTheBurstWaitsForAFullBucketAndLeavesDebt() {
+  /// The token bucket's arithmetic queues a request above the burst until the bucket is full and
+  /// leaves a debt; the limiters throw before they queue one, and `tryAcquire` never grants one.
+  @Test func aQueuedRequestAboveTheBurstWaitsForAFullBucketAndLeavesDebt() {
     var m = machine(permits: 2, per: .milliseconds(200), burst: 2)
     #expect(m.tryAcquire(cost: 2, now: ms(0)) == .allowed(remaining: 0))
     #expect(m.enqueue(id: 1, cost: 5, now: ms(0)) == wake(at: ms(200)))  // the bucket full again
@@ -93,9 +99,9 @@ import Testing
     #expect(m.tryAcquire(cost: 1, now: ms(200)) == .limited(retryAfter: .milliseconds(400)))
     #expect(m.enqueue(id: 2, cost: 1, now: ms(200)) == wake(at: ms(600)))
     #expect(m.timerFired(now: ms(600)) == grant(2))
-    // Nobody waiting: a request above the burst takes a full bucket at once.
-    #expect(m.tryAcquire(cost: 7, now: ms(800)) == .allowed(remaining: 0))
-    #expect(m.tryAcquire(cost: 0, now: ms(1_200)) == .limited(retryAfter: .milliseconds(100)))
+    // Nobody waiting, a full bucket: a request above the burst is still never granted.
+    #expect(m.tryAcquire(cost: 7, now: ms(800)) == .limited(retryAfter: RateLimitDecision.never))
+    #expect(m.tryAcquire(cost: 0, now: ms(800)) == .allowed(remaining: 2))
   }
 
   @Test func tryAcquireIsRefusedWhileARequestWaitsAndChangesNothing() {
@@ -104,11 +110,13 @@ import Testing
     #expect(m.enqueue(id: 1, cost: 3, now: ms(0)) == wake(at: ms(200)))
     // One permit is in the bucket, but the waiting request's 3 go first.
     #expect(m.tryAcquire(cost: 1, now: ms(0)) == .limited(retryAfter: .milliseconds(300)))
-    #expect(m.tryAcquire(cost: 0, now: ms(0)) == .limited(retryAfter: .milliseconds(200)))
+    // Cost 0 is answered as cost 1: behind the waiting 3.
+    #expect(m.tryAcquire(cost: 0, now: ms(0)) == .limited(retryAfter: .milliseconds(300)))
     #expect(m.availablePermits(now: ms(0)) == 1)
     #expect(m.waitingCount == 1)
     #expect(m.timerFired(now: ms(200)) == grant(1))
-    #expect(m.tryAcquire(cost: 0, now: ms(200)) == .allowed(remaining: 0))
+    #expect(m.tryAcquire(cost: 0, now: ms(200)) == .limited(retryAfter: .milliseconds(100)))
+    #expect(m.tryAcquire(cost: 0, now: ms(300)) == .allowed(remaining: 1))
   }
 
   @Test func permitsThatComeBackOnlyAfterTheEndOfTheTimelineNeedNoTimer() {

@@ -31,7 +31,11 @@ import Testing
     scheduler.advance(by: .milliseconds(500))
     let taken: Bool = limiter.tryAcquire(cost: 1)
     #expect(taken)
-    #expect(limiter.tryAcquire(cost: 0) == .allowed(remaining: 0))
+    // Cost 0 takes nothing and is answered as cost 1 would be.
+    #expect(limiter.tryAcquire(cost: 0) == .limited(retryAfter: .milliseconds(500)))
+    scheduler.advance(by: .milliseconds(500))
+    #expect(limiter.tryAcquire(cost: 0) == .allowed(remaining: 1))
+    #expect(limiter.availablePermits == 1)
   }
 
   #if compiler(>=6.2)  // Task.immediate
@@ -104,12 +108,16 @@ import Testing
 
   #if compiler(>=6.2)  // Task.immediate
   @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
-  @Test func aRequestLargerThanTheBurstLeavesADebt() async throws {
+  @Test func aRequestLargerThanTheBurstThrowsAndTakesNothing() async throws {
     let limiter = RateLimiter(permits: 10, per: .seconds(1), burst: 5, clock: scheduler)
-    try await limiter.acquire(cost: 20)  // a full bucket: granted, 15 permits in debt
+    await #expect(throws: InvalidInput.costAboveBurst(cost: 20, burst: 5)) { try await limiter.acquire(cost: 20) }
+    #expect(limiter.tryAcquire(cost: 6) == .limited(retryAfter: RateLimitDecision.never))
+    #expect(limiter.availablePermits == 5)
+    #expect(scheduler.pendingDeadlines.isEmpty)
+    try await limiter.acquire(cost: 5)
     let next = Task.immediate { try await limiter.acquire() }
-    #expect(scheduler.pendingDeadlines == [ms(1600)])
-    scheduler.advance(to: ms(1600))
+    #expect(scheduler.pendingDeadlines == [ms(100)])
+    scheduler.advance(to: ms(100))
     try await next.value
   }
   #endif
@@ -205,13 +213,20 @@ import Testing
 
   #if compiler(>=6.2)  // Task.immediate
   @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
-  @Test func aChunkLargerThanTheBurstPassesAndTheNextOneWaitsForTheDebt() async throws {
+  @Test func aChunkLargerThanTheBurstTakesItsBytesInPartsThenPasses() async throws {
     let chunks = ImmediateSequence(elements: [Array(repeating: UInt8(1), count: 250), [2]])
-    let reader = IteratorBox(
-      chunks.rateLimited(bytesPerSecond: 1_000, burst: 100, clock: scheduler).makeAsyncIterator())
-    #expect(try await reader.next()?.count == 250)
+    let limiter = RateLimiter(permits: 1_000, per: .seconds(1), burst: 100, clock: scheduler)
+    let reader = IteratorBox(chunks.rateLimited(by: limiter) { $0.count }.makeAsyncIterator())
+    let first = Task.immediate { try await reader.next() }
+    // 100 bytes at 0 ms, 100 more at 100 ms, the last 50 at 150 ms.
+    #expect(scheduler.pendingDeadlines == [ms(100)])
+    scheduler.advance(to: ms(100))
+    await limiter.waitUntilWaiting(count: 1)
+    #expect(scheduler.pendingDeadlines == [ms(150)])
+    scheduler.advance(to: ms(150))
+    #expect(try await first.value?.count == 250)
     let next = Task.immediate { try await reader.next() }
-    #expect(scheduler.pendingDeadlines == [ms(151)])  // 150 bytes of debt, then 1 byte
+    #expect(scheduler.pendingDeadlines == [ms(151)])
     scheduler.advance(to: ms(151))
     #expect(try await next.value == [2])
   }

@@ -42,7 +42,9 @@ public enum InvalidInput: Error, Sendable, Hashable, CustomStringConvertible {
 ///
 /// **Costs**:
 /// - negative: ``InvalidInput/negativeCost(_:)``;
-/// - 0: a query. It is allowed, takes nothing and reports the permits available now;
+/// - 0: a query. It takes nothing and gets the answer a cost of 1 would: allowed, with the
+///   permits available now, only if one permit is available; so a cost chosen by a client never
+///   passes a key that would refuse 1;
 /// - above the limit's burst: ``InvalidInput/costAboveBurst(cost:burst:)``, since no wait would
 ///   ever let it through.
 public enum KeyPolicy {

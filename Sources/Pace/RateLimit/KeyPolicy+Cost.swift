@@ -1,5 +1,7 @@
 extension KeyPolicy {
-  /// Checks a cost from a request against the policy for `limit`.
+  /// Checks a cost from a request against the policy for `limit`: 0 through the limit's burst
+  /// pass (a cost of 0 is a query, which a limiter answers as it would a cost of 1, taking
+  /// nothing); any other cost could never be granted.
   ///
   /// - Throws: ``InvalidInput/negativeCost(_:)`` or ``InvalidInput/costAboveBurst(cost:burst:)``.
   public static func check(cost: Int, limit: RateLimit) throws(InvalidInput) {

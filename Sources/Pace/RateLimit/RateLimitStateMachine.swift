@@ -65,10 +65,11 @@ struct RateLimitPolicyMachine<Counter: RateLimitCounting> {
   ) -> RateLimitDecision {
     counter.refill(now: now)
     let burst = counter.burst
-    // 1 through the burst, in one comparison: the common case.
+    // 1 through the burst, in one comparison: the common case. The queue is copied only when
+    // someone waits.
     if UInt(bitPattern: cost &- 1) < UInt(bitPattern: burst) {
-      if let queue, !queue.isEmpty {
-        return .limited(retryAfter: wait(from: now, until: counter.readyTime(for: cost, behind: queue)))
+      if queue?.isEmpty == false {
+        return .limited(retryAfter: wait(from: now, until: counter.readyTime(for: cost, behind: queue!)))
       }
       guard counter.canTake(cost) else {
         return .limited(retryAfter: wait(from: now, until: counter.readyTime(for: cost)))
@@ -78,8 +79,8 @@ struct RateLimitPolicyMachine<Counter: RateLimitCounting> {
     }
     if cost > burst { return .limited(retryAfter: RateLimitDecision.never) }
     // Cost 0: cost 1's answer, taking nothing.
-    if let queue, !queue.isEmpty {
-      return .limited(retryAfter: wait(from: now, until: counter.readyTime(for: 1, behind: queue)))
+    if queue?.isEmpty == false {
+      return .limited(retryAfter: wait(from: now, until: counter.readyTime(for: 1, behind: queue!)))
     }
     guard counter.canTake(1) else { return .limited(retryAfter: wait(from: now, until: counter.readyTime(for: 1))) }
     return .allowed(remaining: counter.availablePermits)
@@ -159,21 +160,31 @@ extension RateLimitPolicyMachine where Counter == TokenBucket {
     self.init(counter: bucket, queue: queue)
   }
 
-  /// The token bucket's decision without the cost rule (a cost of 0 is allowed and takes nothing,
-  /// a cost above the burst takes a full bucket and leaves a debt), given the permits the waiting
-  /// requests ask for (`nil` when nobody waits): for a caller that applies the rule itself.
+  /// ``tryAcquire(cost:now:)`` on a bucket alone, given the permits the waiting requests ask for
+  /// (`nil` when nobody waits): the same decision, cost rule included, for a caller that holds no
+  /// machine, as ``KeyedRateLimiter`` on a key it stores, so that its hot path copies no queue.
   @inlinable @inline(__always)
   static func tryAcquire(
     cost: Int, now: PaceInstant, bucket: inout TokenBucket, waitingPermits: Int?
   ) -> RateLimitDecision {
     bucket.refill(now: now)
+    let burst = bucket.burst
+    if UInt(bitPattern: cost &- 1) < UInt(bitPattern: burst) {
+      if let waitingPermits {
+        return .limited(retryAfter: now.duration(to: bucket.readyTime(for: waitingPermits &+ cost) ?? .max))
+      }
+      guard bucket.canTake(cost) else {
+        return .limited(retryAfter: now.duration(to: bucket.readyTime(for: cost) ?? .max))
+      }
+      bucket.take(cost)
+      return .allowed(remaining: bucket.availablePermits)
+    }
+    if cost > burst { return .limited(retryAfter: RateLimitDecision.never) }
+    // Cost 0: cost 1's answer, taking nothing.
     if let waitingPermits {
-      return .limited(retryAfter: now.duration(to: bucket.readyTime(for: waitingPermits &+ cost) ?? .max))
+      return .limited(retryAfter: now.duration(to: bucket.readyTime(for: waitingPermits &+ 1) ?? .max))
     }
-    guard bucket.canTake(cost) else {
-      return .limited(retryAfter: now.duration(to: bucket.readyTime(for: cost) ?? .max))
-    }
-    bucket.take(cost)
+    guard bucket.canTake(1) else { return .limited(retryAfter: now.duration(to: bucket.readyTime(for: 1) ?? .max)) }
     return .allowed(remaining: bucket.availablePermits)
   }
 }

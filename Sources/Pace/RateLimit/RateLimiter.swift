@@ -37,62 +37,13 @@
 /// Works on any clock whose duration is `Duration`; pass a ``TestScheduler`` for virtual time.
 /// Safe from any task; the lock is never held while a waiter is resumed.
 public final class RateLimiter: Sendable {
-  private typealias Continuation = UnsafeContinuation<Void, any Error>
-
-  /// A waiting request: its continuation, and whether its task is one a ``TestScheduler`` counts
-  /// (a pacer's invocation, a tracked task), which waits rather than runs while it is here.
-  private struct Waiter {
-    let continuation: Continuation
-    let tracked: Bool
-  }
-
-  private struct State {
-    var machine: RateLimitPolicyMachine<RateLimitCounter>
-    /// The waiting requests' continuations, by the ids the machine queues.
-    var continuations: [UInt64: Waiter] = [:]
-    var nextID: UInt64 = 0
-    /// The timer for the first waiting request, armed as ``TimerSlot`` says.
-    var timer = TimerSlot()
-    /// Tests waiting for a number of waiting requests; empty outside tests.
-    var watchers = CountWaiters()
-
-    /// Takes the continuations the machine's action resumes, and reserves or disarms the timer.
-    mutating func apply(_ action: RateLimitAction) -> Effects {
-      var effects = Effects()
-      for id in action.granted {
-        if let waiter = continuations.removeValue(forKey: id) { effects.granted.append(waiter) }
-      }
-      if let id = action.refused { effects.refused = continuations.removeValue(forKey: id) }
-      effects.watchers = watchers.takeReady(current: machine.waitingCount)
-      if let deadline = action.wakeAt {
-        // A timer armed for earlier looks again when it fires, and arms for what it finds then.
-        if let armed = timer.deadline, armed <= deadline { return effects }
-        (effects.arm, effects.superseded) = timer.reserve(at: deadline)
-      } else if timer.isArmed {
-        effects.superseded = timer.disarm()
-      }
-      return effects
-    }
-  }
-
-  /// What to do once the lock is released.
-  private struct Effects {
-    var granted: [Waiter] = []
-    var refused: Waiter?
-    /// A request refused before it waited (its task was cancelled first).
-    var refusedAtOnce: Continuation?
-    var arm: TimerSlot.Ticket?
-    /// The timer `arm` replaces, or the one no longer needed, to cancel.
-    var superseded: (any PaceCancellable)?
-    var watchers: [UnsafeContinuation<Bool, Never>] = []
-    /// How many requests started waiting (`+1`) or stopped (`-n`): told to a ``TestScheduler``.
-    var waitingChange = 0
-  }
-
   /// The limit and its policy; a ``KeyedRateLimiter``'s `limit` in the same words.
   public let limit: RateLimit
-  private let clock: AsyncClock
-  private let state: LockedState<State>
+  // The engine of the limit's policy, specialised for its counter: exactly one is set. Three
+  // constants rather than an enum, so that reaching the engine retains nothing.
+  private let tokenBucket: RateLimiterEngine<TokenBucket>?
+  private let slidingWindow: RateLimiterEngine<SlidingWindowLog>?
+  private let fixedWindow: RateLimiterEngine<FixedWindowCounter>?
 
   /// A rate limiter granting `permits` per `interval`.
   ///
@@ -117,6 +68,10 @@ public final class RateLimiter: Sendable {
 
   @usableFromInline
   convenience init(permits: Int, per interval: Duration, burst: Int, clock: AsyncClock) {
+    // The limiter's own words, before `RateLimit` checks the same.
+    precondition(permits > 0, "RateLimiter: permits must be positive (got \(permits))")
+    precondition(interval > .zero, "RateLimiter: interval must be positive (got \(interval))")
+    precondition(burst > 0, "RateLimiter: burst must be positive (got \(burst))")
     self.init(limit: RateLimit(permits: permits, per: interval, burst: burst), clock: clock)
   }
 
@@ -139,15 +94,20 @@ public final class RateLimiter: Sendable {
 
   @usableFromInline
   init(limit: RateLimit, clock: AsyncClock) {
-    self.clock = clock
     self.limit = limit
-    let counter = RateLimitCounter(limit: limit, now: clock.now())
-    state = LockedState(State(machine: RateLimitPolicyMachine(counter: counter)))
-  }
-
-  deinit {
-    // Waiters hold the limiter while they wait, so only the timer can be left.
-    state.withLock { $0.timer.disarm() }?.cancel()
+    let now = clock.now()
+    let rate = WindowRate(permits: limit.permits, per: limit.interval)
+    tokenBucket =
+      limit.policy == .tokenBucket
+      ? RateLimiterEngine(
+        counter: TokenBucket(permits: limit.permits, per: limit.interval, burst: limit.burst, now: now), clock: clock)
+      : nil
+    slidingWindow =
+      limit.policy == .slidingWindow
+      ? RateLimiterEngine(counter: SlidingWindowLog(rate: rate, now: now), clock: clock) : nil
+    fixedWindow =
+      limit.policy == .fixedWindow
+      ? RateLimiterEngine(counter: FixedWindowCounter(rate: rate, now: now), clock: clock) : nil
   }
 
   /// Waits until `cost` permits are available, then takes them.
@@ -166,39 +126,9 @@ public final class RateLimiter: Sendable {
   ///   ``InvalidInput/costAboveBurst(cost:burst:)`` at once for a cost no wait would grant.
   public func acquire(cost: Int = 1, isolation: isolated (any Actor)? = #isolation) async throws {
     try KeyPolicy.check(cost: cost, limit: limit)
-    try Task.checkCancellation()
-    if decideAtOnce(cost).isAllowed { return }
-    let id = state.withLock { state in
-      state.nextID &+= 1
-      return state.nextID
-    }
-    let clock = self.clock
-    // A task that a TestScheduler counts as running (PaceTesting's `settle`) waits here: counted
-    // out once queued, and in again by whatever grants or refuses it, before it can run.
-    let tracked = clock.testScheduler.map { TestScheduler.tracking === $0 } ?? false
-    // With `isolation`, neither the handler nor the continuation's body hops to another
-    // executor: the request is queued before the first suspension, in the caller's order.
-    try await withTaskCancellationHandler(
-      operation: {
-        try await withUnsafeThrowingContinuation(isolation: isolation) { (continuation: Continuation) in
-          let effects = state.withLock { state -> Effects in
-            guard !Task.isCancelled else { return Effects(refusedAtOnce: continuation) }
-            state.continuations[id] = Waiter(continuation: continuation, tracked: tracked)
-            var effects = state.apply(state.machine.enqueue(id: id, cost: cost, now: clock.now()))
-            effects.waitingChange += 1
-            return effects
-          }
-          carryOut(effects)
-          // Counted out after the grants it made were counted in: the count never reads zero
-          // while something is on its way.
-          if tracked, effects.refusedAtOnce == nil { clock.testScheduler?.activityStopped() }
-        }
-      },
-      onCancel: {
-        carryOut(state.withLock { $0.apply($0.machine.cancel(id: id, now: clock.now())) })
-      },
-      isolation: isolation
-    )
+    if let engine = tokenBucket { return try await engine.acquire(cost: cost, isolation: isolation) }
+    if let engine = slidingWindow { return try await engine.acquire(cost: cost, isolation: isolation) }
+    try await fixedWindow!.acquire(cost: cost, isolation: isolation)
   }
 
   /// Takes `cost` permits if they are available now and no request is waiting; never waits.
@@ -214,7 +144,10 @@ public final class RateLimiter: Sendable {
   ///   waiting requests, while some wait); ``RateLimitDecision/never`` for a cost above the burst.
   public func tryAcquire(cost: Int = 1) -> RateLimitDecision {
     precondition(cost >= 0, "RateLimiter.tryAcquire: cost must not be negative (got \(cost))")
-    return decideAtOnce(cost)
+    // Optional chaining borrows the engine: no retain on the hot path.
+    if let decision = tokenBucket?.tryAcquire(cost: cost) { return decision }
+    if let decision = slidingWindow?.tryAcquire(cost: cost) { return decision }
+    return fixedWindow!.tryAcquire(cost: cost)
   }
 
   /// Takes `cost` permits if they are available now and no request is waiting; never waits.
@@ -258,13 +191,16 @@ public final class RateLimiter: Sendable {
   /// not yet granted. Permits may be available while requests wait, if the first request needs
   /// more than there are.
   public var availablePermits: Int {
-    let clock = self.clock
-    return state.withLock { $0.machine.availablePermits(now: clock.now()) }
+    if let permits = tokenBucket?.availablePermits { return permits }
+    if let permits = slidingWindow?.availablePermits { return permits }
+    return fixedWindow!.availablePermits
   }
 
   /// How many requests are waiting in ``acquire(cost:isolation:)``.
   public var waitingCount: Int {
-    state.withLock { $0.machine.waitingCount }
+    if let count = tokenBucket?.waitingCount { return count }
+    if let count = slidingWindow?.waitingCount { return count }
+    return fixedWindow!.waitingCount
   }
 
   /// Returns once at least `count` requests wait in ``acquire(cost:isolation:)``; resumed by the
@@ -272,6 +208,131 @@ public final class RateLimiter: Sendable {
   ///
   /// - Returns: `true` once they wait, or `false` after `timeout` of real time (`nil`: no limit).
   package func waitUntilWaitingCount(_ count: Int, timeout: Duration?) async -> Bool {
+    if let engine = tokenBucket { return await engine.waitUntilWaitingCount(count, timeout: timeout) }
+    if let engine = slidingWindow { return await engine.waitUntilWaitingCount(count, timeout: timeout) }
+    return await fixedWindow!.waitUntilWaitingCount(count, timeout: timeout)
+  }
+}
+
+/// The waiting, timers and decisions of one ``RateLimiter``, for one policy's counter: generic, so
+/// that each policy's arithmetic is specialised and inlined in its limiter's hot path.
+final class RateLimiterEngine<Counter: RateLimitCounting & Sendable>: Sendable {
+  private typealias Continuation = UnsafeContinuation<Void, any Error>
+
+  /// A waiting request: its continuation, and whether its task is one a ``TestScheduler`` counts
+  /// (a pacer's invocation, a tracked task), which waits rather than runs while it is here.
+  private struct Waiter {
+    let continuation: Continuation
+    let tracked: Bool
+  }
+
+  private struct State {
+    var machine: RateLimitPolicyMachine<Counter>
+    /// The waiting requests' continuations, by the ids the machine queues.
+    var continuations: [UInt64: Waiter] = [:]
+    var nextID: UInt64 = 0
+    /// The timer for the first waiting request, armed as ``TimerSlot`` says.
+    var timer = TimerSlot()
+    /// Tests waiting for a number of waiting requests; empty outside tests.
+    var watchers = CountWaiters()
+
+    /// Takes the continuations the machine's action resumes, and reserves or disarms the timer.
+    mutating func apply(_ action: RateLimitAction) -> Effects {
+      var effects = Effects()
+      for id in action.granted {
+        if let waiter = continuations.removeValue(forKey: id) { effects.granted.append(waiter) }
+      }
+      if let id = action.refused { effects.refused = continuations.removeValue(forKey: id) }
+      effects.watchers = watchers.takeReady(current: machine.waitingCount)
+      if let deadline = action.wakeAt {
+        // A timer armed for earlier looks again when it fires, and arms for what it finds then.
+        if let armed = timer.deadline, armed <= deadline { return effects }
+        (effects.arm, effects.superseded) = timer.reserve(at: deadline)
+      } else if timer.isArmed {
+        effects.superseded = timer.disarm()
+      }
+      return effects
+    }
+  }
+
+  /// What to do once the lock is released.
+  private struct Effects {
+    var granted: [Waiter] = []
+    var refused: Waiter?
+    /// A request refused before it waited (its task was cancelled first).
+    var refusedAtOnce: Continuation?
+    var arm: TimerSlot.Ticket?
+    /// The timer `arm` replaces, or the one no longer needed, to cancel.
+    var superseded: (any PaceCancellable)?
+    var watchers: [UnsafeContinuation<Bool, Never>] = []
+    /// How many requests started waiting (`+1`) or stopped (`-n`): told to a ``TestScheduler``.
+    var waitingChange = 0
+  }
+
+  private let clock: AsyncClock
+  private let state: LockedState<State>
+
+  init(counter: Counter, clock: AsyncClock) {
+    self.clock = clock
+    state = LockedState(State(machine: RateLimitPolicyMachine(counter: counter)))
+  }
+
+  deinit {
+    // Waiters hold the limiter while they wait, so only the timer can be left.
+    state.withLock { $0.timer.disarm() }?.cancel()
+  }
+
+  /// Waits for `cost` permits (0 through the burst, checked by the limiter) in FIFO order, queued
+  /// on the caller's actor before the first suspension.
+  func acquire(cost: Int, isolation: isolated (any Actor)?) async throws {
+    try Task.checkCancellation()
+    if tryAcquire(cost: cost).isAllowed { return }
+    let id = state.withLock { state in
+      state.nextID &+= 1
+      return state.nextID
+    }
+    let clock = self.clock
+    // A task that a TestScheduler counts as running (PaceTesting's `settle`) waits here: counted
+    // out once queued, and in again by whatever grants or refuses it, before it can run.
+    let tracked = clock.testScheduler.map { TestScheduler.tracking === $0 } ?? false
+    // With `isolation`, neither the handler nor the continuation's body hops to another
+    // executor: the request is queued before the first suspension, in the caller's order.
+    try await withTaskCancellationHandler(
+      operation: {
+        try await withUnsafeThrowingContinuation(isolation: isolation) { (continuation: Continuation) in
+          let effects = state.withLock { state -> Effects in
+            guard !Task.isCancelled else { return Effects(refusedAtOnce: continuation) }
+            state.continuations[id] = Waiter(continuation: continuation, tracked: tracked)
+            var effects = state.apply(state.machine.enqueue(id: id, cost: cost, now: clock.now()))
+            effects.waitingChange += 1
+            return effects
+          }
+          carryOut(effects)
+          // Counted out after the grants it made were counted in: the count never reads zero
+          // while something is on its way.
+          if tracked, effects.refusedAtOnce == nil { clock.testScheduler?.activityStopped() }
+        }
+      },
+      onCancel: {
+        carryOut(state.withLock { $0.apply($0.machine.cancel(id: id, now: clock.now())) })
+      },
+      isolation: isolation
+    )
+  }
+
+  /// The whole permits a request could take now.
+  var availablePermits: Int {
+    let clock = self.clock
+    return state.withLock { $0.machine.availablePermits(now: clock.now()) }
+  }
+
+  /// How many requests wait.
+  var waitingCount: Int {
+    state.withLock { $0.machine.waitingCount }
+  }
+
+  /// Returns once at least `count` requests wait, or `false` after `timeout`.
+  func waitUntilWaitingCount(_ count: Int, timeout: Duration?) async -> Bool {
     let id = state.withLock { $0.watchers.makeID() }
     return await waitBounded(
       id: id, timeout: timeout, withdraw: { [weak self] id in self?.state.withLock { $0.watchers.remove(id: id) } }
@@ -282,7 +343,8 @@ public final class RateLimiter: Sendable {
     }
   }
 
-  private func decideAtOnce(_ cost: Int) -> RateLimitDecision {
+  /// The decision for `cost` (not negative) now, taking the permits if it is allowed.
+  func tryAcquire(cost: Int) -> RateLimitDecision {
     let clock = self.clock
     return state.withLock { $0.machine.tryAcquire(cost: cost, now: clock.now()) }
   }

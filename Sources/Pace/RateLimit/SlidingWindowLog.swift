@@ -7,10 +7,10 @@
 /// whose end frees enough.
 ///
 /// **Memory per key**: 16 bytes per grant still in the window, at most `permits` grants (each
-/// grant costs at least 1), in one array that a quiet key gives back; plus the array's header
-/// and the running total. Grants are kept in time order: a `now` earlier than the last grant's
-/// (time never goes back) records the grant at the last grant's time, which can only make it
-/// count longer.
+/// grant costs at least 1) and one per instant (grants at the same nanosecond share an entry),
+/// in one array that a quiet key gives back; plus the array's header and the running total.
+/// Grants are kept in time order: a `now` earlier than the last grant's (time never goes back)
+/// adds to the last grant, which can only make it count longer.
 ///
 /// Nothing here traps on extreme input: an end beyond the end of the timeline is `nil` (never),
 /// and an age too large for `Int64` has stopped counting.
@@ -76,11 +76,15 @@ struct SlidingWindowLog: RateLimitCounting, Sendable, Equatable {
     permits <= rate.permits &- used
   }
 
+  /// Records a grant of `permits` now; grants at one instant share one entry.
   @inlinable
   mutating func take(_ permits: Int) {
-    let time = Swift.max(updated.nanoseconds, grants.last?.time ?? .min)
-    grants.append(Grant(time: time, cost: permits))
     used &+= permits
+    if head < grants.count, let last = grants.last, last.time >= updated.nanoseconds {
+      grants[grants.count &- 1].cost &+= permits
+      return
+    }
+    grants.append(Grant(time: updated.nanoseconds, cost: permits))
   }
 
   @inlinable

@@ -4,8 +4,9 @@
 /// Credit is counted in *units*: a permit costs `unitsPerPermit` and `unitsPerNanosecond`
 /// accrue every nanosecond, both divided by their greatest common divisor, so that "3 permits per
 /// second" is exact (one permit every 333,333,333⅓ ns) and no rounding accumulates. The balance
-/// is capped at `capacity` (the burst). A request larger than the burst waits for a full bucket
-/// and leaves it in debt, so the long-run rate holds for any request size.
+/// is capped at `capacity` (the burst). The arithmetic lets a request larger than the burst take
+/// a full bucket and leave it in debt; the limiters never ask it to (a cost above the burst is
+/// refused by the cost rule).
 ///
 /// Nothing here traps on extreme input: an interval beyond `Int64.max` nanoseconds counts as
 /// `Int64.max`, a capacity or cost beyond `Int64.max` units saturates, and a ready time beyond
