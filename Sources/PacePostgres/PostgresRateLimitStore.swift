@@ -272,10 +272,11 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   ///
   /// - Token bucket, in the store's table: granted if `max(tat, now) + amount - now <= capacity`,
   ///   the new TAT `max(tat, now) + amount`.
-  /// - Sliding window, in the `_sliding` table: the grants younger than the window are kept
-  ///   (`g > now - window`), `used` is their number; granted if `used + amount <= capacity`, which
-  ///   appends `amount` entries of `now`; denied, the wait is until the entry whose expiry frees
-  ///   enough: the `(used + amount - capacity)`-th oldest, plus the window, less now.
+  /// - Sliding window, in the `_sliding` table: a log of grant times in order, one entry per permit;
+  ///   the entries younger than the window (`g > now - window`) are a suffix, found by binary search
+  ///   (`width_bucket`), `used` is their number; granted if `used + amount <= capacity`, which
+  ///   keeps them and appends `amount` entries of `now`; denied, the wait is until the entry whose
+  ///   expiry frees enough: the `(used + amount - capacity)`-th oldest, plus the window, less now.
   /// - Fixed window, in the `_fixed` table: the window ends at the next multiple of its length
   ///   after now (floor division from the Unix epoch); `used` is the row's count if the row names
   ///   that window, else 0; granted if `used + amount <= capacity`; denied, the wait is until the
@@ -337,6 +338,11 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
               PERFORM set_config('lock_timeout', timeout::text || 'ms', true);
             END IF;
             LOOP
+              -- Again from the start when a key was inserted meanwhile: nothing of the last look stays.
+              o_granted := NULL;
+              o_current := NULL;
+              o_used := NULL;
+              o_wait := NULL;
               IF policies[i] = 0 THEN
                 SELECT r.tat INTO held FROM \(table) AS r WHERE r.key = keys[i] FOR UPDATE;
               ELSIF policies[i] = 1 THEN
@@ -367,7 +373,10 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
                   CONTINUE WHEN NOT FOUND;
                 END IF;
               ELSIF policies[i] = 1 THEN
-                live := ARRAY(SELECT g FROM unnest(held_grants) AS g WHERE g > clock - windows[i] ORDER BY g);
+                -- The log is in order (see below): the entries that left the window are a prefix,
+                -- found by binary search.
+                held_grants := coalesce(held_grants, '{}');
+                live := held_grants[width_bucket(clock - windows[i], held_grants) + 1:];
                 counted := cardinality(live);
                 o_used := counted;
                 IF counted + amounts[i] > capacities[i] THEN
@@ -376,13 +385,17 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
                 END IF;
                 o_granted := clock;
                 EXIT WHEN NOT takes[i];
+                live := live || array_fill(clock, ARRAY[amounts[i]::int]);
+                IF counted > 0 AND live[counted] > clock THEN
+                  -- The clock went back: the log is kept in order all the same.
+                  live := ARRAY(SELECT g FROM unnest(live) AS g ORDER BY g);
+                END IF;
                 IF row_found THEN
-                  UPDATE \(sliding) AS r SET grants = live || array_fill(clock, ARRAY[amounts[i]::int]),
-                    expires = greatest(r.expires, clock + windows[i])
+                  UPDATE \(sliding) AS r SET grants = live, expires = greatest(r.expires, clock + windows[i])
                   WHERE r.key = keys[i];
                 ELSE
                   INSERT INTO \(sliding) AS r (key, expires, grants)
-                  VALUES (keys[i], clock + windows[i], array_fill(clock, ARRAY[amounts[i]::int]))
+                  VALUES (keys[i], clock + windows[i], live)
                   ON CONFLICT (key) DO NOTHING;
                   CONTINUE WHEN NOT FOUND;
                 END IF;

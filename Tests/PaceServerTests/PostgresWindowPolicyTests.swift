@@ -197,6 +197,58 @@ struct PostgresWindowPolicyTests {
     }
   }
 
+  /// A window key that another transaction inserts while a batch decides it: the batch waits for
+  /// that transaction, then decides against the committed row (full: denied), not a row of its own.
+  @Test(arguments: [RateLimit.slidingWindow(2, per: .seconds(10)), .fixedWindow(2, per: .seconds(10))])
+  func aWindowKeyInsertedMeanwhileIsDecidedAgainstItsRow(limit: RateLimit) async throws {
+    try await TestDatabase.withClients(2) { clients in
+      let table = try TableName(TestDatabase.uniqueTable("rl"))
+      let store = try PostgresRateLimitStore(client: clients[0], table: table.name)
+      try await store.migrate()
+      let stored = try StoredLimit(cost: 1, limit: limit)
+      let windows = try table.companion(stored.policy)
+      let now = Self.base
+      let row =
+        limit.policy == .slidingWindow
+        ? "(key, expires, grants) VALUES ('x', \(now + stored.window), '{\(now),\(now)}')"
+        : "(key, window_end, used) VALUES ('x', \(now + stored.window), 2)"
+      try await clients[1].withConnection { other in
+        let logger = TestDatabase.quietLogger
+        try await other.query("BEGIN", logger: logger)
+        try await other.query(PostgresQuery(unsafeSQL: "INSERT INTO \(windows) \(row)"), logger: logger)
+        async let batch: [(Int, Int64?, Int64?)] = {
+          let requests = ["x", "y"].map {
+            DecisionRequest(key: $0, limit: stored, takes: true, deadline: .now, databaseNow: now)
+          }
+          let rows = try await clients[0].query(
+            PostgresQuery(
+              unsafeSQL: PostgresRateLimitStore.batchSQL(table: table),
+              binds: PostgresRateLimitStore.batchBindings(requests, budget: 30_000_000)))
+          var answers: [(Int, Int64?, Int64?)] = []
+          for try await (index, granted, _, _, _, _, wait) in rows.decode(
+            (Int, Int64?, Int64?, Int64, Bool, Int64?, Int64?).self)
+          {
+            answers.append((index, granted, wait))
+          }
+          return answers
+        }()
+        var waiting = false
+        for _ in 0..<200 where !waiting {
+          let rows = try await clients[0].query(
+            "SELECT count(*)::int FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%_decide%'")
+          for try await count in rows.decode(Int.self) { waiting = count > 0 }
+          if !waiting { try await Task.sleep(for: .milliseconds(50)) }  // real-time: polls a real server
+        }
+        #expect(waiting)
+        try await other.query("COMMIT", logger: logger)
+        let answers = try await batch
+        #expect(answers.map(\.0) == [1, 2])
+        #expect(answers.first?.1 == nil && answers.first?.2 == stored.window, "x is denied by the committed row")
+        #expect(answers.last?.1 != nil, "y is granted")
+      }
+    }
+  }
+
   /// A table made by 0.2.0's migration keeps its keys' state after this version's `migrate()`,
   /// which adds the window policies' tables beside it; migrating again changes nothing.
   @Test func aTableOfTheLastVersionKeepsWorkingAfterTheMigration() async throws {
