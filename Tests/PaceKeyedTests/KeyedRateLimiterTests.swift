@@ -19,7 +19,8 @@ import Testing
     #expect(limiter.tryAcquire("api-key-42") == .limited(retryAfter: .milliseconds(1)))
     scheduler.advance(by: .milliseconds(1))
     #expect(limiter.tryAcquire("api-key-42") == .allowed(remaining: 0))
-    #expect(limiter.tryAcquire("api-key-42", cost: 0) == .allowed(remaining: 0))
+    // A query on an exhausted key gets the answer a cost of 1 would get.
+    #expect(limiter.tryAcquire("api-key-42", cost: 0) == .limited(retryAfter: .milliseconds(600)))
     // "other" took one permit at 0 ms; its bucket was full again at 600 ms, so it was forgotten.
     #expect(limiter.trackedKeyCount == 1)
     // A full bucket is forgotten.

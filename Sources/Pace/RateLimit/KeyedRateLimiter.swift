@@ -17,18 +17,38 @@
 /// order, when its shard's timer takes the deadline a `RateLimiter`'s timer would be armed for,
 /// by the keyed pacers' rule (see "When timers fire late" in the Keyed pacing article).
 ///
-/// A key costs 16 bytes of bucket state, an entry in its shard's table and one deadline in its
-/// shard's heap; once its bucket is full again and nobody waits, the key is forgotten, so idle
-/// keys take no memory.
+/// ## Limits per key
+///
+/// ``init(limits:clock:)`` looks each key's limit up at each call (a plan from the key, say),
+/// outside the limiter's locks; ``limit(for:)`` answers it. A key whose limit changes between
+/// calls keeps the instant its bucket is full again (what a store keeps) and is read under the new
+/// limit: what it owes in time carries over, and its bucket never holds more than the new burst.
+///
+/// ## Costs
+///
+/// The same rule in `tryAcquire(_:cost:)`, ``decide(_:cost:)`` and ``acquire(_:cost:isolation:)``,
+/// in memory and in every store: a cost of 0 gets the answer a cost of 1 would get and takes
+/// nothing (so it never passes a key that would refuse a cost of 1); a cost above the key's burst
+/// is never granted (`tryAcquire` answers `.limited(retryAfter: RateLimitDecision.never)`, the
+/// throwing calls throw ``InvalidInput/costAboveBurst(cost:burst:)``), and a negative cost is
+/// ``InvalidInput/negativeCost(_:)`` from the throwing calls; a refused cost takes nothing.
+///
+/// ## Memory
+///
+/// A key costs an entry in its shard's table (the key, its hash, two words of bucket state and
+/// the time of its next check: 40 bytes for an `Int` key) and one deadline in its shard's heap;
+/// a per-key limit costs nothing per key. Once its bucket is full again and nobody waits, the key
+/// is forgotten, so idle keys take no memory.
 ///
 /// ## Shared limits
 ///
-/// With a ``RateLimitStore`` (``init(permits:per:burst:clock:store:)``) the decisions are the
-/// store's, shared by every process that uses it: call ``decide(_:cost:)`` and
-/// ``acquire(_:cost:isolation:)`` with `try await`. The synchronous `tryAcquire(_:cost:)` cannot wait
-/// for a store: it decides in this process's memory, a per-process limit. A waiting
-/// ``acquire(_:cost:isolation:)`` asks the store again after each `retryAfter` the store returns, slept on
-/// the limiter's clock; so with a store, waiters of one key are not served in strict FIFO order.
+/// With a ``RateLimitStore`` (``init(limit:clock:store:)``, ``init(limits:clock:store:)``) the
+/// decisions are the store's, shared by every process that uses it, each asked with the key's
+/// limit: call ``decide(_:cost:)`` and ``acquire(_:cost:isolation:)`` with `try await`. The
+/// synchronous `tryAcquire(_:cost:)` cannot wait for a store: it decides in this process's memory,
+/// a per-process limit. A waiting ``acquire(_:cost:isolation:)`` asks the store again after each
+/// `retryAfter` the store returns, slept on the limiter's clock; so with a store, waiters of one
+/// key are not served in strict FIFO order.
 public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   // The decisions and the timer's path are `@inlinable` (with what they touch
   // `@usableFromInline`), so that they are specialised for `Key` in the module that calls them:
@@ -66,7 +86,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     @usableFromInline var buckets = KeyTable<Key, KeyBucket>()
     /// The queues of the keys with waiting requests, apart from the buckets so that an idle key
     /// pays for none.
-    @usableFromInline var queues: [Key: RateLimitQueue] = [:]
+    @usableFromInline var queues: [Key: WaitingRequests] = [:]
     /// The waiting requests' continuations, by the ids their keys' queues hold.
     @usableFromInline var waiters: [UInt64: Waiter] = [:]
     @usableFromInline var timer = ShardTimer<Key>()
@@ -107,16 +127,32 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     }
   }
 
-  /// The limit every key has.
-  public let limit: RateLimit
-  @usableFromInline let rate: TokenBucketRate
+  /// The limit every key has, for a limiter made with one limit.
+  ///
+  /// A limiter with per-key limits (``init(limits:clock:)``) has no one limit: read
+  /// ``limit(for:)`` there. This property then answers `RateLimit(permits: Int.max, per:
+  /// .nanoseconds(1))`, a limit no key has, and is kept only so that code written for one limit
+  /// keeps compiling.
+  public var limit: RateLimit {
+    switch limits {
+    case .uniform(let limit): limit.limit
+    case .perKey: RateLimit(permits: .max, per: .nanoseconds(1))
+    }
+  }
+  /// Where each key's limit comes from.
+  @usableFromInline let limits: Limits
+  /// Whether the keys keep their buckets as the instant they are full again (a per-key limiter,
+  /// whose keys' limits may change between calls), rather than as a balance in units of the one
+  /// rate; see ``TokenBucketRate/fullInstantForm(of:)``.
+  @usableFromInline let storesFullInstants: Bool
   @usableFromInline let clock: AsyncClock
   private let sleep: @Sendable (Duration) async throws -> Void
   @usableFromInline let store: (any RateLimitStore<Key>)?
   @usableFromInline let shards: Shards<Shard>
   private let nextID = LockedState<UInt64>(0)
 
-  /// An in-memory keyed rate limiter granting each key `permits` per `interval`.
+  /// An in-memory keyed rate limiter granting each key `permits` per `interval`: the same as
+  /// ``init(limit:clock:)`` with `RateLimit(permits:per:burst:)`.
   ///
   /// - Parameters:
   ///   - permits: How many permits come back to a key per `interval`. Positive.
@@ -127,10 +163,11 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   public convenience init<C: Clock>(
     permits: Int, per interval: Duration, burst: Int? = nil, clock: C = ContinuousClock()
   ) where C.Duration == Duration {
-    self.init(permits: permits, interval: interval, burst: burst, clock: clock, store: nil)
+    self.init(limit: Self.tokenBucket(permits: permits, per: interval, burst: burst), clock: clock)
   }
 
-  /// A keyed rate limiter whose decisions are made by `store`, shared beyond this process.
+  /// A keyed rate limiter whose decisions are made by `store`, shared beyond this process: the
+  /// same as ``init(limit:clock:store:)`` with `RateLimit(permits:per:burst:)`.
   ///
   /// Call its ``decide(_:cost:)`` and ``acquire(_:cost:isolation:)`` with `try await`.
   ///
@@ -144,37 +181,135 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     permits: Int, per interval: Duration, burst: Int? = nil, clock: C = ContinuousClock(),
     store: some RateLimitStore<Key>
   ) where C.Duration == Duration {
-    self.init(permits: permits, interval: interval, burst: burst, clock: clock, store: store)
+    self.init(limit: Self.tokenBucket(permits: permits, per: interval, burst: burst), clock: clock, store: store)
+  }
+
+  /// An in-memory keyed rate limiter with one limit for every key.
+  ///
+  /// - Parameters:
+  ///   - limit: Every key's limit.
+  ///   - clock: The clock that measures time: `ContinuousClock` by default, or a ``TestScheduler``.
+  public convenience init<C: Clock>(limit: RateLimit, clock: C = ContinuousClock()) where C.Duration == Duration {
+    self.init(limits: .uniform(KeyLimit(limit)), clock: clock, store: nil)
+  }
+
+  /// A keyed rate limiter with one limit for every key, whose decisions are made by `store`.
+  ///
+  /// - Parameters:
+  ///   - limit: Every key's limit, passed to the store with each decision.
+  ///   - clock: The clock ``acquire(_:cost:isolation:)`` sleeps on between attempts.
+  ///   - store: Where the buckets live and the decisions are made.
+  public convenience init<C: Clock>(
+    limit: RateLimit, clock: C = ContinuousClock(), store: some RateLimitStore<Key>
+  ) where C.Duration == Duration {
+    self.init(limits: .uniform(KeyLimit(limit)), clock: clock, store: store)
+  }
+
+  /// An in-memory keyed rate limiter whose keys have limits of their own: a plan looked up from
+  /// the key, say.
+  ///
+  /// ```swift
+  /// let limiter = KeyedRateLimiter<String>(limits: { apiKey in
+  ///   plans[apiKey] == .paid ? RateLimit(permits: 1_000, per: .seconds(60)) : RateLimit(permits: 100, per: .seconds(60))
+  /// })
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - limits: A key's limit. Called at each decision, outside the limiter's locks, so it may
+  ///     read a table of its own; it should be quick, and answer the same limit for a key until
+  ///     the key's plan changes (see "Limits that change" in ``KeyedRateLimiter``).
+  ///   - clock: The clock that measures time: `ContinuousClock` by default, or a ``TestScheduler``.
+  public convenience init<C: Clock>(
+    limits: @escaping @Sendable (Key) -> RateLimit, clock: C = ContinuousClock()
+  ) where C.Duration == Duration {
+    self.init(limits: .perKey(limits), clock: clock, store: nil)
+  }
+
+  /// A keyed rate limiter whose keys have limits of their own, whose decisions are made by
+  /// `store`: each decision passes the key's limit to the store.
+  ///
+  /// - Parameters:
+  ///   - limits: A key's limit. Called at each decision, outside the limiter's locks.
+  ///   - clock: The clock ``acquire(_:cost:isolation:)`` sleeps on between attempts.
+  ///   - store: Where the buckets live and the decisions are made.
+  public convenience init<C: Clock>(
+    limits: @escaping @Sendable (Key) -> RateLimit, clock: C = ContinuousClock(), store: some RateLimitStore<Key>
+  ) where C.Duration == Duration {
+    self.init(limits: .perKey(limits), clock: clock, store: store)
   }
 
   private convenience init<C: Clock>(
-    permits: Int, interval: Duration, burst: Int?, clock: C, store: (any RateLimitStore<Key>)?
+    limits: Limits, clock: C, store: (any RateLimitStore<Key>)?
   ) where C.Duration == Duration {
     self.init(
-      permits: permits, interval: interval, burst: burst, clock: AsyncClock(clock),
-      sleep: { duration in try await clock.sleep(for: duration) }, store: store)
+      limits: limits, clock: AsyncClock(clock), sleep: { duration in try await clock.sleep(for: duration) },
+      store: store)
   }
 
   /// An in-memory keyed rate limiter on `clock`: for tests whose clock is a scheduler with timing
   /// of its own (``AsyncClock/init(scheduler:)``).
   convenience init(permits: Int, per interval: Duration, burst: Int? = nil, clock: AsyncClock) {
-    self.init(
-      permits: permits, interval: interval, burst: burst, clock: clock, sleep: { _ in }, store: nil)
+    self.init(limit: Self.tokenBucket(permits: permits, per: interval, burst: burst), clock: clock)
+  }
+
+  /// An in-memory keyed rate limiter with one limit on `clock`, for tests.
+  convenience init(limit: RateLimit, clock: AsyncClock) {
+    self.init(limits: .uniform(KeyLimit(limit)), clock: clock, sleep: { _ in }, store: nil)
+  }
+
+  /// An in-memory keyed rate limiter with per-key limits on `clock`, for tests.
+  convenience init(limits: @escaping @Sendable (Key) -> RateLimit, clock: AsyncClock) {
+    self.init(limits: .perKey(limits), clock: clock, sleep: { _ in }, store: nil)
   }
 
   private init(
-    permits: Int, interval: Duration, burst: Int?, clock: AsyncClock,
-    sleep: @escaping @Sendable (Duration) async throws -> Void, store: (any RateLimitStore<Key>)?
+    limits: Limits, clock: AsyncClock, sleep: @escaping @Sendable (Duration) async throws -> Void,
+    store: (any RateLimitStore<Key>)?
   ) {
-    precondition(permits > 0, "KeyedRateLimiter: permits must be positive (got \(permits))")
-    precondition(interval > .zero, "KeyedRateLimiter: interval must be positive (got \(interval))")
-    precondition((burst ?? permits) > 0, "KeyedRateLimiter: burst must be positive (got \(burst ?? permits))")
-    limit = RateLimit(permits: permits, per: interval, burst: burst)
-    rate = TokenBucketRate(permits: permits, per: interval, burst: limit.burst)
+    self.limits = limits
+    if case .perKey = limits { storesFullInstants = true } else { storesFullInstants = false }
     self.clock = clock
     self.sleep = sleep
     self.store = store
     shards = Shards(count: keyedShardCount) { Shard() }
+  }
+
+  /// The token bucket of the `permits:per:burst:` initialisers, whose preconditions name them.
+  private static func tokenBucket(permits: Int, per interval: Duration, burst: Int?) -> RateLimit {
+    precondition(permits > 0, "KeyedRateLimiter: permits must be positive (got \(permits))")
+    precondition(interval > .zero, "KeyedRateLimiter: interval must be positive (got \(interval))")
+    precondition((burst ?? permits) > 0, "KeyedRateLimiter: burst must be positive (got \(burst ?? permits))")
+    return RateLimit(permits: permits, per: interval, burst: burst)
+  }
+
+  /// The limit of `key`: the one limit of a limiter made with one, or what its `limits` closure
+  /// answers for `key` now.
+  public func limit(for key: Key) -> RateLimit {
+    switch limits {
+    case .uniform(let limit): limit.limit
+    case .perKey(let limits): limits(key)
+    }
+  }
+
+  /// `key`'s limit in units; calls a per-key limiter's closure, so never under a lock.
+  @inlinable
+  func keyLimit(for key: Key) -> KeyLimit {
+    switch limits {
+    case .uniform(let limit): limit
+    case .perKey(let limits): KeyLimit(limits(key))
+    }
+  }
+
+  /// The level a key's bucket is stored with, as the decisions read it at `now`.
+  @inlinable
+  func readLevel(_ stored: TokenBucketLevel, rate: TokenBucketRate, now: PaceInstant) -> TokenBucketLevel {
+    storesFullInstants ? rate.level(fromFullInstantForm: stored, now: now) : stored
+  }
+
+  /// The level to store for a key's bucket.
+  @inlinable
+  func storedLevel(_ level: TokenBucketLevel, rate: TokenBucketRate) -> TokenBucketLevel {
+    storesFullInstants ? rate.fullInstantForm(of: level) : level
   }
 
   deinit {
@@ -196,14 +331,19 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   ///
   /// - Parameters:
   ///   - key: Whose bucket to take from.
-  ///   - cost: How many permits to take; 1 by default. Not negative.
+  ///   - cost: How many permits to take; 1 by default. Not negative (a cost from a request goes
+  ///     through ``decide(_:cost:)``, which throws for it). 0 asks, and takes nothing: it gets
+  ///     the answer a cost of 1 would get. A cost above the key's burst is never allowed:
+  ///     `.limited(retryAfter: RateLimitDecision.never)`.
   /// - Returns: `.allowed(remaining:)` with the whole permits left for `key`, or
   ///   `.limited(retryAfter:)` with how long until the same request would be allowed if nothing
   ///   else is taken (an estimate that counts the waiting requests' permits, while some wait).
   @inlinable
   public func tryAcquire(_ key: Key, cost: Int = 1) -> RateLimitDecision {
     precondition(cost >= 0, "KeyedRateLimiter.tryAcquire: cost must not be negative (got \(cost))")
-    return decideLocally(key, cost: cost)
+    let limit = keyLimit(for: key)
+    if cost > limit.burst { return .limited(retryAfter: RateLimitDecision.never) }
+    return decideLocally(key, cost: cost, limit: limit)
   }
 
   /// Takes `cost` permits for `key` if they are available now, deciding where the limiter's state
@@ -219,35 +359,47 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   ///
   /// - Parameters:
   ///   - key: Whose bucket to take from.
-  ///   - cost: How many permits to take; 1 by default. 0 asks how many are left and takes none.
-  /// - Throws: ``InvalidInput`` for a key or cost outside ``KeyPolicy``; what the store throws
-  ///   when it cannot decide.
+  ///   - cost: How many permits to take; 1 by default. 0 asks how many are left and takes none:
+  ///     it gets the answer a cost of 1 would get, so it is limited where a cost of 1 would be.
+  /// - Throws: ``InvalidInput`` for a key or cost outside ``KeyPolicy`` (a negative cost, or one
+  ///   above the key's burst); what the store throws when it cannot decide.
   public func decide(_ key: Key, cost: Int = 1) async throws -> RateLimitDecision {
-    try KeyPolicy.check(cost: cost, limit: limit)
+    if let store {
+      let limit = limit(for: key)
+      try KeyPolicy.check(cost: cost, limit: limit)
+      if let key = key as? String { try KeyPolicy.check(key: key) }
+      return try await store.tryAcquire(key, cost: cost, limit: limit)
+    }
+    let limit = keyLimit(for: key)
+    try KeyPolicy.check(cost: cost, limit: limit.limit)
     if let key = key as? String { try KeyPolicy.check(key: key) }
-    if let store { return try await store.tryAcquire(key, cost: cost, limit: limit) }
-    return decideLocally(key, cost: cost)
+    return decideLocally(key, cost: cost, limit: limit)
   }
 
   /// Waits until `cost` permits are available for `key`, then takes them.
   ///
-  /// In memory, a key's requests are served in the order they arrive; a request for more than
-  /// the burst waits for a full bucket and leaves it in debt. With a store, it asks the store and
-  /// sleeps on the limiter's clock for each `retryAfter` until the store allows it.
+  /// In memory, a key's requests are served in the order they arrive. With a store, it asks the
+  /// store and sleeps on the limiter's clock for each `retryAfter` until the store allows it.
+  ///
+  /// A cost of 0 waits as a cost of 1 would, and takes nothing when its turn comes. A cost above
+  /// the key's burst, or a negative one, throws at once, before the store is asked, and takes
+  /// nothing: no wait would ever let it through.
   ///
   /// In memory, the request arrives on the caller's actor, before `acquire` first suspends: tasks
   /// started in order from one actor join the key's queue, and are granted, in that order.
   ///
   /// - Parameters:
   ///   - key: Whose bucket to take from.
-  ///   - cost: How many permits to take; 1 by default. Not negative.
+  ///   - cost: How many permits to take; 1 by default. From 0 to the key's burst.
   ///   - isolation: The caller's actor; leave the default.
-  /// - Throws: `CancellationError` if the task is cancelled before the permits are granted (then
-  ///   nothing is taken), or what the store throws.
+  /// - Throws: ``InvalidInput/negativeCost(_:)`` or ``InvalidInput/costAboveBurst(cost:burst:)``
+  ///   for a cost no wait would let through; `CancellationError` if the task is cancelled before
+  ///   the permits are granted (then nothing is taken); or what the store throws.
   public func acquire(_ key: Key, cost: Int = 1, isolation: isolated (any Actor)? = #isolation) async throws {
-    precondition(cost >= 0, "KeyedRateLimiter.acquire: cost must not be negative (got \(cost))")
-    try Task.checkCancellation()
     if let store {
+      let limit = limit(for: key)
+      try KeyPolicy.check(cost: cost, limit: limit)
+      try Task.checkCancellation()
       while true {
         switch try await store.tryAcquire(key, cost: cost, limit: limit) {
         case .allowed: return
@@ -255,7 +407,10 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
         }
       }
     }
-    if decideLocally(key, cost: cost).isAllowed { return }
+    let limit = keyLimit(for: key)
+    try KeyPolicy.check(cost: cost, limit: limit.limit)
+    try Task.checkCancellation()
+    if decideLocally(key, cost: cost, limit: limit).isAllowed { return }
     let id = nextID.withLock { id in
       id &+= 1
       return id
@@ -274,9 +429,9 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
           let effects = shards.withLock(index) { shard -> Effects in
             guard !Task.isCancelled else { return Effects(refusedAtOnce: continuation) }
             shard.waiters[id] = Waiter(continuation: continuation, tracked: tracked)
-            _ = shard.buckets.indexInserting(
-              key, hash: hash, KeyBucket(level: rate.full(at: now), checkAt: PaceInstant(nanoseconds: .max)))
-            var effects = run(key, hash: hash, now: now, consumedCheck: false, in: &shard) {
+            let full = storedLevel(limit.rate.full(at: now), rate: limit.rate)
+            _ = shard.buckets.indexInserting(key, hash: hash, KeyBucket(level: full, checkAt: PaceInstant(nanoseconds: .max)))
+            var effects = run(key, hash: hash, now: now, consumedCheck: false, limit: limit.rate, in: &shard) {
               $0.enqueue(id: id, cost: cost, now: now)
             }
             shard.shrinkIfSparse()
@@ -294,7 +449,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
         let now = clock.now()
         let effects = shards.withLock(index) { shard -> Effects in
           guard shard.waiters[id] != nil else { return Effects() }
-          var effects = run(key, hash: hash, now: now, consumedCheck: false, in: &shard) {
+          var effects = run(key, hash: hash, now: now, consumedCheck: false, limit: nil, in: &shard) {
             $0.cancel(id: id, now: now)
           }
           shard.shrinkIfSparse()
@@ -310,12 +465,12 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   /// The whole permits `key` could take now; 0 while its bucket is in debt. In memory only: a
   /// store-backed limiter does not know.
   public func availablePermits(for key: Key) -> Int {
+    let rate = keyLimit(for: key).rate
     let now = clock.now()
-    let rate = self.rate
     let hash = key.hashValue
     return shards.withLock(Self.shardIndex(hash: hash)) { shard in
       let level = shard.buckets.index(of: key, hash: hash).map {
-        shard.buckets.unsafeValuePointer(at: $0).pointee.level
+        readLevel(shard.buckets.unsafeValuePointer(at: $0).pointee.level, rate: rate, now: now)
       }
       var machine = RateLimitStateMachine(bucket: TokenBucket(rate: rate, level: level ?? rate.full(at: now)))
       return machine.availablePermits(now: now)
@@ -336,7 +491,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
         + shards.withLock(index) { shard in
           shard.buckets.capacity * KeyTable<Key, KeyBucket>.slotStride
             + shard.timer.capacity * MemoryLayout<ShardTimer<Key>.Entry>.stride
-            + shard.queues.capacity * MemoryLayout<(Key, RateLimitQueue)>.stride
+            + shard.queues.capacity * MemoryLayout<(Key, WaitingRequests)>.stride
             + shard.waiters.capacity * MemoryLayout<(UInt64, Waiter)>.stride
         }
     }
@@ -354,38 +509,39 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     keyedShardIndex(hash: hash)
   }
 
+  /// The in-memory decision, for a cost from 0 to `limit`'s burst.
   @inlinable
-  func decideLocally(_ key: Key, cost: Int) -> RateLimitDecision {
+  func decideLocally(_ key: Key, cost: Int, limit: KeyLimit) -> RateLimitDecision {
     let hash = key.hashValue
     let index = Self.shardIndex(hash: hash)
     // As in ``KeyedPacer/call(_:_:)``: the slot loads while the clock is read and the lock taken.
     KeyTable<Key, KeyBucket>.prefetch(shards.unsafeShard(index).pointee.state.buckets.unsafePrefetchHint, hash: hash)
     let now = clock.now()
-    let rate = self.rate
+    let rate = limit.rate
     var arming: ShardTimer<Key>.Arming?
     let decision = shards.withLock(index) { shard -> RateLimitDecision in
       guard let slot = shard.buckets.index(of: key, hash: hash) else {
-        // A key with no state has a full bucket and nobody waiting: any request fits (a larger
-        // one than the burst leaves it in debt), and a query leaves it full, so unstored.
+        // A key with no state has a full bucket and nobody waiting: any request fits, and a
+        // query leaves it full, so unstored.
         var tokens = TokenBucket(rate: rate, level: rate.full(at: now))
-        let decision = RateLimitStateMachine.tryAcquire(cost: cost, now: now, bucket: &tokens, waitingPermits: nil)
+        let decision = RateLimitStateMachine.tryAcquire(cost: cost, now: now, counter: &tokens, queue: nil)
         guard !tokens.isFull else { return decision }
         // A bucket that fills again only beyond the end of the timeline is never checked.
         let checkAt = tokens.fullTime
         _ = shard.buckets.indexInserting(
-          key, hash: hash, KeyBucket(level: tokens.level, checkAt: checkAt ?? .max))
+          key, hash: hash, KeyBucket(level: storedLevel(tokens.level, rate: rate), checkAt: checkAt ?? .max))
         if let checkAt { shard.timer.add(checkAt, for: key) }
         arming = shard.timer.reserveIfNeeded()
         return decision
       }
       let bucket = shard.buckets.unsafeValuePointer(at: slot)
-      // The machine's decision on the stored level, with the permits of the key's waiting
-      // requests, if any: the queues are looked up only in a shard that has any, and `tryAcquire`
-      // never changes a queue, so only the level is stored back.
-      var tokens = TokenBucket(rate: rate, level: bucket.pointee.level)
-      let waitingPermits = shard.queues.isEmpty ? nil : shard.queues[key]?.waitingPermits
-      defer { bucket.pointee.level = tokens.level }
-      return RateLimitStateMachine.tryAcquire(cost: cost, now: now, bucket: &tokens, waitingPermits: waitingPermits)
+      // The machine's decision on the stored level, behind the key's waiting requests, if any:
+      // the queues are looked up only in a shard that has any, and `tryAcquire` never changes a
+      // queue, so only the level is stored back.
+      var tokens = TokenBucket(rate: rate, level: readLevel(bucket.pointee.level, rate: rate, now: now))
+      let queue = shard.queues.isEmpty ? nil : shard.queues[key]?.queue
+      defer { bucket.pointee.level = storedLevel(tokens.level, rate: rate) }
+      return RateLimitStateMachine.tryAcquire(cost: cost, now: now, counter: &tokens, queue: queue)
     }
     if arming != nil { carryOut(Effects(arming: arming), shard: index) }
     return decision
@@ -395,19 +551,35 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   /// back: forgets the key if its bucket is full and nobody waits, or makes sure its heap entry
   /// comes by its next event (its first request's turn, or its bucket full again).
   ///
-  /// - Parameter consumedCheck: Whether the key's heap entry has just come out of the heap.
+  /// - Parameters:
+  ///   - consumedCheck: Whether the key's heap entry has just come out of the heap.
+  ///   - limit: The key's rate, from a request for it; `nil` for an event of the key's own (a
+  ///     cancellation, a firing), which uses the rate of the key's waiting requests, the one
+  ///     limit of a uniform limiter, or no rate at all for a check of a per-key limiter's key
+  ///     that nobody waits for.
   /// - Returns: The continuations the event resumes; the caller reserves the shard's timer once
   ///   the event is done (not during a firing, which reserves it when it ends).
   @inlinable
   func run(
-    _ key: Key, hash: Int, now: PaceInstant, consumedCheck: Bool, in shard: inout Shard,
+    _ key: Key, hash: Int, now: PaceInstant, consumedCheck: Bool, limit: TokenBucketRate?, in shard: inout Shard,
     _ event: (inout RateLimitStateMachine) -> RateLimitAction
   ) -> Effects {
     guard let slot = shard.buckets.index(of: key, hash: hash) else { return Effects() }
     var bucket = shard.buckets.unsafeValuePointer(at: slot).pointee
+    let waiting = shard.queues.isEmpty ? nil : shard.queues.removeValue(forKey: key)
+    let rate: TokenBucketRate
+    if let limit {
+      rate = limit
+    } else if let waiting {
+      rate = waiting.rate
+    } else if case .uniform(let limit) = limits {
+      rate = limit.rate
+    } else {
+      checkFullInstant(of: key, at: slot, now: now, consumedCheck: consumedCheck, in: &shard)
+      return Effects()
+    }
     var machine = RateLimitStateMachine(
-      bucket: TokenBucket(rate: rate, level: bucket.level),
-      queue: shard.queues.isEmpty ? nil : shard.queues.removeValue(forKey: key))
+      bucket: TokenBucket(rate: rate, level: readLevel(bucket.level, rate: rate, now: now)), queue: waiting?.queue)
     let wasWaiting = machine.isWaiting
     let action = event(&machine)
     var effects = Effects()
@@ -417,12 +589,12 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     if let id = action.refused { effects.refused = shard.waiters.removeValue(forKey: id) }
     let isWaiting = machine.isWaiting
     if isWaiting, let queue = machine.queue.take() {
-      shard.queues[key] = queue
+      shard.queues[key] = WaitingRequests(queue: queue, rate: rate)
     } else if machine.bucket.isFull {
       shard.buckets.remove(at: slot)
       return effects
     }
-    bucket.level = machine.bucket.level
+    bucket.level = storedLevel(machine.bucket.level, rate: rate)
     // Nobody waits: the key is looked at again when its bucket is full, to be forgotten. While
     // requests wait, the key's entry is the timer a `RateLimiter` arms for them: for the first
     // request's turn as it starts waiting (an entry for the full bucket goes stale, else its
@@ -441,6 +613,26 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     return effects
   }
 
+  /// The check of a per-key limiter's key that nobody waits for: its bucket, kept as the instant
+  /// it is full again, says whether it is full whatever the key's limit, so the key's limit (user
+  /// code) is not asked under the lock. A full bucket is forgotten; otherwise the key is looked at
+  /// again when it is full.
+  @inlinable
+  func checkFullInstant(of key: Key, at slot: Int, now: PaceInstant, consumedCheck: Bool, in shard: inout Shard) {
+    guard consumedCheck else { return }
+    let bucket = shard.buckets.unsafeValuePointer(at: slot)
+    if bucket.pointee.level.isFullInFullInstantForm(at: now) {
+      shard.buckets.remove(at: slot)
+      return
+    }
+    if let next = bucket.pointee.level.fullTimeInFullInstantForm {
+      bucket.pointee.checkAt = next
+      shard.timer.add(next, for: key)
+    } else {
+      bucket.pointee.checkAt = .max
+    }
+  }
+
   @inlinable
   func timerFired(shard index: Int, generation: UInt64) {
     let now = clock.now()
@@ -453,7 +645,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
           shard.buckets.unsafeValuePointer(at: slot).pointee.checkAt == entry.deadline
         else { continue }
         effects.granted +=
-          run(entry.key, hash: hash, now: now, consumedCheck: true, in: &shard) {
+          run(entry.key, hash: hash, now: now, consumedCheck: true, limit: nil, in: &shard) {
             $0.timerFired(now: now)
           }.granted
       }
