@@ -72,14 +72,7 @@ struct PostgresFaultTests {
       for (index, input) in inputs.enumerated() {
         let inMemory = try await Self.outcome(memory, input.key, cost: input.cost)
         let inPostgres = try await Self.outcome(shared, input.key, cost: input.cost)
-        if input.cost == 0, input.expected == .limited, inMemory != input.expected {
-          // The in-memory KeyedRateLimiter takes the cost rule on branch i30-keyed; the store has it.
-          withKnownIssue("KeyedRateLimiter answers cost 0 by the cost rule once i30-keyed is merged") {
-            #expect(inMemory == input.expected, "input \(index) in memory")
-          }
-        } else {
-          #expect(inMemory == input.expected, "input \(index) in memory")
-        }
+        #expect(inMemory == input.expected, "input \(index) in memory")
         #expect(inPostgres == input.expected, "input \(index) in PostgreSQL")
       }
     }

@@ -197,6 +197,30 @@ struct PostgresWindowPolicyTests {
     }
   }
 
+  /// A `KeyedRateLimiter` with a plan per key, backed by the store: each key's decisions follow its
+  /// own limit and policy, on the database's clock.
+  @Test func aKeyedLimiterPassesEachKeysOwnLimitToTheStore() async throws {
+    try await withStore { store, _ async throws in
+      let plans: [String: RateLimit] = [
+        "free": RateLimit(permits: 2, per: .seconds(3600)), "paid": RateLimit(permits: 5, per: .seconds(3600)),
+        "sliding": .slidingWindow(3, per: .seconds(3600)), "fixed": .fixedWindow(1, per: .seconds(36_000_000)),
+      ]
+      let limiter = KeyedRateLimiter<String>(limits: { plans[$0]! }, store: store)
+      for (key, limit) in plans {
+        #expect(limiter.limit(for: key) == limit)
+        var remaining: [Int] = []
+        for _ in 0...limit.burst {
+          if case .allowed(let left) = try await limiter.decide(key, cost: 1) { remaining.append(left) }
+        }
+        #expect(remaining == Array((0..<limit.burst).reversed()), "\(key)")
+        await #expect(throws: InvalidInput.costAboveBurst(cost: limit.burst + 1, burst: limit.burst)) {
+          try await limiter.decide(key, cost: limit.burst + 1)
+        }
+        #expect(try await !limiter.decide(key, cost: 0).isAllowed, "\(key): cost 0 on a key that denies cost 1")
+      }
+    }
+  }
+
   /// A window key that another transaction inserts while a batch decides it: the batch waits for
   /// that transaction, then decides against the committed row (full: denied), not a row of its own.
   @Test(arguments: [RateLimit.slidingWindow(2, per: .seconds(10)), .fixedWindow(2, per: .seconds(10))])
@@ -460,7 +484,8 @@ struct PostgresDifferentialTests {
         case (.success(let expected), .success(let actual)):
           let step = "seed \(seed), step \(step): \(key) (\(limitOf[key]!)) cost \(cost) at \(now)"
           #expect(actual == expected.model, "\(step)")
-          #expect(expected.engine == expected.model, "memory's engine, \(step)")
+          #expect(expected.engine == expected.model, "memory's RateLimiter, \(step)")
+          #expect(expected.keyed.map { $0 == expected.model } ?? true, "memory's KeyedRateLimiter, \(step)")
           if actual != expected.model || expected.engine != expected.model { return }
           seen[limitOf[key]!.policy, default: [:]][actual.isAllowed ? "allowed" : "limited", default: 0] += 1
         case (.failure(let expected as InvalidInput), .failure(let actual as InvalidInput)):
@@ -482,13 +507,14 @@ struct PostgresDifferentialTests {
 
 /// Memory's decisions, at instants in microseconds since the Unix epoch, fed as nanoseconds: the
 /// reference model of each key's policy (``RateLimitReferenceModel``, written from the
-/// definitions), and the in-memory engine, a `RateLimiter` per key on a ``TestScheduler``
-/// advanced to each instant.
+/// definitions), and the in-memory engines on a ``TestScheduler`` advanced to each instant: a
+/// `RateLimiter` per key, and one `KeyedRateLimiter` with each key's own limit.
 struct MemoryLimits {
   let limitOf: [String: RateLimit]
   let scheduler = TestScheduler()
   var models: [String: RateLimitReferenceModel] = [:]
   var limiters: [String: RateLimiter] = [:]
+  let keyed: KeyedRateLimiter<String>
 
   init(limitOf: [String: RateLimit]) {
     self.limitOf = limitOf
@@ -496,18 +522,21 @@ struct MemoryLimits {
       models[key] = RateLimitReferenceModel(limit: limit)
       limiters[key] = RateLimiter(limit: limit, clock: scheduler)
     }
+    keyed = KeyedRateLimiter(limits: { limitOf[$0]! }, clock: scheduler)
   }
 
-  /// The reference model's decision and the engine's (nil for a cost the engine's synchronous
-  /// `tryAcquire` does not take: the model's `decide` throws for it).
+  /// The reference model's decision and the engines' (for a cost the engines refuse, the model's
+  /// `decide` throws first: the store must throw the same).
   mutating func decide(_ key: String, cost: Int, at now: Int64) throws -> (
-    model: RateLimitDecision, engine: RateLimitDecision
+    model: RateLimitDecision, engine: RateLimitDecision, keyed: RateLimitDecision?
   ) {
     let instant = PaceInstant(nanoseconds: now * 1000)
     let model = try models[key]!.decide(cost: cost, at: instant)
     scheduler.advance(to: instant)
     let engine: RateLimitDecision = limiters[key]!.tryAcquire(cost: cost)
-    return (model, engine)
+    // KeyedRateLimiter counts token buckets in memory; its window policies come with branch i30-keyed.
+    let keyed = limitOf[key]!.policy == .tokenBucket ? self.keyed.tryAcquire(key, cost: cost) : nil
+    return (model, engine, keyed)
   }
 }
 #endif
