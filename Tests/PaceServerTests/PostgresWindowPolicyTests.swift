@@ -505,6 +505,46 @@ struct PostgresDifferentialTests {
   }
 }
 
+extension PostgresDifferentialTests {
+  /// The same, with the requests of each instant sent at once, one per key: they share batches
+  /// (sorted by key and policy), each key decided under its own limit, as memory decides them.
+  @Test(arguments: [4, 5] as [UInt64])
+  func theStoreDecidesAsMemoryInBatchesOfSeveralKeys(seed: UInt64) async throws {
+    try await TestDatabase.withClients { clients in
+      let store = try PostgresRateLimitStore(
+        client: clients[0], table: TestDatabase.uniqueTable("rl"), timeout: .seconds(30))
+      try await store.migrate()
+      var random = SeededGenerator(seed: seed)
+      let keys = (0..<Self.limits.count).map { "key-\($0)" }
+      let limitOf = Dictionary(uniqueKeysWithValues: zip(keys, Self.limits.shuffled(using: &random)))
+      var memory = MemoryLimits(limitOf: limitOf)
+      var now = PostgresWindowPolicyTests.base + Int64.random(in: 0..<1_000_000, using: &random)
+      let batchesBefore = store.batcher.batchesSent
+      var decisions = 0
+      for round in 0..<fuzzRuns(120) {
+        now += [0, 1, 999, 50_000, 250_000, 1_000_000].randomElement(using: &random)!
+        let requests = keys.shuffled(using: &random).prefix(Int.random(in: 1...keys.count, using: &random))
+          .map { key in (key, Int.random(in: 0...limitOf[key]!.burst, using: &random)) }
+        var expected: [String: RateLimitDecision] = [:]
+        for (key, cost) in requests { expected[key] = try memory.decide(key, cost: cost, at: now).model }
+        let instant = now
+        let actual = try await withThrowingTaskGroup(of: (String, RateLimitDecision).self) { group in
+          for (key, cost) in requests {
+            group.addTask {
+              (key, try await store.tryAcquire(key, cost: cost, limit: limitOf[key]!, databaseNow: instant))
+            }
+          }
+          return try await group.reduce(into: [String: RateLimitDecision]()) { $0[$1.0] = $1.1 }
+        }
+        decisions += requests.count
+        #expect(actual == expected, "seed \(seed), round \(round) at \(now)")
+        if actual != expected { return }
+      }
+      #expect(store.batcher.batchesSent - batchesBefore < decisions, "the requests shared batches")
+    }
+  }
+}
+
 /// Memory's decisions, at instants in microseconds since the Unix epoch, fed as nanoseconds: the
 /// reference model of each key's policy (``RateLimitReferenceModel``, written from the
 /// definitions), and the in-memory engines on a ``TestScheduler`` advanced to each instant: a
