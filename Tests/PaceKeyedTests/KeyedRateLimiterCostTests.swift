@@ -102,7 +102,8 @@ import Testing
     let limiter = KeyedRateLimiter<String>(limit: Self.limit, clock: scheduler)
     for (time, cost) in [(0, 3), (0, 0), (0, 4), (200, 0), (500, 0), (500, 1), (500, Int.max), (900, 0), (1_000, 2)] {
       scheduler.advance(to: ms(Int64(time)))
-      #expect(limiter.tryAcquire("k", cost: cost) == model.tryAcquire(cost: cost, at: ms(Int64(time))), "\(time) ms, \(cost)")
+      #expect(
+        limiter.tryAcquire("k", cost: cost) == model.tryAcquire(cost: cost, at: ms(Int64(time))), "\(time) ms, \(cost)")
     }
   }
 }

@@ -8,40 +8,143 @@ extension KeyedRateLimiter {
     case perKey(@Sendable (Key) -> RateLimit)
   }
 
-  /// A key's limit as the decisions use it: the burst a cost is checked against and the rate in
-  /// exact units.
+  /// A key's limit as the decisions use it: the burst a cost is checked against and the policy's
+  /// parameters in exact units.
   @usableFromInline
   struct KeyLimit: Sendable {
     @usableFromInline let limit: RateLimit
-    @usableFromInline let rate: TokenBucketRate
+    @usableFromInline let rate: KeyRate
 
-    /// Converts `limit` into units; the greatest common divisor is computed here, once per call
-    /// on a per-key limiter, and once for all on a uniform one.
+    /// Converts `limit` into units; for a token bucket the greatest common divisor is computed
+    /// here, once per call on a per-key limiter, and once for all on a uniform one.
     @usableFromInline
     init(_ limit: RateLimit) {
       self.limit = limit
-      rate = TokenBucketRate(permits: limit.permits, per: limit.interval, burst: limit.burst)
+      switch limit.policy {
+      case .tokenBucket:
+        rate = .tokenBucket(TokenBucketRate(permits: limit.permits, per: limit.interval, burst: limit.burst))
+      case .slidingWindow:
+        rate = .slidingWindow(WindowRate(permits: limit.permits, per: limit.interval))
+      case .fixedWindow:
+        rate = .fixedWindow(WindowRate(permits: limit.permits, per: limit.interval))
+      }
     }
 
     /// The largest cost a request can ever be granted.
     @inlinable var burst: Int { limit.burst }
   }
 
-  /// The requests waiting for one key, and the rate they are granted at: the rate of the key's
-  /// latest ``acquire(_:cost:isolation:)``, so that the shard's timer grants them without asking
-  /// the key's limit (user code) under the lock.
+  /// A limit's policy with its parameters: what a key's counter is built with.
+  @usableFromInline
+  enum KeyRate: Sendable, Equatable {
+    case tokenBucket(TokenBucketRate)
+    case slidingWindow(WindowRate)
+    case fixedWindow(WindowRate)
+  }
+
+  /// The requests waiting for one key, and the limit they are granted under: the limit of the
+  /// key's latest ``acquire(_:cost:isolation:)``, so that the shard's timer grants them without
+  /// asking the key's limit (user code) under the lock.
   @usableFromInline
   struct WaitingRequests {
     @usableFromInline var queue: RateLimitQueue
-    @usableFromInline var rate: TokenBucketRate
+    @usableFromInline var rate: KeyRate
 
-    @inlinable init(queue: RateLimitQueue, rate: TokenBucketRate) {
+    @inlinable init(queue: RateLimitQueue, rate: KeyRate) {
       self.queue = queue
       self.rate = rate
     }
   }
-}
 
+  /// What happens to a key with waiting requests, or that its check is due.
+  @usableFromInline
+  enum KeyEvent {
+    case enqueue(id: UInt64, cost: Int)
+    case cancel(id: UInt64)
+    case timerFired
+  }
+
+  // MARK: A key's stored state
+
+  // A key's entry in its shard's table holds two words, a `TokenBucketLevel`'s, whatever its
+  // policy, so that every key's entry has one small size:
+  //
+  // - token bucket, one limit for every key: the level itself (balance in units, updated);
+  // - token bucket, per-key limits: the instant the bucket is full again (`updated`) and the
+  //   units still missing then (`balance`, 0 or more); see `TokenBucketRate.fullInstantForm(of:)`;
+  // - fixed window: the window's end (`updated`) and `~count` (`balance`, below 0);
+  // - sliding window: the instant its newest grant stops counting (`updated`) and `~used`
+  //   (`balance`, below 0); the grants themselves are in the shard's `logs`.
+  //
+  // So a per-key limiter's timer can tell when any key is idle without its limit: at `updated`
+  // (a bucket's, within a nanosecond). A key whose policy changes starts afresh under the new one.
+
+  /// `key`'s counter at `now` under `rate`, from its stored `level` (`nil` for a key with no
+  /// state) and `log` (taken from the shard's logs).
+  @inlinable
+  func loadCounter(level: TokenBucketLevel?, log: SlidingWindowLog?, rate: KeyRate, now: PaceInstant)
+    -> RateLimitCounter
+  {
+    switch rate {
+    case .tokenBucket(let rate):
+      guard let level else { return .tokenBucket(TokenBucket(rate: rate, level: rate.full(at: now))) }
+      return .tokenBucket(TokenBucket(rate: rate, level: readLevel(level, rate: rate, now: now)))
+    case .fixedWindow(let rate):
+      var counter = FixedWindowCounter(rate: rate, now: now)
+      // The count carries over while its window has not ended (a window of another length
+      // included); a key that had a token bucket starts afresh.
+      if let level, level.balance < 0, log == nil, now < level.updated { counter.count = Int(~level.balance) }
+      return .fixedWindow(counter)
+    case .slidingWindow(let rate):
+      guard let level, level.balance < 0, let log else {
+        return .slidingWindow(SlidingWindowLog(rate: rate, now: now))
+      }
+      if log.rate == rate { return .slidingWindow(log) }
+      // Another window length: the grants kept are read under it.
+      var resized = SlidingWindowLog(rate: rate, now: log.updated)
+      resized.grants = log.grants
+      resized.head = log.head
+      resized.used = log.used
+      return .slidingWindow(resized)
+    }
+  }
+
+  /// Stores `counter` as `key`'s state: into its entry's `level`, and its log into `logs`.
+  @inlinable
+  func store(
+    _ counter: RateLimitCounter, of key: Key, into level: inout TokenBucketLevel, logs: inout [Key: SlidingWindowLog]
+  ) {
+    switch counter {
+    case .tokenBucket(let bucket):
+      level = storedLevel(bucket.level, rate: bucket.rate)
+    case .fixedWindow(let counter):
+      level = TokenBucketLevel(balance: ~Int64(counter.count), updated: counter.nextWindowStart ?? .max)
+    case .slidingWindow(let log):
+      level = TokenBucketLevel(balance: ~Int64(log.used), updated: log.idleTime ?? .max)
+      logs[key] = log
+    }
+  }
+
+  /// The stored level of a key that has counted nothing under `rate`.
+  @inlinable
+  func freshLevel(_ rate: KeyRate, now: PaceInstant) -> TokenBucketLevel {
+    switch rate {
+    case .tokenBucket(let rate): storedLevel(rate.full(at: now), rate: rate)
+    case .fixedWindow, .slidingWindow: TokenBucketLevel(balance: ~0, updated: now)
+    }
+  }
+
+  /// Whether a per-key limiter's key, stored as `level`, is idle at `now`, and if not, when it
+  /// will be (`nil`: beyond the end of the timeline); the same answer under any limit.
+  @inlinable
+  static func idleInstant(of level: TokenBucketLevel, now: PaceInstant) -> (idle: Bool, next: PaceInstant?) {
+    if level.balance >= 0 {
+      return (level.isFullInFullInstantForm(at: now), level.fullTimeInFullInstantForm)
+    }
+    if level.updated == .max { return (false, nil) }
+    return (now >= level.updated, level.updated)
+  }
+}
 // MARK: The level a key of a per-key limiter keeps
 
 /// A key of a limiter with per-key limits keeps its bucket as the instant it is full again (its
@@ -71,6 +174,8 @@ extension TokenBucketRate {
   /// this rate (so a key whose limit changed keeps the instant it is full again).
   @inlinable
   func level(fromFullInstantForm stored: TokenBucketLevel, now: PaceInstant) -> TokenBucketLevel {
+    // A window's state (its key's policy changed): the bucket starts afresh.
+    if stored.balance < 0 { return full(at: now) }
     let rate = UInt64(unitsPerNanosecond)
     // What was missing below one nanosecond at the stored rate, at most that at this one.
     let remainder = Swift.min(UInt64(bitPattern: stored.balance), rate &- 1)

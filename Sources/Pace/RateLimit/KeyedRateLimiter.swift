@@ -9,8 +9,8 @@
 /// try await limiter.acquire(apiKey)   // or wait for the key's turn
 /// ```
 ///
-/// Each key has its own token bucket with exactly the arithmetic of ``RateLimiter``: it starts
-/// full with `burst` permits, and permits come back at `permits` per `interval`, exactly.
+/// Each key has its own counter under its limit's policy (a token bucket, a sliding or a fixed
+/// window: ``RateLimit/Policy``) with exactly the arithmetic of ``RateLimiter``.
 /// ``acquire(_:cost:isolation:)`` waits in first-come first-served order per key and is cancellable;
 /// `tryAcquire(_:cost:)` never waits. Keys never interfere: a key's decisions are those of a
 /// `RateLimiter` asked at the same instants, and its waiting requests are granted in the same
@@ -35,10 +35,12 @@
 ///
 /// ## Memory
 ///
-/// A key costs an entry in its shard's table (the key, its hash, two words of bucket state and
-/// the time of its next check: 40 bytes for an `Int` key) and one deadline in its shard's heap;
-/// a per-key limit costs nothing per key. Once its bucket is full again and nobody waits, the key
-/// is forgotten, so idle keys take no memory.
+/// A key costs an entry in its shard's table (the key, its hash, two words of state and the time
+/// of its next check: 40 bytes for an `Int` key) and one deadline in its shard's heap, whatever
+/// its policy; a key under a sliding window also has its log in a side table (the key, 48 bytes,
+/// and 16 bytes per instant with a grant still in the window, at most `permits`). A per-key limit costs nothing
+/// per key. Once nothing it was granted counts any more and nobody waits, the key is forgotten,
+/// so idle keys take no memory.
 ///
 /// ## Shared limits
 ///
@@ -87,6 +89,9 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     /// The queues of the keys with waiting requests, apart from the buckets so that an idle key
     /// pays for none.
     @usableFromInline var queues: [Key: WaitingRequests] = [:]
+    /// The grants of the keys under a sliding window that still count, apart from the table so
+    /// that the other keys' entries stay small.
+    @usableFromInline var logs: [Key: SlidingWindowLog] = [:]
     /// The waiting requests' continuations, by the ids their keys' queues hold.
     @usableFromInline var waiters: [UInt64: Waiter] = [:]
     @usableFromInline var timer = ShardTimer<Key>()
@@ -97,6 +102,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     mutating func shrinkIfSparse() {
       buckets.shrinkIfSparse()
       queues.shrinkIfSparse()
+      logs.shrinkIfSparse()
       waiters.shrinkIfSparse()
     }
   }
@@ -429,11 +435,12 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
           let effects = shards.withLock(index) { shard -> Effects in
             guard !Task.isCancelled else { return Effects(refusedAtOnce: continuation) }
             shard.waiters[id] = Waiter(continuation: continuation, tracked: tracked)
-            let full = storedLevel(limit.rate.full(at: now), rate: limit.rate)
-            _ = shard.buckets.indexInserting(key, hash: hash, KeyBucket(level: full, checkAt: PaceInstant(nanoseconds: .max)))
-            var effects = run(key, hash: hash, now: now, consumedCheck: false, limit: limit.rate, in: &shard) {
-              $0.enqueue(id: id, cost: cost, now: now)
-            }
+            _ = shard.buckets.indexInserting(
+              key, hash: hash,
+              KeyBucket(level: freshLevel(limit.rate, now: now), checkAt: PaceInstant(nanoseconds: .max)))
+            var effects = run(
+              key, hash: hash, now: now, consumedCheck: false, limit: limit.rate, in: &shard,
+              .enqueue(id: id, cost: cost))
             shard.shrinkIfSparse()
             effects.arming = shard.timer.reserveIfNeeded()
             effects.queued = true
@@ -449,9 +456,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
         let now = clock.now()
         let effects = shards.withLock(index) { shard -> Effects in
           guard shard.waiters[id] != nil else { return Effects() }
-          var effects = run(key, hash: hash, now: now, consumedCheck: false, limit: nil, in: &shard) {
-            $0.cancel(id: id, now: now)
-          }
+          var effects = run(key, hash: hash, now: now, consumedCheck: false, limit: nil, in: &shard, .cancel(id: id))
           shard.shrinkIfSparse()
           effects.arming = shard.timer.reserveIfNeeded()
           return effects
@@ -470,10 +475,10 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     let hash = key.hashValue
     return shards.withLock(Self.shardIndex(hash: hash)) { shard in
       let level = shard.buckets.index(of: key, hash: hash).map {
-        readLevel(shard.buckets.unsafeValuePointer(at: $0).pointee.level, rate: rate, now: now)
+        shard.buckets.unsafeValuePointer(at: $0).pointee.level
       }
-      var machine = RateLimitStateMachine(bucket: TokenBucket(rate: rate, level: level ?? rate.full(at: now)))
-      return machine.availablePermits(now: now)
+      var counter = loadCounter(level: level, log: shard.logs.isEmpty ? nil : shard.logs[key], rate: rate, now: now)
+      return counter.available(now: now)
     }
   }
 
@@ -492,6 +497,8 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
           shard.buckets.capacity * KeyTable<Key, KeyBucket>.slotStride
             + shard.timer.capacity * MemoryLayout<ShardTimer<Key>.Entry>.stride
             + shard.queues.capacity * MemoryLayout<(Key, WaitingRequests)>.stride
+            + shard.logs.capacity * MemoryLayout<(Key, SlidingWindowLog)>.stride
+            + shard.logs.values.reduce(0) { $0 + $1.heldStorageBytes }
             + shard.waiters.capacity * MemoryLayout<(UInt64, Waiter)>.stride
         }
     }
@@ -517,7 +524,9 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     // As in ``KeyedPacer/call(_:_:)``: the slot loads while the clock is read and the lock taken.
     KeyTable<Key, KeyBucket>.prefetch(shards.unsafeShard(index).pointee.state.buckets.unsafePrefetchHint, hash: hash)
     let now = clock.now()
-    let rate = limit.rate
+    guard case .tokenBucket(let rate) = limit.rate else {
+      return decideInWindow(key, hash: hash, shard: index, cost: cost, rate: limit.rate, now: now)
+    }
     var arming: ShardTimer<Key>.Arming?
     let decision = shards.withLock(index) { shard -> RateLimitDecision in
       guard let slot = shard.buckets.index(of: key, hash: hash) else {
@@ -561,13 +570,13 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   ///   the event is done (not during a firing, which reserves it when it ends).
   @inlinable
   func run(
-    _ key: Key, hash: Int, now: PaceInstant, consumedCheck: Bool, limit: TokenBucketRate?, in shard: inout Shard,
-    _ event: (inout RateLimitStateMachine) -> RateLimitAction
+    _ key: Key, hash: Int, now: PaceInstant, consumedCheck: Bool, limit: KeyRate?, in shard: inout Shard,
+    _ event: KeyEvent
   ) -> Effects {
     guard let slot = shard.buckets.index(of: key, hash: hash) else { return Effects() }
     var bucket = shard.buckets.unsafeValuePointer(at: slot).pointee
     let waiting = shard.queues.isEmpty ? nil : shard.queues.removeValue(forKey: key)
-    let rate: TokenBucketRate
+    let rate: KeyRate
     if let limit {
       rate = limit
     } else if let waiting {
@@ -575,13 +584,19 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     } else if case .uniform(let limit) = limits {
       rate = limit.rate
     } else {
-      checkFullInstant(of: key, at: slot, now: now, consumedCheck: consumedCheck, in: &shard)
+      checkIdleInstant(of: key, at: slot, now: now, consumedCheck: consumedCheck, in: &shard)
       return Effects()
     }
-    var machine = RateLimitStateMachine(
-      bucket: TokenBucket(rate: rate, level: readLevel(bucket.level, rate: rate, now: now)), queue: waiting?.queue)
+    let log = shard.logs.isEmpty ? nil : shard.logs.removeValue(forKey: key)
+    var machine = RateLimitPolicyMachine(
+      counter: loadCounter(level: bucket.level, log: log, rate: rate, now: now), queue: waiting?.queue)
     let wasWaiting = machine.isWaiting
-    let action = event(&machine)
+    let action =
+      switch event {
+      case .enqueue(let id, let cost): machine.enqueue(id: id, cost: cost, now: now)
+      case .cancel(let id): machine.cancel(id: id, now: now)
+      case .timerFired: machine.timerFired(now: now)
+      }
     var effects = Effects()
     for id in action.granted {
       if let waiter = shard.waiters.removeValue(forKey: id) { effects.granted.append(waiter) }
@@ -590,17 +605,17 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     let isWaiting = machine.isWaiting
     if isWaiting, let queue = machine.queue.take() {
       shard.queues[key] = WaitingRequests(queue: queue, rate: rate)
-    } else if machine.bucket.isFull {
+    } else if machine.counter.isIdle {
       shard.buckets.remove(at: slot)
       return effects
     }
-    bucket.level = storedLevel(machine.bucket.level, rate: rate)
-    // Nobody waits: the key is looked at again when its bucket is full, to be forgotten. While
+    store(machine.counter, of: key, into: &bucket.level, logs: &shard.logs)
+    // Nobody waits: the key is looked at again when its counter is idle, to be forgotten. While
     // requests wait, the key's entry is the timer a `RateLimiter` arms for them: for the first
-    // request's turn as it starts waiting (an entry for the full bucket goes stale, else its
+    // request's turn as it starts waiting (an entry for the idle counter goes stale, else its
     // firing, late on a tick, could grant the request before that timer fires), then moved only
     // earlier, as that timer is ("armed for earlier, it looks again when it fires").
-    let next = isWaiting ? action.wakeAt : machine.bucket.fullTime
+    let next = isWaiting ? action.wakeAt : machine.counter.idleTime
     if let next, consumedCheck || next < bucket.checkAt || (isWaiting && !wasWaiting && next != bucket.checkAt) {
       bucket.checkAt = next
       shard.timer.add(next, for: key)
@@ -613,24 +628,58 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     return effects
   }
 
-  /// The check of a per-key limiter's key that nobody waits for: its bucket, kept as the instant
-  /// it is full again, says whether it is full whatever the key's limit, so the key's limit (user
-  /// code) is not asked under the lock. A full bucket is forgotten; otherwise the key is looked at
-  /// again when it is full.
+  /// The check of a per-key limiter's key that nobody waits for: its stored state says when it
+  /// is idle whatever the key's limit (see ``idleInstant(of:)``), so the key's limit (user code)
+  /// is not asked under the lock. An idle key is forgotten; otherwise it is looked at again when
+  /// it is idle.
   @inlinable
-  func checkFullInstant(of key: Key, at slot: Int, now: PaceInstant, consumedCheck: Bool, in shard: inout Shard) {
+  func checkIdleInstant(of key: Key, at slot: Int, now: PaceInstant, consumedCheck: Bool, in shard: inout Shard) {
     guard consumedCheck else { return }
     let bucket = shard.buckets.unsafeValuePointer(at: slot)
-    if bucket.pointee.level.isFullInFullInstantForm(at: now) {
+    let (idle, next) = Self.idleInstant(of: bucket.pointee.level, now: now)
+    if idle {
       shard.buckets.remove(at: slot)
+      if !shard.logs.isEmpty { shard.logs.removeValue(forKey: key) }
       return
     }
-    if let next = bucket.pointee.level.fullTimeInFullInstantForm {
+    if let next {
       bucket.pointee.checkAt = next
       shard.timer.add(next, for: key)
     } else {
       bucket.pointee.checkAt = .max
     }
+  }
+
+  /// ``decideLocally(_:cost:limit:)`` for a window policy: the key's counter, built from its
+  /// stored state (and its log, for a sliding window), decides, and is stored back.
+  @inlinable
+  func decideInWindow(_ key: Key, hash: Int, shard index: Int, cost: Int, rate: KeyRate, now: PaceInstant)
+    -> RateLimitDecision
+  {
+    var arming: ShardTimer<Key>.Arming?
+    let decision = shards.withLock(index) { shard -> RateLimitDecision in
+      let slot = shard.buckets.index(of: key, hash: hash)
+      let level = slot.map { shard.buckets.unsafeValuePointer(at: $0).pointee.level }
+      let log = shard.logs.isEmpty ? nil : shard.logs.removeValue(forKey: key)
+      var counter = loadCounter(level: level, log: log, rate: rate, now: now)
+      let queue = slot == nil || shard.queues.isEmpty ? nil : shard.queues[key]?.queue
+      let decision = RateLimitPolicyMachine<RateLimitCounter>.tryAcquire(
+        cost: cost, now: now, counter: &counter, queue: queue)
+      if let slot {
+        // The key's entry stays until its check finds it idle, as a token bucket's does.
+        store(counter, of: key, into: &shard.buckets.unsafeValuePointer(at: slot).pointee.level, logs: &shard.logs)
+      } else if !counter.isIdle {
+        let checkAt = counter.idleTime
+        var level = TokenBucketLevel(balance: 0, updated: now)
+        store(counter, of: key, into: &level, logs: &shard.logs)
+        _ = shard.buckets.indexInserting(key, hash: hash, KeyBucket(level: level, checkAt: checkAt ?? .max))
+        if let checkAt { shard.timer.add(checkAt, for: key) }
+        arming = shard.timer.reserveIfNeeded()
+      }
+      return decision
+    }
+    if arming != nil { carryOut(Effects(arming: arming), shard: index) }
+    return decision
   }
 
   @inlinable
@@ -645,9 +694,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
           shard.buckets.unsafeValuePointer(at: slot).pointee.checkAt == entry.deadline
         else { continue }
         effects.granted +=
-          run(entry.key, hash: hash, now: now, consumedCheck: true, limit: nil, in: &shard) {
-            $0.timerFired(now: now)
-          }.granted
+          run(entry.key, hash: hash, now: now, consumedCheck: true, limit: nil, in: &shard, .timerFired).granted
       }
       shard.timer.endFiring()
       shard.shrinkIfSparse()
