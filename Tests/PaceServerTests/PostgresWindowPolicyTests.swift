@@ -485,8 +485,10 @@ struct PostgresDifferentialTests {
           let step = "seed \(seed), step \(step): \(key) (\(limitOf[key]!)) cost \(cost) at \(now)"
           #expect(actual == expected.model, "\(step)")
           #expect(expected.engine == expected.model, "memory's RateLimiter, \(step)")
-          #expect(expected.keyed.map { $0 == expected.model } ?? true, "memory's KeyedRateLimiter, \(step)")
-          if actual != expected.model || expected.engine != expected.model { return }
+          #expect(expected.keyed == expected.model, "memory's KeyedRateLimiter, \(step)")
+          if actual != expected.model || expected.engine != expected.model || expected.keyed != expected.model {
+            return
+          }
           seen[limitOf[key]!.policy, default: [:]][actual.isAllowed ? "allowed" : "limited", default: 0] += 1
         case (.failure(let expected as InvalidInput), .failure(let actual as InvalidInput)):
           #expect(actual == expected)
@@ -568,15 +570,13 @@ struct MemoryLimits {
   /// The reference model's decision and the engines' (for a cost the engines refuse, the model's
   /// `decide` throws first: the store must throw the same).
   mutating func decide(_ key: String, cost: Int, at now: Int64) throws -> (
-    model: RateLimitDecision, engine: RateLimitDecision, keyed: RateLimitDecision?
+    model: RateLimitDecision, engine: RateLimitDecision, keyed: RateLimitDecision
   ) {
     let instant = PaceInstant(nanoseconds: now * 1000)
     let model = try models[key]!.decide(cost: cost, at: instant)
     scheduler.advance(to: instant)
     let engine: RateLimitDecision = limiters[key]!.tryAcquire(cost: cost)
-    // KeyedRateLimiter counts token buckets in memory; its window policies come with branch i30-keyed.
-    let keyed = limitOf[key]!.policy == .tokenBucket ? self.keyed.tryAcquire(key, cost: cost) : nil
-    return (model, engine, keyed)
+    return (model, engine, keyed.tryAcquire(key, cost: cost))
   }
 }
 #endif
