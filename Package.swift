@@ -251,7 +251,7 @@ let package = Package(
       name: "PaceServerTests",
       dependencies: [
         "Pace", "PacePostgres", "PaceHummingbird", "PaceHTTP", "PaceVapor", "pace-postgres-test-instance",
-        // Seeded fuzzing of the client-address parser, which needs no trait.
+        // Seeded fuzzing of the client-address parser, which needs no trait; the reference models.
         "PaceTestSupport",
         .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
         .product(name: "HummingbirdTesting", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),

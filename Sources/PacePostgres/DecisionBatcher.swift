@@ -39,22 +39,29 @@ func onEventLoop<Result>(
   return await body()
 }
 
-/// One decision for the database: a stored key, its GCRA arithmetic, and when its caller stops
-/// waiting.
+/// One decision for the database: a stored key, its cost under its limit, whether it takes its
+/// permits (a cost of 0 does not), and when its caller stops waiting.
 struct DecisionRequest: Sendable, Equatable {
   let key: String
-  let increment: Int64
-  let tolerance: Int64
+  let limit: StoredLimit
+  let takes: Bool
   let deadline: ContinuousClock.Instant
+  /// The instant to decide at, in microseconds since the Unix epoch, for tests; nil (always, in
+  /// production) for the database's clock.
+  var databaseNow: Int64? = nil
 }
 
-/// The database's answer to one decision: the new TAT if granted, the current TAT if denied, the
+/// The database's answer to one decision: for a token bucket, the new TAT if granted (the current
+/// one for a cost of 0), the current TAT if denied; for a window, non-nil `granted` if granted,
+/// the permits the window held before it (`used`) and, denied, the wait in microseconds. Then the
 /// deciding clock, whether the row's lock came after the budget, and when the batch was sent.
 struct DecisionAnswer: Sendable, Equatable {
   let granted: Int64?
   let current: Int64?
   let now: Int64
   let late: Bool
+  var used: Int64? = nil
+  var wait: Int64? = nil
   let sent: ContinuousClock.Instant
 }
 
@@ -115,8 +122,8 @@ final class DecisionBatcher: Sendable {
   /// The names of the store's prepared statement.
   let names: StatementNames
 
-  /// A batcher that sends `batchSQL` (binds: keys, increments, tolerances, budget in
-  /// microseconds; rows: index, granted, current, now, late) on `client`, as a prepared statement
+  /// A batcher that sends `batchSQL` (binds: ``PostgresRateLimitStore/batchBindings(_:budget:)``;
+  /// rows: index, granted, current, now, late, used, wait) on `client`, as a prepared statement
   /// named after `table`.
   init(
     client: PostgresClient, direct: PostgresConnection.Configuration?, table: TableName, batchSQL: String,
@@ -341,8 +348,10 @@ final class DecisionBatcher: Sendable {
       // Too late to ask: the database would not have the time to answer.
       let late = waiting.filter { now.duration(to: $0.1.deadline) - margin < .milliseconds(1) }
       fail(late.map(\.0), with: DatabaseTimeout())
+      // By key, then by policy (each policy has its table: a total order of the rows locked), in
+      // call order within both.
       let batch = waiting.filter { now.duration(to: $0.1.deadline) - margin >= .milliseconds(1) }
-        .sorted { ($0.1.key, $0.0) < ($1.1.key, $1.0) }
+        .sorted { ($0.1.key, $0.1.limit.policy.rawValue, $0.0) < ($1.1.key, $1.1.limit.policy.rawValue, $1.0) }
       guard let deadline = batch.map(\.1.deadline).min(),
         let budget = (now.duration(to: deadline) - margin).wholeMicroseconds
       else { return true }
@@ -354,17 +363,15 @@ final class DecisionBatcher: Sendable {
         // neither its preparation nor its plan's check waits for a lock on the table (a
         // preparation is a transaction of its own, before the budget's clock starts); every wait
         // for the table comes inside the function, after it set its `lock_timeout`.
-        var binds = PostgresBindings()
-        binds.append(batch.map(\.1.key))
-        binds.append(batch.map(\.1.increment))
-        binds.append(batch.map(\.1.tolerance))
-        binds.append(budget)
+        let binds = PostgresRateLimitStore.batchBindings(batch.map(\.1), budget: budget)
         let rows = try await PreparedSQL("decide_batch", table: table, names: names, sql: batchSQL).execute(
           binds, on: connection, logger: logger)
         for try await row in rows {
-          let (index, granted, current, now, late) = try row.decode((Int, Int64?, Int64?, Int64, Bool).self)
+          let (index, granted, current, now, late, used, wait) = try row.decode(
+            (Int, Int64?, Int64?, Int64, Bool, Int64?, Int64?).self)
           guard answers.indices.contains(index - 1) else { continue }
-          answers[index - 1] = DecisionAnswer(granted: granted, current: current, now: now, late: late, sent: sent)
+          answers[index - 1] = DecisionAnswer(
+            granted: granted, current: current, now: now, late: late, used: used, wait: wait, sent: sent)
         }
         for ((id, _), answer) in zip(batch, answers) {
           if let answer {

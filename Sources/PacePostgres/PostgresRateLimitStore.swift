@@ -8,13 +8,15 @@ import ServiceLifecycle
 /// A ``Pace/RateLimitStore`` on PostgreSQL: every instance of a server that shares the database
 /// shares each key's limit.
 ///
-/// Each decision is one SQL statement, GCRA (the generic cell rate algorithm) as an
-/// `INSERT … ON CONFLICT (key) DO UPDATE … WHERE … RETURNING`: the row for a key holds its
-/// theoretical arrival time (TAT), the database's clock is the only clock, so instances whose
-/// clocks disagree still agree on the limit, and a denied request writes nothing. Concurrent
-/// decisions of one store go to the database in batches, one statement each, that decide every
-/// key's requests in call order; a denial is remembered and answered locally until it expires,
-/// which is exact (see <doc:SharedRateLimitsAndDebouncing>).
+/// Every policy of `RateLimit` is decided in the database, each call under the limit it is given,
+/// with the same answers as in memory: a token bucket as GCRA (the generic cell rate algorithm,
+/// one number per key, its theoretical arrival time), an exact sliding window (the grant times
+/// that still count, per key), a fixed window aligned to the Unix epoch (a count per key). The
+/// database's clock is the only clock, so instances whose clocks disagree still agree on the
+/// limit, and a denied request writes nothing. Concurrent decisions of one store go to the
+/// database in batches, one statement each, that decide every key's requests in call order; a
+/// denial is remembered and answered locally until it expires, which is exact (see
+/// <doc:SharedRateLimitsAndDebouncing>, which also gives each policy's cost per key).
 ///
 /// ```swift
 /// let store = try PostgresRateLimitStore(client: client, whenUnavailable: .allow, logger: logger)
@@ -22,7 +24,7 @@ import ServiceLifecycle
 /// let decision = try await store.tryAcquire("api-key-42", cost: 1, limit: RateLimit(permits: 100, per: .seconds(60)))
 /// ```
 ///
-/// Rows whose TAT has passed are equivalent to absent rows; ``purgeExpired(batchSize:)`` deletes
+/// Rows that count nothing any more are equivalent to absent rows; ``purgeExpired(batchSize:)`` deletes
 /// them in small batches without blocking decisions, and ``run()`` (the store as a
 /// swift-service-lifecycle `Service`) calls it periodically.
 ///
@@ -120,7 +122,8 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   ///     pool waits out its reconnection backoff, which grows with the outage.
   ///   - logger: Where to log; silent by default, as PostgresNIO's own logging is.
   ///   - metricsFactory: Where to report metrics; the process's `MetricsSystem` by default.
-  /// - Throws: ``PacePostgresError/invalidTableName(_:)`` if `table` is not a plain identifier;
+  /// - Throws: ``PacePostgresError/invalidTableName(_:)`` if `table` is not a plain identifier,
+  ///   or is longer than 55 bytes (the window policies' tables add `_sliding` to it);
   ///   ``PacePostgresError/rateOutOfRange(_:)`` if `timeout` or `purgeInterval` is not positive or
   ///   is `Int64.max` nanoseconds (about 292 years) or more.
   public init(
@@ -139,6 +142,9 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
     try circuitBreaker.check(of: "PostgresRateLimitStore")
     self.client = client
     self.tableName = try TableName(table)
+    // The window policies' tables are named after it: checked here, not at the first decision.
+    _ = try tableName.companion(.slidingWindow)
+    _ = try tableName.companion(.fixedWindow)
     self.whenUnavailable = whenUnavailable
     self.timeout = timeout
     self.circuitBreaker = circuitBreaker
@@ -207,9 +213,11 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
 
   // MARK: Schema
 
-  /// Creates the table if it does not exist, and creates or replaces the function that decides a
-  /// batch. Idempotent, and safe to run from several instances at once; call it at startup or from
-  /// your migrations (after upgrading Pace too: a table of a previous version is kept as it is).
+  /// Creates the tables if they do not exist (the token bucket's, and the window policies' beside
+  /// it, `…_sliding` and `…_fixed`), and creates or replaces the function that decides a batch.
+  /// Idempotent, and safe to run from several instances at once; call it at startup or from your
+  /// migrations (after upgrading Pace too: a table of a previous version is kept as it is, with its
+  /// keys' state, and the window policies' tables are added beside it).
   ///
   /// - Parameter timeout: How long to wait for the database; 30 seconds by default. Positive.
   /// - Throws: ``PacePostgresError/rateOutOfRange(_:)`` if `timeout` is not positive or is
@@ -221,7 +229,9 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
       // Concurrent migrations would race on the catalog ("tuple concurrently updated"): one at a time.
       "SELECT pg_advisory_xact_lock(\(Self.migrationLock))",
       Self.migrationSQL(table: tableName),
-      Self.functionSQL(table: tableName),
+      Self.slidingWindowSQL(table: try tableName.companion(.slidingWindow)),
+      Self.fixedWindowSQL(table: try tableName.companion(.fixedWindow)),
+      try Self.functionSQL(table: tableName),
       Self.heartbeatMigrationSQL(table: tableName),
     ]
     try await migrating(client: client, timeout: timeout, logger: logger) {
@@ -233,8 +243,9 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
     batcher.names.migrated()
   }
 
-  /// The table: one row per key, its TAT in microseconds of the database's clock. No index on
-  /// `tat`, so that every decision is a HOT update (the purge scans instead; see the article).
+  /// The token bucket's table: one row per key, its TAT in microseconds of the database's clock.
+  /// No index on `tat`, so that every decision is a HOT update (the purge scans instead; see the
+  /// article). The same table as in 0.2.0, so an upgraded store keeps its keys' state.
   static func migrationSQL(table: TableName) -> String {
     """
     CREATE TABLE IF NOT EXISTS \(table) (
@@ -244,9 +255,34 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
     """
   }
 
-  /// The statement that makes one decision on `table`: for benchmarks and for reading (the batch
-  /// function, which the store calls for every batch, one decision too, makes each decision with the
-  /// same arithmetic). `$1` key, `$2` `cost × T` and `$3` `τ` in
+  /// The sliding window's table: one row per key, the grant time of every permit that may still
+  /// count (one entry per permit, oldest first, at most the window's permits once trimmed), and
+  /// when the last of them stops counting (`expires`, which the purge reads).
+  static func slidingWindowSQL(table: TableName) -> String {
+    """
+    CREATE TABLE IF NOT EXISTS \(table) (
+      key text PRIMARY KEY,
+      expires bigint NOT NULL,
+      grants bigint[] NOT NULL
+    ) WITH (fillfactor = 70)
+    """
+  }
+
+  /// The fixed window's table: one row per key, the end of the window it counts (windows are
+  /// aligned to the Unix epoch, so the end names the window) and the permits granted in it.
+  static func fixedWindowSQL(table: TableName) -> String {
+    """
+    CREATE TABLE IF NOT EXISTS \(table) (
+      key text PRIMARY KEY,
+      window_end bigint NOT NULL,
+      used bigint NOT NULL
+    ) WITH (fillfactor = 70)
+    """
+  }
+
+  /// The statement that makes one token-bucket decision on `table`: for benchmarks and for reading
+  /// (the batch function, which the store calls for every batch, one decision too, makes each
+  /// token-bucket decision with the same arithmetic; the window policies are decided there only). `$1` key, `$2` `cost × T` and `$3` `τ` in
   /// microseconds (see <doc:SharedRateLimitsAndDebouncing>), `$4` the budget in microseconds,
   /// `$5` the same budget as a `lock_timeout` setting (`"250ms"`).
   ///
@@ -265,22 +301,57 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
     return parts.count == 2 ? "\"\(parts[0])\".\(function)" : function
   }
 
-  /// One batch: `$1` keys, `$2` increments, `$3` tolerances, `$4` the batch's budget in
-  /// microseconds; a row per decision, by its 1-based index in the arrays.
+  /// One batch: `$1` keys, `$2` policies (``StoredLimit/Policy``), `$3` checked amounts, `$4`
+  /// capacities, `$5` windows, `$6` whether each takes its permits, `$7` the batch's budget in
+  /// microseconds, `$8` the instants to decide at (empty: the database's clock; tests only); a row
+  /// per decision, by its 1-based index in the arrays.
   static func batchSQL(table: TableName) -> String {
-    "SELECT * FROM \(functionName(table: table))($1::text[], $2::bigint[], $3::bigint[], $4::bigint)"
+    """
+    SELECT * FROM \(functionName(table: table))($1::text[], $2::smallint[], $3::bigint[], $4::bigint[], \
+    $5::bigint[], $6::boolean[], $7::bigint, $8::bigint[])
+    """
   }
 
-  /// The function that decides a batch: in array order, each decision as ``decisionSQL(table:)``
-  /// makes it, in one transaction.
+  /// The binds of ``batchSQL(table:)`` for `requests`, in order, with `budget` in microseconds.
+  static func batchBindings(_ requests: [DecisionRequest], budget: Int64) -> PostgresBindings {
+    var binds = PostgresBindings()
+    binds.append(requests.map(\.key))
+    binds.append(requests.map(\.limit.policy.rawValue))
+    binds.append(requests.map(\.limit.amount))
+    binds.append(requests.map(\.limit.capacity))
+    binds.append(requests.map(\.limit.window))
+    binds.append(requests.map(\.takes))
+    binds.append(budget)
+    // The database's clock decides, unless a test chose the instants: `Int64.min` stands for the
+    // database's clock among chosen ones.
+    let chosen = requests.contains { $0.databaseNow != nil }
+    binds.append(chosen ? requests.map { $0.databaseNow ?? .min } : [Int64]())
+    return binds
+  }
+
+  /// The function that decides a batch: in array order, each decision by its policy, in one
+  /// transaction. The token bucket's decisions are those of ``decisionSQL(table:)``.
   ///
   /// A loop rather than one statement over `unnest`, because one `INSERT … ON CONFLICT` cannot
   /// touch a row twice, and a key may come twice in a batch. Each decision locks its row with
   /// `SELECT … FOR UPDATE` (or inserts it if there is none), reads the clock once the row is held,
-  /// and writes the new TAT only when it grants: the single statement's arithmetic and order, in
-  /// two plain statements whose plans PL/pgSQL keeps, which cost the database less than running
-  /// the five-CTE statement once per element. A key inserted by another transaction between the
-  /// look and the insert is looked at again, locked this time.
+  /// and writes only when it grants: the single statement's arithmetic and order, in plain
+  /// statements whose plans PL/pgSQL keeps, which cost the database less than running the
+  /// five-CTE statement once per element. A key inserted by another transaction between the look
+  /// and the insert is looked at again, locked this time. A decision that takes nothing (a cost of
+  /// 0, answered as cost 1 would be) writes nothing.
+  ///
+  /// - Token bucket, in the store's table: granted if `max(tat, now) + amount - now <= capacity`,
+  ///   the new TAT `max(tat, now) + amount`.
+  /// - Sliding window, in the `_sliding` table: a log of grant times in order, one entry per permit;
+  ///   the entries younger than the window (`g > now - window`) are a suffix, found by binary search
+  ///   (`width_bucket`), `used` is their number; granted if `used + amount <= capacity`, which
+  ///   keeps them and appends `amount` entries of `now`; denied, the wait is until the entry whose
+  ///   expiry frees enough: the `(used + amount - capacity)`-th oldest, plus the window, less now.
+  /// - Fixed window, in the `_fixed` table: the window ends at the next multiple of its length
+  ///   after now (floor division from the Unix epoch); `used` is the row's count if the row names
+  ///   that window, else 0; granted if `used + amount <= capacity`; denied, the wait is until the
+  ///   window ends.
   ///
   /// Each decision gets what is left of the batch's budget as its `lock_timeout` (set again only
   /// when that value, in milliseconds, changes), and one that holds its row after the budget takes
@@ -288,17 +359,23 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   /// waiting takes nothing. A lock timeout fails the whole batch (its transaction takes nothing),
   /// and its callers follow the failure policy. A batch that took something and ends after its
   /// budget (a slow trigger, say) raises `query_canceled`, which undoes it: whatever PostgreSQL
-  /// waited on, nothing is taken for a caller who was answered by the policy.
+  /// waited on, nothing is taken for a caller who was answered by the policy. The budget is always
+  /// measured on the database's clock, also when a test chose the instants the policies decide at.
   ///
   /// The store calls it for every batch, one decision too: its statement names no table, so the
   /// statement's preparation (a transaction of its own, before the budget's clock starts) never
   /// waits for the table's lock; every wait for the table comes after the `lock_timeout` is set.
-  static func functionSQL(table: TableName) -> String {
+  static func functionSQL(table: TableName) throws(PacePostgresError) -> String {
     let clock = "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint"
+    let sliding = try table.companion(StoredLimit.Policy.slidingWindow)
+    let fixed = try table.companion(StoredLimit.Policy.fixedWindow)
     return """
       CREATE OR REPLACE FUNCTION \(functionName(table: table))(
-        keys text[], increments bigint[], tolerances bigint[], budget bigint
-      ) RETURNS TABLE (o_index int, o_granted bigint, o_current bigint, o_now bigint, o_late boolean)
+        keys text[], policies smallint[], amounts bigint[], capacities bigint[], windows bigint[],
+        takes boolean[], budget bigint, nows bigint[]
+      ) RETURNS TABLE (
+        o_index int, o_granted bigint, o_current bigint, o_now bigint, o_late boolean, o_used bigint, o_wait bigint
+      )
       LANGUAGE plpgsql AS $pace$
       #variable_conflict use_column
       DECLARE
@@ -306,13 +383,22 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
         elapsed bigint;
         timeout bigint := -1;
         held bigint;
+        held_used bigint;
+        held_grants bigint[];
+        live bigint[];
+        row_found boolean;
+        real_clock bigint;
         clock bigint;
+        window_ends bigint;
+        counted bigint;
         charged boolean := false;
       BEGIN
         FOR i IN 1 .. coalesce(array_length(keys, 1), 0) LOOP
           o_index := i;
           o_granted := NULL;
           o_current := NULL;
+          o_used := NULL;
+          o_wait := NULL;
           elapsed := \(clock) - started;
           IF elapsed > budget THEN
             o_now := started + elapsed;
@@ -323,28 +409,89 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
               PERFORM set_config('lock_timeout', timeout::text || 'ms', true);
             END IF;
             LOOP
-              SELECT r.tat INTO held FROM \(table) AS r WHERE r.key = keys[i] FOR UPDATE;
-              clock := \(clock);
+              -- Again from the start when a key was inserted meanwhile: nothing of the last look stays.
+              o_granted := NULL;
+              o_current := NULL;
+              o_used := NULL;
+              o_wait := NULL;
+              IF policies[i] = 0 THEN
+                SELECT r.tat INTO held FROM \(table) AS r WHERE r.key = keys[i] FOR UPDATE;
+              ELSIF policies[i] = 1 THEN
+                SELECT r.grants INTO held_grants FROM \(sliding) AS r WHERE r.key = keys[i] FOR UPDATE;
+              ELSE
+                SELECT r.window_end, r.used INTO held, held_used FROM \(fixed) AS r WHERE r.key = keys[i] FOR UPDATE;
+              END IF;
+              row_found := FOUND;
+              real_clock := \(clock);
+              clock := coalesce(nullif(nows[i], -9223372036854775808), real_clock);
               o_now := clock;
-              o_late := clock - started > budget;
-              IF FOUND THEN
-                IF NOT o_late AND GREATEST(held, clock) + increments[i] - clock <= tolerances[i] THEN
-                  o_granted := GREATEST(held, clock) + increments[i];
-                  UPDATE \(table) AS r SET tat = o_granted WHERE r.key = keys[i];
-                  charged := true;
-                ELSE
-                  o_current := held;
-                END IF;
-                EXIT;
-              END IF;
+              o_late := real_clock - started > budget;
               EXIT WHEN o_late;
-              INSERT INTO \(table) AS r (key, tat) VALUES (keys[i], clock + increments[i])
-              ON CONFLICT (key) DO NOTHING;
-              IF FOUND THEN
-                o_granted := clock + increments[i];
-                charged := true;
-                EXIT;
+              IF policies[i] = 0 THEN
+                IF NOT row_found THEN
+                  held := clock;
+                END IF;
+                IF GREATEST(held, clock) + amounts[i] - clock > capacities[i] THEN
+                  o_current := held;
+                  EXIT;
+                END IF;
+                o_granted := GREATEST(held, clock) + CASE WHEN takes[i] THEN amounts[i] ELSE 0 END;
+                EXIT WHEN NOT takes[i];
+                IF row_found THEN
+                  UPDATE \(table) AS r SET tat = o_granted WHERE r.key = keys[i];
+                ELSE
+                  INSERT INTO \(table) AS r (key, tat) VALUES (keys[i], o_granted) ON CONFLICT (key) DO NOTHING;
+                  CONTINUE WHEN NOT FOUND;
+                END IF;
+              ELSIF policies[i] = 1 THEN
+                -- The log is in order (see below): the entries that left the window are a prefix,
+                -- found by binary search.
+                held_grants := coalesce(held_grants, '{}');
+                live := held_grants[width_bucket(clock - windows[i], held_grants) + 1:];
+                counted := cardinality(live);
+                o_used := counted;
+                IF counted + amounts[i] > capacities[i] THEN
+                  o_wait := live[counted + amounts[i] - capacities[i]] + windows[i] - clock;
+                  EXIT;
+                END IF;
+                o_granted := clock;
+                EXIT WHEN NOT takes[i];
+                live := live || array_fill(clock, ARRAY[amounts[i]::int]);
+                IF counted > 0 AND live[counted] > clock THEN
+                  -- The clock went back: the log is kept in order all the same.
+                  live := ARRAY(SELECT g FROM unnest(live) AS g ORDER BY g);
+                END IF;
+                IF row_found THEN
+                  UPDATE \(sliding) AS r SET grants = live, expires = greatest(r.expires, clock + windows[i])
+                  WHERE r.key = keys[i];
+                ELSE
+                  INSERT INTO \(sliding) AS r (key, expires, grants)
+                  VALUES (keys[i], clock + windows[i], live)
+                  ON CONFLICT (key) DO NOTHING;
+                  CONTINUE WHEN NOT FOUND;
+                END IF;
+              ELSE
+                -- Floor division, so that instants before the epoch fall in their own window too.
+                window_ends := clock - ((clock % windows[i]) + windows[i]) % windows[i] + windows[i];
+                counted := CASE WHEN row_found AND held = window_ends THEN held_used ELSE 0 END;
+                o_used := counted;
+                -- Not `counted + amounts[i]`, which overflows for a window of `Int64.max` permits.
+                IF amounts[i] > capacities[i] - counted THEN
+                  o_wait := window_ends - clock;
+                  EXIT;
+                END IF;
+                o_granted := window_ends;
+                EXIT WHEN NOT takes[i];
+                IF row_found THEN
+                  UPDATE \(fixed) AS r SET window_end = window_ends, used = counted + amounts[i] WHERE r.key = keys[i];
+                ELSE
+                  INSERT INTO \(fixed) AS r (key, window_end, used) VALUES (keys[i], window_ends, amounts[i])
+                  ON CONFLICT (key) DO NOTHING;
+                  CONTINUE WHEN NOT FOUND;
+                END IF;
               END IF;
+              charged := true;
+              EXIT;
             END LOOP;
           END IF;
           RETURN NEXT;
@@ -409,9 +556,11 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
     """
   }
 
-  /// Deletes up to `batchSize` rows whose TAT has passed (they mean the same as no row), skipping
-  /// rows that a decision holds locked, so it never blocks one. ``run()`` calls it every
-  /// ``purgeInterval``; call it yourself if you do not run the store as a service.
+  /// Deletes up to `batchSize` rows that count nothing any more, as if absent: token buckets whose
+  /// TAT has passed, sliding windows whose last grant has left the window, fixed windows whose
+  /// window has ended. It skips rows that a decision holds locked, so it never blocks one.
+  /// ``run()`` calls it every ``purgeInterval``; call it yourself if you do not run the store as a
+  /// service.
   ///
   /// - Parameter batchSize: The most rows deleted by one statement. Positive.
   /// - Returns: How many rows were deleted; call again while it returns `batchSize`.
@@ -423,18 +572,26 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
       throw PacePostgresError.rateOutOfRange(
         "PostgresRateLimitStore.purgeExpired: batchSize must be positive; got \(batchSize)")
     }
-    let sql = """
-      WITH clock AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint AS now)
-      DELETE FROM \(tableName) AS r USING clock
-      WHERE r.ctid IN (
-        SELECT e.ctid FROM \(tableName) AS e, clock WHERE e.tat < clock.now LIMIT $1 FOR UPDATE OF e SKIP LOCKED
-      ) AND r.tat < clock.now
-      """
-    var binds = PostgresBindings()
-    binds.append(batchSize)
-    let rows = try await client.query(PostgresQuery(unsafeSQL: sql + " RETURNING 1", binds: binds))
     var count = 0
-    for try await _ in rows { count += 1 }
+    // Each table's column that says until when its row counts.
+    let tables = [
+      (tableName, "tat"), (try tableName.companion(.slidingWindow), "expires"),
+      (try tableName.companion(.fixedWindow), "window_end"),
+    ]
+    for (table, expiry) in tables where count < batchSize {
+      let sql = """
+        WITH clock AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint AS now)
+        DELETE FROM \(table) AS r USING clock
+        WHERE r.ctid IN (
+          SELECT e.ctid FROM \(table) AS e, clock WHERE e.\(expiry) < clock.now LIMIT $1 FOR UPDATE OF e SKIP LOCKED
+        ) AND r.\(expiry) < clock.now
+        RETURNING 1
+        """
+      var binds = PostgresBindings()
+      binds.append(batchSize - count)
+      let rows = try await client.query(PostgresQuery(unsafeSQL: sql, binds: binds))
+      for try await _ in rows { count += 1 }
+    }
     return count
   }
 
@@ -490,34 +647,52 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   // MARK: Decisions
 
   /// Takes `cost` permits for `key` under `limit` if they are available now, atomically across
-  /// every instance that shares the table.
+  /// every instance that shares the table, with `limit`'s policy: a token bucket, a sliding window
+  /// or a fixed window aligned to the Unix epoch, each decided by the database's clock exactly as
+  /// in memory (see <doc:SharedRateLimitsAndDebouncing>). Each call's `limit` applies to that
+  /// call: keys with different limits (plans) share one store.
   ///
-  /// The key and the cost follow `KeyPolicy`: the key is stored in Unicode NFC, a cost of 0 asks
-  /// how many permits are left and takes none.
+  /// The key and the cost follow `KeyPolicy`: the key is stored in Unicode NFC; a cost of 0 takes
+  /// nothing and gets the answer a cost of 1 would get (the permits available now, or cost 1's
+  /// `retryAfter`), so it never passes a key that would deny cost 1.
   ///
-  /// - Throws: `InvalidInput` for a key or cost outside `KeyPolicy`;
-  ///   ``PacePostgresError/rateOutOfRange(_:)`` for a limit whose arithmetic overflows;
+  /// - Throws: `InvalidInput` for a key or cost outside `KeyPolicy` (a negative cost, or one above
+  ///   the limit's burst, a window's permits);
+  ///   ``PacePostgresError/rateOutOfRange(_:)`` for a limit whose arithmetic overflows 64-bit
+  ///   microseconds, or a sliding window of more than 10,000 permits (its row keeps every grant);
   ///   ``PacePostgresError/unavailable(reason:)`` under `.throwError` when the database cannot
   ///   decide; what the database reports about the statement itself.
   public func tryAcquire(_ requestedKey: String, cost: Int, limit: RateLimit) async throws -> RateLimitDecision {
     // Synchronous up to the denial cache, in a small async frame: a cached denial costs no task
     // allocation beyond this call's, and one clock read.
     let started = ContinuousClock.now
-    let (key, arithmetic) = try checked(requestedKey, cost: cost, limit: limit)
+    let (key, stored) = try checked(requestedKey, cost: cost, limit: limit)
     // A denial this instance was given is answered again until it expires, at memory speed.
-    let entry = DenialCacheState.Entry(key: key, increment: arithmetic.increment, tolerance: arithmetic.tolerance)
+    let entry = DenialCacheState.Entry(key: key, limit: stored)
     if let retryAfter = denials.withLock({ $0.retryAfter(entry, now: started) }) {
       health.count(.denied)
       return .limited(retryAfter: retryAfter)
     }
-    return try await decide(entry, arithmetic, cost: cost, limit: limit, started: started)
+    return try await decide(entry, cost: cost, limit: limit, started: started, databaseNow: nil)
   }
 
-  /// The stored key and the GCRA arithmetic of a request, or the error that rejects it (counted).
-  private func checked(_ requestedKey: String, cost: Int, limit: RateLimit) throws -> (String, GCRA) {
+  /// ``tryAcquire(_:cost:limit:)`` decided at `databaseNow` microseconds since the Unix epoch
+  /// instead of the database's clock, for tests that drive the store on a chosen timeline: the
+  /// denial cache, which counts real time, is neither read nor written. Production never calls it.
+  func tryAcquire(
+    _ requestedKey: String, cost: Int, limit: RateLimit, databaseNow: Int64
+  ) async throws -> RateLimitDecision {
+    let started = ContinuousClock.now
+    let (key, stored) = try checked(requestedKey, cost: cost, limit: limit)
+    let entry = DenialCacheState.Entry(key: key, limit: stored)
+    return try await decide(entry, cost: cost, limit: limit, started: started, databaseNow: databaseNow)
+  }
+
+  /// The stored key and the stored form of a request, or the error that rejects it (counted).
+  private func checked(_ requestedKey: String, cost: Int, limit: RateLimit) throws -> (String, StoredLimit) {
     do {
       try KeyPolicy.check(cost: cost, limit: limit)
-      return (try storedKey(requestedKey), try GCRA(cost: cost, limit: limit))
+      return (try storedKey(requestedKey), try StoredLimit(cost: cost, limit: limit))
     } catch {
       health.count(error is InvalidInput ? .invalid : .error)
       throw error
@@ -526,7 +701,8 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
 
   /// The decision of a request the denial cache does not answer: the database's, or the policy's.
   private func decide(
-    _ entry: DenialCacheState.Entry, _ arithmetic: GCRA, cost: Int, limit: RateLimit, started: ContinuousClock.Instant
+    _ entry: DenialCacheState.Entry, cost: Int, limit: RateLimit, started: ContinuousClock.Instant,
+    databaseNow: Int64?
   ) async throws -> RateLimitDecision {
     let key = entry.key
     let admission = health.admit(now: started, logger: logger)
@@ -539,14 +715,18 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
     case .probe:
       // No request waits for a probe: it asks in the background, taking nothing (cost 0), while
       // this request follows the failure policy like the others of the outage.
-      let query = try GCRA(cost: 0, limit: limit)
-      probes.spawn { await probe(key, query) }
+      let query = DecisionRequest(
+        key: key, limit: entry.limit, takes: false, deadline: started.advanced(by: timeout), databaseNow: nil)
+      probes.spawn { await probe(query) }
       return try await decideUnavailable(
         key, cost: cost, limit: limit, reason: "the circuit breaker is probing", started: started)
     }
     let answer: DecisionAnswer
     do {
-      answer = try await ask(key, arithmetic, deadline: started.advanced(by: timeout))
+      answer = try await batcher.decide(
+        DecisionRequest(
+          key: key, limit: entry.limit, takes: cost > 0, deadline: started.advanced(by: timeout),
+          databaseNow: databaseNow))
     } catch {
       let kind = error is CancellationError ? nil : failureKind(of: error)
       health.ended(admission, unavailable: kind.map { $0 == .unavailable }, now: .now, error: error, logger: logger)
@@ -569,8 +749,8 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
         key, cost: cost, limit: limit, reason: "no answer within \(timeout)", started: started)
     }
     health.ended(admission, unavailable: false, now: now, error: nil, logger: logger)
-    let decision = arithmetic.decision(grantedTAT: answer.granted, currentTAT: answer.current, now: answer.now)
-    if case .limited(let retryAfter) = decision, answer.current != nil {
+    let decision = try StoredDecision.decision(cost: cost, limit: limit, answer: answer)
+    if case .limited(let retryAfter) = decision, answer.current != nil || answer.wait != nil, databaseNow == nil {
       // Anchored at the instant the batch was sent, before the database decided: the local
       // deadline is never later than the database's (see DenialCacheState for why it is exact).
       denials.withLock { $0.denied(entry, retryAfter: retryAfter, sent: answer.sent, now: now) }
@@ -581,23 +761,15 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
 
   /// Asks the database whether it decides again, with a decision that takes nothing, and tells
   /// the breaker.
-  private func probe(_ key: String, _ query: GCRA) async {
+  private func probe(_ query: DecisionRequest) async {
     do {
-      let answer = try await ask(key, query, deadline: ContinuousClock.now.advanced(by: timeout))
+      let answer = try await batcher.decide(query)
       health.ended(
         .probe, unavailable: answer.late, now: .now, error: answer.late ? DatabaseTimeout() : nil, logger: logger)
     } catch {
       let kind = error is CancellationError ? nil : failureKind(of: error)
       health.ended(.probe, unavailable: kind.map { $0 != .fatal }, now: .now, error: error, logger: logger)
     }
-  }
-
-  /// Asks the database, in a batch with the other decisions of this store's callers; a
-  /// serialization failure or a deadlock is retried once.
-  private func ask(_ key: String, _ arithmetic: GCRA, deadline: ContinuousClock.Instant) async throws -> DecisionAnswer
-  {
-    try await batcher.decide(
-      DecisionRequest(key: key, increment: arithmetic.increment, tolerance: arithmetic.tolerance, deadline: deadline))
   }
 
   private func decideUnavailable(

@@ -27,6 +27,19 @@ struct TableName: Sendable, Hashable, CustomStringConvertible {
   func suffixed(_ suffix: String) -> String {
     "\"" + String("\(name)_\(suffix)".map { $0 == "." ? "_" : $0 }) + "\""
   }
+
+  /// The table where a rate-limit store keeps the keys of a window `policy`, beside this one (in
+  /// its schema): `name_sliding` or `name_fixed`.
+  ///
+  /// - Throws: ``PacePostgresError/invalidTableName(_:)`` if that name is longer than PostgreSQL's
+  ///   63 bytes.
+  func companion(_ policy: StoredLimit.Policy) throws(PacePostgresError) -> TableName {
+    switch policy {
+    case .tokenBucket: self
+    case .slidingWindow: try TableName(name + "_sliding")
+    case .fixedWindow: try TableName(name + "_fixed")
+    }
+  }
 }
 
 extension Duration {

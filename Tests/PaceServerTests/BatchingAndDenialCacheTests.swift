@@ -156,6 +156,10 @@ struct BatchingAndDenialCacheTests {
     #expect(answer17 == nil)
     let answer18 = cache.retryAfter(.init(key: "other", increment: 10, tolerance: 100), now: start)
     #expect(answer18 == nil)
+    // The same numbers under another policy are another limit.
+    let window = DenialCacheState.Entry(
+      key: "k", limit: StoredLimit(policy: .slidingWindow, amount: 10, capacity: 100, window: 0))
+    #expect(cache.retryAfter(window, now: start) == nil)
   }
 
   @Test func anAnswerThatExpiredOnTheWayIsNotCachedAndDeadlinesOnlyGrow() {
@@ -187,6 +191,12 @@ struct BatchingAndDenialCacheTests {
     let answer20 = expiring.retryAfter(entry, now: start + .milliseconds(2))
     #expect(answer20 != nil)
     #expect(DenialCacheState(capacity: 0).deadlines.isEmpty)
+  }
+}
+extension DenialCacheState.Entry {
+  /// A token bucket's entry, by its GCRA arithmetic.
+  init(key: String, increment: Int64, tolerance: Int64) {
+    self.init(key: key, limit: StoredLimit(policy: .tokenBucket, amount: increment, capacity: tolerance, window: 0))
   }
 }
 #endif

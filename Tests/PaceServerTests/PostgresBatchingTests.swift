@@ -18,17 +18,16 @@ struct PostgresBatchingTests {
       let store = try PostgresRateLimitStore(client: clients[0], table: table.name)
       try await store.migrate()
       try await store.migrate()  // idempotent, the function too
-      let burstOfTwo = try GCRA(cost: 1, limit: RateLimit(permits: 2, per: .seconds(7200)))
+      let burstOfTwo = try StoredLimit(cost: 1, limit: RateLimit(permits: 2, per: .seconds(7200)))
       let keys = ["a", "a", "b", "a", "b", "b"]
-      var binds = PostgresBindings()
-      binds.append(keys)
-      binds.append(keys.map { _ in burstOfTwo.increment })
-      binds.append(keys.map { _ in burstOfTwo.tolerance })
-      binds.append(Int64(10_000_000))
+      let binds = PostgresRateLimitStore.batchBindings(
+        keys.map { DecisionRequest(key: $0, limit: burstOfTwo, takes: true, deadline: .now) }, budget: 10_000_000)
       let rows = try await clients[0].query(
         PostgresQuery(unsafeSQL: PostgresRateLimitStore.batchSQL(table: table), binds: binds))
       var answers: [(Int, Bool, Bool)] = []
-      for try await (index, granted, _, _, late) in rows.decode((Int, Int64?, Int64?, Int64, Bool).self) {
+      for try await (index, granted, _, _, late, _, _) in rows.decode(
+        (Int, Int64?, Int64?, Int64, Bool, Int64?, Int64?).self)
+      {
         answers.append((index, granted != nil, late))
       }
       #expect(answers.map(\.0) == Array(1...6))
@@ -45,7 +44,7 @@ struct PostgresBatchingTests {
       let table = try TableName(TestDatabase.uniqueTable("rl"))
       let store = try PostgresRateLimitStore(client: clients[0], table: table.name)
       try await store.migrate()
-      let gcra = try GCRA(cost: 1, limit: RateLimit(permits: 2, per: .seconds(7200)))
+      let gcra = try StoredLimit(cost: 1, limit: RateLimit(permits: 2, per: .seconds(7200)))
       let farAhead = Int64.max / 2
       try await clients[1].withConnection { other in
         let logger = TestDatabase.quietLogger
@@ -53,15 +52,14 @@ struct PostgresBatchingTests {
         try await other.query(
           PostgresQuery(unsafeSQL: "INSERT INTO \(table) (key, tat) VALUES ('x', \(farAhead))"), logger: logger)
         async let batch: [(Int, Int64?, Int64?, Bool)] = {
-          var binds = PostgresBindings()
-          binds.append(["x", "y"])
-          binds.append([gcra.increment, gcra.increment])
-          binds.append([gcra.tolerance, gcra.tolerance])
-          binds.append(Int64(30_000_000))
+          let binds = PostgresRateLimitStore.batchBindings(
+            ["x", "y"].map { DecisionRequest(key: $0, limit: gcra, takes: true, deadline: .now) }, budget: 30_000_000)
           let rows = try await clients[0].query(
             PostgresQuery(unsafeSQL: PostgresRateLimitStore.batchSQL(table: table), binds: binds))
           var answers: [(Int, Int64?, Int64?, Bool)] = []
-          for try await (index, granted, current, _, late) in rows.decode((Int, Int64?, Int64?, Int64, Bool).self) {
+          for try await (index, granted, current, _, late, _, _) in rows.decode(
+            (Int, Int64?, Int64?, Int64, Bool, Int64?, Int64?).self)
+          {
             answers.append((index, granted, current, late))
           }
           return answers
@@ -154,8 +152,15 @@ struct PostgresBatchingTests {
         return
       }
       #expect(local <= remote && remote - local < .seconds(1), "local \(local), database \(remote)")
+      // A cost of 0 is checked as cost 1: denied too, answered locally with cost 1's wait.
+      guard case .limited(let query) = try await store.tryAcquire("k", cost: 0, limit: limit) else {
+        Issue.record("a cost of 0 passed a key that denies cost 1")
+        return
+      }
+      #expect(query <= local)
+      #expect(store.batcher.batchesSent - before == batches)
       // Another cost or another limit is the database's to decide.
-      #expect(try await store.tryAcquire("k", cost: 0, limit: limit) == .allowed(remaining: 0))
+      #expect(try await !store.tryAcquire("k", cost: 2, limit: limit).isAllowed)
       #expect(store.batcher.batchesSent - before == batches + 1)
     }
   }

@@ -49,7 +49,7 @@ struct PostgresFaultTests {
       ("a", 0, .allowed(remaining: 2)),  // cost 0 asks and takes nothing
       ("a", 2, .allowed(remaining: 0)),
       ("a", 1, .limited),
-      ("a", 0, .allowed(remaining: 0)),
+      ("a", 0, .limited),  // cost 0 on a key that denies cost 1: cost 1's answer, nothing taken
       ("b", 4, .invalid(.costAboveBurst(cost: 4, burst: 3))),
       ("b", -1, .invalid(.negativeCost(-1))),
       ("b", Int.min, .invalid(.negativeCost(Int.min))),
