@@ -28,7 +28,8 @@ package struct RateLimitGate: Sendable {
     }
 
     func fields(for key: String) -> RateLimitFields {
-      RateLimitFields(limit: limit(for: key), policyName: name)
+      RateLimitFields(
+        limit: limit(for: key), policyName: name, windowEndsIn: limiter.timeUntilWindowEnds(for: key))
     }
   }
 

@@ -72,7 +72,7 @@ package enum LimiterAnswer: Hashable, Sendable {
 /// |---|---|---|
 /// | token bucket | until the bucket is full | `retryAfter` |
 /// | sliding window | the window (every permit counted now has left it by then) | `retryAfter`: until enough permits have left the window |
-/// | fixed window | the window (its end is sooner) | `retryAfter`: the window's end |
+/// | fixed window | the window's end (the limiter's `timeUntilWindowEnds(for:)`) | `retryAfter`: the window's end |
 ///
 /// A key with its whole quota left has `t=0`.
 package struct RateLimitFields: Hashable, Sendable {
@@ -82,13 +82,17 @@ package struct RateLimitFields: Hashable, Sendable {
 
   package let limit: RateLimit
   package let policyName: String
+  /// How long until the key's fixed window ends, for a fixed window's `t`; `nil` (the whole window,
+  /// an upper bound) when unknown.
+  package let windowEndsIn: Duration?
 
   /// - Precondition: `policyName` is printable ASCII (a Structured Fields string), as configured
   ///   by the program.
-  package init(limit: RateLimit, policyName: String) {
+  package init(limit: RateLimit, policyName: String, windowEndsIn: Duration? = nil) {
     Self.checkName(policyName)
     self.limit = limit
     self.policyName = policyName
+    self.windowEndsIn = windowEndsIn
   }
 
   /// - Precondition: `policyName` is printable ASCII.
@@ -124,8 +128,10 @@ package struct RateLimitFields: Hashable, Sendable {
       let missing = Int64(max(0, limit.burst - max(0, remaining)))
       let (product, overflow) = emission.multipliedReportingOverflow(by: missing)
       untilWhole = .nanoseconds(overflow ? Int64.max : product)
-    case .slidingWindow, .fixedWindow:
+    case .slidingWindow:
       untilWhole = remaining >= limit.permits ? .zero : limit.interval
+    case .fixedWindow:
+      untilWhole = remaining >= limit.permits ? .zero : min(windowEndsIn ?? limit.interval, limit.interval)
     }
     return "\(quotedName);r=\(max(0, remaining));t=\(Self.wholeSeconds(untilWhole))"
   }

@@ -20,6 +20,26 @@ import Testing
     key.hasPrefix("paid") ? paid : free
   }
 
+  /// `timeUntilWindowEnds(for:)`: a fixed-window key's window end, exact in virtual time, under
+  /// each key's own plan; `nil` for other policies. On a real clock the windows are Unix time's.
+  @Test func aFixedWindowKeySaysWhenItsWindowEnds() {
+    let scheduler = TestScheduler()
+    let limiter = KeyedRateLimiter<String>(
+      limits: { $0 == "hourly" ? .fixedWindow(5, per: .seconds(3600)) : .slidingWindow(5, per: .seconds(60)) },
+      clock: scheduler)
+    #expect(limiter.timeUntilWindowEnds(for: "hourly") == .seconds(3600))
+    scheduler.advance(by: .milliseconds(3_600_500))
+    #expect(limiter.timeUntilWindowEnds(for: "hourly") == .milliseconds(3_599_500))
+    #expect(limiter.timeUntilWindowEnds(for: "sliding") == nil)
+    #expect(
+      KeyedRateLimiter<String>(permits: 1, per: .seconds(1), clock: scheduler).timeUntilWindowEnds(for: "k") == nil)
+    let real = KeyedRateLimiter<String>(limit: .fixedWindow(1, per: .seconds(1)))
+    let untilNextSecond = Duration.nanoseconds(1_000_000_000 - unixTimeNanoseconds() % 1_000_000_000)
+    let answer = real.timeUntilWindowEnds(for: "k") ?? .zero
+    // Real time: a generous 100 ms.
+    #expect(abs((answer - untilNextSecond) / .milliseconds(1)) < 100, "\(answer) vs \(untilNextSecond)")
+  }
+
   @Test func eachKeyIsDecidedUnderItsPlan() {
     let limiter = KeyedRateLimiter<String>(limits: Self.plan, clock: scheduler)
     #expect(limiter.limit(for: "free-1") == Self.free)

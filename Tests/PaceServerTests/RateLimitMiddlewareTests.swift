@@ -48,6 +48,29 @@ struct RateLimitMiddlewareTests {
     }
   }
 
+  /// A fixed window's `t` is when the key's window ends, for an allowed request as for a limited
+  /// one: virtual time, windows of 10 s from the scheduler's origin.
+  @Test func aFixedWindowsFieldsSayWhenTheWindowEnds() async throws {
+    let scheduler = TestScheduler()
+    let limiter = KeyedRateLimiter<String>(limit: .fixedWindow(2, per: .seconds(10)), clock: scheduler)
+    scheduler.advance(by: .milliseconds(3_500))
+    try await application(limiter).test(.live) { client in
+      let first = try await client.execute(uri: "/", method: .get, headers: [Self.apiKey: "a"])
+      #expect(first.headers[HTTPField.Name("RateLimit-Policy")!] == "\"default\";q=2;w=10")
+      #expect(first.headers[HTTPField.Name("RateLimit")!] == "\"default\";r=1;t=7")
+      scheduler.advance(by: .seconds(4))
+      let second = try await client.execute(uri: "/", method: .get, headers: [Self.apiKey: "a"])
+      #expect(second.headers[HTTPField.Name("RateLimit")!] == "\"default\";r=0;t=3")
+      let third = try await client.execute(uri: "/", method: .get, headers: [Self.apiKey: "a"])
+      #expect(third.status == .tooManyRequests)
+      #expect(third.headers[.retryAfter] == "3")
+      scheduler.advance(by: .milliseconds(2_500))
+      let next = try await client.execute(uri: "/", method: .get, headers: [Self.apiKey: "a"])
+      #expect(next.status == .ok)
+      #expect(next.headers[HTTPField.Name("RateLimit")!] == "\"default\";r=1;t=10")
+    }
+  }
+
   /// The convenience initializer limits in memory with a limiter of its own.
   @Test func aLimitAloneMeansAnInMemoryLimiter() async throws {
     let middleware = RateLimitMiddleware<BasicRequestContext>(limit: RateLimit(permits: 5, per: .seconds(1), burst: 2))

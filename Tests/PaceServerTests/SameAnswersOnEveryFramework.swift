@@ -371,6 +371,17 @@ struct RateLimitFieldsTests {
     }
   }
 
+  /// A fixed window whose end the limiter knows: `t` of a key with permits taken is that end,
+  /// never beyond the window.
+  @Test func aFixedWindowReportsItsEnd() {
+    let limit = RateLimit.fixedWindow(3, per: .seconds(10))
+    let fields = { RateLimitFields(limit: limit, policyName: "uploads", windowEndsIn: $0) }
+    #expect(fields(.milliseconds(3_200)).stateValue(remaining: 2) == "\"uploads\";r=2;t=4")
+    #expect(fields(.milliseconds(3_200)).stateValue(remaining: 3) == "\"uploads\";r=3;t=0")
+    #expect(fields(.seconds(Int64.max)).stateValue(remaining: 1) == "\"uploads\";r=1;t=10")
+    #expect(fields(nil).stateValue(remaining: 1) == "\"uploads\";r=1;t=10")
+  }
+
   /// Several policies: one member each, in order, and `Retry-After` from the one that denied.
   @Test func severalPoliciesAreOneListEach() {
     let perIP = RateLimitFields(limit: RateLimit(permits: 100, per: .seconds(60)), policyName: "per-ip")

@@ -17,8 +17,11 @@ extension KeyedRateLimiter {
 
     /// Converts `limit` into units; for a token bucket the greatest common divisor is computed
     /// here, once per call on a per-key limiter, and once for all on a uniform one.
+    ///
+    /// - Parameter unixNanosecondsAtOrigin: The clock's ``AsyncClock/unixNanosecondsAtOrigin``,
+    ///   which aligns fixed windows to Unix time on a real clock.
     @usableFromInline
-    init(_ limit: RateLimit) {
+    init(_ limit: RateLimit, unixNanosecondsAtOrigin: Int64? = nil) {
       self.limit = limit
       switch limit.policy {
       case .tokenBucket:
@@ -26,7 +29,8 @@ extension KeyedRateLimiter {
       case .slidingWindow:
         rate = .slidingWindow(WindowRate(permits: limit.permits, per: limit.interval))
       case .fixedWindow:
-        rate = .fixedWindow(WindowRate(permits: limit.permits, per: limit.interval))
+        rate = .fixedWindow(
+          WindowRate(permits: limit.permits, per: limit.interval, unixNanosecondsAtOrigin: unixNanosecondsAtOrigin))
       }
     }
 

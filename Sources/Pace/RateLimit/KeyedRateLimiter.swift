@@ -272,7 +272,11 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     limits: Limits, clock: AsyncClock, sleep: @escaping @Sendable (Duration) async throws -> Void,
     store: (any RateLimitStore<Key>)?
   ) {
-    self.limits = limits
+    if case .uniform(let uniform) = limits {
+      self.limits = .uniform(KeyLimit(uniform.limit, unixNanosecondsAtOrigin: clock.unixNanosecondsAtOrigin))
+    } else {
+      self.limits = limits
+    }
     if case .perKey = limits { storesFullInstants = true } else { storesFullInstants = false }
     self.clock = clock
     self.sleep = sleep
@@ -302,8 +306,22 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   func keyLimit(for key: Key) -> KeyLimit {
     switch limits {
     case .uniform(let limit): limit
-    case .perKey(let limits): KeyLimit(limits(key))
+    case .perKey(let limits): KeyLimit(limits(key), unixNanosecondsAtOrigin: clock.unixNanosecondsAtOrigin)
     }
+  }
+
+  /// How long until the fixed window that counts `key`'s requests now ends; `nil` unless `key`'s
+  /// limit is a ``RateLimit/Policy/fixedWindow``. Such windows start at whole multiples of the
+  /// window in Unix time on a real clock (as a store's do, on the database's clock), so a
+  /// store-backed limiter answers for the store's windows too, within the clocks' difference.
+  ///
+  /// For a response's `RateLimit` field, whose `t` of an allowed request is the window's end.
+  public func timeUntilWindowEnds(for key: Key) -> Duration? {
+    guard case .fixedWindow(let rate) = keyLimit(for: key).rate else { return nil }
+    let now = clock.now()
+    let counter = FixedWindowCounter(rate: rate, now: now)
+    guard let end = counter.nextWindowStart else { return nil }
+    return .nanoseconds(end.nanoseconds &- now.nanoseconds)
   }
 
   /// The level a key's bucket is stored with, as the decisions read it at `now`.
