@@ -229,7 +229,11 @@ struct VaporTests {
       throw error
     }
     try await app.asyncShutdown()
-    let loud = logs.entries.filter { $0.level > .info }.map { "\($0.level) \($0.message)" }
+    // Other tests of the suite hold the migration locks on purpose (a migration that cannot get
+    // its lock gives up with a clear error), and a migration that waits for them says so after a
+    // few seconds: that line names a real wait, not this start's.
+    let loud = logs.entries.filter { $0.level > .info && !"\($0.message)".contains("migration waits for PostgreSQL") }
+      .map { "\($0.level) \($0.message)" }
     #expect(loud.isEmpty, "a clean start and stop logged: \(loud)")
     let messages = logs.entries.map(\.message.description)
     #expect(messages.contains { $0.contains("PostgresDebouncer: stopped") })
