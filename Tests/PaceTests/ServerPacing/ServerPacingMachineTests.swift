@@ -150,7 +150,8 @@ import Testing
     _ = machine.record(ServerQuota(quota: 1, window: .seconds(Int64.max), remaining: 0), now: ms(0))
     _ = machine.enqueue(id: 1, now: .max)
     _ = machine.enqueue(id: 2, now: ms(0))
-    _ = machine.record(ServerQuota(quota: .max, window: .seconds(1), remaining: 0, resetsIn: .seconds(86_400)), now: .max)
+    _ = machine.record(
+      ServerQuota(quota: .max, window: .seconds(1), remaining: 0, resetsIn: .seconds(86_400)), now: .max)
     _ = machine.timerFired(now: .max)
     _ = machine.record(ServerQuota(retryAfter: .seconds(Int64.max)), now: .max)
     #expect(machine.inFlight >= 0)
