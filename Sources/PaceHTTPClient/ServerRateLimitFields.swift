@@ -167,7 +167,8 @@ public struct ServerRateLimitFields: Sendable, Hashable {
   static func policies(_ lines: [String]) -> [Policy] {
     listItems(lines).compactMap { item in
       guard let name = name(of: item), let quota = integer(item, "q", in: 1...Int64.max) else { return nil }
-      let window = integer(item, "w", in: 1...Int64.max).map { ServerQuota.clampedSeconds($0) }
+      // A Structured Fields integer has at most 15 digits: any is a `Duration` of seconds.
+      let window = integer(item, "w", in: 1...Int64.max).map { Duration.seconds($0) }
       return Policy(name: name, quota: Int(clamping: quota), window: window)
     }
   }
