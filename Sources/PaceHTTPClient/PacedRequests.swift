@@ -81,13 +81,19 @@ public final class PacedRequests: Sendable {
     return "\(scheme)://\(host):\(port)"
   }
 
+  /// Whether a request of `method` may be sent twice with the same effect (RFC 9110, section
+  /// 9.2.2): `GET`, `HEAD`, `OPTIONS`, `TRACE`, `PUT` and `DELETE`, in any case.
+  public static func isIdempotent(method: String) -> Bool {
+    ["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"].contains(method.uppercased())
+  }
+
   /// Sends a request through the key's limiter, retrying as the policy and budget allow.
   ///
   /// - Parameters:
   ///   - key: What the server counts separately: the request's origin by default
   ///     (``originKey(scheme:host:port:)``), or a route or credential.
-  ///   - idempotent: Whether the request may be sent twice (`GET`, `HEAD`, `PUT`, `DELETE`,
-  ///     `OPTIONS`); only those are retried unless the policy says otherwise.
+  ///   - idempotent: Whether the request may be sent twice (``isIdempotent(method:)``); only
+  ///     those are retried unless the policy says otherwise.
   ///   - isConnectionError: Whether an error the attempt threw is a connection failure that a
   ///     retry may mend; any other error is rethrown at once.
   ///   - attempt: One attempt: the body and the response's head.

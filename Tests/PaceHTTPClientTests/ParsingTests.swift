@@ -211,6 +211,11 @@ let october21 = Duration.seconds(1_445_412_480)
     #expect(head["Missing"] == nil)
   }
 
+  @Test func idempotentMethods() {
+    #expect(["GET", "head", "Options", "TRACE", "PUT", "DELETE"].allSatisfy { PacedRequests.isIdempotent(method: $0) })
+    #expect(!["POST", "PATCH", "CONNECT", "", "GETX"].contains { PacedRequests.isIdempotent(method: $0) })
+  }
+
   @Test func originKeys() {
     #expect(PacedRequests.originKey(scheme: "HTTPS", host: "API.example.com", port: 443) == "https://api.example.com")
     #expect(PacedRequests.originKey(scheme: "http", host: "localhost", port: 8080) == "http://localhost:8080")
