@@ -1,4 +1,5 @@
 import PaceTestSupport
+import PaceTesting
 import Testing
 
 @testable import Pace
@@ -131,5 +132,45 @@ import Testing
       attempts([(.connectionError, nil), (.connectionError, nil), (.connectionError, nil), (.connectionError, nil)])
         == "12-3---4")
     #expect(attempts([(.status(429), .seconds(3)), (.status(200), nil)]) == "1--2")
+  }
+
+  /// The first diagram again, through `ServerPacedLimiter` itself: each request a task that
+  /// acquires, then records the server's answer at the same instant.
+  @Test func aQuotaPerWindowThroughTheLimiter() async throws {
+    let scheduler = TestScheduler()
+    let limit = RateLimit.fixedWindow(3, per: .seconds(5))
+    let server = KeyedRateLimiter<String>(limit: limit, clock: scheduler)
+    let limiter = ServerPacedLimiter<String>(clock: scheduler)
+    let started = LockedState<[(step: Int, letter: Character)]>([])
+    let finished = LockedState(0)
+    let limited = LockedState(0)
+    var tasks: [Task<Void, any Error>] = []
+    for (step, letter) in "abcdefgh".enumerated() {
+      scheduler.advance(to: PaceInstant(.seconds(step)))
+      tasks.append(
+        Task {
+          try await limiter.acquire("k")
+          started.withLock { $0.append((Int(scheduler.now.nanoseconds / 1_000_000_000), letter)) }
+          switch server.tryAcquire("client") {
+          case .allowed(let remaining):
+            let untilWhole = min(server.timeUntilWindowEnds(for: "client") ?? limit.interval, limit.interval)
+            limiter.record(
+              ServerQuota(quota: 3, window: limit.interval, remaining: remaining, resetsIn: untilWhole), for: "k")
+          case .limited(let retryAfter):
+            limited.withLock { $0 += 1 }
+            limiter.record(ServerQuota(retryAfter: retryAfter), for: "k")
+          }
+          finished.withLock { $0 += 1 }
+        })
+      // Every request has started and been answered, or waits in the limiter.
+      while finished.withLock({ $0 }) + scheduler.suspendedCallerCount < tasks.count { await Task.yield() }
+    }
+    while let next = scheduler.pendingDeadlines.min(), finished.withLock({ $0 }) < tasks.count {
+      scheduler.advance(to: next)
+      while finished.withLock({ $0 }) + scheduler.suspendedCallerCount < tasks.count { await Task.yield() }
+    }
+    for task in tasks { try await task.value }
+    #expect(Self.render(started.withLock { $0 }) == "abc--def--gh")
+    #expect(limited.withLock { $0 } == 0)
   }
 }
