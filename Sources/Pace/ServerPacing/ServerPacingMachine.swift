@@ -247,19 +247,25 @@ struct ServerPacingMachine {
   private mutating func advance(now: PaceInstant) -> Action {
     refresh(now: now)
     var action = Action()
-    // Deadlines come in FIFO order (each is its arrival plus the same wait): the expired are first.
-    while let head = queue.first, head.deadline <= now, readiness(now: now) != .now {
-      queue.removeFirst()
-      action.refused.append(Refusal(id: head.id, required: nil))
-    }
     while let head = queue.first {
-      switch readiness(now: now) {
-      case .now:
+      let readiness = readiness(now: now)
+      if readiness == .now {
         queue.removeFirst()
         start(now: now)
         action.granted.append(head.id)
+        continue
+      }
+      // Waited the maximum already (at most until now: every event looks).
+      if head.deadline <= now {
+        queue.removeFirst()
+        action.refused.append(Refusal(id: head.id, required: nil))
+        continue
+      }
+      switch readiness {
+      case .now:
+        break
       case .at(let ready):
-        if ready > head.deadline {
+        guard ready <= head.deadline else {
           queue.removeFirst()
           action.refused.append(Refusal(id: head.id, required: now.duration(to: ready)))
           continue
