@@ -206,8 +206,8 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   ) throws(PacePostgresError) {
     try self.init(
       client: PostgresClient(configuration: configuration, backgroundLogger: logger), table: table,
-      tableOptions: tableOptions, whenUnavailable: whenUnavailable, timeout: timeout, circuitBreaker: circuitBreaker, purgeInterval: purgeInterval,
-      directConnection: directConnection, logger: logger, metricsFactory: metricsFactory)
+      tableOptions: tableOptions, whenUnavailable: whenUnavailable, timeout: timeout, circuitBreaker: circuitBreaker,
+      purgeInterval: purgeInterval, directConnection: directConnection, logger: logger, metricsFactory: metricsFactory)
     runsClient = true
   }
 

@@ -115,7 +115,8 @@ struct PostgresTableOptionsTests {
         #expect(try await first.tryAcquire("k", cost: 1, limit: limit, databaseNow: base) == .allowed(remaining: 1))
       }
       let switches = [
-        try TableOptions(durability: .unlogged, fillfactor: 50), try TableOptions(durability: .unlogged, fillfactor: 90),
+        try TableOptions(durability: .unlogged, fillfactor: 50),
+        try TableOptions(durability: .unlogged, fillfactor: 90),
         try TableOptions(durability: .logged, fillfactor: 90), .logged,
       ]
       var charged = 1
