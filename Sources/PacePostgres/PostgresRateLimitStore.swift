@@ -236,6 +236,8 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   /// durability rewrites the table (`ALTER TABLE … SET LOGGED` or `SET UNLOGGED`) under an
   /// exclusive lock, during which decisions wait, up to their timeout, and a switch to logged
   /// writes the whole table to the write-ahead log. A table that has the options is not touched.
+  /// An index on a column that decisions write, which would make every grant a full update instead
+  /// of a heap-only (HOT) one, is logged as a warning (`pace.index`).
   ///
   /// - Parameter timeout: How long to wait for the database; 30 seconds by default. Positive.
   /// - Throws: ``PacePostgresError/rateOutOfRange(_:)`` if `timeout` is not positive or is
@@ -261,8 +263,30 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
         for statement in statements { try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
       }
     }
+    let indexes = try await client.query(
+      PostgresQuery(unsafeSQL: try Self.writtenColumnIndexesSQL(table: tableName)), logger: logger)
+    for try await index in indexes.decode(String.self) {
+      logger.warning(
+        "an index on a column that decisions write makes every grant a full update (no HOT update): drop it",
+        metadata: ["pace.index": "\(index)"])
+    }
     // A statement refused before the migration may be remembered refused on its connection.
     batcher.names.migrated()
+  }
+
+  /// The names of the indexes on the store's tables other than on `key` alone: an index on a
+  /// column that a grant writes (or an expression or partial index, which may read one) keeps
+  /// the grant from being a HOT update.
+  static func writtenColumnIndexesSQL(table: TableName) throws(PacePostgresError) -> String {
+    let tables = [table, try table.companion(.slidingWindow), try table.companion(.fixedWindow)]
+    return """
+      SELECT i.indexrelid::regclass::text FROM pg_index AS i
+      WHERE i.indrelid IN (\(tables.map { "'\($0)'::regclass" }.joined(separator: ", ")))
+        AND (i.indexprs IS NOT NULL OR i.indpred IS NOT NULL OR EXISTS (
+          SELECT 1 FROM pg_attribute AS a
+          WHERE a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) AND a.attname <> 'key'))
+      ORDER BY 1
+      """
   }
 
   /// The token bucket's table: one row per key, its TAT in microseconds of the database's clock.

@@ -5,7 +5,8 @@ extension PostgresRateLimitStore {
   /// How the store's tables are stored: written to PostgreSQL's write-ahead log or not, and how
   /// full their pages are filled. ``PostgresRateLimitStore/migrate(timeout:)`` creates the tables
   /// with them, and switches tables made with other options to them (see
-  /// <doc:SharedRateLimitsAndDebouncing>).
+  /// <doc:SharedRateLimitsAndDebouncing>): give every instance that shares the tables the same
+  /// options.
   ///
   /// ```swift
   /// let options = try PostgresRateLimitStore.TableOptions(durability: .unlogged, fillfactor: 70)

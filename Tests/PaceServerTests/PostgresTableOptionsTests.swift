@@ -1,5 +1,7 @@
 #if PostgreSQL && Hummingbird
 import Foundation
+import InMemoryLogging
+import Logging
 import Pace
 @testable import PacePostgres
 import PostgresNIO
@@ -67,6 +69,25 @@ struct PostgresTableOptionsTests {
         // No index on a column that a grant writes: every grant can be a HOT update.
         #expect(state.indexedColumns == "key", "\(name)")
       }
+    }
+  }
+
+  /// An index on a column that decisions write is named in a warning by `migrate()`: it makes
+  /// every grant a full update. The primary key is not.
+  @Test func migrateWarnsOfAnIndexThatKeepsGrantsFromBeingHOTUpdates() async throws {
+    try await TestDatabase.withClients { clients in
+      let logs = InMemoryLogHandler()
+      let table = TestDatabase.uniqueTable("rl")
+      let store = try PostgresRateLimitStore(
+        client: clients[0], table: table, logger: Logger(label: "test", factory: { _ in logs }))
+      try await store.migrate()
+      let warnings = { logs.entries.filter { $0.level == .warning }.map { "\($0.metadata["pace.index"] ?? "")" } }
+      #expect(warnings() == [])
+      let fixed = try TableName(table).companion(.fixedWindow)
+      try await clients[0].query(PostgresQuery(unsafeSQL: "CREATE INDEX \(table)_tat ON \(try TableName(table)) (tat)"))
+      try await clients[0].query(PostgresQuery(unsafeSQL: "CREATE INDEX \(table)_w ON \(fixed) (key, window_end)"))
+      try await store.migrate()
+      #expect(warnings() == ["\(table)_tat", "\(table)_w"])
     }
   }
 
