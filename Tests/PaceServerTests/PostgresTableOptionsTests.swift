@@ -81,7 +81,9 @@ struct PostgresTableOptionsTests {
       let store = try PostgresRateLimitStore(
         client: clients[0], table: table, logger: Logger(label: "test", factory: { _ in logs }))
       try await store.migrate()
-      let warnings = { logs.entries.filter { $0.level == .warning }.map { "\($0.metadata["pace.index"] ?? "")" } }
+      let warnings = {
+        logs.entries.filter { $0.level == .warning }.compactMap { $0.metadata["pace.index"] }.map { "\($0)" }
+      }
       #expect(warnings() == [])
       let fixed = try TableName(table).companion(.fixedWindow)
       try await clients[0].query(PostgresQuery(unsafeSQL: "CREATE INDEX \(table)_tat ON \(try TableName(table)) (tat)"))
