@@ -61,7 +61,7 @@ def tool(name):
             or sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))[-1])
 
 
-pgbench_path, psql_path = tool("pgbench"), tool("psql")
+pgbench_path, psql_path, waldump_path = tool("pgbench"), tool("psql"), tool("pg_waldump")
 increment, tolerance = 60, 60_000  # the executable's limit: 1,000,000 per 60 s, burst 1000
 budget = 900_000
 work = tempfile.mkdtemp(prefix="pace-bench-")
@@ -90,6 +90,19 @@ def sql(statement):
 
 def swift(*arguments):
     return run(binary, *arguments).split()
+
+
+def wal_split(start, end):
+    """Bytes of WAL records without and with their full-page images between two LSNs, read by
+    pg_waldump from the cluster's pg_wal (None when it cannot be read)."""
+    wal = os.path.join(sql("SHOW data_directory"), "pg_wal")
+    try:
+        out = run(waldump_path, "--stats", "-p", wal, "-s", start, "-e", end)
+    except (subprocess.CalledProcessError, OSError):
+        return None
+    total = next(line for line in out.splitlines() if line.startswith("Total")).split()
+    # Total N record_size [%] fpi_size [%] combined [100%]
+    return int(total[2]), int(total[4])
 
 
 def set_mode(mode):
@@ -228,6 +241,7 @@ if "load" in parts:
                 schema = table_options[option][0]
                 sql("CHECKPOINT")
                 sql("SELECT pg_stat_reset(), pg_stat_reset_shared('wal')")
+                start = sql("SELECT pg_current_wal_insert_lsn()")
                 figures = cell(16, "random", option)
                 decisions = figures[0] * seconds
                 # The cell's connections have closed, which sends their statistics: wait until they are in.
@@ -243,20 +257,26 @@ if "load" in parts:
                     previous = stats
                 updates, hot, dead, size = map(int, stats.split("|"))
                 wal = [int(value) for value in sql("SELECT wal_bytes, wal_records, wal_fpi FROM pg_stat_wal").split("|")]
+                records, images = wal_split(start, sql("SELECT pg_current_wal_insert_lsn()")) or (0, 0)
                 load_results.setdefault((option, system), []).append(
-                    (figures[0], wal[0] / decisions, wal[1] / decisions, wal[2] / decisions, updates / decisions,
-                     hot / max(updates, 1), dead / decisions, size))
+                    (figures[0], wal[0] / decisions, wal[1] / decisions, records / decisions, images / decisions,
+                     updates / decisions, hot / max(updates, 1), dead, dead / decisions, size))
                 print(f"round {round + 1}, load: {option}, {system}: {figures[0]:,.0f}/s, "
                       f"{wal[0] / decisions:,.0f} WAL bytes per decision", file=sys.stderr)
     print(f"\nWhat a decision costs the primary, 16 callers on random keys of 100k, durable settings, "
           f"a CHECKPOINT before each cell, medians of {rounds} rounds of {seconds:g} s:\n")
-    print("| table | who decides | decisions/s | WAL bytes | WAL records | full-page images | updates "
-          "| HOT | dead tuples left | table + index |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("Per decision: WAL bytes (pg_stat_wal), WAL records, and the WAL's bytes split by pg_waldump into "
+          "records and full-page images (the images are paid once per page after each checkpoint, so a "
+          "longer run between checkpoints pays less of them per decision); rows updated, the share of "
+          "updates that were HOT, dead tuples left at the end (pg_stat_user_tables), and the table's size "
+          "with its index.\n")
+    print("| table | who decides | decisions/s | WAL bytes | WAL records | records' bytes | full-page images' "
+          "bytes | updates | HOT | dead tuples left (per decision) | table + index |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for (option, system), cells in load_results.items():
-        m = [statistics.median(figures[i] for figures in cells) for i in range(8)]
-        print(f"| {option} | {system} | {m[0]:,.0f} | {m[1]:,.0f} | {m[2]:.2f} | {m[3]:.3f} | {m[4]:.2f} | "
-              f"{m[5] * 100:.0f} % | {m[6]:.3f} | {m[7] / 1e6:.1f} MB |")
+        m = [statistics.median(figures[i] for figures in cells) for i in range(10)]
+        print(f"| {option} | {system} | {m[0]:,.0f} | {m[1]:,.0f} | {m[2]:.2f} | {m[3]:,.0f} | {m[4]:,.0f} | "
+              f"{m[5]:.2f} | {m[6] * 100:.0f} % | {m[7]:,.0f} ({m[8]:.3f}) | {m[9] / 1e6:.1f} MB |")
     set_mode("throwaway")
 
 if "purge" in parts:
