@@ -1,5 +1,4 @@
 #if PostgreSQL
-import Pace
 
 extension PostgresRateLimitStore {
   /// How the store's tables are stored: written to PostgreSQL's write-ahead log or not, and how
