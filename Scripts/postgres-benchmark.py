@@ -56,9 +56,11 @@ bin_dir = os.environ.get("PACE_POSTGRES_BIN", "")
 
 
 def tool(name):
-    # pgbench and psql come with Debian's postgresql, beside the server, which may not be on the PATH.
-    return (shutil.which(name) or (os.path.join(bin_dir, name) if bin_dir else None)
-            or sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))[-1])
+    # pgbench, psql and pg_waldump come with Debian's postgresql, beside the server, which may not be on the PATH.
+    beside = [os.path.join(bin_dir, name)] if bin_dir else []
+    found = [path for path in beside + sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))[::-1]
+             if os.access(path, os.X_OK)]
+    return shutil.which(name) or (found[0] if found else name)
 
 
 pgbench_path, psql_path, waldump_path = tool("pgbench"), tool("psql"), tool("pg_waldump")
@@ -89,7 +91,13 @@ def sql(statement):
 
 
 def swift(*arguments):
-    return run(binary, *arguments).split()
+    # A store cell whose decision waits past the store's timeout (a busy machine) ends with that
+    # error: the cell runs once more, and the retry is reported.
+    try:
+        return run(binary, *arguments).split()
+    except subprocess.CalledProcessError as error:
+        print(f"retrying {' '.join(arguments)}: {(error.stderr or '').splitlines()[:1]}", file=sys.stderr)
+        return run(binary, *arguments).split()
 
 
 def wal_split(start, end):

@@ -68,10 +68,11 @@ if [ "${PACE_POSTGRES_DURABLE:-0}" = 1 ]; then
 else
   durability="fsync=off synchronous_commit=off full_page_writes=off"
 fi
-settings=""
-for setting in $durability; do settings="$settings -c $setting"; done
+# In the configuration file rather than on the command line, which would override ALTER SYSTEM:
+# a benchmark switches them between cells.
+for setting in $durability; do echo "$setting" >>"$dir/data/postgresql.conf"; done
 "${run_as[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-  -o "-h 127.0.0.1 -p $port -k $dir $settings -c max_connections=500 ${PACE_POSTGRES_OPTIONS:-}" \
+  -o "-h 127.0.0.1 -p $port -k $dir -c max_connections=500 ${PACE_POSTGRES_OPTIONS:-}" \
   start >/dev/null || { cat "$dir/server.log" >&2; exit 1; }
 
 export PACE_POSTGRES_URL="postgres://$owner@127.0.0.1:$port/postgres"
