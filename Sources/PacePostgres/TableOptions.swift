@@ -59,6 +59,7 @@ extension PostgresRateLimitStore {
       self.fillfactor = fillfactor
     }
 
+    /// The options as a log line reads them: `logged, fillfactor 70`.
     public var description: String {
       "\(durability == .logged ? "logged" : "unlogged"), fillfactor \(fillfactor)"
     }
