@@ -263,15 +263,20 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
         for statement in statements { try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
       }
     }
-    let indexes = try await client.query(
-      PostgresQuery(unsafeSQL: try Self.writtenColumnIndexesSQL(table: tableName)), logger: logger)
-    for try await index in indexes.decode(String.self) {
-      logger.warning(
-        "an index on a column that decisions write makes every grant a full update (no HOT update): drop it",
-        metadata: ["pace.index": "\(index)"])
-    }
     // A statement refused before the migration may be remembered refused on its connection.
     batcher.names.migrated()
+    // Advice, after the migration succeeded: a failure to give it does not fail the migration.
+    do {
+      let indexes = try await client.query(
+        PostgresQuery(unsafeSQL: try Self.writtenColumnIndexesSQL(table: tableName)), logger: logger)
+      for try await index in indexes.decode(String.self) {
+        logger.warning(
+          "an index on a column that decisions write makes every grant a full update (no HOT update): drop it",
+          metadata: ["pace.index": "\(index)"])
+      }
+    } catch {
+      logger.debug("could not look for indexes on the columns that decisions write", metadata: errorMetadata(error))
+    }
   }
 
   /// The names of the indexes on the store's tables other than on `key` alone: an index on a
