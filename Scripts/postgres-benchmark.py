@@ -31,9 +31,11 @@ redis-server with redis-benchmark (`apt-get install -y redis-server`). Prints me
 rounds, and each figure's ratio to pgbench and to Redis in the same cell.
 """
 import argparse
+import atexit
 import glob
 import os
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -165,11 +167,22 @@ def naive(callers, keys, option="logged"):
     return tuple(map(float, swift("naive", str(callers), keys, str(seconds), table(option))))
 
 
+def stop(process):
+    if process.poll() is None:
+        process.terminate()
+        process.wait()
+
+
 redis = None
 if shutil.which("redis-server") and shutil.which("redis-benchmark"):
-    port = "6390"
-    redis = subprocess.Popen(["redis-server", "--port", port, "--save", "", "--appendonly", "no"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # A free port of its own, so that another run's server is never measured (or stopped) instead.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = str(probe.getsockname()[1])
+    redis = subprocess.Popen(["redis-server", "--port", port, "--bind", "127.0.0.1", "--save", "",
+                              "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # Stopped however the run ends, a failed cell included.
+    atexit.register(stop, redis)
     time.sleep(0.5)
     # GCRA as CL.THROTTLE does it: the TAT in microseconds of Redis's clock, one key per bucket.
     lua = """
@@ -307,8 +320,7 @@ if "denied" in parts:
         print(f"| {callers} | {float(rate):,.0f} | {float(trips):.1f} |")
 
 if redis:
-    redis.terminate()
-    redis.wait()
+    stop(redis)
 
 if "middleware" in parts and server and shutil.which("wrk"):
     # The middleware when most requests are denied (1 request per minute for the one API key),
@@ -317,6 +329,8 @@ if "middleware" in parts and server and shutil.which("wrk"):
     servers = [subprocess.Popen([server, "--port", "8093"] + flags, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
                subprocess.Popen([server, "--port", "8094", "--postgres", url] + flags,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    for process in servers:
+        atexit.register(stop, process)
     time.sleep(3)
     middleware = {}
     for round in range(rounds):
@@ -326,8 +340,7 @@ if "middleware" in parts and server and shutil.which("wrk"):
             rate = float(next(line.split()[1] for line in out.splitlines() if line.startswith("Requests/sec")))
             middleware.setdefault(name, []).append(rate)
     for process in servers:
-        process.terminate()
-        process.wait()
+        stop(process)
     print("\nThe middleware when most requests are denied (wrk -t2 -c16, one API key allowed 1 per minute):\n")
     print("| server | requests/s | x in memory |")
     print("|---|---:|---:|")
