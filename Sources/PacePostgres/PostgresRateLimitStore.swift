@@ -24,9 +24,11 @@ import ServiceLifecycle
 /// let decision = try await store.tryAcquire("api-key-42", cost: 1, limit: RateLimit(permits: 100, per: .seconds(60)))
 /// ```
 ///
-/// Rows that count nothing any more are equivalent to absent rows; ``purgeExpired(batchSize:)`` deletes
-/// them in small batches without blocking decisions, and ``run()`` (the store as a
-/// swift-service-lifecycle `Service`) calls it periodically.
+/// Rows that count nothing any more are equivalent to absent rows; ``purgeAllExpired()`` deletes
+/// them a bounded range of pages at a time without blocking decisions, and ``run()`` (the store as
+/// a swift-service-lifecycle `Service`) calls it periodically. ``tableOptions`` make the tables
+/// unlogged (no write-ahead log: lighter on the primary, emptied by a crash) or change their fill
+/// factor (see ``TableOptions``).
 ///
 /// While the database cannot decide, the ``UnavailablePolicy`` answers; after a few such failures
 /// in a row the ``CircuitBreaker`` stops asking the database for a while, so that decisions are
@@ -77,13 +79,15 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   }
 
   /// The client the store queries: the caller runs it (`client.run()`, or as a `Service`), or,
-  /// for a store made with ``init(configuration:table:whenUnavailable:timeout:circuitBreaker:purgeInterval:directConnection:logger:metricsFactory:)``,
+  /// for a store made with ``init(configuration:table:tableOptions:whenUnavailable:timeout:circuitBreaker:purgeInterval:directConnection:logger:metricsFactory:)``,
   /// the store's ``run()`` does.
   public let client: PostgresClient
   /// Whether ``run()`` runs ``client`` too: the store made it from a configuration.
   var runsClient = false
   /// The store's table, as given.
   public var table: String { tableName.name }
+  /// How ``migrate(timeout:)`` makes the store's tables: logged or not, and their fill factor.
+  public let tableOptions: TableOptions
   /// What happens when the database is unavailable.
   public let whenUnavailable: UnavailablePolicy
   /// How long a decision may take, the wait for a connection included, before it counts as
@@ -111,6 +115,8 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   /// - Parameters:
   ///   - client: A running PostgreSQL client.
   ///   - table: The table's name, `name` or `schema.name`; `pace_rate_limits` by default.
+  ///   - tableOptions: How ``migrate(timeout:)`` makes the tables: logged or not, and their fill
+  ///     factor; logged, with a fill factor of 70, by default (see ``TableOptions``).
   ///   - whenUnavailable: The failure policy; `.throwError` by default.
   ///   - timeout: How long a decision may take; one second by default. Positive.
   ///   - circuitBreaker: When to stop asking an unavailable database; see ``CircuitBreaker``.
@@ -129,6 +135,7 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   public init(
     client: PostgresClient,
     table: String = "pace_rate_limits",
+    tableOptions: TableOptions = .logged,
     whenUnavailable: UnavailablePolicy = .throwError,
     timeout: Duration = .seconds(1),
     circuitBreaker: CircuitBreaker = CircuitBreaker(),
@@ -142,6 +149,7 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
     try circuitBreaker.check(of: "PostgresRateLimitStore")
     self.client = client
     self.tableName = try TableName(table)
+    self.tableOptions = tableOptions
     // The window policies' tables are named after it: checked here, not at the first decision.
     _ = try tableName.companion(.slidingWindow)
     _ = try tableName.companion(.fixedWindow)
@@ -169,11 +177,13 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   /// Queries wait until ``run()`` has started the client: call ``migrate(timeout:)`` once the
   /// services run (PaceVapor's `beforeServerStarts`, Hummingbird's `beforeServerStarts`). The
   /// client keeps its own pool; to share one pool with other components, make a
-  /// `PostgresClient`, run it, and pass it to ``init(client:table:whenUnavailable:timeout:circuitBreaker:purgeInterval:directConnection:logger:metricsFactory:)``.
+  /// `PostgresClient`, run it, and pass it to ``init(client:table:tableOptions:whenUnavailable:timeout:circuitBreaker:purgeInterval:directConnection:logger:metricsFactory:)``.
   ///
   /// - Parameters:
   ///   - configuration: Where the database is and how to connect.
   ///   - table: The table's name, `name` or `schema.name`; `pace_rate_limits` by default.
+  ///   - tableOptions: How ``migrate(timeout:)`` makes the tables: logged or not, and their fill
+  ///     factor; logged, with a fill factor of 70, by default (see ``TableOptions``).
   ///   - whenUnavailable: The failure policy; `.throwError` by default.
   ///   - timeout: How long a decision may take; one second by default. Positive.
   ///   - circuitBreaker: When to stop asking an unavailable database; see ``CircuitBreaker``.
@@ -185,6 +195,7 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   public init(
     configuration: PostgresClient.Configuration,
     table: String = "pace_rate_limits",
+    tableOptions: TableOptions = .logged,
     whenUnavailable: UnavailablePolicy = .throwError,
     timeout: Duration = .seconds(1),
     circuitBreaker: CircuitBreaker = CircuitBreaker(),
@@ -195,8 +206,8 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   ) throws(PacePostgresError) {
     try self.init(
       client: PostgresClient(configuration: configuration, backgroundLogger: logger), table: table,
-      whenUnavailable: whenUnavailable, timeout: timeout, circuitBreaker: circuitBreaker, purgeInterval: purgeInterval,
-      directConnection: directConnection, logger: logger, metricsFactory: metricsFactory)
+      tableOptions: tableOptions, whenUnavailable: whenUnavailable, timeout: timeout, circuitBreaker: circuitBreaker,
+      purgeInterval: purgeInterval, directConnection: directConnection, logger: logger, metricsFactory: metricsFactory)
     runsClient = true
   }
 
@@ -214,10 +225,19 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   // MARK: Schema
 
   /// Creates the tables if they do not exist (the token bucket's, and the window policies' beside
-  /// it, `…_sliding` and `…_fixed`), and creates or replaces the function that decides a batch.
-  /// Idempotent, and safe to run from several instances at once; call it at startup or from your
-  /// migrations (after upgrading Pace too: a table of a previous version is kept as it is, with its
-  /// keys' state, and the window policies' tables are added beside it).
+  /// it, `…_sliding` and `…_fixed`), with the store's ``tableOptions``, and creates or replaces
+  /// the function that decides a batch. Idempotent, and safe to run from several instances at
+  /// once; call it at startup or from your migrations (after upgrading Pace too: a table of a
+  /// previous version is kept, with its keys' state, and the window policies' tables are added
+  /// beside it).
+  ///
+  /// A table whose options differ from ``tableOptions`` is switched to them, its rows kept: a new
+  /// fill factor is a change to the catalog (pages written from then on follow it), a new
+  /// durability rewrites the table (`ALTER TABLE … SET LOGGED` or `SET UNLOGGED`) under an
+  /// exclusive lock, during which decisions wait, up to their timeout, and a switch to logged
+  /// writes the whole table to the write-ahead log. A table that has the options is not touched.
+  /// An index on a column that decisions write, which would make every grant a full update instead
+  /// of a heap-only (HOT) one, is logged as a warning (`pace.index`).
   ///
   /// - Parameter timeout: How long to wait for the database; 30 seconds by default. Positive.
   /// - Throws: ``PacePostgresError/rateOutOfRange(_:)`` if `timeout` is not positive or is
@@ -228,9 +248,13 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
     let statements = [
       // Concurrent migrations would race on the catalog ("tuple concurrently updated"): one at a time.
       "SELECT pg_advisory_xact_lock(\(Self.migrationLock))",
-      Self.migrationSQL(table: tableName),
-      Self.slidingWindowSQL(table: try tableName.companion(.slidingWindow)),
-      Self.fixedWindowSQL(table: try tableName.companion(.fixedWindow)),
+      Self.migrationSQL(table: tableName, options: tableOptions),
+      Self.slidingWindowSQL(table: try tableName.companion(.slidingWindow), options: tableOptions),
+      Self.fixedWindowSQL(table: try tableName.companion(.fixedWindow), options: tableOptions),
+      // A table made with other options (or by an earlier version, before it had any) gets these.
+      tableOptions.alterSQL(table: tableName),
+      tableOptions.alterSQL(table: try tableName.companion(.slidingWindow)),
+      tableOptions.alterSQL(table: try tableName.companion(.fixedWindow)),
       try Self.functionSQL(table: tableName),
       Self.heartbeatMigrationSQL(table: tableName),
     ]
@@ -241,42 +265,70 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
     }
     // A statement refused before the migration may be remembered refused on its connection.
     batcher.names.migrated()
+    // Advice, after the migration succeeded: a failure to give it does not fail the migration.
+    do {
+      let indexes = try await client.query(
+        PostgresQuery(unsafeSQL: try Self.writtenColumnIndexesSQL(table: tableName)), logger: logger)
+      for try await index in indexes.decode(String.self) {
+        logger.warning(
+          "an index on a column that decisions write makes every grant a full update (no HOT update): drop it",
+          metadata: ["pace.index": "\(index)"])
+      }
+    } catch {
+      logger.debug("could not look for indexes on the columns that decisions write", metadata: errorMetadata(error))
+    }
+  }
+
+  /// The names of the indexes on the store's tables other than on `key` alone: an index on a
+  /// column that a grant writes (or an expression or partial index, which may read one) keeps
+  /// the grant from being a HOT update.
+  static func writtenColumnIndexesSQL(table: TableName) throws(PacePostgresError) -> String {
+    let tables = [table, try table.companion(.slidingWindow), try table.companion(.fixedWindow)]
+    return """
+      SELECT i.indexrelid::regclass::text FROM pg_index AS i
+      WHERE i.indrelid IN (\(tables.map { "'\($0)'::regclass" }.joined(separator: ", ")))
+        AND (i.indexprs IS NOT NULL OR i.indpred IS NOT NULL OR EXISTS (
+          SELECT 1 FROM pg_attribute AS a
+          WHERE a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) AND a.attname <> 'key'))
+      ORDER BY 1
+      """
   }
 
   /// The token bucket's table: one row per key, its TAT in microseconds of the database's clock.
-  /// No index on `tat`, so that every decision is a HOT update (the purge scans instead; see the
-  /// article). The same table as in 0.2.0, so an upgraded store keeps its keys' state.
-  static func migrationSQL(table: TableName) -> String {
+  /// No index on `tat`, nor on any column a decision writes, so that every grant can be a HOT
+  /// update (the purge scans instead; see the article). The same table as in 0.2.0, so an
+  /// upgraded store keeps its keys' state.
+  static func migrationSQL(table: TableName, options: TableOptions) -> String {
     """
-    CREATE TABLE IF NOT EXISTS \(table) (
+    \(options.createPrefix) TABLE IF NOT EXISTS \(table) (
       key text PRIMARY KEY,
       tat bigint NOT NULL
-    ) WITH (fillfactor = 70)
+    ) WITH (fillfactor = \(options.fillfactor))
     """
   }
 
   /// The sliding window's table: one row per key, the grant time of every permit that may still
   /// count (one entry per permit, oldest first, at most the window's permits once trimmed), and
   /// when the last of them stops counting (`expires`, which the purge reads).
-  static func slidingWindowSQL(table: TableName) -> String {
+  static func slidingWindowSQL(table: TableName, options: TableOptions) -> String {
     """
-    CREATE TABLE IF NOT EXISTS \(table) (
+    \(options.createPrefix) TABLE IF NOT EXISTS \(table) (
       key text PRIMARY KEY,
       expires bigint NOT NULL,
       grants bigint[] NOT NULL
-    ) WITH (fillfactor = 70)
+    ) WITH (fillfactor = \(options.fillfactor))
     """
   }
 
   /// The fixed window's table: one row per key, the end of the window it counts (windows are
   /// aligned to the Unix epoch, so the end names the window) and the permits granted in it.
-  static func fixedWindowSQL(table: TableName) -> String {
+  static func fixedWindowSQL(table: TableName, options: TableOptions) -> String {
     """
-    CREATE TABLE IF NOT EXISTS \(table) (
+    \(options.createPrefix) TABLE IF NOT EXISTS \(table) (
       key text PRIMARY KEY,
       window_end bigint NOT NULL,
       used bigint NOT NULL
-    ) WITH (fillfactor = 70)
+    ) WITH (fillfactor = \(options.fillfactor))
     """
   }
 
@@ -559,8 +611,7 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   /// Deletes up to `batchSize` rows that count nothing any more, as if absent: token buckets whose
   /// TAT has passed, sliding windows whose last grant has left the window, fixed windows whose
   /// window has ended. It skips rows that a decision holds locked, so it never blocks one.
-  /// ``run()`` calls it every ``purgeInterval``; call it yourself if you do not run the store as a
-  /// service.
+  /// Call it, or ``purgeAllExpired()``, yourself if you do not run the store as a service.
   ///
   /// - Parameter batchSize: The most rows deleted by one statement. Positive.
   /// - Returns: How many rows were deleted; call again while it returns `batchSize`.
@@ -595,6 +646,65 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
     return count
   }
 
+  /// Deletes every row that counts nothing any more, as ``purgeExpired(batchSize:)`` does, in one
+  /// walk over each table: a statement per range of 256 pages (2 MB), read by a TID range scan, so
+  /// that each statement's work is bounded by pages rather than by the rows it finds, and no page
+  /// is read twice (a purge by row count starts each batch from the table's first page again,
+  /// through the rows the batches before it deleted). It needs no index, so every grant stays a
+  /// HOT update. Rows written past the end of the walk meanwhile wait for the next walk. ``run()``
+  /// calls it every ``purgeInterval``.
+  ///
+  /// - Returns: How many rows were deleted.
+  /// - Throws: What the database reports.
+  @discardableResult
+  public func purgeAllExpired() async throws -> Int {
+    try await purgeAllExpired(pagesPerStatement: 256)
+  }
+
+  /// ``purgeAllExpired()`` with `pagesPerStatement` pages per statement.
+  func purgeAllExpired(pagesPerStatement: Int64) async throws -> Int {
+    let tables = [
+      (tableName, "tat"), (try tableName.companion(.slidingWindow), "expires"),
+      (try tableName.companion(.fixedWindow), "window_end"),
+    ]
+    var count = 0
+    for (table, expiry) in tables {
+      var (pages, step): (Int64, Int64) = (0, pagesPerStatement)
+      let size = try await client.query(
+        PostgresQuery(
+          unsafeSQL: """
+            SELECT pg_relation_size('\(table)') / current_setting('block_size')::bigint,
+              current_setting('server_version_num')::int >= 140000
+            """))
+      for try await (value, rangeScans) in size.decode((Int64, Bool).self) {
+        // Before PostgreSQL 14 (no TID range scan) every statement would read the whole table: one does.
+        (pages, step) = (value, rangeScans ? pagesPerStatement : max(value, 1))
+      }
+      let sql = """
+        WITH clock AS (SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint AS now),
+        deleted AS (
+          DELETE FROM \(table) AS r USING clock
+          WHERE r.ctid IN (
+            SELECT e.ctid FROM \(table) AS e, clock
+            WHERE e.ctid >= format('(%s,0)', $1::bigint)::tid AND e.ctid < format('(%s,0)', $2::bigint)::tid
+              AND e.\(expiry) < clock.now
+            FOR UPDATE OF e SKIP LOCKED
+          ) AND r.\(expiry) < clock.now
+          RETURNING 1
+        )
+        SELECT count(*) FROM deleted
+        """
+      for first in stride(from: Int64(0), to: pages, by: Int(step)) {
+        var binds = PostgresBindings()
+        binds.append(first)
+        binds.append(first + step)
+        let rows = try await client.query(PostgresQuery(unsafeSQL: sql, binds: binds))
+        for try await deleted in rows.decode(Int64.self) { count += Int(deleted) }
+      }
+    }
+    return count
+  }
+
   /// Deletes expired rows every ``purgeInterval`` until the task is cancelled or the service group
   /// shuts down gracefully; a purge that fails is logged and tried again at the next interval.
   /// Then it shuts the store down (``shutdown()``): its decisions' connections are closed.
@@ -616,12 +726,7 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
         break
       }
       do {
-        var purged = 0
-        while true {
-          let batch = try await purgeExpired()
-          purged += batch
-          if batch < 1000 { break }
-        }
+        let purged = try await purgeAllExpired()
         if purged > 0 { logger.debug("purged expired rows", metadata: ["pace.rows": "\(purged)"]) }
       } catch {
         logger.warning("purging expired rows failed", metadata: errorMetadata(error))

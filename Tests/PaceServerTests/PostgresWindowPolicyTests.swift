@@ -16,13 +16,14 @@ struct PostgresWindowPolicyTests {
 
   static func seconds(_ value: Double) -> Int64 { Int64((value * 1_000_000).rounded()) }
 
-  /// Runs `body` with a migrated store on a table of its own.
+  /// Runs `body` with a migrated store on a table of its own, made with `options`.
   func withStore(
-    timeout: Duration = .seconds(30), _ body: @Sendable (PostgresRateLimitStore, PostgresClient) async throws -> Void
+    timeout: Duration = .seconds(30), options: PostgresRateLimitStore.TableOptions = .logged,
+    _ body: @Sendable (PostgresRateLimitStore, PostgresClient) async throws -> Void
   ) async throws {
     try await TestDatabase.withClients { clients in
       let store = try PostgresRateLimitStore(
-        client: clients[0], table: TestDatabase.uniqueTable("rl"), timeout: timeout)
+        client: clients[0], table: TestDatabase.uniqueTable("rl"), tableOptions: options, timeout: timeout)
       try await store.migrate()
       try await body(store, clients[0])
     }
@@ -30,8 +31,9 @@ struct PostgresWindowPolicyTests {
 
   /// "At most 3 in any 10 s": a grant counts during `[g, g + 10 s)`; a denial waits for the
   /// oldest grant whose expiry frees enough, for cost 0 as for cost 1.
-  @Test func aSlidingWindowCountsEveryGrantForItsWindow() async throws {
-    try await withStore { store, _ async throws in
+  @Test(arguments: PostgresRateLimitStore.TableOptions.underTest)
+  func aSlidingWindowCountsEveryGrantForItsWindow(options: PostgresRateLimitStore.TableOptions) async throws {
+    try await withStore(options: options) { store, _ async throws in
       let limit = RateLimit.slidingWindow(3, per: .seconds(10))
       func at(_ seconds: Double, _ cost: Int) async throws -> RateLimitDecision {
         try await store.tryAcquire("k", cost: cost, limit: limit, databaseNow: Self.base + Self.seconds(seconds))
@@ -53,8 +55,9 @@ struct PostgresWindowPolicyTests {
 
   /// "3 per window of 10 s", the windows aligned to the Unix epoch: the count starts again at each
   /// window's start, and a denial waits for it; before the epoch too (floor division).
-  @Test func aFixedWindowCountsPerWindowAlignedToTheEpoch() async throws {
-    try await withStore { store, _ async throws in
+  @Test(arguments: PostgresRateLimitStore.TableOptions.underTest)
+  func aFixedWindowCountsPerWindowAlignedToTheEpoch(options: PostgresRateLimitStore.TableOptions) async throws {
+    try await withStore(options: options) { store, _ async throws in
       let limit = RateLimit.fixedWindow(3, per: .seconds(10))
       func at(_ instant: Int64, _ cost: Int, key: String = "k") async throws -> RateLimitDecision {
         try await store.tryAcquire(key, cost: cost, limit: limit, databaseNow: instant)
@@ -274,8 +277,12 @@ struct PostgresWindowPolicyTests {
   }
 
   /// A table made by 0.2.0's migration keeps its keys' state after this version's `migrate()`,
-  /// which adds the window policies' tables beside it; migrating again changes nothing.
-  @Test func aTableOfTheLastVersionKeepsWorkingAfterTheMigration() async throws {
+  /// which adds the window policies' tables beside it and switches it to the store's table
+  /// options; migrating again changes nothing.
+  @Test(arguments: PostgresRateLimitStore.TableOptions.underTest)
+  func aTableOfTheLastVersionKeepsWorkingAfterTheMigration(options: PostgresRateLimitStore.TableOptions)
+    async throws
+  {
     try await TestDatabase.withClients { clients in
       let client = clients[0]
       let table = try TableName(TestDatabase.uniqueTable("rl"))
@@ -292,7 +299,7 @@ struct PostgresWindowPolicyTests {
       let hourly = RateLimit(permits: 1, per: .seconds(3600))
       let charged = Self.base + Self.seconds(3600)
       try await client.query(PostgresQuery(unsafeSQL: "INSERT INTO \(table) (key, tat) VALUES ('old', \(charged))"))
-      let store = try PostgresRateLimitStore(client: client, table: table.name)
+      let store = try PostgresRateLimitStore(client: client, table: table.name, tableOptions: options)
       try await store.migrate()
       try await store.migrate()
       #expect(
@@ -372,8 +379,9 @@ struct PostgresWindowPolicyTests {
   }
 
   /// The purge deletes the rows of every policy that count nothing any more, and only those.
-  @Test func thePurgeDeletesRowsOfEveryPolicyThatCountNothing() async throws {
-    try await withStore { store, _ async throws in
+  @Test(arguments: PostgresRateLimitStore.TableOptions.underTest)
+  func thePurgeDeletesRowsOfEveryPolicyThatCountNothing(options: PostgresRateLimitStore.TableOptions) async throws {
+    try await withStore(options: options) { store, _ async throws in
       let past = Self.seconds(1000)  // 1970: long over on the database's clock
       let future = Self.base + Self.seconds(100 * 365 * 86_400)  // a century after the base
       let limits: [RateLimit] = [
@@ -448,11 +456,13 @@ struct PostgresDifferentialTests {
     .fixedWindow(2, per: .milliseconds(250)),
   ]
 
-  @Test(arguments: [1, 2, 3] as [UInt64])
-  func theStoreDecidesAsMemoryOnARandomTimeline(seed: UInt64) async throws {
+  @Test(arguments: [1, 2, 3] as [UInt64], PostgresRateLimitStore.TableOptions.underTest)
+  func theStoreDecidesAsMemoryOnARandomTimeline(seed: UInt64, options: PostgresRateLimitStore.TableOptions)
+    async throws
+  {
     try await TestDatabase.withClients { clients in
       let store = try PostgresRateLimitStore(
-        client: clients[0], table: TestDatabase.uniqueTable("rl"), timeout: .seconds(30))
+        client: clients[0], table: TestDatabase.uniqueTable("rl"), tableOptions: options, timeout: .seconds(30))
       try await store.migrate()
       var random = SeededGenerator(seed: seed)
       let keys = (0..<Self.limits.count).map { "key-\($0)" }
@@ -482,7 +492,7 @@ struct PostgresDifferentialTests {
         }
         switch (expected, actual) {
         case (.success(let expected), .success(let actual)):
-          let step = "seed \(seed), step \(step): \(key) (\(limitOf[key]!)) cost \(cost) at \(now)"
+          let step = "\(options), seed \(seed), step \(step): \(key) (\(limitOf[key]!)) cost \(cost) at \(now)"
           #expect(actual == expected.model, "\(step)")
           #expect(expected.engine == expected.model, "memory's RateLimiter, \(step)")
           #expect(expected.keyed == expected.model, "memory's KeyedRateLimiter, \(step)")
@@ -510,11 +520,13 @@ struct PostgresDifferentialTests {
 extension PostgresDifferentialTests {
   /// The same, with the requests of each instant sent at once, one per key: they share batches
   /// (sorted by key and policy), each key decided under its own limit, as memory decides them.
-  @Test(arguments: [4, 5] as [UInt64])
-  func theStoreDecidesAsMemoryInBatchesOfSeveralKeys(seed: UInt64) async throws {
+  @Test(arguments: [4, 5] as [UInt64], PostgresRateLimitStore.TableOptions.underTest)
+  func theStoreDecidesAsMemoryInBatchesOfSeveralKeys(seed: UInt64, options: PostgresRateLimitStore.TableOptions)
+    async throws
+  {
     try await TestDatabase.withClients { clients in
       let store = try PostgresRateLimitStore(
-        client: clients[0], table: TestDatabase.uniqueTable("rl"), timeout: .seconds(30))
+        client: clients[0], table: TestDatabase.uniqueTable("rl"), tableOptions: options, timeout: .seconds(30))
       try await store.migrate()
       var random = SeededGenerator(seed: seed)
       let keys = (0..<Self.limits.count).map { "key-\($0)" }
@@ -539,7 +551,7 @@ extension PostgresDifferentialTests {
           return try await group.reduce(into: [String: RateLimitDecision]()) { $0[$1.0] = $1.1 }
         }
         decisions += requests.count
-        #expect(actual == expected, "seed \(seed), round \(round) at \(now)")
+        #expect(actual == expected, "\(options), seed \(seed), round \(round) at \(now)")
         if actual != expected { return }
       }
       #expect(store.batcher.batchesSent - batchesBefore < decisions, "the requests shared batches")

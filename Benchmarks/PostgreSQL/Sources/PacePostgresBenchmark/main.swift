@@ -2,10 +2,14 @@
 // the database, interleaves these cells with pgbench and Redis, and prints the tables:
 //
 //   pace-postgres-benchmark sql TABLE                          the store's decision statement
-//   pace-postgres-benchmark setup TABLE                        migrate, and seed the naive rows
+//   pace-postgres-benchmark setup TABLE [logged|unlogged] [FILLFACTOR]
+//                                                              migrate, and seed the naive rows
 //   pace-postgres-benchmark store|naive CALLERS hot|random SECONDS TABLE
 //                                                              decisions/s p50 p99 (ms)
 //   pace-postgres-benchmark denied CALLERS SECONDS TABLE       decisions/s round-trips/s
+//   pace-postgres-benchmark purge TABLE ROWS                   seconds to purge ROWS expired rows of
+//                                                              2 × ROWS, by purgeExpired() batches, then
+//                                                              by purgeAllExpired()
 //
 // Reads the database's URL from PACE_POSTGRES_URL (Scripts/with-postgres.sh sets it).
 import Foundation
@@ -49,6 +53,14 @@ func makeClient(url: URL, connections: Int) -> PostgresClient {
   configuration.options.maximumConnections = connections
   configuration.options.minimumConnections = connections
   return PostgresClient(configuration: configuration, backgroundLogger: logger)
+}
+
+/// The table options of `setup`'s arguments: `logged` or `unlogged`, then a fill factor.
+func tableOptions(_ words: ArraySlice<String>) -> PostgresRateLimitStore.TableOptions? {
+  let durability: PostgresRateLimitStore.TableOptions.Durability = words.first == "unlogged" ? .unlogged : .logged
+  guard words.first.map({ ["logged", "unlogged"].contains($0) }) ?? true else { return nil }
+  guard let fillfactor = words.dropFirst().first.map({ Int($0) }) ?? 70 else { return nil }
+  return try? PostgresRateLimitStore.TableOptions(durability: durability, fillfactor: fillfactor)
 }
 
 /// The naive alternative: read the row under a lock, decide in Swift, write it back, commit.
@@ -169,11 +181,13 @@ func withClient<Result: Sendable>(
 
 switch command {
 case "setup":
-  guard arguments.count == 2 else { fail("usage: setup TABLE") }
+  guard (2...4).contains(arguments.count), let options = tableOptions(arguments.dropFirst(2)) else {
+    fail("usage: setup TABLE [logged|unlogged] [FILLFACTOR]")
+  }
   let table = arguments[1]
   try await withClient(connections: 1) { client in
     try await client.query("DROP TABLE IF EXISTS \(unescaped: table)")
-    try await PostgresRateLimitStore(client: client, table: table).migrate()
+    try await PostgresRateLimitStore(client: client, table: table, tableOptions: options).migrate()
     // The naive transaction needs its rows; the store and pgbench start from the same ones.
     try await client.query(
       """
@@ -225,6 +239,33 @@ case "denied":
     return (perSecond, trips)
   }
   print(String(format: "%.0f %.1f", perSecond, trips))
+
+case "purge":
+  guard arguments.count == 3, let rows = Int(arguments[2]), rows > 0 else { fail("usage: purge TABLE ROWS") }
+  let table = arguments[1]
+  let seconds = try await withClient(connections: 1) { client in
+    let store = try PostgresRateLimitStore(client: client, table: table)
+    var seconds: [Double] = []
+    let purges: [@Sendable () async throws -> Void] = [
+      { while try await store.purgeExpired() == 1000 {} }, { try await store.purgeAllExpired() },
+    ]
+    for purge in purges {
+      // Every other row expired (1970), the others a century ahead, as a table of busy and idle keys.
+      try await client.query("TRUNCATE \(unescaped: table)")
+      try await client.query(
+        """
+        INSERT INTO \(unescaped: table) (key, tat)
+        SELECT 'key-' || i, CASE WHEN i % 2 = 0 THEN 0 ELSE 4000000000000000 END
+        FROM generate_series(1, \(2 * rows)) AS i
+        """)
+      try await client.query("VACUUM ANALYZE \(unescaped: table)")
+      let start = ContinuousClock.now
+      try await purge()
+      seconds.append((ContinuousClock.now - start) / .seconds(1))
+    }
+    return seconds
+  }
+  print(String(format: "%.3f %.3f", seconds[0], seconds[1]))
 
 default:
   fail("unknown command \(command)")
