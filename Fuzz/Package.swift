@@ -10,9 +10,15 @@ import PackageDescription
 //   swift build --package-path Fuzz -c release --sanitize=fuzzer --sanitize=address
 //   Fuzz/.build/release/FuzzTraceReader Fuzz/Corpus/TraceReader -max_total_time=300
 
+// `--sanitize=fuzzer --sanitize=address` reach the compiler as two `-sanitize=` options, in no fixed
+// order, and swiftc keeps only the last one: either no coverage counters (libFuzzer mutates blind) or
+// no AddressSanitizer. Both in one option, after SwiftPM's, turn on both in every build; with
+// `fuzzer`, swiftc adds clang's coverage (edge counters, PC table, comparisons, indirect calls).
+let fuzzerAndAddressSanitizers = "-sanitize=fuzzer,address"
 let swiftSettings: [SwiftSetting] = [
   .enableUpcomingFeature("ExistentialAny"),
   .enableUpcomingFeature("MemberImportVisibility"),
+  .unsafeFlags([fuzzerAndAddressSanitizers]),
 ]
 // libFuzzer supplies `main`; each target defines LLVMFuzzerTestOneInput instead.
 let fuzzTargetSettings = swiftSettings + [.unsafeFlags(["-parse-as-library"])]

@@ -8,6 +8,14 @@ seconds=${1:-300}
 shift || true
 swift build -c release --sanitize=fuzzer --sanitize=address "$@"
 mkdir -p Artifacts
+# A target whose Swift code lost its coverage counters still runs, blind; refuse it.
+for target in TraceReader DurationText MarbleParser ClientAddress RateLimitFields; do
+  counters=$(".build/release/Fuzz$target" -runs=0 2>&1 | sed -n 's/.*(\([0-9]*\) inline 8-bit counters).*/\1/p')
+  if [ "${counters:-0}" -lt 1000 ]; then
+    echo "Fuzz$target has ${counters:-no} coverage counters: its Swift code is not instrumented" >&2
+    exit 1
+  fi
+done
 for target in TraceReader DurationText MarbleParser ClientAddress RateLimitFields; do
   mkdir -p ".build/corpus/$target"
   echo "== Fuzz$target for ${seconds}s"
