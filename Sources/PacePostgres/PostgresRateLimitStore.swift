@@ -109,7 +109,8 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   /// A store on `client`, in `table`.
   ///
   /// - Parameters:
-  ///   - client: A running PostgreSQL client.
+  ///   - client: A running PostgreSQL client. The store's decisions hold up to two of its
+  ///     connections while they keep coming, each given back after half a second idle.
   ///   - table: The table's name, `name` or `schema.name`; `pace_rate_limits` by default.
   ///   - whenUnavailable: The failure policy; `.throwError` by default.
   ///   - timeout: How long a decision may take; one second by default. Positive.
