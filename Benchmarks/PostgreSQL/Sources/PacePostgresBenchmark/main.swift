@@ -109,7 +109,8 @@ final class RoundTrips: MetricsFactory, CounterHandler, @unchecked Sendable {
   #else
   getrusage(RUSAGE_SELF, &usage)
   #endif
-  let cpu = Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1e6
+  let cpu =
+    Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1e6
     + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec)
   return (cpu, Double(usage.ru_nvcsw + usage.ru_nivcsw))
 }
