@@ -224,7 +224,10 @@ case "store", "naive":
   let roundTrips = RoundTrips()
   let (figures, trips) = try await withClient(connections: max(callers, 4)) { client in
     if command == "store" {
-      let store = try PostgresRateLimitStore(client: client, table: table, metricsFactory: roundTrips)
+      // A timeout far above a decision's time: on a loaded machine a decision that waited a second
+      // would end the run with `unavailable` (thrown at top level) instead of being measured.
+      let store = try PostgresRateLimitStore(
+        client: client, table: table, timeout: .seconds(30), metricsFactory: roundTrips)
       _ = try await store.tryAcquire("key-0", cost: 0, limit: limit)  // connected, function planned
       let before = roundTrips.value
       let figures = try await measure(callers: callers, seconds: seconds) { _ in
