@@ -2,9 +2,10 @@
 /// How decisions waiting for the database are gathered into batches, apart from any clock, lock,
 /// task or connection: requests come in, batches and lane instructions come out.
 ///
-/// A lane is a task that sends one batch at a time on one connection. A request that finds a lane
-/// idle wakes it, so a lone caller waits for nothing but its own round trip; while every lane is
-/// busy, requests queue, and the next lane to finish takes up to ``maxBatch`` of them at once.
+/// A lane is a task that sends one batch at a time on one connection, and parks on that
+/// connection's event loop while it has nothing to send. A request that finds a lane idle wakes
+/// it, so a lone caller waits for nothing but its own round trip; while every lane is busy,
+/// requests queue, and the next lane to finish takes up to ``maxBatch`` of them at once.
 struct BatchMachine<ID: Hashable & Sendable>: Sendable {
   /// What the driver does after a request came in.
   enum Submitted: Sendable, Equatable {
@@ -29,10 +30,16 @@ struct BatchMachine<ID: Hashable & Sendable>: Sendable {
   private var waiting: Set<ID> = []
   /// Requests not yet sent, in call order (for tests: O(n)).
   var queue: [ID] { entries[head...].filter(waiting.contains) }
-  /// Lanes started; a lane is never ended: it parks while idle, holding no pool connection.
+  /// Lanes started; a lane is never ended: it parks while idle (holding its connection until it
+  /// lingered, see ``unpark()``).
   private(set) var lanes = 0
   /// Lanes parked until a request comes (or woken, on their way to ``next()``).
   private(set) var parked = 0
+  /// Lanes whose batch was just answered, on their way to ask for the next (``next(finishing:)``,
+  /// then ``park(finishing:)``): a request meanwhile waits for one of them rather than starting a
+  /// lane, so that a lone caller who asks again before its lane has parked is not sent on a new
+  /// lane, which would take another connection.
+  private(set) var finishing = 0
 
   init(maxBatch: Int, maxLanes: Int) {
     precondition(maxBatch > 0, "BatchMachine: maxBatch must be positive (got \(maxBatch))")
@@ -49,16 +56,21 @@ struct BatchMachine<ID: Hashable & Sendable>: Sendable {
       parked -= 1
       return .wakeLane
     }
-    if lanes < maxLanes {
+    if lanes < maxLanes, finishing == 0 {
       lanes += 1
       return .startLane
     }
     return .queued
   }
 
+  /// A lane's batch was answered: it asks for the next one at once.
+  mutating func finished() {
+    finishing += 1
+  }
+
   /// A lane asks for its next batch: the oldest requests, up to ``maxBatch``, or nil if there are
-  /// none (the lane keeps its connection only while there is work).
-  mutating func next() -> [ID]? {
+  /// none. A lane that ``finished()`` says so (`finishing`): taking a batch ends its finishing.
+  mutating func next(finishing isFinishing: Bool = false) -> [ID]? {
     guard !waiting.isEmpty else {
       entries.removeAll(keepingCapacity: entries.count < 1024)
       head = 0
@@ -76,14 +88,25 @@ struct BatchMachine<ID: Hashable & Sendable>: Sendable {
       entries.removeFirst(head)
       head = 0
     }
+    if isFinishing { finishing -= 1 }
     return batch
   }
 
-  /// A lane with nothing to do parks, unless a request came meanwhile: false means "take it".
-  mutating func park() -> Bool {
+  /// A lane with nothing to do parks, unless a request came meanwhile: false means "take it". A
+  /// lane that ``finished()`` says so (`finishing`): its finishing ends either way.
+  mutating func park(finishing isFinishing: Bool = false) -> Bool {
+    if isFinishing { finishing -= 1 }
     guard waiting.isEmpty else { return false }
     parked += 1
     return true
+  }
+
+  /// A parked lane leaves its parking without a request, to give its pool connection back after it
+  /// lingered idle: it is busy until it asks for work again (``next()``, then ``park()``), so that
+  /// no caller counts on it to be woken meanwhile.
+  mutating func unpark() {
+    precondition(parked > 0, "BatchMachine: unpark() without a parked lane")
+    parked -= 1
   }
 
   /// Requests left before they were sent (they timed out or were cancelled): O(1) each, whatever

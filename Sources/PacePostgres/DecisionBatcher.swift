@@ -66,8 +66,13 @@ struct DecisionAnswer: Sendable, Equatable {
 }
 
 /// Sends the decisions of every caller of one store in batches: one statement per batch, on a few
-/// lanes that each hold a pool connection while they have work (``BatchMachine`` decides the
-/// batches).
+/// lanes that each hold a connection while they have work (``BatchMachine`` decides the batches).
+///
+/// A lane lives on its connection's event loop while it holds the connection, and parks there
+/// when it has nothing to send: a lone caller's decision wakes it with one job on that loop, which
+/// writes the statement at once, and is answered from the loop; the loop is the only thread
+/// between the caller and the database, as it is for a caller that queries the connection itself.
+/// A lane on a pool connection gives it back once it has been idle for ``linger``.
 ///
 /// A batch is sorted by key, call order kept within a key, so that every batch of every instance
 /// locks rows in the same order and two batches never deadlock; the database decides a key's
@@ -84,10 +89,25 @@ final class DecisionBatcher: Sendable {
     let continuation: CheckedContinuation<DecisionAnswer, any Error>
   }
 
+  /// A lane waiting for work: woken with true when a request comes (or at shutdown), with false
+  /// to give its pool connection back after it lingered idle.
+  private struct ParkedLane {
+    let lane: Int
+    /// Since when the lane has waited holding a connection; nil for a lane without one.
+    let holdingSince: NIODeadline?
+    let continuation: CheckedContinuation<Bool, Never>
+  }
+
   private struct State {
     var machine: BatchMachine<UInt64>
     var waiters: [UInt64: Waiter] = [:]
-    var parkedLanes: [CheckedContinuation<Void, Never>] = []
+    var parkedLanes: [ParkedLane] = []
+    /// The lanes that hold a pool connection now.
+    var holding: Set<Int> = []
+    /// The lanes whose linger check is scheduled on their connection's event loop: one at a time.
+    var lingerChecks: Set<Int> = []
+    /// How many connections the lanes took, from the pool or opened (tests read it).
+    var connectionsTaken = 0
     /// The lanes' tasks, which ``shutdown()`` awaits.
     var laneTasks: [Task<Void, Never>] = []
     var nextID: UInt64 = 0
@@ -105,6 +125,8 @@ final class DecisionBatcher: Sendable {
     case send([UInt64])
     case park
     case stop
+    /// Give the pool connection back: it lingered idle.
+    case release
   }
 
   private let state: LockedState<State>
@@ -119,6 +141,10 @@ final class DecisionBatcher: Sendable {
   private let logger: Logger
   /// Where the lanes connect on their own, instead of leasing from `client`'s pool.
   private let direct: PostgresConnection.Configuration?
+  /// How long a lane keeps an idle pool connection before it gives it back: long enough that a
+  /// lone caller's next decision finds it (a lease would cost a hop to the pool), short enough
+  /// that the store holds no connection of a small pool for long once its decisions stop.
+  let linger: TimeAmount
   /// The names of the store's prepared statement.
   let names: StatementNames
 
@@ -127,9 +153,11 @@ final class DecisionBatcher: Sendable {
   /// named after `table`.
   init(
     client: PostgresClient, direct: PostgresConnection.Configuration?, table: TableName, batchSQL: String,
-    margin: Duration, maxBatch: Int, maxLanes: Int, roundTrips: Counter, logger: Logger
+    margin: Duration, maxBatch: Int, maxLanes: Int, linger: TimeAmount = .milliseconds(500), roundTrips: Counter,
+    logger: Logger
   ) {
     self.direct = direct
+    self.linger = linger
     self.names = StatementNames(logger: logger)
     self.state = LockedState(State(machine: BatchMachine(maxBatch: maxBatch, maxLanes: maxLanes)))
     self.client = client
@@ -143,6 +171,9 @@ final class DecisionBatcher: Sendable {
   /// How many batches the lanes took to send (tests count round trips with it).
   var batchesSent: Int { state.withLock { $0.batchesSent } }
 
+  /// How many connections the lanes took from the pool or opened (tests count hops to the pool).
+  var connectionsTaken: Int { state.withLock { $0.connectionsTaken } }
+
   /// The database's answer to `request`, or the error of its batch (a serialization failure or a
   /// deadlock retried once), ``DatabaseTimeout`` at its deadline, ``StoreShutDown`` after
   /// ``shutdown()``, or `CancellationError`.
@@ -155,13 +186,18 @@ final class DecisionBatcher: Sendable {
       try await withCheckedThrowingContinuation { continuation in
         let (submitted, lane, watchdog) = state.withLock {
           state -> (
-            BatchMachine<UInt64>.Submitted?, CheckedContinuation<Void, Never>?, CheckedContinuation<Void, Never>?
+            BatchMachine<UInt64>.Submitted?, CheckedContinuation<Bool, Never>?, CheckedContinuation<Void, Never>?
           )
           in
           guard !state.closed else { return (nil, nil, nil) }
           state.waiters[id] = Waiter(request: request, continuation: continuation)
           let submitted = state.machine.submit(id)
-          let lane = submitted == .wakeLane ? state.parkedLanes.popLast() : nil
+          var lane: CheckedContinuation<Bool, Never>?
+          if submitted == .wakeLane {
+            // A lane that holds a connection sends at once; one without would take a connection first.
+            let index = state.parkedLanes.lastIndex { $0.holdingSince != nil } ?? state.parkedLanes.indices.last
+            lane = index.map { state.parkedLanes.remove(at: $0).continuation }
+          }
           if state.watchdog == nil {
             // Created under the lock, so that ``shutdown()`` always finds it to await.
             state.watchdog = Task { await self.watch() }
@@ -173,11 +209,13 @@ final class DecisionBatcher: Sendable {
           continuation.resume(throwing: StoreShutDown())
           return
         }
-        lane?.resume()
+        lane?.resume(returning: true)
         watchdog?.resume()
         if submitted == .startLane {
-          let task = Task { await self.lane() }
-          state.withLock { $0.laneTasks.append(task) }
+          state.withLock { state in
+            let number = state.laneTasks.count
+            state.laneTasks.append(Task { await self.lane(number) })
+          }
         }
         // A caller cancelled before it was registered is not seen by the handler below.
         if Task.isCancelled { fail([id], with: CancellationError()) }
@@ -197,11 +235,6 @@ final class DecisionBatcher: Sendable {
     for waiter in waiters { waiter.continuation.resume(throwing: error) }
   }
 
-  private func answer(_ id: UInt64, _ answer: DecisionAnswer) {
-    let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
-    waiter?.continuation.resume(returning: answer)
-  }
-
   /// Stops taking decisions, answers those not yet sent with ``StoreShutDown``, and returns once
   /// every lane has ended and closed its connection, and the watchdog has ended; the batches in
   /// flight are answered first (the watchdog answers their callers' deadlines meanwhile).
@@ -218,7 +251,7 @@ final class DecisionBatcher: Sendable {
         "rate-limit store shutting down", metadata: ["pace.lanes": "\(lanes.count)", "pace.unsent": "\(queued.count)"])
     }
     fail(queued, with: StoreShutDown())
-    for lane in parked { lane.resume() }
+    for lane in parked { lane.continuation.resume(returning: true) }
     for lane in lanes { await lane.value }
     // Every caller is answered now: the watchdog ends, woken if it is parked or asleep.
     let parkedWatchdog = state.withLock { state in
@@ -230,39 +263,62 @@ final class DecisionBatcher: Sendable {
     await watchdog?.value
   }
 
-  private func nextWork() -> Work {
+  /// `finishing`: the lane's batch was just answered (``BatchMachine/finished()``).
+  private func nextWork(finishing: Bool = false) -> Work {
     state.withLock { state in
       if state.closed { return .stop }
-      return state.machine.next().map(Work.send) ?? .park
+      return state.machine.next(finishing: finishing).map(Work.send) ?? .park
     }
   }
 
+  /// How a lane left the connection it served on.
+  private enum LaneExit {
+    /// ``shutdown()``: the lane ends.
+    case stopped
+    /// A batch failed in a way that leaves the connection unusable.
+    case failed
+    /// The pool connection lingered idle and is given back.
+    case released
+    /// The server closed the connection while the lane was parked: the batch goes on another.
+    case closed(unsent: [UInt64])
+  }
+
   /// Sends batches while there are any, parks while there are none, ends after ``shutdown()``.
-  private func lane() async {
+  /// Lanes are numbered in the order they start, from 0.
+  private func lane(_ number: Int) async {
     if let direct {
-      await directLane(direct)
+      await directLane(number, direct)
       return
     }
+    var carried: [UInt64]?
     while true {
       let first: [UInt64]
-      switch nextWork() {
+      switch carried.map(Work.send) ?? nextWork() {
       case .stop: return
-      case .park:
-        await park()
+      case .park, .release:
+        _ = await park(number, lingering: nil, on: nil)
         continue
       case .send(let batch): first = batch
       }
+      carried = nil
       var unsent: [UInt64]? = first
       do {
-        try await client.withConnection { connection in
-          await onEventLoop(connection.eventLoop) {
-            while let batch = unsent {
-              unsent = nil
-              // A connection that failed is given back: the pool replaces it.
-              guard await send(batch, on: connection) else { break }
-              unsent = state.withLock { $0.machine.next() }
-            }
+        let exit = try await client.withConnection { connection in
+          state.withLock { state in
+            state.connectionsTaken += 1
+            state.holding.insert(number)
           }
+          defer { _ = state.withLock { $0.holding.remove(number) } }
+          unsent = nil
+          // A connection that failed is given back: the pool replaces it.
+          return await onEventLoop(connection.eventLoop) {
+            await serve(first, lane: number, on: connection, lingering: linger)
+          }
+        }
+        switch exit {
+        case .stopped: return
+        case .closed(let batch): carried = batch
+        case .failed, .released: break
         }
       } catch {
         if let unsent { fail(unsent, with: error) }
@@ -270,27 +326,59 @@ final class DecisionBatcher: Sendable {
     }
   }
 
+  /// Sends `first`, then every batch that comes while the lane holds `connection`, parked on its
+  /// event loop in between; a pool connection (`linger` non-nil) is given back once it has been
+  /// idle that long.
+  private func serve(
+    _ first: [UInt64], lane: Int, on connection: PostgresConnection, lingering linger: TimeAmount?
+  ) async -> LaneExit {
+    var batch = first
+    while true {
+      // The server may have closed it while the lane was parked: another connection sends.
+      if connection.isClosed { return .closed(unsent: batch) }
+      guard await send(batch, on: connection) else { return .failed }
+      var next: [UInt64]?
+      var finishing = true
+      while next == nil {
+        switch nextWork(finishing: finishing) {
+        case .stop: return .stopped
+        case .release: return .released
+        case .send(let work): next = work
+        case .park:
+          let woken = await park(lane, lingering: linger, on: connection.eventLoop, finishing: finishing)
+          finishing = false
+          guard woken else { return .released }
+        }
+      }
+      batch = next ?? []
+    }
+  }
+
   /// A lane on a connection of its own, which it opens when it has work and none is open: after
   /// an outage, the first batch (the circuit breaker's probe) reconnects at once, where a pool
-  /// would wait for its reconnection backoff. It closes the connection when it ends.
-  private func directLane(_ configuration: PostgresConnection.Configuration) async {
+  /// would wait for its reconnection backoff. It keeps the connection, parked on its event loop
+  /// while idle, and closes it when it ends.
+  private func directLane(_ number: Int, _ configuration: PostgresConnection.Configuration) async {
     var connection: PostgresConnection?
     var connections = 0
+    var carried: [UInt64]?
     while true {
-      var batch: [UInt64]
-      switch nextWork() {
+      let batch: [UInt64]
+      switch carried.map(Work.send) ?? nextWork() {
       case .stop:
         if let open = connection { await close(open, why: "the store shut down") }
         return
-      case .park:
-        await park()
+      case .park, .release:
+        _ = await park(number, lingering: nil, on: nil)
         continue
       case .send(let next): batch = next
       }
+      carried = nil
       do {
         // A connection the server closed while the lane was idle is replaced before it is used.
         if connection?.isClosed ?? true {
           connections += 1
+          state.withLock { $0.connectionsTaken += 1 }
           connection = try await PostgresConnection.connect(
             configuration: configuration, id: connections, logger: logger)
         }
@@ -299,17 +387,20 @@ final class DecisionBatcher: Sendable {
         continue
       }
       guard let open = connection else { continue }
-      let failed = await onEventLoop(open.eventLoop) { [batch] in
-        var batch = batch
-        while true {
-          guard await send(batch, on: open) else { return true }
-          guard let next = state.withLock({ $0.machine.next() }) else { return false }
-          batch = next
-        }
+      let exit = await onEventLoop(open.eventLoop) {
+        await serve(batch, lane: number, on: open, lingering: nil)
       }
-      if failed {
+      switch exit {
+      case .failed:
         await close(open, why: "a decision failed on it")
         connection = nil
+      case .stopped:
+        await close(open, why: "the store shut down")
+        return
+      case .closed(let unsent):
+        carried = unsent
+      case .released:
+        continue
       }
     }
   }
@@ -325,36 +416,96 @@ final class DecisionBatcher: Sendable {
     }
   }
 
-  private func park() async {
-    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-      let parked = state.withLock { state in
-        guard !state.closed, state.machine.park() else { return false }
-        state.parkedLanes.append(continuation)
-        return true
+  /// Parks lane `number` until a request comes or ``shutdown()`` (true). A lane that holds a pool
+  /// connection passes `linger` and the connection's `eventLoop`: once it has been parked that
+  /// long, it is woken with false, to give the connection back. Called on `eventLoop`, if any.
+  private func park(
+    _ number: Int, lingering linger: TimeAmount?, on eventLoop: (any EventLoop)?, finishing: Bool = false
+  ) async -> Bool {
+    await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+      let now = NIODeadline.now()
+      let (parked, scheduleCheck) = state.withLock { state -> (Bool, Bool) in
+        guard !state.closed, state.machine.park(finishing: finishing) else { return (false, false) }
+        let holds = eventLoop != nil
+        state.parkedLanes.append(ParkedLane(lane: number, holdingSince: holds ? now : nil, continuation: continuation))
+        guard holds, linger != nil else { return (true, false) }
+        return (true, state.lingerChecks.insert(number).inserted)
       }
-      if !parked { continuation.resume() }
+      if !parked { continuation.resume(returning: true) }
+      if scheduleCheck, let linger, let eventLoop {
+        scheduleLingerCheck(number, lingering: linger, on: eventLoop, at: now + linger)
+      }
     }
   }
 
-  /// Sends one batch and answers its callers; false if the connection is no longer usable.
+  /// Checks at `deadline` whether lane `number` has held its pool connection idle for `linger`:
+  /// then it wakes the lane to give it back; otherwise it checks again when it might have. One
+  /// check per lane at a time, scheduled while the lane holds a connection, rather than a timer
+  /// for every park.
+  private func scheduleLingerCheck(
+    _ number: Int, lingering linger: TimeAmount, on eventLoop: any EventLoop, at deadline: NIODeadline
+  ) {
+    enum Check {
+      case release(CheckedContinuation<Bool, Never>)
+      case again(NIODeadline)
+      case done
+    }
+    eventLoop.scheduleTask(deadline: deadline) {
+      let now = NIODeadline.now()
+      let check: Check = self.state.withLock { state in
+        guard state.holding.contains(number), !state.closed else {
+          state.lingerChecks.remove(number)
+          return .done
+        }
+        guard let index = state.parkedLanes.firstIndex(where: { $0.lane == number }),
+          let since = state.parkedLanes[index].holdingSince
+        else { return .again(now + linger) }
+        guard since + linger <= now else { return .again(since + linger) }
+        state.machine.unpark()
+        state.lingerChecks.remove(number)
+        return .release(state.parkedLanes.remove(at: index).continuation)
+      }
+      switch check {
+      case .release(let lane): lane.resume(returning: false)
+      case .again(let next): self.scheduleLingerCheck(number, lingering: linger, on: eventLoop, at: next)
+      case .done: break
+      }
+    }
+  }
+
+  /// Sends one batch and answers its callers; false if the connection is no longer usable. True
+  /// means the lane ``BatchMachine/finished()`` the batch: it asks for the next at once.
   private func send(_ ids: [UInt64], on connection: PostgresConnection) async -> Bool {
     var retried = false
     while true {
       let now = ContinuousClock.now
-      let waiting = state.withLock { state in
-        state.batchesSent += 1
-        return ids.compactMap { id in state.waiters[id].map { (id, $0.request) } }
-      }
       // Too late to ask: the database would not have the time to answer.
-      let late = waiting.filter { now.duration(to: $0.1.deadline) - margin < .milliseconds(1) }
-      fail(late.map(\.0), with: DatabaseTimeout())
+      var late: [UInt64] = []
+      var batch: [(UInt64, DecisionRequest)] = []
+      batch.reserveCapacity(ids.count)
+      state.withLock { state in
+        state.batchesSent += 1
+        for id in ids {
+          guard let request = state.waiters[id]?.request else { continue }
+          if now.duration(to: request.deadline) - margin < .milliseconds(1) {
+            late.append(id)
+          } else {
+            batch.append((id, request))
+          }
+        }
+      }
+      if !late.isEmpty { fail(late, with: DatabaseTimeout()) }
       // By key, then by policy (each policy has its table: a total order of the rows locked), in
       // call order within both.
-      let batch = waiting.filter { now.duration(to: $0.1.deadline) - margin >= .milliseconds(1) }
-        .sorted { ($0.1.key, $0.1.limit.policy.rawValue, $0.0) < ($1.1.key, $1.1.limit.policy.rawValue, $1.0) }
-      guard let deadline = batch.map(\.1.deadline).min(),
+      if batch.count > 1 {
+        batch.sort { ($0.1.key, $0.1.limit.policy.rawValue, $0.0) < ($1.1.key, $1.1.limit.policy.rawValue, $1.0) }
+      }
+      guard let deadline = batch.lazy.map(\.1.deadline).min(),
         let budget = (now.duration(to: deadline) - margin).wholeMicroseconds
-      else { return true }
+      else {
+        state.withLock { $0.machine.finished() }
+        return true
+      }
       let sent = ContinuousClock.now
       roundTrips.increment()
       do {
@@ -373,19 +524,29 @@ final class DecisionBatcher: Sendable {
           answers[index - 1] = DecisionAnswer(
             granted: granted, current: current, now: now, late: late, used: used, wait: wait, sent: sent)
         }
-        for ((id, _), answer) in zip(batch, answers) {
+        // One lock for the whole batch; the callers are resumed after it.
+        let answered = state.withLock { state in
+          // Before its callers are resumed: one who asks again at once waits for this lane.
+          state.machine.finished()
+          return zip(batch, answers).compactMap { item, answer in
+            state.waiters.removeValue(forKey: item.0).map { ($0.continuation, answer) }
+          }
+        }
+        for (continuation, answer) in answered {
           if let answer {
-            self.answer(id, answer)
+            continuation.resume(returning: answer)
           } else {
-            fail([id], with: PacePostgresError.unavailable(reason: "the decision returned no row"))
+            continuation.resume(throwing: PacePostgresError.unavailable(reason: "the decision returned no row"))
           }
         }
         return true
       } catch  where !retried && failureKind(of: error) == .retryOnce {
         retried = true
       } catch {
+        let usable = failureKind(of: error) != .unavailable
+        if usable { state.withLock { $0.machine.finished() } }
         fail(batch.map(\.0), with: error)
-        return failureKind(of: error) != .unavailable
+        return usable
       }
     }
   }

@@ -113,7 +113,8 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   /// A store on `client`, in `table`.
   ///
   /// - Parameters:
-  ///   - client: A running PostgreSQL client.
+  ///   - client: A running PostgreSQL client. The store's decisions hold up to two of its
+  ///     connections while they keep coming, each given back after half a second idle.
   ///   - table: The table's name, `name` or `schema.name`; `pace_rate_limits` by default.
   ///   - tableOptions: How ``migrate(timeout:)`` makes the tables: logged or not, and their fill
   ///     factor; logged, with a fill factor of 70, by default (see ``TableOptions``).

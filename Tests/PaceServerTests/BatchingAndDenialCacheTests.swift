@@ -55,6 +55,56 @@ struct BatchingAndDenialCacheTests {
     #expect(machine.parked == 0)
   }
 
+  @Test func aLaneThatGivesBackItsConnectionIsBusyUntilItAsksAgain() {
+    var machine = BatchMachine<Int>(maxBatch: 4, maxLanes: 1)
+    let started = machine.submit(1)
+    #expect(started == .startLane)
+    let first = machine.next()
+    #expect(first == [1])
+    let none = machine.next()
+    #expect(none == nil)
+    let parked = machine.park()
+    #expect(parked)
+    // It lingered idle: it leaves its parking to give its connection back.
+    machine.unpark()
+    #expect(machine.parked == 0)
+    // A request meanwhile is queued for it, not a wake for a lane that is not parked.
+    let queued = machine.submit(2)
+    #expect(queued == .queued)
+    let parksWithWork = machine.park()
+    #expect(!parksWithWork)
+    let second = machine.next()
+    #expect(second == [2])
+    let parkedAgain = machine.park()
+    #expect(parkedAgain)
+    let woken = machine.submit(3)
+    #expect(woken == .wakeLane)
+  }
+
+  @Test func aCallerWhoAsksAgainBeforeItsLaneParksWaitsForThatLane() {
+    var machine = BatchMachine<Int>(maxBatch: 4, maxLanes: 2)
+    let started = machine.submit(1)
+    #expect(started == .startLane)
+    let first = machine.next()
+    #expect(first == [1])
+    // Its answer is out; the caller asks again before the lane has looked for work.
+    machine.finished()
+    let again = machine.submit(2)
+    #expect(again == .queued, "no second lane, hence no second connection, for a lone caller")
+    let second = machine.next(finishing: true)
+    #expect(second == [2])
+    #expect(machine.finishing == 0)
+    // Finished with nothing waiting: it parks, and the next caller wakes it.
+    machine.finished()
+    let parked = machine.park(finishing: true)
+    #expect(parked && machine.finishing == 0)
+    let woken = machine.submit(3)
+    #expect(woken == .wakeLane)
+    // While the lane is busy, a caller starts the second lane.
+    let more = machine.submit(4)
+    #expect(more == .startLane)
+  }
+
   @Test func requestsThatLeaveBeforeTheyAreSentAreForgotten() {
     var machine = BatchMachine<Int>(maxBatch: 8, maxLanes: 1)
     _ = machine.submit(1)

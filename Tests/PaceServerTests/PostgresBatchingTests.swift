@@ -111,6 +111,67 @@ struct PostgresBatchingTests {
     }
   }
 
+  /// A lone caller's decisions each take one round trip, on the pool connection its lane keeps
+  /// between them (parked on the connection's event loop), not a lease from the pool each; once
+  /// idle for the batcher's linger, the lane gives the connection back, so that the rest of a pool
+  /// of one connection is not starved; the next decision takes a connection again.
+  @Test func aLoneCallerTakesOneRoundTripOnAKeptConnection() async throws {
+    try await TestDatabase.withClients(connections: 1) { clients in
+      let store = try PostgresRateLimitStore(
+        client: clients[0], table: TestDatabase.uniqueTable("rl"), timeout: .seconds(30))
+      try await store.migrate()
+      let limit = RateLimit(permits: 1_000_000, per: .seconds(1))
+      #expect(try await store.tryAcquire("warm", cost: 1, limit: limit).isAllowed)
+      let (batches, taken) = (store.batcher.batchesSent, store.batcher.connectionsTaken)
+      for attempt in 0..<200 {
+        #expect(try await store.tryAcquire("k\(attempt % 7)", cost: 1, limit: limit).isAllowed)
+      }
+      #expect(store.batcher.batchesSent - batches == 200, "one round trip per lone decision")
+      // A lease per decision would take 200; a pause longer than the linger on a loaded machine, a few.
+      #expect(store.batcher.connectionsTaken - taken < 10)
+      // The pool's only connection comes back to it once the lane has lingered idle.
+      let clock = ContinuousClock()
+      let asked = clock.now
+      let rows = try await clients[0].query("SELECT 1")
+      for try await _ in rows {}
+      #expect(asked.duration(to: clock.now) < .seconds(20))
+      let takenBefore = store.batcher.connectionsTaken
+      #expect(try await store.tryAcquire("k0", cost: 1, limit: limit).isAllowed)
+      #expect(store.batcher.connectionsTaken == takenBefore + 1)
+      await store.shutdown()
+    }
+  }
+
+  /// Concurrent callers still gather into batches when the lanes keep their connections: 64
+  /// callers at once, each deciding 20 times, take far fewer round trips than decisions.
+  @Test func concurrentCallersOnKeptConnectionsShareRoundTrips() async throws {
+    try await TestDatabase.withClients(connections: 4) { clients in
+      let store = try PostgresRateLimitStore(
+        client: clients[0], table: TestDatabase.uniqueTable("rl"), timeout: .seconds(30))
+      try await store.migrate()
+      let limit = RateLimit(permits: 1_000_000, per: .seconds(1))
+      let before = store.batcher.batchesSent
+      let allowed = try await withThrowingTaskGroup(of: Int.self) { group in
+        for caller in 0..<64 {
+          group.addTask {
+            var allowed = 0
+            for _ in 0..<20 {
+              if try await store.tryAcquire("c\(caller)", cost: 1, limit: limit).isAllowed { allowed += 1 }
+            }
+            return allowed
+          }
+        }
+        return try await group.reduce(0, +)
+      }
+      let batches = store.batcher.batchesSent - before
+      print("64 callers × 20 decisions in \(batches) round trips")
+      #expect(allowed == 1280)
+      #expect(batches < 640)
+      #expect(store.batcher.connectionsTaken < 10, "two lanes, each keeping its connection while busy")
+      await store.shutdown()
+    }
+  }
+
   /// A key the database denied is answered locally until the denial's deadline, with a
   /// `retryAfter` never longer than the database's: thousands of decisions, a few round trips.
   @Test func aHotDeniedKeyIsAnsweredLocally() async throws {

@@ -5,7 +5,10 @@
 //   pace-postgres-benchmark setup TABLE [logged|unlogged] [FILLFACTOR]
 //                                                              migrate, and seed the naive rows
 //   pace-postgres-benchmark store|naive CALLERS hot|random SECONDS TABLE
-//                                                              decisions/s p50 p99 (ms)
+//                                                              decisions/s p50 p99 (ms), then this
+//                                                              process's CPU µs and context switches
+//                                                              per decision, and (store) decisions
+//                                                              per round trip
 //   pace-postgres-benchmark denied CALLERS SECONDS TABLE       decisions/s round-trips/s
 //   pace-postgres-benchmark purge TABLE ROWS                   seconds to purge ROWS expired rows of
 //                                                              2 × ROWS, by purgeExpired() batches, then
@@ -109,12 +112,37 @@ final class RoundTrips: MetricsFactory, CounterHandler, @unchecked Sendable {
   func destroyTimer(_ handler: any TimerHandler) {}
 }
 
-/// Runs `callers` concurrent loops of `decide` for `seconds`; decisions/s, p50 and p99 in ms.
+/// This process's CPU time (user and system) in microseconds, and its context switches (voluntary
+/// and involuntary), so far.
+@Sendable func processUsage() -> (cpu: Double, switches: Double) {
+  var usage = rusage()
+  #if os(Linux)
+  getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+  #else
+  getrusage(RUSAGE_SELF, &usage)
+  #endif
+  let cpu =
+    Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1e6
+    + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec)
+  return (cpu, Double(usage.ru_nvcsw + usage.ru_nivcsw))
+}
+
+/// What a cell measured: decisions/s, p50 and p99 in ms, and this process's CPU µs and context
+/// switches per decision.
+struct Figures: Sendable {
+  var perSecond: Double
+  var p50: Double
+  var p99: Double
+  var cpuPerDecision: Double
+  var switchesPerDecision: Double
+}
+
+/// Runs `callers` concurrent loops of `decide` for `seconds`.
 @Sendable func measure(callers: Int, seconds: Double, _ decide: @escaping @Sendable (Int) async throws -> Void)
-  async throws
-  -> (Double, Double, Double)
+  async throws -> Figures
 {
   let clock = ContinuousClock()
+  let usage = processUsage()
   let start = clock.now
   let end = start + .milliseconds(Int(seconds * 1000))
   let latencies = try await withThrowingTaskGroup(of: [Duration].self) { group in
@@ -133,10 +161,14 @@ final class RoundTrips: MetricsFactory, CounterHandler, @unchecked Sendable {
     return try await group.reduce(into: [Duration]()) { $0 += $1 }
   }.sorted()
   let elapsed = (clock.now - start) / .seconds(1)
+  let used = processUsage()
   let ms: (Double) -> Double = { p in
     latencies.isEmpty ? 0 : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] / .milliseconds(1)
   }
-  return (Double(latencies.count) / elapsed, ms(0.5), ms(0.99))
+  let count = Double(max(1, latencies.count))
+  return Figures(
+    perSecond: Double(latencies.count) / elapsed, p50: ms(0.5), p99: ms(0.99),
+    cpuPerDecision: (used.cpu - usage.cpu) / count, switchesPerDecision: (used.switches - usage.switches) / count)
 }
 
 /// Runs `callers` concurrent loops of `decide` for `seconds`; decisions/s. No latency per
@@ -203,21 +235,32 @@ case "store", "naive":
   }
   let (hot, table) = (arguments[2] == "hot", arguments[4])
   let key: @Sendable () -> String = { hot ? "key-0" : "key-\(Int.random(in: 1...keyCount))" }
-  let (perSecond, p50, p99) = try await withClient(connections: max(callers, 4)) { client in
+  let roundTrips = RoundTrips()
+  let (figures, trips) = try await withClient(connections: max(callers, 4)) { client in
     if command == "store" {
-      let store = try PostgresRateLimitStore(client: client, table: table)
+      // A timeout far above a decision's time: on a loaded machine a decision that waited a second
+      // would end the run with `unavailable` (thrown at top level) instead of being measured.
+      let store = try PostgresRateLimitStore(
+        client: client, table: table, timeout: .seconds(30), metricsFactory: roundTrips)
       _ = try await store.tryAcquire("key-0", cost: 0, limit: limit)  // connected, function planned
+      let before = roundTrips.value
       let figures = try await measure(callers: callers, seconds: seconds) { _ in
         _ = try await store.tryAcquire(key(), cost: 1, limit: limit)
       }
+      let trips = roundTrips.value - before
       // The store's lanes give their connections back before the client stops.
       await store.shutdown()
-      return figures
+      return (figures, trips)
     }
     let naive = NaiveStore(client: client, table: table)
-    return try await measure(callers: callers, seconds: seconds) { _ in _ = try await naive.tryAcquire(key()) }
+    let figures = try await measure(callers: callers, seconds: seconds) { _ in _ = try await naive.tryAcquire(key()) }
+    return (figures, Int64(0))
   }
-  print(String(format: "%.0f %.3f %.3f", perSecond, p50, p99))
+  let decisions = figures.perSecond * seconds
+  print(
+    String(
+      format: "%.0f %.3f %.3f %.1f %.2f %.2f", figures.perSecond, figures.p50, figures.p99, figures.cpuPerDecision,
+      figures.switchesPerDecision, trips > 0 ? decisions / Double(trips) : 0))
 
 case "denied":
   guard arguments.count == 4, let callers = Int(arguments[1]), let seconds = Double(arguments[2]) else {
