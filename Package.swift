@@ -22,6 +22,7 @@ let package = Package(
     .library(name: "PaceCombine", targets: ["PaceCombine"]),
     .library(name: "PaceObservation", targets: ["PaceObservation"]),
     .library(name: "PaceSwiftUI", targets: ["PaceSwiftUI"]),
+    .library(name: "PaceHTTPClient", targets: ["PaceHTTPClient"]),
     .executable(name: "pace", targets: ["pace"]),
     // Server side, behind traits: see "Server side" below.
     .library(name: "PacePostgres", targets: ["PacePostgres"]),
@@ -51,6 +52,8 @@ let package = Package(
     .package(url: "https://github.com/pointfreeco/swift-clocks", from: "1.0.0"),
     // PaceCombine on Linux only: Combine itself on Apple platforms.
     .package(url: "https://github.com/OpenCombine/OpenCombine", from: "0.14.0"),
+    // PaceHTTPClient: the RateLimit and RateLimit-Policy fields are Structured Fields lists.
+    .package(url: "https://github.com/apple/swift-http-structured-headers", from: "1.7.0"),
     // Docs only: `swift package generate-documentation` (CI builds the docs with warnings as errors).
     .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
     // Server side only, behind the traits above.
@@ -120,6 +123,15 @@ let package = Package(
       swiftSettings: swiftSettings + [.define("PACE_SWIFTUI_STAND_IN")]
     ),
 
+    // MARK: HTTP clients paced by the server: the fields parsed, the retry loop; the URLSession glue.
+    .target(
+      name: "PaceHTTPClient",
+      dependencies: [
+        "Pace", .product(name: "RawStructuredFieldValues", package: "swift-http-structured-headers"),
+      ],
+      swiftSettings: swiftSettings
+    ),
+
     // MARK: The `pace` tool: a thin executable over a testable library.
     .target(
       name: "PaceTool",
@@ -139,7 +151,8 @@ let package = Package(
         "Pace", .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
         .product(name: "Logging", package: "swift-log", condition: .when(traits: ["PostgreSQL"])),
         .product(name: "Metrics", package: "swift-metrics", condition: .when(traits: ["PostgreSQL"])),
-        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["PostgreSQL"])),
+        .product(
+          name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["PostgreSQL"])),
       ],
       swiftSettings: swiftSettings
     ),
@@ -184,7 +197,7 @@ let package = Package(
     .target(
       name: "PaceAsyncHTTPClient",
       dependencies: [
-        "Pace",
+        "Pace", "PaceHTTPClient",
         .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(traits: ["AsyncHTTPClient"])),
         .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["AsyncHTTPClient"])),
         .product(name: "NIOHTTP1", package: "swift-nio", condition: .when(traits: ["AsyncHTTPClient"])),
@@ -206,9 +219,17 @@ let package = Package(
 
     // MARK: Tests
     // Helpers shared by the test targets (`ms`, `Recorder`, `Counter`, `SeededGenerator`); in no product.
-    .target(name: "PaceTestSupport", dependencies: ["Pace"], path: "Tests/PaceTestSupport", swiftSettings: swiftSettings),
-    .testTarget(name: "PaceTests", dependencies: ["Pace", "PaceTesting", "PaceTestSupport"], swiftSettings: swiftSettings),
-    .testTarget(name: "PaceCompositionTests", dependencies: ["Pace", "PaceTesting", "PaceTestSupport"], swiftSettings: swiftSettings),
+    .target(
+      name: "PaceTestSupport", dependencies: ["Pace"], path: "Tests/PaceTestSupport", swiftSettings: swiftSettings),
+    .testTarget(
+      name: "PaceTests", dependencies: ["Pace", "PaceTesting", "PaceTestSupport"], swiftSettings: swiftSettings),
+    .testTarget(
+      name: "PaceHTTPClientTests", dependencies: ["Pace", "PaceHTTPClient", "PaceTesting", "PaceTestSupport"],
+      swiftSettings: swiftSettings
+    ),
+    .testTarget(
+      name: "PaceCompositionTests", dependencies: ["Pace", "PaceTesting", "PaceTestSupport"],
+      swiftSettings: swiftSettings),
     .testTarget(
       name: "PaceUITests",
       dependencies: ["Pace", "PaceUI", "PaceUIOnStandIns", "UIKitStandIn", "AppKitStandIn", "PaceTestSupport"],
@@ -225,7 +246,8 @@ let package = Package(
       dependencies: ["Pace", "PaceSwiftUI", "PaceSwiftUIOnStandIn", "SwiftUIStandIn"],
       swiftSettings: swiftSettings
     ),
-    .testTarget(name: "PaceAsyncTests", dependencies: ["Pace", "PaceTesting", "PaceTestSupport"], swiftSettings: swiftSettings),
+    .testTarget(
+      name: "PaceAsyncTests", dependencies: ["Pace", "PaceTesting", "PaceTestSupport"], swiftSettings: swiftSettings),
     .testTarget(
       name: "PaceLockTests", dependencies: ["PaceLockOnDarwinStandIn", "DarwinStandIn"], swiftSettings: swiftSettings
     ),
@@ -241,7 +263,8 @@ let package = Package(
       swiftSettings: swiftSettings
     ),
     .testTarget(
-      name: "PaceMarblesTests", dependencies: ["PaceMarbles", "PaceTesting", "PaceTestSupport"], swiftSettings: swiftSettings
+      name: "PaceMarblesTests", dependencies: ["PaceMarbles", "PaceTesting", "PaceTestSupport"],
+      swiftSettings: swiftSettings
     ),
     .testTarget(name: "PaceToolTests", dependencies: ["PaceTool", "PaceTestSupport"], swiftSettings: swiftSettings),
     // Every ```swift block of README.md and the DocC articles, compiled (and its @Tests run):
@@ -249,7 +272,8 @@ let package = Package(
     .testTarget(
       name: "DocExamplesTests",
       dependencies: [
-        "Pace", "PaceTesting", "PaceTestSupport", "PaceUI", "PaceUIOnStandIns", "UIKitStandIn", "PaceCombine", openCombine,
+        "Pace", "PaceTesting", "PaceTestSupport", "PaceUI", "PaceUIOnStandIns", "UIKitStandIn", "PaceCombine",
+        openCombine,
         "PaceObservation", "PaceSwiftUI", "PaceSwiftUIOnStandIn", "SwiftUIStandIn",
         // The testing article's swift-clocks example (a test-only dependency).
         .product(name: "Clocks", package: "swift-clocks"),
@@ -262,7 +286,8 @@ let package = Package(
         .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Hummingbird"])),
         .product(name: "Vapor", package: "vapor", condition: .when(traits: ["Vapor"])),
         .product(name: "Logging", package: "swift-log", condition: .when(traits: ["PostgreSQL"])),
-        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["PostgreSQL"])),
+        .product(
+          name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["PostgreSQL"])),
       ],
       swiftSettings: swiftSettings
     ),
@@ -285,10 +310,12 @@ let package = Package(
         .product(name: "InMemoryLogging", package: "swift-log", condition: .when(traits: ["PostgreSQL"])),
         .product(name: "Metrics", package: "swift-metrics", condition: .when(traits: ["PostgreSQL"])),
         .product(name: "MetricsTestKit", package: "swift-metrics", condition: .when(traits: ["PostgreSQL"])),
-        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["PostgreSQL"])),
+        .product(
+          name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["PostgreSQL"])),
         // The client side, end to end: URLSession and AsyncHTTPClient against servers in process.
-        "PaceAsyncHTTPClient",
+        "PaceHTTPClient", "PaceAsyncHTTPClient",
         .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(traits: ["AsyncHTTPClient"])),
+        .product(name: "NIOHTTP1", package: "swift-nio", condition: .when(traits: ["AsyncHTTPClient"])),
       ],
       swiftSettings: swiftSettings
     ),

@@ -1,0 +1,227 @@
+/// What one key of a ``ServerPacedLimiter`` does: which waiting requests may start, and when to
+/// look again, from what the server said and what is in flight. A value with exact integer time:
+/// `now` comes in with every event, and an ``Action`` comes out. It holds no task, continuation
+/// or clock.
+///
+/// A request may start when all of these allow it:
+/// - the key is not blocked: a `Retry-After` blocks it until then;
+/// - a key the server has told nothing yet has no request in flight (one request probes it);
+/// - the server's `remaining`, less the requests in flight when it was told and those started
+///   since, is above 0, until the quota is whole again (`now + resetsIn`); then the quota, less
+///   the requests in flight, until a response tells more;
+/// - once the server told its quota per window, the local model (a ``RateLimit`` of that quota
+///   and window under the limiter's policy, counting every request started since) allows one
+///   more.
+///
+/// Requests start in FIFO order. A request that would start only after its deadline (the
+/// limiter's maximum wait after it arrived) is refused at once, with the wait it would need; one
+/// that waits for a response that does not come is refused at its deadline.
+struct ServerPacingMachine {
+  /// A waiting request.
+  struct Waiter: Equatable, Sendable {
+    let id: UInt64
+    /// When it is refused if it has not started.
+    let deadline: PaceInstant
+  }
+
+  /// What to do after an event.
+  struct Action: Equatable, Sendable {
+    /// The requests that start now, in order.
+    var granted: [UInt64] = []
+    /// The requests refused, in order, with the wait they would have needed (`nil`: unknown, a
+    /// response never came).
+    var refused: [Refusal] = []
+    /// When to call ``timerFired(now:)``; `nil` for no timer.
+    var wakeAt: PaceInstant?
+  }
+
+  /// A refused request and the wait it would have needed.
+  struct Refusal: Equatable, Sendable {
+    let id: UInt64
+    let required: Duration?
+  }
+
+  /// When the head of the queue could start.
+  enum Readiness: Equatable {
+    case now
+    case at(PaceInstant)
+    /// Only a response can tell: a probe, or a spent quota with no reset known, is in flight.
+    case afterResponse
+    /// Never: beyond the end of the timeline.
+    case never
+  }
+
+  /// How the local model counts, once the server told its quota and window.
+  let localModel: RateLimit.Policy
+  /// The longest a request waits, in nanoseconds.
+  let maximumWaitNanoseconds: Int64
+
+  private(set) var queue: [Waiter] = []
+  /// The requests started and not yet answered.
+  private(set) var inFlight = 0
+  /// Whether a response has come for this key (whatever it said).
+  private(set) var learned = false
+  /// No request starts before this instant (`Retry-After`).
+  private(set) var blockedUntil = PaceInstant(nanoseconds: .min)
+  /// What the server has left for this client, less the requests in flight and started since.
+  private(set) var serverRemaining: Int?
+  /// When the quota is whole again; `nil` when unknown.
+  private(set) var resetAt: PaceInstant?
+  /// The quota per window, as the server said (`q`, `X-RateLimit-Limit`).
+  private(set) var limit: Int?
+  /// The window, in nanoseconds (`w`).
+  private(set) var windowNanoseconds: Int64?
+  /// The local model of the server's window, counting the requests started since it was told.
+  private(set) var model: RateLimitCounter?
+
+  init(localModel: RateLimit.Policy, maximumWait: Duration) {
+    self.localModel = localModel
+    maximumWaitNanoseconds = max(0, maximumWait.paceNanoseconds)
+  }
+
+  // MARK: Events
+
+  /// A request arrives.
+  mutating func enqueue(id: UInt64, now: PaceInstant) -> Action {
+    queue.append(Waiter(id: id, deadline: now.advanced(byNanoseconds: maximumWaitNanoseconds)))
+    return advance(now: now)
+  }
+
+  /// A waiting request's task is cancelled: it leaves the queue (if still there).
+  mutating func cancel(id: UInt64, now: PaceInstant) -> Action {
+    queue.removeAll { $0.id == id }
+    return advance(now: now)
+  }
+
+  /// The timer asked for fired.
+  mutating func timerFired(now: PaceInstant) -> Action {
+    advance(now: now)
+  }
+
+  /// A started request's response came, with what the server said in it (perhaps nothing).
+  mutating func record(_ quota: ServerQuota, now: PaceInstant) -> Action {
+    inFlight = max(0, inFlight - 1)
+    learn(quota, now: now)
+    return advance(now: now)
+  }
+
+  /// A started request ended without a response (a connection error, a cancellation): it is no
+  /// longer in flight, and nothing is learned.
+  mutating func recordFailure(now: PaceInstant) -> Action {
+    inFlight = max(0, inFlight - 1)
+    return advance(now: now)
+  }
+
+  // MARK: Learning
+
+  private mutating func learn(_ quota: ServerQuota, now: PaceInstant) {
+    learned = true
+    if let retryAfter = quota.retryAfter {
+      blockedUntil = max(blockedUntil, now.advanced(by: retryAfter))
+    }
+    if let quota = quota.quota { limit = quota }
+    if let remaining = quota.remaining {
+      // Every other request in flight may not have been counted yet: count it against what is left.
+      serverRemaining = max(0, remaining - inFlight)
+      resetAt = quota.resetsIn.map { now.advanced(by: $0) }
+    }
+    guard let window = quota.window?.paceNanoseconds, window > 0, let limit else { return }
+    let changed = windowNanoseconds != window || model?.burst != limit
+    windowNanoseconds = window
+    if changed { model = makeModel(limit: limit, window: window, now: now) }
+  }
+
+  /// A local model of `limit` per `window` at `now`, holding what the server counts already.
+  private func makeModel(limit: Int, window: Int64, now: PaceInstant) -> RateLimitCounter {
+    let rateLimit: RateLimit
+    switch localModel {
+    case .tokenBucket: rateLimit = RateLimit(permits: limit, per: .nanoseconds(window))
+    case .slidingWindow: rateLimit = .slidingWindow(limit, per: .nanoseconds(window))
+    case .fixedWindow: rateLimit = .fixedWindow(limit, per: .nanoseconds(window))
+    }
+    // A fixed window ends where the server said its quota is whole again: windows start at
+    // `resetAt + k * window`, so the origin is at minus that in the model's Unix time.
+    let origin = resetAt.map { 0 &- $0.nanoseconds }
+    var counter = RateLimitCounter(limit: rateLimit, now: now, unixNanosecondsAtOrigin: origin)
+    let used = min(limit, limit - (serverRemaining ?? limit))
+    if used > 0 { counter.take(used) }
+    return counter
+  }
+
+  // MARK: Deciding
+
+  /// Brings the counts up to `now`: a quota whole again, a window moved on.
+  private mutating func refresh(now: PaceInstant) {
+    model?.refill(now: now)
+    if let reset = resetAt, now >= reset {
+      resetAt = nil
+      if let limit {
+        serverRemaining = max(0, limit - inFlight)
+      } else {
+        // Nothing says what is left now: probe again.
+        serverRemaining = nil
+        if model == nil { learned = false }
+      }
+    }
+  }
+
+  /// When the head of the queue could start, the counts being up to date at `now`.
+  func readiness(now: PaceInstant) -> Readiness {
+    var at = max(now, blockedUntil)
+    if !learned, inFlight > 0 { return .afterResponse }
+    if let remaining = serverRemaining, remaining <= 0 {
+      if let reset = resetAt {
+        at = max(at, reset)
+      } else if inFlight > 0 {
+        return .afterResponse
+      }
+      // Else nothing in flight can tell more: one request may probe.
+    }
+    if let model {
+      guard let ready = model.readyTime(for: 1) else { return .never }
+      at = max(at, ready)
+    }
+    return at <= now ? .now : .at(at)
+  }
+
+  /// Starts what may start, refuses what waited too long or would, and says when to look again.
+  private mutating func advance(now: PaceInstant) -> Action {
+    refresh(now: now)
+    var action = Action()
+    // Deadlines come in FIFO order (each is its arrival plus the same wait): the expired are first.
+    while let head = queue.first, head.deadline <= now, readiness(now: now) != .now {
+      queue.removeFirst()
+      action.refused.append(Refusal(id: head.id, required: nil))
+    }
+    while let head = queue.first {
+      switch readiness(now: now) {
+      case .now:
+        queue.removeFirst()
+        start()
+        action.granted.append(head.id)
+      case .at(let ready):
+        if ready > head.deadline {
+          queue.removeFirst()
+          action.refused.append(Refusal(id: head.id, required: now.duration(to: ready)))
+          continue
+        }
+        action.wakeAt = ready
+        return action
+      case .afterResponse:
+        action.wakeAt = head.deadline
+        return action
+      case .never:
+        queue.removeFirst()
+        action.refused.append(Refusal(id: head.id, required: .seconds(Int64.max)))
+      }
+    }
+    return action
+  }
+
+  /// Counts a request that starts now.
+  private mutating func start() {
+    inFlight += 1
+    if let remaining = serverRemaining { serverRemaining = remaining - 1 }
+    model?.take(1)
+  }
+}

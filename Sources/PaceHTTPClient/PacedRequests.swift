@@ -1,0 +1,148 @@
+public import Pace
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// An app's requests paced by what the servers say, and retried when a retry can mend them: the
+/// one object an app holds, whatever its HTTP library.
+///
+/// ```swift
+/// let requests = PacedRequests()
+/// let (data, head) = try await requests.send(key: "https://api.example.com", idempotent: true) {
+///   try await fetch(request)        // one attempt: the body and the response's head
+/// }
+/// ```
+///
+/// ``send(key:idempotent:isConnectionError:_:)`` is the loop the URLSession and AsyncHTTPClient
+/// glue call. For each attempt it:
+/// 1. waits for the key's turn in its ``ServerPacedLimiter`` (the server's `RateLimit`,
+///    `X-RateLimit-*` and `Retry-After` of earlier responses hold it until the quota allows);
+/// 2. runs the attempt, and records what its response said (or that it had none);
+/// 3. asks the ``RetryPolicy`` whether to try again (429, 503, connection errors; idempotent
+///    requests only, by default), and the ``RetryBudget`` whether a retry is in the budget; if
+///    so, waits the policy's delay (at least the server's `Retry-After`) and goes back to 1.
+///
+/// When the attempts or the budget run out, or the server asks for a `Retry-After` longer than
+/// the policy's maximum, `send` returns the last response (a final 429 or 503 is an answer the
+/// caller can read); it rethrows the last connection error. A wait the limiter refuses (longer
+/// than `maximumWait`) throws ``ServerPacingError``. Cancellation throws `CancellationError` at
+/// once from any wait.
+public final class PacedRequests: Sendable {
+  /// When to try again.
+  public let retryPolicy: RetryPolicy
+  /// How many retries recent requests allow; `nil` for no budget.
+  public let retryBudget: RetryBudget?
+  /// The limiter that holds each key's requests until the server's quota allows them.
+  public let limiter: ServerPacedLimiter<String>
+
+  private let sleep: @Sendable (Duration) async throws -> Void
+  private let unixTime: @Sendable () -> Duration
+
+  /// Paced requests.
+  ///
+  /// - Parameters:
+  ///   - retry: When to try again; ``RetryPolicy/init(maximumAttempts:baseDelay:maximumDelay:maximumRetryAfter:retryableStatuses:retriesNonIdempotentRequests:random:)``'s
+  ///     defaults by default: 3 attempts, backoff from 200 ms to 20 s, 429 and 503.
+  ///   - budget: How many retries recent requests allow: 10 % of the last 10 s's requests plus
+  ///     1 a second by default (on `clock`); `nil` for no budget.
+  ///   - maximumWait: The longest a request waits for the server's quota. Not negative.
+  ///   - localModel: How the limiter models a server's quota per window (see ``ServerPacedLimiter``).
+  ///   - clock: The clock for waits and backoff: `ContinuousClock` by default, or a ``TestScheduler``.
+  ///   - unixTime: The Unix time now, for the fields that send dates; the system's by default. A
+  ///     test on virtual time passes a time that follows its clock.
+  public init<C: Clock>(
+    retry: RetryPolicy = RetryPolicy(),
+    budget: RetryBudget? = nil,
+    maximumWait: Duration = .seconds(60),
+    localModel: RateLimit.Policy = .slidingWindow,
+    clock: C = ContinuousClock(),
+    unixTime: (@Sendable () -> Duration)? = nil
+  ) where C.Duration == Duration {
+    retryPolicy = retry
+    retryBudget = budget ?? RetryBudget(clock: clock)
+    limiter = ServerPacedLimiter(maximumWait: maximumWait, localModel: localModel, clock: clock)
+    sleep = { duration in try await clock.sleep(for: duration) }
+    self.unixTime = unixTime ?? Self.systemUnixTime
+  }
+
+  /// The key of a request's origin: `scheme://host:port`, lowercased, the scheme's default port
+  /// left out; what ``send(key:idempotent:isConnectionError:_:)``'s glue passes by default.
+  public static func originKey(scheme: String, host: String, port: Int?) -> String {
+    let scheme = scheme.lowercased()
+    let host = host.lowercased()
+    let defaultPort = scheme == "https" || scheme == "wss" ? 443 : scheme == "http" || scheme == "ws" ? 80 : nil
+    guard let port, port != defaultPort else { return "\(scheme)://\(host)" }
+    return "\(scheme)://\(host):\(port)"
+  }
+
+  /// Sends a request through the key's limiter, retrying as the policy and budget allow.
+  ///
+  /// - Parameters:
+  ///   - key: What the server counts separately: the request's origin by default
+  ///     (``originKey(scheme:host:port:)``), or a route or credential.
+  ///   - idempotent: Whether the request may be sent twice (`GET`, `HEAD`, `PUT`, `DELETE`,
+  ///     `OPTIONS`); only those are retried unless the policy says otherwise.
+  ///   - isConnectionError: Whether an error the attempt threw is a connection failure that a
+  ///     retry may mend; any other error is rethrown at once.
+  ///   - attempt: One attempt: the body and the response's head.
+  /// - Returns: The last attempt's body and head: a success, or the last retryable failure when
+  ///   no retry is left.
+  /// - Throws: The last attempt's error; ``ServerPacingError`` when the server's quota would hold
+  ///   the request longer than `maximumWait`; `CancellationError` if the task is cancelled.
+  public func send<Body: Sendable>(
+    key: String,
+    idempotent: Bool,
+    isConnectionError: @Sendable (any Error) -> Bool = { _ in false },
+    _ attempt: @Sendable () async throws -> (Body, HTTPResponseHead)
+  ) async throws -> (Body, HTTPResponseHead) {
+    retryBudget?.recordRequest()
+    var attemptNumber = 1
+    while true {
+      try await limiter.acquire(key)
+      let outcome: RetryPolicy.Outcome
+      let retryAfter: Duration?
+      let lastError: (any Error)?
+      let response: (Body, HTTPResponseHead)?
+      do {
+        let result = try await attempt()
+        let quota = ServerQuota(parsing: result.1, receivedAt: unixTime())
+        limiter.record(quota, for: key)
+        outcome = .status(result.1.status)
+        retryAfter = quota.retryAfter
+        lastError = nil
+        response = result
+      } catch {
+        limiter.recordFailure(for: key)
+        guard !(error is CancellationError), isConnectionError(error) else { throw error }
+        outcome = .connectionError
+        retryAfter = nil
+        lastError = error
+        response = nil
+      }
+      var decision = retryPolicy.decision(
+        afterAttempt: attemptNumber, outcome: outcome, idempotent: idempotent, retryAfter: retryAfter)
+      if case .retry = decision, let budget = retryBudget, !budget.tryWithdraw() {
+        decision = .stop(.budgetExhausted)
+      }
+      guard case .retry(let delay) = decision else {
+        if let response { return response }
+        throw lastError ?? CancellationError()
+      }
+      try Task.checkCancellation()
+      if delay > .zero { try await sleep(delay) }
+      attemptNumber += 1
+    }
+  }
+
+  /// The system's Unix time (`CLOCK_REALTIME`).
+  @Sendable static func systemUnixTime() -> Duration {
+    var time = timespec()
+    clock_gettime(CLOCK_REALTIME, &time)
+    return .seconds(Int64(time.tv_sec)) + .nanoseconds(Int64(time.tv_nsec))
+  }
+}
