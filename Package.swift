@@ -282,12 +282,16 @@ let package = Package(
         .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
         .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
         .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["Hummingbird"])),
-        // The Hummingbird article's request context names NIOCore's `SocketAddress`.
-        .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Hummingbird"])),
+        // The Hummingbird article's request context names NIOCore's `SocketAddress`; the
+        // AsyncHTTPClient example its `TimeAmount`.
+        .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Hummingbird", "AsyncHTTPClient"])),
         .product(name: "Vapor", package: "vapor", condition: .when(traits: ["Vapor"])),
         .product(name: "Logging", package: "swift-log", condition: .when(traits: ["PostgreSQL"])),
         .product(
           name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["PostgreSQL"])),
+        // "Calling a rate-limited API": URLSession's glue, and AsyncHTTPClient's with its trait.
+        "PaceHTTPClient", "PaceAsyncHTTPClient",
+        .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(traits: ["AsyncHTTPClient"])),
       ],
       swiftSettings: swiftSettings
     ),

@@ -65,7 +65,9 @@ extension HTTPClient {
   ) async throws -> HTTPClientResponse {
     let key = key ?? Self.pacingKey(for: request.url)
     let idempotent = idempotent ?? HTTPMethods.isIdempotent(request.method.rawValue)
-    let (response, _) = try await requests.send(key: key, idempotent: idempotent, isConnectionError: Self.isConnectionError) {
+    let (response, _) = try await requests.send(
+      key: key, idempotent: idempotent, isConnectionError: Self.isConnectionError
+    ) {
       var response = try await self.execute(request, timeout: timeout, logger: logger)
       let head = HTTPResponseHead(
         status: Int(response.status.code), headerFields: response.headers.map { ($0.name, $0.value) })

@@ -36,10 +36,10 @@ extension URLSession {
     for request: URLRequest, pacedBy requests: PacedRequests, key: String? = nil, idempotent: Bool? = nil
   ) async throws -> (Data, URLResponse) {
     let key = key ?? Self.pacingKey(for: request.url)
-    // A body stream can be read once: such a request is never sent twice.
-    let idempotent =
-      request.httpBodyStream == nil && (idempotent ?? HTTPMethods.isIdempotent(request.httpMethod ?? "GET"))
-    let (loaded, _) = try await requests.send(key: key, idempotent: idempotent, isConnectionError: Self.isConnectionError) {
+    let idempotent = Self.mayBeSentTwice(request, idempotent: idempotent)
+    let (loaded, _) = try await requests.send(
+      key: key, idempotent: idempotent, isConnectionError: Self.isConnectionError
+    ) {
       let loaded = try await self.data(for: request)
       return (loaded, Self.head(of: loaded.1))
     }
@@ -60,6 +60,12 @@ extension URLSession {
     default:
       return false
     }
+  }
+
+  /// Whether `request` may be sent again: as `idempotent` says, or by its method; never when its
+  /// body is a stream, which can be read once.
+  static func mayBeSentTwice(_ request: URLRequest, idempotent: Bool?) -> Bool {
+    request.httpBodyStream == nil && (idempotent ?? HTTPMethods.isIdempotent(request.httpMethod ?? "GET"))
   }
 
   /// The key of `url`'s origin, or `""` for a URL without a host (a file, say): every such

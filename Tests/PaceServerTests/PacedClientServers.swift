@@ -44,7 +44,10 @@ struct PacingFigures: CustomStringConvertible {
   /// 429s for requests that arrived after the first response that told the policy.
   let tooManyAfterTold: Int
 
-  init(server: String, client: String, ledger: [ServerLedger.Entry], from start: Double, seconds: Double, allowedRate: Double) {
+  init(
+    server: String, client: String, ledger: [ServerLedger.Entry], from start: Double, seconds: Double,
+    allowedRate: Double
+  ) {
     self.server = server
     self.client = client
     self.seconds = seconds
@@ -119,7 +122,8 @@ enum TestServer {
 
   /// Pace's own middleware, in memory, as the example server runs it: a token bucket of
   /// `permits` per `interval`, every caller counted against one key.
-  static func paceMiddleware(permits: Int, per interval: Duration, ledger: ServerLedger) -> Router<BasicRequestContext> {
+  static func paceMiddleware(permits: Int, per interval: Duration, ledger: ServerLedger) -> Router<BasicRequestContext>
+  {
     let router = Router()
     router.add(middleware: LedgerMiddleware(ledger: ledger) { $0.headers[policyField] != nil })
     router.add(middleware: RateLimitMiddleware(limit: RateLimit(permits: permits, per: interval)) { _, _ in "client" })
@@ -180,7 +184,8 @@ enum TestServer {
         return count
       }
       return count <= failures
-        ? Response(status: .serviceUnavailable) : Response(status: .ok, body: ResponseBody(byteBuffer: ByteBuffer(string: "ok")))
+        ? Response(status: .serviceUnavailable)
+        : Response(status: .ok, body: ResponseBody(byteBuffer: ByteBuffer(string: "ok")))
     }
     router.get("/", use: answer)
     router.post("/", use: answer)

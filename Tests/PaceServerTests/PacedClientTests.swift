@@ -157,14 +157,16 @@ struct PacedClientProofTests {
 @Suite("Paced clients retry, over loopback", .timeLimit(.minutes(2)))
 struct PacedClientRetryTests {
   /// Quick retries, so that the tests take little real time.
-  static let quickRetries = RetryPolicy(maximumAttempts: 3, baseDelay: .milliseconds(50), maximumDelay: .milliseconds(200))
+  static let quickRetries = RetryPolicy(
+    maximumAttempts: 3, baseDelay: .milliseconds(50), maximumDelay: .milliseconds(200))
 
   @Test(arguments: ClientLibrary.allCases)
   func aServerThatFailsWith503ThenRecoversIsRetried(_ library: ClientLibrary) async throws {
     let ledger = ServerLedger()
     let status = try await TestServer.run(TestServer.recovering(after: 2, ledger: ledger)) { port in
       try await Clients.with { clients in
-        try await library.send("GET", "http://127.0.0.1:\(port)/", through: PacedRequests(retry: Self.quickRetries), client: clients)
+        try await library.send(
+          "GET", "http://127.0.0.1:\(port)/", through: PacedRequests(retry: Self.quickRetries), client: clients)
       }
     }
     #expect(status == 200)
@@ -212,7 +214,8 @@ struct PacedClientRetryTests {
     let status = try await Clients.with { clients in
       try await withThrowingTaskGroup(of: Int?.self) { group in
         group.addTask {
-          try await library.send("GET", "http://127.0.0.1:\(port)/", through: PacedRequests(retry: retries), client: clients)
+          try await library.send(
+            "GET", "http://127.0.0.1:\(port)/", through: PacedRequests(retry: retries), client: clients)
         }
         group.addTask {
           try await Task.sleep(for: .milliseconds(300))
