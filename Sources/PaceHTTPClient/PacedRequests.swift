@@ -49,7 +49,8 @@ public final class PacedRequests: Sendable {
   ///   - retry: When to try again; ``RetryPolicy/init(maximumAttempts:baseDelay:maximumDelay:maximumRetryAfter:retryableStatuses:retriesNonIdempotentRequests:random:)``'s
   ///     defaults by default: 3 attempts, backoff from 200 ms to 20 s, 429 and 503.
   ///   - budget: How many retries recent requests allow: 10 % of the last 10 s's requests plus
-  ///     1 a second by default (on `clock`); `nil` for no budget.
+  ///     1 a second by default (on `ContinuousClock`: pass a budget on a ``TestScheduler`` in
+  ///     tests); `nil` for no budget.
   ///   - maximumWait: The longest a request waits for the server's quota. Not negative.
   ///   - localModel: How the limiter models a server's quota per window (see ``ServerPacedLimiter``).
   ///   - clock: The clock for waits and backoff: `ContinuousClock` by default, or a ``TestScheduler``.
@@ -57,14 +58,14 @@ public final class PacedRequests: Sendable {
   ///     test on virtual time passes a time that follows its clock.
   public init<C: Clock>(
     retry: RetryPolicy = RetryPolicy(),
-    budget: RetryBudget? = nil,
+    budget: RetryBudget? = RetryBudget(),
     maximumWait: Duration = .seconds(60),
     localModel: RateLimit.Policy = .slidingWindow,
     clock: C = ContinuousClock(),
     unixTime: (@Sendable () -> Duration)? = nil
   ) where C.Duration == Duration {
     retryPolicy = retry
-    retryBudget = budget ?? RetryBudget(clock: clock)
+    retryBudget = budget
     limiter = ServerPacedLimiter(maximumWait: maximumWait, localModel: localModel, clock: clock)
     sleep = { duration in try await clock.sleep(for: duration) }
     self.unixTime = unixTime ?? Self.systemUnixTime

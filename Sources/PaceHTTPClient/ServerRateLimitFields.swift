@@ -32,6 +32,13 @@ public struct ServerRateLimitFields: Sendable, Hashable {
     public var quota: Int
     /// The window (`w`); `nil` when not sent.
     public var window: Duration?
+
+    /// A policy member.
+    public init(name: String, quota: Int, window: Duration?) {
+      self.name = name
+      self.quota = quota
+      self.window = window
+    }
   }
 
   /// One member of `RateLimit`: a policy's remaining quota and when it is whole again.
@@ -42,6 +49,13 @@ public struct ServerRateLimitFields: Sendable, Hashable {
     public var remaining: Int
     /// How long until the quota is whole again (`t`); `nil` when not sent.
     public var resetsIn: Duration?
+
+    /// A state member.
+    public init(name: String, remaining: Int, resetsIn: Duration?) {
+      self.name = name
+      self.remaining = remaining
+      self.resetsIn = resetsIn
+    }
   }
 
   /// The members of `RateLimit-Policy` that parsed, in order.
@@ -76,7 +90,7 @@ public struct ServerRateLimitFields: Sendable, Hashable {
     policies = Self.policies(head.values(of: "RateLimit-Policy"))
     states = Self.states(head.values(of: "RateLimit"))
     retryAfter = head.values(of: "Retry-After")
-      .compactMap { Self.delay(parsing: $0, referenceUnixSeconds: reference, unixNow: nowSeconds) }.max()
+      .compactMap { Self.delay(parsing: $0, referenceUnixSeconds: reference) }.max()
     limit = Self.counts(head, "X-RateLimit-Limit", "RateLimit-Limit").min()
     remaining = Self.counts(head, "X-RateLimit-Remaining", "RateLimit-Remaining").min()
     used = Self.counts(head, "X-RateLimit-Used").max()
@@ -243,12 +257,12 @@ public struct ServerRateLimitFields: Sendable, Hashable {
   }
 
   /// `Retry-After`: delay-seconds, or an HTTP date read against `referenceUnixSeconds`.
-  static func delay(parsing text: String, referenceUnixSeconds: Int64, unixNow: Int64) -> Duration? {
+  static func delay(parsing text: String, referenceUnixSeconds: Int64) -> Duration? {
     let value = trimmed(Substring(text))
     if let (whole, nanoseconds) = decimal(parsing: value) {
       return ServerQuota.clampedSeconds(whole, nanoseconds: nanoseconds)
     }
-    guard let date = HTTPDate.unixSeconds(parsing: value, unixNow: unixNow) else { return nil }
+    guard let date = HTTPDate.unixSeconds(parsing: value, unixNow: referenceUnixSeconds) else { return nil }
     return ServerQuota.clampedSeconds(max(0, date.subtractingReportingOverflow(referenceUnixSeconds).partialValue))
   }
 

@@ -1,0 +1,118 @@
+import PaceTestSupport
+import PaceTesting
+import Testing
+
+@testable import Pace
+
+/// `ServerPacedLimiter` on virtual time: requests held until the server's quota allows them, in
+/// order, cancellable, never beyond the maximum wait.
+@Suite(.timeLimit(.minutes(1))) struct ServerPacedLimiterTests {
+  let scheduler = TestScheduler()
+
+  /// Starts a request for `key` and returns once it waits in the limiter (or was granted).
+  func waiting(
+    _ limiter: ServerPacedLimiter<String>, _ key: String = "k", suspended: Int
+  ) async -> Task<Void, any Error> {
+    let task = Task { try await limiter.acquire(key) }
+    await scheduler.waitForSuspendedCallers(suspended)
+    return task
+  }
+
+  /// "q=2;w=10, r=0;t=5" under a fixed-window model: two requests at 5 s, in the order they came;
+  /// the third once a response says when: at 15 s.
+  @Test func requestsStartWhenTheServersWindowAllowsThem() async throws {
+    let limiter = ServerPacedLimiter<String>(localModel: .fixedWindow, clock: scheduler)
+    try await limiter.acquire("k")  // the probe
+    limiter.record(ServerQuota(quota: 2, window: .seconds(10), remaining: 0, resetsIn: .seconds(5)), for: "k")
+    let first = await waiting(limiter, suspended: 1)
+    let second = await waiting(limiter, suspended: 2)
+    let third = await waiting(limiter, suspended: 3)
+    scheduler.advance(to: ms(4_999))
+    #expect(limiter.waitingCount(for: "k") == 3)
+    scheduler.advance(to: ms(5_000))
+    try await first.value
+    try await second.value
+    #expect(limiter.waitingCount(for: "k") == 1)
+    #expect(limiter.inFlightCount(for: "k") == 2)
+    limiter.record(ServerQuota(quota: 2, window: .seconds(10), remaining: 0, resetsIn: .seconds(10)), for: "k")
+    scheduler.advance(to: ms(14_999))
+    #expect(limiter.waitingCount(for: "k") == 1)
+    scheduler.advance(to: ms(15_000))
+    try await third.value
+    #expect(limiter.inFlightCount(for: "k") == 2)
+  }
+
+  /// Keys are paced apart: a blocked key holds none of the others.
+  @Test func keysArePacedApart() async throws {
+    let limiter = ServerPacedLimiter<String>(clock: scheduler)
+    try await limiter.acquire("a")
+    limiter.record(ServerQuota(retryAfter: .seconds(30)), for: "a")
+    let blocked = await waiting(limiter, "a", suspended: 1)
+    try await limiter.acquire("b")
+    limiter.record(ServerQuota(), for: "b")
+    try await limiter.acquire("b")
+    #expect(limiter.inFlightCount(for: "b") == 1)
+    scheduler.advance(to: ms(30_000))
+    try await blocked.value
+  }
+
+  /// A cancelled request throws `CancellationError` at once and takes nothing; the next one
+  /// keeps its place.
+  @Test func aCancelledRequestThrowsAtOnceAndTakesNothing() async throws {
+    let limiter = ServerPacedLimiter<String>(clock: scheduler)
+    try await limiter.acquire("k")
+    limiter.record(ServerQuota(retryAfter: .seconds(5)), for: "k")
+    let leaving = await waiting(limiter, suspended: 1)
+    let staying = await waiting(limiter, suspended: 2)
+    leaving.cancel()
+    await #expect(throws: CancellationError.self) { try await leaving.value }
+    #expect(limiter.waitingCount(for: "k") == 1)
+    scheduler.advance(to: ms(5_000))
+    try await staying.value
+    #expect(limiter.inFlightCount(for: "k") == 1)
+    // Cancelled before it asks: nothing waits, nothing is counted.
+    let early = Task {
+      withUnsafeCurrentTask { $0?.cancel() }
+      try await limiter.acquire("k")
+    }
+    await #expect(throws: CancellationError.self) { try await early.value }
+    #expect(limiter.inFlightCount(for: "k") == 1)
+  }
+
+  /// A server demand longer than the maximum wait throws at once, saying how long it would be.
+  @Test func aLongerDemandThrowsAtOnce() async throws {
+    let limiter = ServerPacedLimiter<String>(maximumWait: .seconds(60), clock: scheduler)
+    try await limiter.acquire("k")
+    limiter.record(ServerQuota(retryAfter: .seconds(120)), for: "k")
+    await #expect(throws: ServerPacingError.waitBeyondMaximum(required: .seconds(120), maximumWait: .seconds(60))) {
+      try await limiter.acquire("k")
+    }
+    scheduler.advance(to: ms(60_000))
+    let inTime = await waiting(limiter, suspended: 1)
+    scheduler.advance(to: ms(120_000))
+    try await inTime.value
+  }
+
+  /// A request waiting for a probe's response that never comes throws after the maximum wait.
+  @Test func aRequestWaitingForAResponseThrowsAfterTheMaximumWait() async throws {
+    let limiter = ServerPacedLimiter<String>(maximumWait: .seconds(10), clock: scheduler)
+    try await limiter.acquire("k")
+    let second = await waiting(limiter, suspended: 1)
+    scheduler.advance(to: ms(9_999))
+    #expect(limiter.waitingCount(for: "k") == 1)
+    scheduler.advance(to: ms(10_000))
+    await #expect(throws: ServerPacingError.waitBeyondMaximum(required: nil, maximumWait: .seconds(10))) {
+      try await second.value
+    }
+    #expect(scheduler.pendingDeadlines.isEmpty)
+  }
+
+  @Test func theErrorSaysWhatHappened() {
+    #expect(
+      ServerPacingError.waitBeyondMaximum(required: .seconds(120), maximumWait: .seconds(60)).description
+        == "The server's rate limit would hold the request 120 s, beyond the maximum wait of 60 s")
+    #expect(
+      ServerPacingError.waitBeyondMaximum(required: nil, maximumWait: .seconds(60)).description
+        == "The request waited the maximum of 60 s for a response that would tell the server's rate limit")
+  }
+}

@@ -1,0 +1,159 @@
+import PaceTestSupport
+import Testing
+
+@testable import Pace
+
+/// The server-paced limiter's machine driven directly: `now` and what the server said in, grants,
+/// refusals and wake times out.
+@Suite struct ServerPacingMachineTests {
+  typealias Machine = ServerPacingMachine
+  typealias Action = ServerPacingMachine.Action
+
+  func machine(_ model: RateLimit.Policy = .slidingWindow, maximumWait: Duration = .seconds(60)) -> Machine {
+    Machine(localModel: model, maximumWait: maximumWait)
+  }
+
+  func grant(_ ids: UInt64..., wakeAt: PaceInstant? = nil) -> Action {
+    Action(granted: ids, wakeAt: wakeAt)
+  }
+
+  func wake(at deadline: PaceInstant) -> Action {
+    Action(wakeAt: deadline)
+  }
+
+  func refuse(_ id: UInt64, required: Duration?, wakeAt: PaceInstant? = nil) -> Action {
+    Action(refused: [.init(id: id, required: required)], wakeAt: wakeAt)
+  }
+
+  /// A key the server has told nothing yet: one request probes it; the others wait for its
+  /// response (at most the maximum wait), then all go when it says nothing limits them.
+  @Test func anUnknownKeyLetsOneRequestProbe() {
+    var machine = machine()
+    #expect(machine.enqueue(id: 1, now: ms(0)) == grant(1))
+    #expect(machine.enqueue(id: 2, now: ms(0)) == wake(at: ms(60_000)))
+    #expect(machine.enqueue(id: 3, now: ms(10)) == wake(at: ms(60_000)))
+    #expect(machine.record(ServerQuota(), now: ms(100)) == grant(2, 3))
+    #expect(machine.inFlight == 2)
+    #expect(machine.enqueue(id: 4, now: ms(100)) == grant(4))
+  }
+
+  /// `r` less every other request in flight: "5 left" while 2 others are in flight allows 3 more,
+  /// until the quota is whole again at `t`.
+  @Test func remainingCountsTheRequestsInFlight() {
+    var machine = machine()
+    #expect(machine.enqueue(id: 1, now: ms(0)) == grant(1))
+    #expect(machine.record(ServerQuota(), now: ms(0)) == grant())
+    for id: UInt64 in 2...4 { #expect(machine.enqueue(id: id, now: ms(0)) == grant(id)) }
+    // The response of 2 (r=5), while 3 and 4 are in flight.
+    #expect(machine.record(ServerQuota(quota: 10, remaining: 5, resetsIn: .seconds(10)), now: ms(1000)) == grant())
+    #expect(machine.serverRemaining == 3)
+    for id: UInt64 in 5...7 { #expect(machine.enqueue(id: id, now: ms(1000)) == grant(id)) }
+    #expect(machine.enqueue(id: 8, now: ms(1000)) == wake(at: ms(11_000)))
+    // At the reset, the whole quota less the 5 in flight (3, 4, 5, 6, 7).
+    #expect(machine.timerFired(now: ms(11_000)) == grant(8))
+    #expect(machine.serverRemaining == 10 - 5 - 1)
+  }
+
+  /// Once the policy is told, a sliding window of `q` per `w` counts what the server counted
+  /// (`q - r`, at the response) and every request since: "q=10;w=10, r=2" at 1 s allows 2 more,
+  /// then the next at 11 s, when the counted ones have left the window.
+  @Test func theLocalSlidingWindowHoldsTheNextRequests() {
+    var machine = machine()
+    #expect(machine.enqueue(id: 1, now: ms(0)) == grant(1))
+    #expect(machine.enqueue(id: 2, now: ms(0)) == wake(at: ms(60_000)))
+    #expect(machine.enqueue(id: 3, now: ms(0)) == wake(at: ms(60_000)))
+    let told = ServerQuota(quota: 10, window: .seconds(10), remaining: 2, resetsIn: .seconds(10))
+    #expect(machine.record(told, now: ms(1000)) == grant(2, 3))
+    #expect(machine.enqueue(id: 4, now: ms(1000)) == wake(at: ms(11_000)))
+    #expect(machine.timerFired(now: ms(11_000)) == grant(4))
+  }
+
+  /// A fixed-window model's windows end where the server said its quota is whole again: "r=0,
+  /// t=4" allows the whole quota at 4 s, then the next window at 14 s; a sliding model waits
+  /// until the counted requests leave its window, at 10 s, then 20 s.
+  @Test(arguments: [(RateLimit.Policy.fixedWindow, 4_000 as Int64), (.slidingWindow, 10_000)])
+  func aFixedWindowModelFollowsTheServersReset(model: RateLimit.Policy, firstGrant: Int64) {
+    var machine = machine(model)
+    #expect(machine.enqueue(id: 1, now: ms(0)) == grant(1))
+    let told = ServerQuota(quota: 3, window: .seconds(10), remaining: 0, resetsIn: .seconds(4))
+    #expect(machine.record(told, now: ms(0)) == grant())
+    for id: UInt64 in 2...5 { #expect(machine.enqueue(id: id, now: ms(0)) == wake(at: ms(firstGrant))) }
+    // The quota whole again, less nothing in flight; then nothing is known until a response.
+    #expect(machine.timerFired(now: ms(firstGrant)) == grant(2, 3, 4, wakeAt: ms(60_000)))
+    let spent = ServerQuota(quota: 3, window: .seconds(10), remaining: 0, resetsIn: .seconds(10))
+    #expect(machine.record(spent, now: ms(firstGrant)) == wake(at: ms(firstGrant + 10_000)))
+    #expect(machine.timerFired(now: ms(firstGrant + 10_000)) == grant(5))
+  }
+
+  /// `Retry-After` holds every request of the key until then.
+  @Test func retryAfterHoldsTheKey() {
+    var machine = machine()
+    #expect(machine.enqueue(id: 1, now: ms(0)) == grant(1))
+    #expect(machine.record(ServerQuota(retryAfter: .seconds(5)), now: ms(0)) == grant())
+    #expect(machine.enqueue(id: 2, now: ms(1000)) == wake(at: ms(5000)))
+    #expect(machine.enqueue(id: 3, now: ms(2000)) == wake(at: ms(5000)))
+    #expect(machine.timerFired(now: ms(5000)) == grant(2, 3))
+  }
+
+  /// A demand beyond the maximum wait is refused at once, with the wait it would need.
+  @Test func aDemandBeyondTheMaximumWaitIsRefusedAtOnce() {
+    var machine = machine(maximumWait: .seconds(60))
+    #expect(machine.enqueue(id: 1, now: ms(0)) == grant(1))
+    #expect(machine.record(ServerQuota(retryAfter: .seconds(120)), now: ms(0)) == grant())
+    #expect(machine.enqueue(id: 2, now: ms(30_000)) == refuse(2, required: .seconds(90)))
+    #expect(machine.enqueue(id: 3, now: ms(60_000)) == wake(at: ms(120_000)))
+    #expect(machine.queue.map(\.id) == [3])
+  }
+
+  /// A request waiting for a response that does not come is refused at its deadline.
+  @Test func aRequestWaitingForAResponseIsRefusedAtItsDeadline() {
+    var machine = machine(maximumWait: .seconds(2))
+    #expect(machine.enqueue(id: 1, now: ms(0)) == grant(1))
+    #expect(machine.enqueue(id: 2, now: ms(0)) == wake(at: ms(2000)))
+    #expect(machine.enqueue(id: 3, now: ms(500)) == wake(at: ms(2000)))
+    #expect(machine.timerFired(now: ms(2000)) == refuse(2, required: nil, wakeAt: ms(2500)))
+    #expect(machine.timerFired(now: ms(2500)) == refuse(3, required: nil))
+    // A failed probe: the next request probes again.
+    #expect(machine.recordFailure(now: ms(3000)) == grant())
+    #expect(machine.enqueue(id: 4, now: ms(3000)) == grant(4))
+  }
+
+  /// A cancelled request leaves the queue; the next one is considered at once.
+  @Test func aCancelledRequestLeavesTheQueue() {
+    var machine = machine()
+    #expect(machine.enqueue(id: 1, now: ms(0)) == grant(1))
+    #expect(machine.record(ServerQuota(retryAfter: .seconds(5)), now: ms(0)) == grant())
+    #expect(machine.enqueue(id: 2, now: ms(0)) == wake(at: ms(5000)))
+    #expect(machine.enqueue(id: 3, now: ms(1000)) == wake(at: ms(5000)))
+    #expect(machine.cancel(id: 2, now: ms(2000)) == wake(at: ms(5000)))
+    #expect(machine.timerFired(now: ms(5000)) == grant(3))
+    #expect(machine.cancel(id: 99, now: ms(5000)) == grant())
+  }
+
+  /// A spent quota with no reset known waits for a response in flight; with none in flight,
+  /// one request probes.
+  @Test func aSpentQuotaWithNoResetWaitsForAResponse() {
+    var machine = machine()
+    #expect(machine.enqueue(id: 1, now: ms(0)) == grant(1))
+    #expect(machine.enqueue(id: 2, now: ms(0)) == wake(at: ms(60_000)))
+    #expect(machine.record(ServerQuota(remaining: 1), now: ms(0)) == grant(2))
+    #expect(machine.enqueue(id: 3, now: ms(0)) == wake(at: ms(60_000)))
+    #expect(machine.recordFailure(now: ms(100)) == grant(3))
+  }
+
+  /// Extreme values never trap: a quota of `Int.max`, the longest window and delays, more
+  /// responses than requests.
+  @Test(arguments: [RateLimit.Policy.slidingWindow, .fixedWindow, .tokenBucket])
+  func extremeValuesNeverTrap(model: RateLimit.Policy) {
+    var machine = machine(model, maximumWait: .seconds(Int64.max))
+    _ = machine.record(ServerQuota(quota: .max, window: .nanoseconds(1), remaining: .max, resetsIn: .zero), now: .max)
+    _ = machine.record(ServerQuota(quota: 1, window: .seconds(Int64.max), remaining: 0), now: ms(0))
+    _ = machine.enqueue(id: 1, now: .max)
+    _ = machine.enqueue(id: 2, now: ms(0))
+    _ = machine.record(
+      ServerQuota(quota: .max, window: .seconds(1), remaining: 0, resetsIn: .seconds(86_400)), now: .max)
+    _ = machine.timerFired(now: .max)
+    _ = machine.record(ServerQuota(retryAfter: .seconds(Int64.max)), now: .max)
+    #expect(machine.inFlight >= 0)
+  }
+}
