@@ -4,6 +4,7 @@ public import Logging
 public import NIOCore
 import NIOHTTP1
 import NIOPosix
+import Pace
 public import PaceHTTPClient
 
 #if canImport(Glibc)
@@ -15,8 +16,8 @@ import Darwin
 #endif
 
 extension HTTPClient {
-  /// The most of a refused response's body read before it is retried (a larger one is dropped
-  /// with its connection).
+  /// The longest body of a retryable response read at once: a longer one, or one of unknown
+  /// length, is left to the caller (and, if the request is retried, dropped with its connection).
   static let retriedBodyLimit = 64 * 1024
 
   /// Executes `request` through `requests`: held until the server's quota for its key allows it,
@@ -33,8 +34,9 @@ extension HTTPClient {
   /// requests. A `429` or `503`, and a connection error (``HTTPClient/isConnectionError(_:)``)
   /// of an idempotent request, are tried again after a backoff, at least the server's
   /// `Retry-After`, while the budget allows; a final `429` or `503` is returned. The body of a
-  /// `429` or `503` is read (up to 64 KiB) before the response is returned or retried, so that its
-  /// connection goes back to the pool.
+  /// `429` or `503` with a `Content-Length` of 64 KiB at most is read before the response is
+  /// returned or retried, so that its connection goes back to the pool; a longer one is left
+  /// unread (a retry then drops it, and its connection).
   ///
   /// A retry sends `request` again, body included. A `.bytes` body, or a `.stream` of a sequence
   /// that can be iterated again (an array of buffers, a file read anew), is re-sendable; a stream
@@ -71,7 +73,10 @@ extension HTTPClient {
       var response = try await self.execute(request, timeout: timeout, logger: logger)
       let head = HTTPResponseHead(
         status: Int(response.status.code), headerFields: response.headers.map { ($0.name, $0.value) })
-      if requests.retryPolicy.retryableStatuses.contains(head.status) {
+      if requests.retryPolicy.retryableStatuses.contains(head.status),
+        let length = response.headers.first(name: "Content-Length").flatMap(Int.init),
+        length <= Self.retriedBodyLimit
+      {
         // Read now, so that the connection is reused whether or not the request is retried.
         response.body = .bytes(try await response.body.collect(upTo: Self.retriedBodyLimit))
       }
@@ -119,9 +124,9 @@ struct URLParts: Equatable {
   let port: Int?
 
   init?(_ url: String) {
-    guard let schemeEnd = url.range(of: "://") else { return nil }
-    scheme = String(url[..<schemeEnd.lowerBound])
-    var authority = url[schemeEnd.upperBound...].prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+    guard let colon = url.firstIndex(of: ":"), url[colon...].hasPrefix("://") else { return nil }
+    scheme = String(url[..<colon])
+    var authority = url[url.index(colon, offsetBy: 3)...].prefix { $0 != "/" && $0 != "?" && $0 != "#" }
     if let userInfoEnd = authority.lastIndex(of: "@") { authority = authority[authority.index(after: userInfoEnd)...] }
     // An IPv6 literal keeps its brackets; a port follows the last `:` after them.
     let hostEnd = authority.lastIndex(of: "]") ?? authority.startIndex

@@ -11,6 +11,7 @@ import FoundationNetworking
 #if AsyncHTTPClient
 import AsyncHTTPClient
 import NIOCore
+import NIOHTTP1
 import PaceAsyncHTTPClient
 #endif
 
