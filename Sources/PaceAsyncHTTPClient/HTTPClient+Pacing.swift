@@ -31,7 +31,7 @@ extension HTTPClient {
   ///
   /// Each attempt is `execute(_:timeout:logger:)`, with the whole `timeout`; its response's
   /// `RateLimit`, `RateLimit-Policy`, `X-RateLimit-*` and `Retry-After` fields pace the key's next
-  /// requests. A `429` or `503`, and a connection error (``HTTPClient/isConnectionError(_:)``)
+  /// requests. A `429` or `503`, and a connection error (`isConnectionError(_:)`)
   /// of an idempotent request, are tried again after a backoff, at least the server's
   /// `Retry-After`, while the budget allows; a final `429` or `503` is returned. The body of a
   /// `429` or `503` with a `Content-Length` of 64 KiB at most is read before the response is
@@ -49,7 +49,7 @@ extension HTTPClient {
   ///   - timeout: The deadline of each attempt.
   ///   - requests: The paced requests that hold and retry it.
   ///   - key: What the server counts separately; the request's origin by default
-  ///     (``PacedRequests/originKey(scheme:host:port:)``).
+  ///     (`PacedRequests.originKey(scheme:host:port:)`).
   ///   - idempotent: Whether the request may be sent twice; by default, whether its method is
   ///     `GET`, `HEAD`, `OPTIONS`, `TRACE`, `PUT` or `DELETE` (RFC 9110).
   ///   - logger: The logger of each attempt; the client's background logger by default.

@@ -15,7 +15,7 @@ extension URLSession {
   ///
   /// Each attempt is `data(for:)`; its response's `RateLimit`, `RateLimit-Policy`,
   /// `X-RateLimit-*` and `Retry-After` fields pace the key's next requests. A `429` or `503`, and
-  /// a connection error (``URLSession/isConnectionError(_:)``) of an idempotent request, are tried
+  /// a connection error (`isConnectionError(_:)`) of an idempotent request, are tried
   /// again after a backoff, at least the server's `Retry-After`, while the budget allows; a final
   /// `429` or `503` is returned, as `data(for:)` returns it. A request with a body sends the same
   /// `httpBody` again; one with an `httpBodyStream` (which can be read once) is never retried.
