@@ -3,8 +3,9 @@ import PackageDescription
 
 // libFuzzer targets for Pace's parsers, kept out of the main package so that `swift build` and
 // `swift test` stay fast and need no sanitizer runtime. Sources/Pace, Sources/CPaceSupport,
-// Sources/PaceMarbles, Sources/PaceHTTP and Sources/PaceTool are symlinks to the main package's
-// sources, compiled here with the fuzzer's instrumentation; see CONTRIBUTING.md for the commands.
+// Sources/PaceMarbles, Sources/PaceHTTP, Sources/PaceHTTPClient and Sources/PaceTool are symlinks
+// to the main package's sources, compiled here with the fuzzer's instrumentation; see
+// CONTRIBUTING.md for the commands.
 //
 //   swift build --package-path Fuzz -c release --sanitize=fuzzer --sanitize=address
 //   Fuzz/.build/release/FuzzTraceReader Fuzz/Corpus/TraceReader -max_total_time=300
@@ -20,7 +21,8 @@ let package = Package(
   name: "PaceFuzz",
   platforms: [.macOS(.v13)],
   dependencies: [
-    .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0")
+    .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    .package(url: "https://github.com/apple/swift-http-structured-headers", from: "1.7.0"),
   ],
   targets: [
     .target(name: "Pace", dependencies: ["CPaceSupport"], swiftSettings: swiftSettings),
@@ -28,6 +30,11 @@ let package = Package(
     .target(name: "PaceMarbles", dependencies: ["Pace"], swiftSettings: swiftSettings),
     // Its framework-free part only: the middlewares' code is behind traits this package never sets.
     .target(name: "PaceHTTP", dependencies: ["Pace"], swiftSettings: swiftSettings),
+    .target(
+      name: "PaceHTTPClient",
+      dependencies: ["Pace", .product(name: "RawStructuredFieldValues", package: "swift-http-structured-headers")],
+      swiftSettings: swiftSettings
+    ),
     .target(
       name: "PaceTool",
       dependencies: ["Pace", "PaceMarbles", .product(name: "ArgumentParser", package: "swift-argument-parser")],
@@ -38,6 +45,7 @@ let package = Package(
     .executableTarget(name: "FuzzDurationText", dependencies: ["PaceMarbles"], swiftSettings: fuzzTargetSettings),
     .executableTarget(name: "FuzzMarbleParser", dependencies: ["PaceMarbles"], swiftSettings: fuzzTargetSettings),
     .executableTarget(name: "FuzzClientAddress", dependencies: ["PaceHTTP"], swiftSettings: fuzzTargetSettings),
+    .executableTarget(name: "FuzzRateLimitFields", dependencies: ["PaceHTTPClient"], swiftSettings: fuzzTargetSettings),
   ],
   swiftLanguageModes: [.v6]
 )

@@ -8,7 +8,7 @@ seconds=${1:-300}
 shift || true
 swift build -c release --sanitize=fuzzer --sanitize=address "$@"
 mkdir -p Artifacts
-for target in TraceReader DurationText MarbleParser ClientAddress; do
+for target in TraceReader DurationText MarbleParser ClientAddress RateLimitFields; do
   mkdir -p ".build/corpus/$target"
   echo "== Fuzz$target for ${seconds}s"
   ".build/release/Fuzz$target" ".build/corpus/$target" "Corpus/$target" \

@@ -20,17 +20,17 @@ import Darwin
 ///
 /// ``send(key:idempotent:isConnectionError:_:)`` is the loop the URLSession and AsyncHTTPClient
 /// glue call. For each attempt it:
-/// 1. waits for the key's turn in its ``ServerPacedLimiter`` (the server's `RateLimit`,
+/// 1. waits for the key's turn in its `ServerPacedLimiter` (the server's `RateLimit`,
 ///    `X-RateLimit-*` and `Retry-After` of earlier responses hold it until the quota allows);
 /// 2. runs the attempt, and records what its response said (or that it had none);
-/// 3. asks the ``RetryPolicy`` whether to try again (429, 503, connection errors; idempotent
-///    requests only, by default), and the ``RetryBudget`` whether a retry is in the budget; if
+/// 3. asks the `RetryPolicy` whether to try again (429, 503, connection errors; idempotent
+///    requests only, by default), and the `RetryBudget` whether a retry is in the budget; if
 ///    so, waits the policy's delay (at least the server's `Retry-After`) and goes back to 1.
 ///
 /// When the attempts or the budget run out, or the server asks for a `Retry-After` longer than
 /// the policy's maximum, `send` returns the last response (a final 429 or 503 is an answer the
 /// caller can read); it rethrows the last connection error. A wait the limiter refuses (longer
-/// than `maximumWait`) throws ``ServerPacingError``. Cancellation throws `CancellationError` at
+/// than `maximumWait`) throws `ServerPacingError`. Cancellation throws `CancellationError` at
 /// once from any wait.
 public final class PacedRequests: Sendable {
   /// When to try again.
@@ -46,14 +46,14 @@ public final class PacedRequests: Sendable {
   /// Paced requests.
   ///
   /// - Parameters:
-  ///   - retry: When to try again; ``RetryPolicy/init(maximumAttempts:baseDelay:maximumDelay:maximumRetryAfter:retryableStatuses:retriesNonIdempotentRequests:random:)``'s
-  ///     defaults by default: 3 attempts, backoff from 200 ms to 20 s, 429 and 503.
+  ///   - retry: When to try again; `RetryPolicy()` by default: 3 attempts, backoff from 200 ms to
+  ///     20 s, 429 and 503.
   ///   - budget: How many retries recent requests allow: 10 % of the last 10 s's requests plus
-  ///     1 a second by default (on `ContinuousClock`: pass a budget on a ``TestScheduler`` in
+  ///     1 a second by default (on `ContinuousClock`: pass a budget on a `TestScheduler` in
   ///     tests); `nil` for no budget.
   ///   - maximumWait: The longest a request waits for the server's quota. Not negative.
-  ///   - localModel: How the limiter models a server's quota per window (see ``ServerPacedLimiter``).
-  ///   - clock: The clock for waits and backoff: `ContinuousClock` by default, or a ``TestScheduler``.
+  ///   - localModel: How the limiter models a server's quota per window (see `ServerPacedLimiter`).
+  ///   - clock: The clock for waits and backoff: `ContinuousClock` by default, or a `TestScheduler`.
   ///   - unixTime: The Unix time now, for the fields that send dates; the system's by default. A
   ///     test on virtual time passes a time that follows its clock.
   public init<C: Clock>(
@@ -81,19 +81,25 @@ public final class PacedRequests: Sendable {
     return "\(scheme)://\(host):\(port)"
   }
 
+  /// Whether a request of `method` may be sent twice with the same effect (RFC 9110, section
+  /// 9.2.2): `GET`, `HEAD`, `OPTIONS`, `TRACE`, `PUT` and `DELETE`, in any case.
+  public static func isIdempotent(method: String) -> Bool {
+    ["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"].contains(method.uppercased())
+  }
+
   /// Sends a request through the key's limiter, retrying as the policy and budget allow.
   ///
   /// - Parameters:
   ///   - key: What the server counts separately: the request's origin by default
   ///     (``originKey(scheme:host:port:)``), or a route or credential.
-  ///   - idempotent: Whether the request may be sent twice (`GET`, `HEAD`, `PUT`, `DELETE`,
-  ///     `OPTIONS`); only those are retried unless the policy says otherwise.
+  ///   - idempotent: Whether the request may be sent twice (``isIdempotent(method:)``); only
+  ///     those are retried unless the policy says otherwise.
   ///   - isConnectionError: Whether an error the attempt threw is a connection failure that a
   ///     retry may mend; any other error is rethrown at once.
   ///   - attempt: One attempt: the body and the response's head.
   /// - Returns: The last attempt's body and head: a success, or the last retryable failure when
   ///   no retry is left.
-  /// - Throws: The last attempt's error; ``ServerPacingError`` when the server's quota would hold
+  /// - Throws: The last attempt's error; `ServerPacingError` when the server's quota would hold
   ///   the request longer than `maximumWait`; `CancellationError` if the task is cancelled.
   public func send<Body: Sendable>(
     key: String,

@@ -13,7 +13,7 @@ import RawStructuredFieldValues
 ///
 /// Every field is hostile input. A value that does not parse is ignored, alone: the other fields
 /// still count. A number too large for its meaning is clamped (every delay to
-/// ``ServerQuota/maximumDelay``), a negative one is ignored. A field sent several times with
+/// `ServerQuota/maximumDelay`), a negative one is ignored. A field sent several times with
 /// different values counts with its most cautious value: the smallest quota or remaining, the
 /// longest reset or `Retry-After`.
 ///
@@ -101,7 +101,7 @@ public struct ServerRateLimitFields: Sendable, Hashable {
     resource = resources.count == 1 ? resources.first.flatMap(Self.resourceName) : nil
   }
 
-  /// What the fields say about the quota, for ``ServerPacedLimiter/record(_:for:)``.
+  /// What the fields say about the quota, for `ServerPacedLimiter/record(_:for:)`.
   ///
   /// With several IETF policies, the quota and window are the policy of the lowest rate (it binds
   /// in the long run), and the remaining and reset are the state with the fewest remaining (it
@@ -167,7 +167,8 @@ public struct ServerRateLimitFields: Sendable, Hashable {
   static func policies(_ lines: [String]) -> [Policy] {
     listItems(lines).compactMap { item in
       guard let name = name(of: item), let quota = integer(item, "q", in: 1...Int64.max) else { return nil }
-      let window = integer(item, "w", in: 1...Int64.max).map { ServerQuota.clampedSeconds($0) }
+      // A Structured Fields integer has at most 15 digits: any is a `Duration` of seconds.
+      let window = integer(item, "w", in: 1...Int64.max).map { Duration.seconds($0) }
       return Policy(name: name, quota: Int(clamping: quota), window: window)
     }
   }

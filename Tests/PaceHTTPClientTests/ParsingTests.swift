@@ -81,8 +81,8 @@ let october21 = Duration.seconds(1_445_412_480)
     #expect(broken.quota == ServerQuota(retryAfter: .seconds(3)))
   }
 
-  /// Huge numbers are clamped: a window or reset beyond a day is a day; a quota past 15 digits is
-  /// not a Structured Fields integer at all.
+  /// Huge numbers are clamped: a reset beyond a day is a day; a window is kept, however long; a
+  /// quota past 15 digits is not a Structured Fields integer at all.
   @Test func hugeNumbersAreClamped() {
     let quota = ServerQuota(
       parsing: head(
@@ -92,7 +92,7 @@ let october21 = Duration.seconds(1_445_412_480)
     #expect(
       quota
         == ServerQuota(
-          quota: 999_999_999_999_999, window: ServerQuota.maximumDelay, remaining: 999_999_999_999_999,
+          quota: 999_999_999_999_999, window: .seconds(999_999_999_999_999), remaining: 999_999_999_999_999,
           resetsIn: ServerQuota.maximumDelay))
     let tooLong = ServerRateLimitFields(
       parsing: head(("RateLimit-Policy", #""a";q=9999999999999999"#)), receivedAt: .zero)
@@ -209,6 +209,11 @@ let october21 = Duration.seconds(1_445_412_480)
     #expect(head.values(of: "RETRY-AFTER") == ["1", "2"])
     #expect(head["retry-after"] == "1, 2")
     #expect(head["Missing"] == nil)
+  }
+
+  @Test func idempotentMethods() {
+    #expect(["GET", "head", "Options", "TRACE", "PUT", "DELETE"].allSatisfy { PacedRequests.isIdempotent(method: $0) })
+    #expect(!["POST", "PATCH", "CONNECT", "", "GETX"].contains { PacedRequests.isIdempotent(method: $0) })
   }
 
   @Test func originKeys() {

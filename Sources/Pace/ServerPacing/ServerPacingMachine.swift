@@ -8,10 +8,13 @@
 /// - a key the server has told nothing yet has no request in flight (one request probes it);
 /// - the server's `remaining`, less the requests in flight when it was told and those started
 ///   since, is above 0, until the quota is whole again (`now + resetsIn`); then the quota, less
-///   the requests in flight, until a response tells more;
+///   the requests in flight, until a response tells more. Responses may overtake one another: one
+///   whose reset is sooner than the one known can lower what is left, never bring the reset
+///   closer;
 /// - once the server told its quota per window, the local model (a ``RateLimit`` of that quota
 ///   and window under the limiter's policy, counting every request started since) allows one
-///   more.
+///   more. A sliding model's window is widened by the longest recent round trip: the server
+///   counts a request when it arrives, anywhere within a round trip of its start.
 ///
 /// Requests start in FIFO order. A request that would start only after its deadline (the
 /// limiter's maximum wait after it arrived) is refused at once, with the wait it would need; one
@@ -73,6 +76,26 @@ struct ServerPacingMachine {
   private(set) var windowNanoseconds: Int64?
   /// The local model of the server's window, counting the requests started since it was told.
   private(set) var model: RateLimitCounter?
+  /// When each request in flight started, oldest first.
+  private(set) var sendTimes: [PaceInstant] = []
+  /// The last round trips measured, in nanoseconds: from the oldest request in flight's start to
+  /// each response (an upper bound, whatever order the responses come in).
+  private(set) var roundTrips: [Int64] = []
+  /// The margin a sliding model's window was widened by.
+  private(set) var modelMargin: Int64 = 0
+
+  /// How many round trips the margin looks back on.
+  static let roundTripsKept = 32
+  /// The widest margin: a request that took minutes says little about the next.
+  static let maximumMarginNanoseconds: Int64 = 60_000_000_000
+
+  /// The longest recent round trip, rounded up to a millisecond: how much earlier or later than
+  /// its start the server may have counted a request. A sliding model's window is widened by it.
+  var latencyMargin: Int64 {
+    guard let longest = roundTrips.max(), longest > 0 else { return 0 }
+    let rounded = min(longest, Self.maximumMarginNanoseconds).addingSaturating(999_999) / 1_000_000 * 1_000_000
+    return min(rounded, Self.maximumMarginNanoseconds)
+  }
 
   init(localModel: RateLimit.Policy, maximumWait: Duration) {
     self.localModel = localModel
@@ -101,7 +124,9 @@ struct ServerPacingMachine {
   /// A started request's response came, with what the server said in it (perhaps nothing).
   mutating func record(_ quota: ServerQuota, now: PaceInstant) -> Action {
     inFlight = max(0, inFlight - 1)
+    noteRoundTrip(now: now)
     learn(quota, now: now)
+    widenSlidingModel()
     return advance(now: now)
   }
 
@@ -109,10 +134,33 @@ struct ServerPacingMachine {
   /// longer in flight, and nothing is learned.
   mutating func recordFailure(now: PaceInstant) -> Action {
     inFlight = max(0, inFlight - 1)
+    if !sendTimes.isEmpty { sendTimes.removeFirst() }
     return advance(now: now)
   }
 
   // MARK: Learning
+
+  private mutating func noteRoundTrip(now: PaceInstant) {
+    guard !sendTimes.isEmpty else { return }
+    let sent = sendTimes.removeFirst()
+    let (trip, overflow) = now.nanoseconds.subtractingReportingOverflow(sent.nanoseconds)
+    roundTrips.append(overflow ? .max : max(0, trip))
+    if roundTrips.count > Self.roundTripsKept { roundTrips.removeFirst() }
+  }
+
+  /// A sliding window of `q` per `w + margin` of the starts keeps the server's count (at the
+  /// requests' arrivals, up to a round trip after their starts) within `q` per `w`.
+  private mutating func widenSlidingModel() {
+    guard case .slidingWindow(let log)? = model, let window = windowNanoseconds, latencyMargin != modelMargin else {
+      return
+    }
+    modelMargin = latencyMargin
+    let rate = WindowRate(permits: log.rate.permits, per: .nanoseconds(window.addingSaturating(modelMargin)))
+    var widened = SlidingWindowLog(rate: rate, now: log.updated)
+    widened.grants = ContiguousArray(log.grants[log.head...])
+    widened.used = log.used
+    model = .slidingWindow(widened)
+  }
 
   private mutating func learn(_ quota: ServerQuota, now: PaceInstant) {
     learned = true
@@ -122,13 +170,24 @@ struct ServerPacingMachine {
     if let quota = quota.quota { limit = quota }
     if let remaining = quota.remaining {
       // Every other request in flight may not have been counted yet: count it against what is left.
-      serverRemaining = max(0, remaining - inFlight)
-      resetAt = quota.resetsIn.map { now.advanced(by: $0) }
+      let left = max(0, remaining - inFlight)
+      let reset = quota.resetsIn.map { now.advanced(by: $0) }
+      if let known = resetAt, known > now, reset.map({ $0 < known }) ?? true, let current = serverRemaining {
+        // Responses overtake one another: a reset sooner than the one known is older news (or the
+        // same window, rounded), which may lower what is left but never brings the reset closer.
+        serverRemaining = min(current, left)
+      } else {
+        serverRemaining = left
+        resetAt = reset
+      }
     }
     guard let window = quota.window?.paceNanoseconds, window > 0, let limit else { return }
     let changed = windowNanoseconds != window || model?.burst != limit
     windowNanoseconds = window
-    if changed { model = makeModel(limit: limit, window: window, now: now) }
+    if changed {
+      model = makeModel(limit: limit, window: window, now: now)
+      modelMargin = localModel == .slidingWindow ? latencyMargin : 0
+    }
   }
 
   /// A local model of `limit` per `window` at `now`, holding what the server counts already.
@@ -136,7 +195,7 @@ struct ServerPacingMachine {
     let rateLimit: RateLimit
     switch localModel {
     case .tokenBucket: rateLimit = RateLimit(permits: limit, per: .nanoseconds(window))
-    case .slidingWindow: rateLimit = .slidingWindow(limit, per: .nanoseconds(window))
+    case .slidingWindow: rateLimit = .slidingWindow(limit, per: .nanoseconds(window.addingSaturating(latencyMargin)))
     case .fixedWindow: rateLimit = .fixedWindow(limit, per: .nanoseconds(window))
     }
     // A fixed window ends where the server said its quota is whole again: windows start at
@@ -188,19 +247,25 @@ struct ServerPacingMachine {
   private mutating func advance(now: PaceInstant) -> Action {
     refresh(now: now)
     var action = Action()
-    // Deadlines come in FIFO order (each is its arrival plus the same wait): the expired are first.
-    while let head = queue.first, head.deadline <= now, readiness(now: now) != .now {
-      queue.removeFirst()
-      action.refused.append(Refusal(id: head.id, required: nil))
-    }
     while let head = queue.first {
-      switch readiness(now: now) {
-      case .now:
+      let readiness = readiness(now: now)
+      if readiness == .now {
         queue.removeFirst()
-        start()
+        start(now: now)
         action.granted.append(head.id)
+        continue
+      }
+      // Waited the maximum already (at most until now: every event looks).
+      if head.deadline <= now {
+        queue.removeFirst()
+        action.refused.append(Refusal(id: head.id, required: nil))
+        continue
+      }
+      switch readiness {
+      case .now:
+        break
       case .at(let ready):
-        if ready > head.deadline {
+        guard ready <= head.deadline else {
           queue.removeFirst()
           action.refused.append(Refusal(id: head.id, required: now.duration(to: ready)))
           continue
@@ -219,8 +284,9 @@ struct ServerPacingMachine {
   }
 
   /// Counts a request that starts now.
-  private mutating func start() {
+  private mutating func start(now: PaceInstant) {
     inFlight += 1
+    sendTimes.append(now)
     if let remaining = serverRemaining { serverRemaining = remaining - 1 }
     model?.take(1)
   }

@@ -10,10 +10,12 @@
 ///
 /// Every member is optional: a server tells some of them, or none. The initialiser clamps what
 /// no server can mean, so that a value built from hostile fields is always safe to act on: a
-/// quota or window that is not positive is dropped, a negative `remaining` is 0, and every
-/// duration is clamped to `0 ... ServerQuota.maximumDelay`.
+/// quota or window that is not positive is dropped, a negative `remaining` is 0, and every delay
+/// (`resetsIn`, `retryAfter`) is clamped to `0 ... ServerQuota.maximumDelay`. A window is not
+/// clamped: a shorter one would let a client send more than the server allows; a window too long
+/// for any wait makes ``ServerPacedLimiter`` refuse to wait, which is the answer.
 public struct ServerQuota: Sendable, Hashable, CustomStringConvertible {
-  /// The longest duration a quota holds: a server asking for longer is asked again after it.
+  /// The longest delay a quota holds: a server asking for a longer wait is asked again after it.
   public static let maximumDelay: Duration = .seconds(86_400)
 
   /// The requests the policy allows per ``window`` (`q`, `X-RateLimit-Limit`); positive.
@@ -32,7 +34,7 @@ public struct ServerQuota: Sendable, Hashable, CustomStringConvertible {
   ///
   /// - Parameters:
   ///   - quota: The requests allowed per window; dropped unless positive.
-  ///   - window: The window; dropped unless positive.
+  ///   - window: The window; dropped unless positive; never clamped.
   ///   - remaining: The requests left; a negative count is 0.
   ///   - resetsIn: How long until the quota is whole again; clamped to `0 ... maximumDelay`.
   ///   - retryAfter: How long to wait before the next request; clamped to `0 ... maximumDelay`.
@@ -41,7 +43,7 @@ public struct ServerQuota: Sendable, Hashable, CustomStringConvertible {
     retryAfter: Duration? = nil
   ) {
     self.quota = quota.flatMap { $0 > 0 ? $0 : nil }
-    self.window = window.flatMap { $0 > .zero ? Swift.min($0, Self.maximumDelay) : nil }
+    self.window = window.flatMap { $0 > .zero ? $0 : nil }
     self.remaining = remaining.map { Swift.max(0, $0) }
     self.resetsIn = resetsIn.map(Self.clamped)
     self.retryAfter = retryAfter.map(Self.clamped)

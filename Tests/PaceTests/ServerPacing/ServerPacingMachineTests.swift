@@ -56,7 +56,8 @@ import Testing
 
   /// Once the policy is told, a sliding window of `q` per `w` counts what the server counted
   /// (`q - r`, at the response) and every request since: "q=10;w=10, r=2" at 1 s allows 2 more,
-  /// then the next at 11 s, when the counted ones have left the window.
+  /// then the next when the counted ones have left the window, widened by the longest round trip
+  /// (the probe's, 1 s): at 12 s.
   @Test func theLocalSlidingWindowHoldsTheNextRequests() {
     var machine = machine()
     #expect(machine.enqueue(id: 1, now: ms(0)) == grant(1))
@@ -64,8 +65,27 @@ import Testing
     #expect(machine.enqueue(id: 3, now: ms(0)) == wake(at: ms(60_000)))
     let told = ServerQuota(quota: 10, window: .seconds(10), remaining: 2, resetsIn: .seconds(10))
     #expect(machine.record(told, now: ms(1000)) == grant(2, 3))
-    #expect(machine.enqueue(id: 4, now: ms(1000)) == wake(at: ms(11_000)))
-    #expect(machine.timerFired(now: ms(11_000)) == grant(4))
+    #expect(machine.latencyMargin == 1_000_000_000)
+    #expect(machine.enqueue(id: 4, now: ms(1000)) == wake(at: ms(12_000)))
+    #expect(machine.timerFired(now: ms(12_000)) == grant(4))
+  }
+
+  /// The margin is the longest of the last 32 round trips, rounded up to a millisecond, measured
+  /// from the oldest request in flight; it widens the sliding model, which keeps the requests it
+  /// counts.
+  @Test func theMarginFollowsTheRecentRoundTrips() {
+    var machine = machine()
+    #expect(machine.enqueue(id: 1, now: ms(0)) == grant(1))
+    let told = ServerQuota(quota: 2, window: .seconds(10), remaining: 1, resetsIn: .seconds(10))
+    #expect(machine.record(told, now: PaceInstant(nanoseconds: 1_500_001)) == grant())
+    #expect(machine.latencyMargin == 2_000_000)
+    #expect(machine.enqueue(id: 2, now: ms(5)) == grant(2))
+    #expect(machine.record(ServerQuota(), now: ms(205)) == grant())
+    #expect(machine.latencyMargin == 200_000_000)
+    // Two counted: the one the server had (at 1.5 ms) and 2 (at 5 ms), for 10.2 s.
+    #expect(machine.enqueue(id: 3, now: ms(300)) == wake(at: PaceInstant(nanoseconds: 10_201_500_001)))
+    #expect(machine.timerFired(now: PaceInstant(nanoseconds: 10_201_500_001)) == grant(3))
+    #expect(machine.inFlight == 1)
   }
 
   /// A fixed-window model's windows end where the server said its quota is whole again: "r=0,
