@@ -66,7 +66,7 @@ extension HTTPClient {
     logger: Logger? = nil
   ) async throws -> HTTPClientResponse {
     let key = key ?? Self.pacingKey(for: request.url)
-    let idempotent = idempotent ?? HTTPMethods.isIdempotent(request.method.rawValue)
+    let idempotent = idempotent ?? PacedRequests.isIdempotent(method: request.method.rawValue)
     let (response, _) = try await requests.send(
       key: key, idempotent: idempotent, isConnectionError: Self.isConnectionError
     ) {

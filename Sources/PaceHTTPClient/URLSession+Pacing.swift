@@ -65,7 +65,7 @@ extension URLSession {
   /// Whether `request` may be sent again: as `idempotent` says, or by its method; never when its
   /// body is a stream, which can be read once.
   static func mayBeSentTwice(_ request: URLRequest, idempotent: Bool?) -> Bool {
-    request.httpBodyStream == nil && (idempotent ?? HTTPMethods.isIdempotent(request.httpMethod ?? "GET"))
+    request.httpBodyStream == nil && (idempotent ?? PacedRequests.isIdempotent(method: request.httpMethod ?? "GET"))
   }
 
   /// The key of `url`'s origin, or `""` for a URL without a host (a file, say): every such
@@ -84,14 +84,5 @@ extension URLSession {
       if let name = name as? String, let value = value as? String { fields.append((name, value)) }
     }
     return HTTPResponseHead(status: response.statusCode, headerFields: fields)
-  }
-}
-
-/// Which HTTP methods may be sent twice, for the glue's default.
-package enum HTTPMethods {
-  /// Whether `method` is idempotent (RFC 9110, 9.2.2): `GET`, `HEAD`, `OPTIONS`, `TRACE`, `PUT`,
-  /// `DELETE`; compared without regard to case.
-  package static func isIdempotent(_ method: String) -> Bool {
-    ["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"].contains(method.uppercased())
   }
 }
