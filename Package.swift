@@ -28,6 +28,7 @@ let package = Package(
     .library(name: "PacePostgres", targets: ["PacePostgres"]),
     .library(name: "PaceHummingbird", targets: ["PaceHummingbird"]),
     .library(name: "PaceVapor", targets: ["PaceVapor"]),
+    .library(name: "PaceAsyncHTTPClient", targets: ["PaceAsyncHTTPClient"]),
   ],
   // Server side: apps never resolve, fetch or build postgres-nio, Hummingbird or Vapor, because
   // SwiftPM (6.1 and later) leaves the dependencies of disabled traits out of the graph entirely.
@@ -36,6 +37,10 @@ let package = Package(
     .trait(name: "PostgreSQL", description: "PacePostgres: shared rate limits and debouncing on PostgreSQL"),
     .trait(name: "Hummingbird", description: "PaceHummingbird: a rate-limit middleware for Hummingbird 2"),
     .trait(name: "Vapor", description: "PaceVapor: a rate-limit middleware and service lifecycle for Vapor 4"),
+    .trait(
+      name: "AsyncHTTPClient",
+      description: "PaceAsyncHTTPClient: AsyncHTTPClient's requests paced by what the server says"
+    ),
     .default(enabledTraits: []),
   ],
   dependencies: [
@@ -63,6 +68,8 @@ let package = Package(
     .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
     .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
     .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+    // Behind the AsyncHTTPClient trait: a server's calls to other APIs, paced by what they say.
+    .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
   ],
   targets: [
     // MARK: Library: toolchain only (Dispatch, Synchronization).
@@ -185,6 +192,20 @@ let package = Package(
       ],
       swiftSettings: swiftSettings
     ),
+    // AsyncHTTPClient's requests through PacedRequests, behind the AsyncHTTPClient trait (an empty
+    // module without it, as PacePostgres is).
+    .target(
+      name: "PaceAsyncHTTPClient",
+      dependencies: [
+        "Pace", "PaceHTTPClient",
+        .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(traits: ["AsyncHTTPClient"])),
+        .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["AsyncHTTPClient"])),
+        .product(name: "NIOHTTP1", package: "swift-nio", condition: .when(traits: ["AsyncHTTPClient"])),
+        .product(name: "NIOPosix", package: "swift-nio", condition: .when(traits: ["AsyncHTTPClient"])),
+        .product(name: "Logging", package: "swift-log", condition: .when(traits: ["AsyncHTTPClient"])),
+      ],
+      swiftSettings: swiftSettings
+    ),
     // A separate process for PaceServerTests: an instance of a server that dies mid-execution, or hammers a key.
     .executableTarget(
       name: "pace-postgres-test-instance",
@@ -261,12 +282,16 @@ let package = Package(
         .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
         .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
         .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["Hummingbird"])),
-        // The Hummingbird article's request context names NIOCore's `SocketAddress`.
-        .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Hummingbird"])),
+        // The Hummingbird article's request context names NIOCore's `SocketAddress`; the
+        // AsyncHTTPClient example its `TimeAmount`.
+        .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Hummingbird", "AsyncHTTPClient"])),
         .product(name: "Vapor", package: "vapor", condition: .when(traits: ["Vapor"])),
         .product(name: "Logging", package: "swift-log", condition: .when(traits: ["PostgreSQL"])),
         .product(
           name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["PostgreSQL"])),
+        // "Calling a rate-limited API": URLSession's glue, and AsyncHTTPClient's with its trait.
+        "PaceHTTPClient", "PaceAsyncHTTPClient",
+        .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(traits: ["AsyncHTTPClient"])),
       ],
       swiftSettings: swiftSettings
     ),
@@ -291,6 +316,10 @@ let package = Package(
         .product(name: "MetricsTestKit", package: "swift-metrics", condition: .when(traits: ["PostgreSQL"])),
         .product(
           name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["PostgreSQL"])),
+        // The client side, end to end: URLSession and AsyncHTTPClient against servers in process.
+        "PaceHTTPClient", "PaceAsyncHTTPClient",
+        .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(traits: ["AsyncHTTPClient"])),
+        .product(name: "NIOHTTP1", package: "swift-nio", condition: .when(traits: ["AsyncHTTPClient"])),
       ],
       swiftSettings: swiftSettings
     ),

@@ -25,8 +25,10 @@ and its declarations live in a namespace of their own, `struct DocExample_<Docum
   statements the body of `@MainActor func example() async throws`, so `let`s, calls, `try` and
   `await` all compile. The names such fragments assume (`api`, `searchField`, `tableView`, ...)
   are declared once in `Tests/DocExamplesTests/Context.swift`, with UIKit's stand-ins.
-- Imports: a block that imports a server module (`PacePostgres`, `PaceHummingbird`, ...) is
-  compiled only with its package trait on (`#if PostgreSQL`), as CI's server step builds it.
+- Imports: a block that imports a server module (`PacePostgres`, `PaceHummingbird`,
+  `PaceAsyncHTTPClient`, ...) is compiled only with its package trait on (`#if PostgreSQL`), as
+  CI's server step builds it. A block that imports Foundation and uses URLSession also gets
+  FoundationNetworking where it exists (Linux).
   `Combine`, `SwiftUI` and `PaceSwiftUI` become OpenCombine, the SwiftUI stand-in and
   PaceSwiftUI compiled against it where Apple's modules do not exist. A block with `import` lines
   (its own, or its context's) gets exactly those (it claims to be complete: a missing import is
@@ -160,6 +162,8 @@ def render(path, index, group):
         "",
         *([f"#if {' && '.join(traits)}", ""] if traits else []),
         *[line for module in imports for line in import_lines(module)],
+        *(["#if canImport(FoundationNetworking)", "import FoundationNetworking", "#endif"]
+          if "Foundation" in imports and URL_LOADING.search(code) else []),
         "",
     ]
     if FILE_SCOPE.search(code):
@@ -181,7 +185,12 @@ TRAIT_IMPORTS = {
     "PacePostgres": "PostgreSQL", "PostgresNIO": "PostgreSQL",
     "PaceHummingbird": "Hummingbird", "Hummingbird": "Hummingbird", "HTTPTypes": "Hummingbird",
     "PaceVapor": "Vapor", "Vapor": "Vapor",
+    "PaceAsyncHTTPClient": "AsyncHTTPClient", "AsyncHTTPClient": "AsyncHTTPClient",
 }
+
+# URLSession and its types are FoundationNetworking's outside Apple platforms: a block that uses them
+# gets that import too, where it exists, as an app's file would have it.
+URL_LOADING = re.compile(r"\b(URLSession|URLRequest|URLResponse|HTTPURLResponse)\b")
 
 # Apple-only modules: the same example compiles against Combine or SwiftUI where they exist, and
 # here against OpenCombine and the SwiftUI stand-in (with PaceSwiftUI's glue compiled against it).

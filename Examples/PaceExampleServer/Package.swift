@@ -6,6 +6,11 @@ import PackageDescription
 //
 //   swift run pace-example-server [--postgres postgres://…]          # Hummingbird
 //   swift run pace-example-server-vapor [--postgres postgres://…]    # Vapor
+//
+// And their clients, paced by what a server says: one on URLSession, one on AsyncHTTPClient.
+//
+//   swift run pace-example-client-urlsession [--requests 100] [URL]
+//   swift run pace-example-client-asynchttpclient [--requests 100] [URL]
 let swiftSettings: [SwiftSetting] = [
   .enableUpcomingFeature("ExistentialAny"),
   .enableUpcomingFeature("MemberImportVisibility"),
@@ -17,7 +22,7 @@ let package = Package(
   dependencies: [
     // Pace itself, by path, with its server traits on; `name:` because a path dependency's
     // identity is otherwise its folder's name, which differs between clones.
-    .package(name: "Pace", path: "../..", traits: ["PostgreSQL", "Hummingbird", "Vapor"]),
+    .package(name: "Pace", path: "../..", traits: ["PostgreSQL", "Hummingbird", "Vapor", "AsyncHTTPClient"]),
     .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
     .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
     .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0"),
@@ -29,6 +34,7 @@ let package = Package(
     .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
     .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
     .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
+    .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
   ],
   targets: [
     // What both servers share: the command-line options, logging and metrics, the PostgreSQL
@@ -82,6 +88,29 @@ let package = Package(
         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
       ],
       path: "Sources/PaceExampleServerVapor",
+      swiftSettings: swiftSettings
+    ),
+    // The clients: a rate-limited API's calls paced by what its server says.
+    .executableTarget(
+      name: "pace-example-client-urlsession",
+      dependencies: [
+        .product(name: "PaceHTTPClient", package: "Pace"),
+        .product(name: "ArgumentParser", package: "swift-argument-parser"),
+      ],
+      path: "Sources/PaceExampleClientURLSession",
+      swiftSettings: swiftSettings
+    ),
+    .executableTarget(
+      name: "pace-example-client-asynchttpclient",
+      dependencies: [
+        .product(name: "PaceHTTPClient", package: "Pace"),
+        .product(name: "PaceAsyncHTTPClient", package: "Pace"),
+        .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        .product(name: "AsyncHTTPClient", package: "async-http-client"),
+        .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "NIOHTTP1", package: "swift-nio"),
+      ],
+      path: "Sources/PaceExampleClientAsyncHTTPClient",
       swiftSettings: swiftSettings
     ),
   ],

@@ -1,0 +1,144 @@
+#if AsyncHTTPClient
+public import AsyncHTTPClient
+public import Logging
+public import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Pace
+public import PaceHTTPClient
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+extension HTTPClient {
+  /// The longest body of a retryable response read at once: a longer one, or one of unknown
+  /// length, is left to the caller (and, if the request is retried, dropped with its connection).
+  static let retriedBodyLimit = 64 * 1024
+
+  /// Executes `request` through `requests`: held until the server's quota for its key allows it,
+  /// and retried as their policy and budget allow.
+  ///
+  /// ```swift
+  /// let requests = PacedRequests()
+  /// let request = HTTPClientRequest(url: "https://api.example.com/items")
+  /// let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10), pacedBy: requests)
+  /// ```
+  ///
+  /// Each attempt is `execute(_:timeout:logger:)`, with the whole `timeout`; its response's
+  /// `RateLimit`, `RateLimit-Policy`, `X-RateLimit-*` and `Retry-After` fields pace the key's next
+  /// requests. A `429` or `503`, and a connection error (`isConnectionError(_:)`)
+  /// of an idempotent request, are tried again after a backoff, at least the server's
+  /// `Retry-After`, while the budget allows; a final `429` or `503` is returned. The body of a
+  /// `429` or `503` with a `Content-Length` of 64 KiB at most is read before the response is
+  /// returned or retried, so that its connection goes back to the pool; a longer one is left
+  /// unread (a retry then drops it, and its connection).
+  ///
+  /// A retry sends `request` again, body included. A `.bytes` body, or a `.stream` of a sequence
+  /// that can be iterated again (an array of buffers, a file read anew), is re-sendable; a stream
+  /// that can be iterated once (an `AsyncStream`, a request being proxied) is not: pass
+  /// `idempotent: false` for such a request (under the default policy, which retries only
+  /// idempotent requests, it is then sent once), or collect its body into `.bytes` first.
+  ///
+  /// - Parameters:
+  ///   - request: The request.
+  ///   - timeout: The deadline of each attempt.
+  ///   - requests: The paced requests that hold and retry it.
+  ///   - key: What the server counts separately; the request's origin by default
+  ///     (`PacedRequests.originKey(scheme:host:port:)`).
+  ///   - idempotent: Whether the request may be sent twice; by default, whether its method is
+  ///     `GET`, `HEAD`, `OPTIONS`, `TRACE`, `PUT` or `DELETE` (RFC 9110).
+  ///   - logger: The logger of each attempt; the client's background logger by default.
+  /// - Returns: The last attempt's response.
+  /// - Throws: The last attempt's error; `ServerPacingError` when the server's quota would hold the
+  ///   request longer than the limiter's maximum wait; `CancellationError` when the task is
+  ///   cancelled.
+  public func execute(
+    _ request: HTTPClientRequest,
+    timeout: TimeAmount,
+    pacedBy requests: PacedRequests,
+    key: String? = nil,
+    idempotent: Bool? = nil,
+    logger: Logger? = nil
+  ) async throws -> HTTPClientResponse {
+    let key = key ?? Self.pacingKey(for: request.url)
+    let idempotent = idempotent ?? PacedRequests.isIdempotent(method: request.method.rawValue)
+    let (response, _) = try await requests.send(
+      key: key, idempotent: idempotent, isConnectionError: Self.isConnectionError
+    ) {
+      var response = try await self.execute(request, timeout: timeout, logger: logger)
+      let head = HTTPResponseHead(
+        status: Int(response.status.code), headerFields: response.headers.map { ($0.name, $0.value) })
+      if requests.retryPolicy.retryableStatuses.contains(head.status),
+        let length = response.headers.first(name: "Content-Length").flatMap(Int.init),
+        length <= Self.retriedBodyLimit
+      {
+        // Read now, so that the connection is reused whether or not the request is retried.
+        response.body = .bytes(try await response.body.collect(upTo: Self.retriedBodyLimit))
+      }
+      return (response, head)
+    }
+    return response
+  }
+
+  /// Whether `error` is a connection failure that another attempt may mend: the connection could
+  /// not be made (refused, unreachable, timed out), or was closed or reset before the response
+  /// came, or the request's deadline passed while waiting for one.
+  ///
+  /// A closed connection or a read timeout may come after the server acted on the request: only
+  /// idempotent requests are retried after one, unless the policy says otherwise.
+  public static func isConnectionError(_ error: any Error) -> Bool {
+    switch error {
+    case let error as HTTPClientError:
+      return [.connectTimeout, .remoteConnectionClosed, .readTimeout, .getConnectionFromPoolTimeout].contains(error)
+    case is NIOConnectionError:
+      return true
+    case let error as ChannelError:
+      switch error {
+      case .connectTimeout, .ioOnClosedChannel, .eof: return true
+      default: return false
+      }
+    case let error as IOError:
+      return [ECONNREFUSED, ECONNRESET, ECONNABORTED, ETIMEDOUT, EHOSTUNREACH, ENETUNREACH, ENETDOWN, EPIPE]
+        .contains(error.errnoCode)
+    default:
+      return false
+    }
+  }
+
+  /// The key of `url`'s origin, or the URL itself when it has none (a Unix socket's).
+  static func pacingKey(for url: String) -> String {
+    guard let parsed = URLParts(url) else { return url }
+    return PacedRequests.originKey(scheme: parsed.scheme, host: parsed.host, port: parsed.port)
+  }
+}
+
+/// The scheme, host and port of an absolute URL, without Foundation.
+struct URLParts: Equatable {
+  let scheme: String
+  let host: String
+  let port: Int?
+
+  init?(_ url: String) {
+    guard let colon = url.firstIndex(of: ":"), url[colon...].hasPrefix("://") else { return nil }
+    scheme = String(url[..<colon])
+    var authority = url[url.index(colon, offsetBy: 3)...].prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+    if let userInfoEnd = authority.lastIndex(of: "@") { authority = authority[authority.index(after: userInfoEnd)...] }
+    // An IPv6 literal keeps its brackets; a port follows the last `:` after them.
+    let hostEnd = authority.lastIndex(of: "]") ?? authority.startIndex
+    if let colon = authority[hostEnd...].lastIndex(of: ":") {
+      guard let port = Int(authority[authority.index(after: colon)...]), (0...65_535).contains(port) else { return nil }
+      host = String(authority[..<colon])
+      self.port = port
+    } else {
+      host = String(authority)
+      port = nil
+    }
+    guard !scheme.isEmpty, !host.isEmpty else { return nil }
+  }
+}
+#endif

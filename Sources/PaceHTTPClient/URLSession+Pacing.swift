@@ -1,0 +1,88 @@
+public import Foundation
+
+#if canImport(FoundationNetworking)
+public import FoundationNetworking
+#endif
+
+extension URLSession {
+  /// Loads `request` through `requests`: held until the server's quota for its key allows it, and
+  /// retried as their policy and budget allow.
+  ///
+  /// ```swift
+  /// let requests = PacedRequests()
+  /// let (data, response) = try await URLSession.shared.data(for: request, pacedBy: requests)
+  /// ```
+  ///
+  /// Each attempt is `data(for:)`; its response's `RateLimit`, `RateLimit-Policy`,
+  /// `X-RateLimit-*` and `Retry-After` fields pace the key's next requests. A `429` or `503`, and
+  /// a connection error (`isConnectionError(_:)`) of an idempotent request, are tried
+  /// again after a backoff, at least the server's `Retry-After`, while the budget allows; a final
+  /// `429` or `503` is returned, as `data(for:)` returns it. A request with a body sends the same
+  /// `httpBody` again; one with an `httpBodyStream` (which can be read once) is never retried.
+  ///
+  /// - Parameters:
+  ///   - request: The request.
+  ///   - requests: The paced requests that hold and retry it; one for the app, or per API.
+  ///   - key: What the server counts separately; the request's origin by default
+  ///     (``PacedRequests/originKey(scheme:host:port:)``). Pass a credential's or route's key when
+  ///     the server counts by one.
+  ///   - idempotent: Whether the request may be sent twice; by default, whether its method is
+  ///     `GET`, `HEAD`, `OPTIONS`, `TRACE`, `PUT` or `DELETE` (RFC 9110).
+  /// - Returns: The last attempt's data and response.
+  /// - Throws: The last attempt's error; `ServerPacingError` when the server's quota would hold the
+  ///   request longer than the limiter's maximum wait; `CancellationError` when the task is
+  ///   cancelled.
+  public func data(
+    for request: URLRequest, pacedBy requests: PacedRequests, key: String? = nil, idempotent: Bool? = nil
+  ) async throws -> (Data, URLResponse) {
+    let key = key ?? Self.pacingKey(for: request.url)
+    let idempotent = Self.mayBeSentTwice(request, idempotent: idempotent)
+    let (loaded, _) = try await requests.send(
+      key: key, idempotent: idempotent, isConnectionError: Self.isConnectionError
+    ) {
+      let loaded = try await self.data(for: request)
+      return (loaded, Self.head(of: loaded.1))
+    }
+    return loaded
+  }
+
+  /// Whether `error` is a connection failure that another attempt may mend: the host could not be
+  /// found or reached, the connection was lost, the request timed out, or the device is offline.
+  ///
+  /// A timeout or a lost connection may come after the server acted on the request: only
+  /// idempotent requests are retried after one, unless the policy says otherwise.
+  public static func isConnectionError(_ error: any Error) -> Bool {
+    guard let error = error as? URLError else { return false }
+    switch error.code {
+    case .cannotConnectToHost, .cannotFindHost, .dnsLookupFailed, .networkConnectionLost, .notConnectedToInternet,
+      .timedOut:
+      return true
+    default:
+      return false
+    }
+  }
+
+  /// Whether `request` may be sent again: as `idempotent` says, or by its method; never when its
+  /// body is a stream, which can be read once.
+  static func mayBeSentTwice(_ request: URLRequest, idempotent: Bool?) -> Bool {
+    request.httpBodyStream == nil && (idempotent ?? PacedRequests.isIdempotent(method: request.httpMethod ?? "GET"))
+  }
+
+  /// The key of `url`'s origin, or `""` for a URL without a host (a file, say): every such
+  /// request shares one key, which no server paces.
+  static func pacingKey(for url: URL?) -> String {
+    guard let url, let scheme = url.scheme, let host = url.host else { return "" }
+    return PacedRequests.originKey(scheme: scheme, host: host, port: url.port)
+  }
+
+  /// The status and header fields of `response`; a response that is not HTTP's (a file's) has
+  /// status 200 and no fields.
+  static func head(of response: URLResponse) -> HTTPResponseHead {
+    guard let response = response as? HTTPURLResponse else { return HTTPResponseHead(status: 200, headerFields: []) }
+    var fields: [(name: String, value: String)] = []
+    for (name, value) in response.allHeaderFields {
+      if let name = name as? String, let value = value as? String { fields.append((name, value)) }
+    }
+    return HTTPResponseHead(status: response.statusCode, headerFields: fields)
+  }
+}
