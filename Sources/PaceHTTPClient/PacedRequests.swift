@@ -105,8 +105,8 @@ public final class PacedRequests: Sendable {
     key: String,
     idempotent: Bool,
     isConnectionError: @Sendable (any Error) -> Bool = { _ in false },
-    _ attempt: @Sendable () async throws -> (Body, HTTPResponseHead)
-  ) async throws -> (Body, HTTPResponseHead) {
+    _ attempt: @Sendable () async throws -> (Body, ResponseHead)
+  ) async throws -> (Body, ResponseHead) {
     retryBudget?.recordRequest()
     var attemptNumber = 1
     while true {
@@ -114,7 +114,7 @@ public final class PacedRequests: Sendable {
       let outcome: RetryPolicy.Outcome
       let retryAfter: Duration?
       let lastError: (any Error)?
-      let response: (Body, HTTPResponseHead)?
+      let response: (Body, ResponseHead)?
       do {
         let result = try await attempt()
         let quota = ServerQuota(parsing: result.1, receivedAt: unixTime())

@@ -82,7 +82,7 @@ public struct ServerRateLimitFields: Sendable, Hashable {
   ///   - head: The response's status and fields.
   ///   - unixNow: When the response was received, as a Unix time (since 1970-01-01 UTC): for the
   ///     fields that send a date.
-  public init(parsing head: HTTPResponseHead, receivedAt unixNow: Duration) {
+  public init(parsing head: ResponseHead, receivedAt unixNow: Duration) {
     let nowSeconds = unixNow.components.seconds
     // The server's own clock when it has a valid `Date`: its dates are read against it.
     let serverNow = head.values(of: "Date").compactMap { HTTPDate.unixSeconds(parsing: $0, unixNow: nowSeconds) }
@@ -193,7 +193,7 @@ public struct ServerRateLimitFields: Sendable, Hashable {
   }
 
   /// The whole numbers of the first field of `names` that has any; each line and member counted.
-  static func counts(_ head: HTTPResponseHead, _ names: String...) -> [Int] {
+  static func counts(_ head: ResponseHead, _ names: String...) -> [Int] {
     for name in names {
       let values = head.values(of: name).flatMap(listMembers).compactMap { count(parsing: $0) }
       if !values.isEmpty { return values }
@@ -282,7 +282,7 @@ extension ServerQuota {
   /// - Parameters:
   ///   - head: The response's status and fields.
   ///   - unixNow: When the response was received, as a Unix time.
-  public init(parsing head: HTTPResponseHead, receivedAt unixNow: Duration) {
+  public init(parsing head: ResponseHead, receivedAt unixNow: Duration) {
     self = ServerRateLimitFields(parsing: head, receivedAt: unixNow).quota
   }
 

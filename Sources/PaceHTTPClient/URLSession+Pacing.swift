@@ -77,12 +77,12 @@ extension URLSession {
 
   /// The status and header fields of `response`; a response that is not HTTP's (a file's) has
   /// status 200 and no fields.
-  static func head(of response: URLResponse) -> HTTPResponseHead {
-    guard let response = response as? HTTPURLResponse else { return HTTPResponseHead(status: 200, headerFields: []) }
+  static func head(of response: URLResponse) -> ResponseHead {
+    guard let response = response as? HTTPURLResponse else { return ResponseHead(status: 200, headerFields: []) }
     var fields: [(name: String, value: String)] = []
     for (name, value) in response.allHeaderFields {
       if let name = name as? String, let value = value as? String { fields.append((name, value)) }
     }
-    return HTTPResponseHead(status: response.statusCode, headerFields: fields)
+    return ResponseHead(status: response.statusCode, headerFields: fields)
   }
 }

@@ -21,7 +21,7 @@ import Testing
   /// Bytes that parsers trip on: digits, separators, quotes, signs, non-ASCII.
   static let alphabet = Array("0123456789;=,\" -+.:()*?abcqrtwGMTé\u{0}\t\r\n".unicodeScalars)
 
-  func check(_ head: HTTPResponseHead) {
+  func check(_ head: ResponseHead) {
     for now in [Duration.zero, .seconds(1_700_000_000), .seconds(Int64.max), .seconds(-1_000)] {
       let quota = ServerQuota(parsing: head, receivedAt: now)
       #expect(quota.quota.map { $0 > 0 } ?? true)
@@ -43,7 +43,7 @@ import Testing
           String.UnicodeScalarView((0..<length).map { _ in Self.alphabet.randomElement(using: &random)! }))
         fields.append((name: Self.names.randomElement(using: &random)!, value: value))
       }
-      check(HTTPResponseHead(status: 429, headerFields: fields))
+      check(ResponseHead(status: 429, headerFields: fields))
     }
   }
 
@@ -62,7 +62,7 @@ import Testing
       }
       let value = String(String.UnicodeScalarView(scalars))
       let name = Self.names.randomElement(using: &random)!
-      check(HTTPResponseHead(status: 200, headerFields: [(name: name, value: value), (name: name, value: value)]))
+      check(ResponseHead(status: 200, headerFields: [(name: name, value: value), (name: name, value: value)]))
       _ = HTTPDate.unixSeconds(parsing: value, unixNow: .max)
     }
   }
@@ -70,10 +70,10 @@ import Testing
   /// A field of a megabyte, and a thousand field lines: parsed quickly, never kept whole.
   @Test func hugeFields() {
     let huge = String(repeating: #""a";q=1;w=1, "#, count: 80_000)
-    check(HTTPResponseHead(status: 200, headerFields: [(name: "RateLimit-Policy", value: huge)]))
+    check(ResponseHead(status: 200, headerFields: [(name: "RateLimit-Policy", value: huge)]))
     let many = (0..<1_000).map { (name: "Retry-After", value: String($0)) }
     #expect(
-      ServerQuota(parsing: HTTPResponseHead(status: 429, headerFields: many), receivedAt: .zero).retryAfter
+      ServerQuota(parsing: ResponseHead(status: 429, headerFields: many), receivedAt: .zero).retryAfter
         == .seconds(999))
   }
 }

@@ -31,7 +31,7 @@ final class SimulatedServer: Sendable {
     return (nanoseconds + 999_999_999) / 1_000_000_000
   }
 
-  func handle() -> (Int, HTTPResponseHead) {
+  func handle() -> (Int, ResponseHead) {
     let decision = limiter.tryAcquire("client")
     let policy = #""api";q=\#(limit.permits);w=\#(Self.wholeSeconds(limit.interval))"#
     var fields = [(name: "RateLimit-Policy", value: policy)]
@@ -59,7 +59,7 @@ final class SimulatedServer: Sendable {
       if status == 429, counts.toldPolicy { counts.limitedAfterPolicy += 1 }
       counts.toldPolicy = true
     }
-    return (status, HTTPResponseHead(status: status, headerFields: fields))
+    return (status, ResponseHead(status: status, headerFields: fields))
   }
 }
 

@@ -23,7 +23,7 @@ import Testing
             return count
           }
           let fields = [(name: "RateLimit", value: #""a";r=1000;t=1"#)]
-          return (count, HTTPResponseHead(status: count % 7 == 0 ? 503 : 200, headerFields: fields))
+          return (count, ResponseHead(status: count % 7 == 0 ? 503 : 200, headerFields: fields))
         }
       }
     }

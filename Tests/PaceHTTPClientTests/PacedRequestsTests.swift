@@ -12,24 +12,24 @@ struct BadRequestBody: Error, Equatable {}
 
 /// A fake server: answers each attempt with the next scripted response, and records when.
 final class ScriptedServer: Sendable {
-  let answers: LockedState<[Result<HTTPResponseHead, any Error>]>
+  let answers: LockedState<[Result<ResponseHead, any Error>]>
   let attempts: LockedRecorder<Int>
 
-  init(_ answers: [Result<HTTPResponseHead, any Error>], clock: TestScheduler) {
+  init(_ answers: [Result<ResponseHead, any Error>], clock: TestScheduler) {
     self.answers = LockedState(answers)
     attempts = LockedRecorder(clock: clock)
   }
 
   /// One attempt: the attempt's number as the body, and the next head.
-  func attempt() throws -> (Int, HTTPResponseHead) {
+  func attempt() throws -> (Int, ResponseHead) {
     attempts.record(attempts.count + 1)
     let answer = answers.withLock { $0.isEmpty ? .success(head()) : $0.removeFirst() }
     return (attempts.count, try answer.get())
   }
 }
 
-func status(_ code: Int, _ fields: (String, String)...) -> Result<HTTPResponseHead, any Error> {
-  .success(HTTPResponseHead(status: code, headerFields: fields.map { (name: $0.0, value: $0.1) }))
+func status(_ code: Int, _ fields: (String, String)...) -> Result<ResponseHead, any Error> {
+  .success(ResponseHead(status: code, headerFields: fields.map { (name: $0.0, value: $0.1) }))
 }
 
 /// `PacedRequests.send`, the loop the glue calls, with a fake attempt on virtual time: exact
@@ -53,7 +53,7 @@ func status(_ code: Int, _ fields: (String, String)...) -> Result<HTTPResponseHe
   /// Runs `send` in a task, advancing virtual time through each of its sleeps until it ends.
   func run(
     _ requests: PacedRequests, _ server: ScriptedServer, idempotent: Bool = true, sleeps: Int
-  ) async throws -> (Int, HTTPResponseHead) {
+  ) async throws -> (Int, ResponseHead) {
     let task = Task {
       try await requests.send(
         key: "https://api.example.com", idempotent: idempotent, isConnectionError: { $0 is ConnectionLost }

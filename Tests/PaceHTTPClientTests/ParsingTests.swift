@@ -4,8 +4,8 @@ import PaceTestSupport
 import Testing
 
 /// A response head with `fields`.
-func head(_ fields: (String, String)..., status: Int = 200) -> HTTPResponseHead {
-  HTTPResponseHead(status: status, headerFields: fields.map { (name: $0.0, value: $0.1) })
+func head(_ fields: (String, String)..., status: Int = 200) -> ResponseHead {
+  ResponseHead(status: status, headerFields: fields.map { (name: $0.0, value: $0.1) })
 }
 
 /// 2015-10-21 07:28:00 UTC.

@@ -19,7 +19,7 @@ public func fuzzRateLimitFields(_ start: UnsafeRawPointer?, _ count: Int) -> CIn
     guard let first = line.first else { continue }
     fields.append((name: names[Int(first) % names.count], value: String(decoding: line.dropFirst(), as: UTF8.self)))
   }
-  let head = HTTPResponseHead(status: 429, headerFields: fields)
+  let head = ResponseHead(status: 429, headerFields: fields)
   for now in [Duration.zero, .seconds(1_700_000_000), .seconds(Int64.max)] {
     let quota = ServerQuota(parsing: head, receivedAt: now)
     precondition(quota.quota.map { $0 > 0 } ?? true, "quota \(quota)")

@@ -10,8 +10,10 @@
 ///   since, is above 0, until the quota is whole again (`now + resetsIn`); then the quota, less
 ///   the requests in flight, until a response tells more. Responses may overtake one another: one
 ///   whose reset is sooner than the one known can lower what is left, never bring the reset
-///   closer;
-/// - once the server told its quota per window, the local model (a ``RateLimit`` of that quota
+///   closer; one whose reset has passed (its window ended on the way) tells nothing about what is
+///   left;
+/// - once the server told its quota per window (or told its quota and two resets, whose shortest
+///   step is the window), the local model (a ``RateLimit`` of that quota
 ///   and window under the limiter's policy, counting every request started since) allows one
 ///   more. A sliding model's window is widened by the longest recent round trip: the server
 ///   counts a request when it arrives, anywhere within a round trip of its start.
@@ -83,6 +85,13 @@ struct ServerPacingMachine {
   private(set) var roundTrips: [Int64] = []
   /// The margin a sliding model's window was widened by.
   private(set) var modelMargin: Int64 = 0
+  /// The latest reset the server told (kept after it passes), for learning an untold window.
+  private(set) var lastToldReset: PaceInstant?
+  /// The window learned from the steps between resets, when the server does not say it.
+  private(set) var inferredWindowNanoseconds: Int64?
+
+  /// The shortest window learned from resets: closer resets are one window's, read twice.
+  static let shortestInferredWindowNanoseconds: Int64 = 100_000_000
 
   /// How many round trips the margin looks back on.
   static let roundTripsKept = 32
@@ -168,10 +177,11 @@ struct ServerPacingMachine {
       blockedUntil = max(blockedUntil, now.advanced(by: retryAfter))
     }
     if let quota = quota.quota { limit = quota }
-    if let remaining = quota.remaining {
+    let reset = quota.resetsIn.map { now.advanced(by: $0) }
+    if let reset, reset > now { inferWindow(fromReset: reset) }
+    if let remaining = quota.remaining, !isAboutAnEndedWindow(reset: reset, now: now) {
       // Every other request in flight may not have been counted yet: count it against what is left.
       let left = max(0, remaining - inFlight)
-      let reset = quota.resetsIn.map { now.advanced(by: $0) }
       if let known = resetAt, known > now, reset.map({ $0 < known }) ?? true, let current = serverRemaining {
         // Responses overtake one another: a reset sooner than the one known is older news (or the
         // same window, rounded), which may lower what is left but never brings the reset closer.
@@ -181,13 +191,37 @@ struct ServerPacingMachine {
         resetAt = reset
       }
     }
-    guard let window = quota.window?.paceNanoseconds, window > 0, let limit else { return }
+    guard let window = quota.window?.paceNanoseconds ?? inferredWindowNanoseconds, window > 0, let limit else {
+      return
+    }
     let changed = windowNanoseconds != window || model?.burst != limit
     windowNanoseconds = window
     if changed {
       model = makeModel(limit: limit, window: window, now: now)
       modelMargin = localModel == .slidingWindow ? latencyMargin : 0
     }
+  }
+
+  /// Whether a response's `remaining` is about a window that has ended: its reset is not after
+  /// `now` (a reset in the past reads as `now`), and the limit is known, so the quota whole again
+  /// at the reset already counted everything it could say. Such a response, overtaken on its way
+  /// by the window's end, would hand out the old window's remainder a second time.
+  private func isAboutAnEndedWindow(reset: PaceInstant?, now: PaceInstant) -> Bool {
+    guard let reset, limit != nil else { return false }
+    return reset <= now
+  }
+
+  /// Learns the window of a server that says when its quota is whole again but not its window
+  /// (`X-RateLimit-Reset` without a policy): the shortest step between two resets it told. Two
+  /// resets of one window differ by no more than the clocks' reading, far below a millisecond.
+  private mutating func inferWindow(fromReset reset: PaceInstant) {
+    defer { lastToldReset = max(lastToldReset ?? reset, reset) }
+    guard let last = lastToldReset else { return }
+    let (step, overflow) = reset.nanoseconds.subtractingReportingOverflow(last.nanoseconds)
+    guard !overflow, step >= Self.shortestInferredWindowNanoseconds else { return }
+    // Whole milliseconds: the step between two resets read from whole seconds, less the jitter.
+    let rounded = (step + 500_000) / 1_000_000 * 1_000_000
+    inferredWindowNanoseconds = min(inferredWindowNanoseconds ?? rounded, rounded)
   }
 
   /// A local model of `limit` per `window` at `now`, holding what the server counts already.
@@ -202,7 +236,9 @@ struct ServerPacingMachine {
     // `resetAt + k * window`, so the origin is at minus that in the model's Unix time.
     let origin = resetAt.map { 0 &- $0.nanoseconds }
     var counter = RateLimitCounter(limit: rateLimit, now: now, unixNanosecondsAtOrigin: origin)
-    let used = min(limit, limit - (serverRemaining ?? limit))
+    // What is left, within 0...limit whatever the server said: `limit - left` cannot overflow.
+    let left = max(0, min(limit, serverRemaining ?? limit))
+    let used = limit - left
     if used > 0 { counter.take(used) }
     return counter
   }

@@ -9,7 +9,7 @@ struct DocExample_CallingARateLimitedAPI_3 {
     let requests = PacedRequests()
     let (body, head) = try await requests.send(key: "https://api.example.com", idempotent: true) {
       // One attempt with your library; here, an answer made up.
-      ("[]", HTTPResponseHead(status: 200, headerFields: [("RateLimit-Policy", "\"default\";q=100;w=60")]))
+      ("[]", ResponseHead(status: 200, headerFields: [("RateLimit-Policy", "\"default\";q=100;w=60")]))
     }
     print(body, head.status)
   }

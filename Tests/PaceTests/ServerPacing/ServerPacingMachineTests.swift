@@ -54,6 +54,34 @@ import Testing
     #expect(machine.serverRemaining == 10 - 5 - 1)
   }
 
+  /// A response overtaken by its window's end (GitHub-style fields: a limit and a reset, no
+  /// window) says what the ended window had left: it is not counted again after the reset, which
+  /// would hand the old window's remainder out a second time. The step between two resets told
+  /// is the window: from then on the local model counts it.
+  @Test func aResponseAboutAnEndedWindowIsNotCountedAgainAndTheWindowIsLearned() {
+    var machine = machine()
+    #expect(machine.enqueue(id: 1, now: ms(0)) == grant(1))
+    #expect(machine.record(ServerQuota(quota: 10, remaining: 9, resetsIn: .seconds(1)), now: ms(10)) == grant())
+    for id: UInt64 in 2...10 { #expect(machine.enqueue(id: id, now: ms(10)) == grant(id)) }
+    #expect(machine.enqueue(id: 11, now: ms(10)) == wake(at: ms(1010)))
+    // At the reset: the quota less the 9 in flight.
+    #expect(machine.timerFired(now: ms(1010)) == grant(11))
+    #expect(machine.enqueue(id: 12, now: ms(1010)) == wake(at: ms(61_010)))
+    // A response of the ended window (its reset passed: 0 s) changes nothing.
+    #expect(
+      machine.record(ServerQuota(quota: 10, remaining: 0, resetsIn: .zero), now: ms(1020)) == wake(at: ms(61_010)))
+    #expect(machine.serverRemaining == 0)
+    #expect(machine.inferredWindowNanoseconds == nil)
+    // The next window's first response: its reset is one window after the last one told.
+    #expect(
+      machine.record(ServerQuota(quota: 10, remaining: 8, resetsIn: .milliseconds(980)), now: ms(1030))
+        == wake(at: ms(3050)))
+    #expect(machine.inferredWindowNanoseconds == 1_000_000_000)
+    #expect(machine.windowNanoseconds == 1_000_000_000)
+    // 10 counted in a sliding window of 1 s widened by the longest round trip (1,020 ms).
+    #expect(machine.timerFired(now: ms(3050)) == grant(12))
+  }
+
   /// Once the policy is told, a sliding window of `q` per `w` counts what the server counted
   /// (`q - r`, at the response) and every request since: "q=10;w=10, r=2" at 1 s allows 2 more,
   /// then the next when the counted ones have left the window, widened by the longest round trip

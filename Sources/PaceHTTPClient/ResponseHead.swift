@@ -1,6 +1,6 @@
 /// A response's status and header fields, in no HTTP library's types: what ``PacedRequests`` reads
 /// to pace and retry. The URLSession and AsyncHTTPClient glue make one from their own responses.
-public struct HTTPResponseHead: Sendable {
+public struct ResponseHead: Sendable {
   /// The status code, such as 200 or 429.
   public var status: Int
   /// The header fields, in order, as received: a name may appear several times.
