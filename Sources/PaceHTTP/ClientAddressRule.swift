@@ -106,6 +106,15 @@ package struct ClientAddressRule: Sendable, Hashable {
     }
   }
 
+  /// The key of a peer whose IPv4 address NIO wrote as `ipv4Text` (dotted decimal without leading
+  /// zeros, as `inet_ntop` writes it: the address's own text), when no proxy is trusted and the
+  /// whole address names a client: ``key(for:)`` without parsing the text and writing it again.
+  /// Nil when the key needs the address parsed.
+  package func peerKey(ipv4Text: String) -> String? {
+    guard trustedProxies.isEmpty, ipv4PrefixLength == 32 else { return nil }
+    return "ip:" + ipv4Text
+  }
+
   /// The key for `address`: `ip:` and the address, or its network and prefix length when the
   /// prefix is shorter than the address (`ip:2001:db8:1:2::/64`); `ip:unknown` for none.
   package func key(for address: IPAddress?) -> String {

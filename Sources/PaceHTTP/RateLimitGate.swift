@@ -18,18 +18,23 @@ import Pace
 package struct RateLimitGate: Sendable {
   /// One policy: its name, its limiter, its counters.
   package struct Policy: Sendable {
-    package let name: String
+    package var name: String { template.policyName }
     package let limiter: KeyedRateLimiter<String>
     let responses: ResponseMetrics
+    /// The fields of the limiter's one limit, made once: the name quoted and the policy member
+    /// written, so that a request only writes its own state.
+    let template: RateLimitFields
 
     /// The limit of `key`: the limiter's, or its plan's for a limiter with limits per key.
     package func limit(for key: String) -> RateLimit {
       limiter.limit(for: key)
     }
 
-    func fields(for key: String) -> RateLimitFields {
-      RateLimitFields(
-        limit: limit(for: key), policyName: name, windowEndsIn: limiter.timeUntilWindowEnds(for: key))
+    /// The fields for `key`, whose limit is `limit`.
+    func fields(for key: String, limit: RateLimit) -> RateLimitFields {
+      // Only a fixed window's `t` needs the window's end: the other policies never ask the clock.
+      guard case .fixedWindow = limit.policy else { return template.with(limit: limit, windowEndsIn: nil) }
+      return template.with(limit: limit, windowEndsIn: limiter.timeUntilWindowEnds(for: key))
     }
   }
 
@@ -45,6 +50,15 @@ package struct RateLimitGate: Sendable {
     }
   }
 
+  /// A policy asked about a request: the key its limiter gets, the cost, and the key's limit,
+  /// read once (a per-key limit is user code).
+  private struct Asked {
+    let policy: Policy
+    let key: String
+    let cost: Int
+    let limit: RateLimit
+  }
+
   package let policies: [Policy]
   package let longKeys: LongKeyRule
   package let logger: Logger
@@ -58,20 +72,42 @@ package struct RateLimitGate: Sendable {
     precondition(!policies.isEmpty, "RateLimitMiddleware: give it at least one policy")
     precondition(
       Set(policies.map(\.name)).count == policies.count, "RateLimitMiddleware: each policy needs a name of its own")
-    for policy in policies { RateLimitFields.checkName(policy.name) }
     self.policies = policies.map {
-      Policy(name: $0.name, limiter: $0.limiter, responses: ResponseMetrics(policy: $0.name, factory: metricsFactory))
+      Policy(
+        limiter: $0.limiter, responses: ResponseMetrics(policy: $0.name, factory: metricsFactory),
+        template: RateLimitFields(limit: $0.limiter.limit, policyName: $0.name))
     }
     self.longKeys = longKeys
     self.logger = logger
   }
 
-  /// What to do with a request that counts against one key with `cost` permits, for a gate of one
-  /// policy.
+  /// What to do with a request that counts against `key` (nil: unlimited) with `cost` permits,
+  /// for a gate of one policy: the whole answer without a list of charges.
   ///
   /// - Throws: `CancellationError` only, when the request's task is cancelled.
-  package func outcome(key: String, cost: Int) async throws -> RateLimitOutcome {
-    try await outcome([Charge(key: key, cost: cost)])
+  package func outcome(key: String?, cost: Int) async throws -> RateLimitOutcome {
+    precondition(policies.count == 1, "one charge per policy")
+    guard let key else { return .proceed(fields: []) }
+    // A query (cost 0) asks before it charges: the path of several policies.
+    guard cost >= 1 else { return try await outcome([Charge(key: key, cost: cost)]) }
+    let policy = policies[0]
+    let asked = ask(policy, key: key, cost: cost)
+    if let invalid = check(asked) { return invalid }
+    let decision: RateLimitDecision
+    do {
+      decision = try await decide(policy, asked.key, cost: cost)
+    } catch {
+      return try answer(error)
+    }
+    let fields = policy.fields(for: asked.key, limit: asked.limit)
+    switch decision {
+    case .allowed(let remaining):
+      policy.responses.allowed.increment()
+      return .proceed(fields: fields.fields(remaining: remaining))
+    case .limited:
+      policy.responses.limited.increment()
+      return .respond(RateLimitFields.tooManyRequests(states: [(fields, decision)], deniedBy: 0))
+    }
   }
 
   /// What to do with a request that makes `charges`, one per policy in order.
@@ -79,33 +115,55 @@ package struct RateLimitGate: Sendable {
   /// - Throws: `CancellationError` only, when the request's task is cancelled.
   package func outcome(_ charges: [Charge]) async throws -> RateLimitOutcome {
     precondition(charges.count == policies.count, "one charge per policy")
-    var asked: [(policy: Policy, key: String, cost: Int)] = []
+    var asked: [Asked] = []
+    asked.reserveCapacity(charges.count)
     for (policy, charge) in zip(policies, charges) {
       guard let key = charge.key else { continue }
-      asked.append((policy, longKeys.limiterKey(for: key), charge.cost))
+      asked.append(ask(policy, key: key, cost: charge.cost))
     }
     guard !asked.isEmpty else { return .proceed(fields: []) }
     // Every key and cost is checked before any limiter is asked, so a refused request takes
     // nothing anywhere.
-    for (policy, key, cost) in asked {
-      do throws(InvalidInput) {
-        try KeyPolicy.check(cost: cost, limit: policy.limit(for: key))
-        try KeyPolicy.check(key: key)
-      } catch {
-        return invalid(error.description, policy: policy)
-      }
+    for one in asked {
+      if let invalid = check(one) { return invalid }
     }
     do {
       let states = try await decide(asked)
       return outcome(states, asked)
-    } catch let refusal as LimiterRefusal {
+    } catch {
+      return try answer(error)
+    }
+  }
+
+  private func ask(_ policy: Policy, key: String, cost: Int) -> Asked {
+    let key = longKeys.limiterKey(for: key)
+    return Asked(policy: policy, key: key, cost: cost, limit: policy.limit(for: key))
+  }
+
+  /// The `400` for a key or cost no limiter takes; nil for one that may be asked.
+  private func check(_ asked: Asked) -> RateLimitOutcome? {
+    do throws(InvalidInput) {
+      try KeyPolicy.check(cost: asked.cost, limit: asked.limit)
+      try KeyPolicy.check(key: asked.key)
+      return nil
+    } catch {
+      return invalid(error.description, policy: asked.policy)
+    }
+  }
+
+  /// The answer to a limiter's refusal or failure; a cancellation is thrown on.
+  private func answer(_ error: any Error) throws -> RateLimitOutcome {
+    switch error {
+    case let refusal as LimiterRefusal:
       return invalid(refusal.reason.description, policy: refusal.policy)
-    } catch let failure as LimiterFailure {
+    case let failure as LimiterFailure:
       failure.policy.responses.unavailable.increment()
       logger.error(
         "rate limit: the limiter could not decide; answered 503",
         metadata: ["error": "\(String(reflecting: failure.error))", "pace.policy": "\(failure.policy.name)"])
       return .respond(RateLimitFields.unavailable)
+    default:
+      throw error
     }
   }
 
@@ -134,9 +192,7 @@ package struct RateLimitGate: Sendable {
   }
 
   /// Each policy's decision, in order, and the index of the one that denied the request, if one did.
-  private func decide(
-    _ asked: [(policy: Policy, key: String, cost: Int)]
-  ) async throws -> (decisions: [RateLimitDecision], deniedBy: Int?) {
+  private func decide(_ asked: [Asked]) async throws -> (decisions: [RateLimitDecision], deniedBy: Int?) {
     // One policy and a real cost: one charge, which decides and charges at once.
     if asked.count == 1, asked[0].cost >= 1 {
       let decision = try await decide(asked[0].policy, asked[0].key, cost: asked[0].cost)
@@ -144,28 +200,28 @@ package struct RateLimitGate: Sendable {
     }
     var decisions: [RateLimitDecision] = []
     var wouldDeny: Int?
-    for (index, (policy, key, cost)) in asked.enumerated() {
-      let query = try await decide(policy, key, cost: 0)
+    for (index, one) in asked.enumerated() {
+      let query = try await decide(one.policy, one.key, cost: 0)
       decisions.append(query)
-      if wouldDeny == nil, !Self.passes(query, cost: cost) { wouldDeny = index }
+      if wouldDeny == nil, !Self.passes(query, cost: one.cost) { wouldDeny = index }
     }
     var charged: Set<Int> = []
     if let index = wouldDeny {
-      let (policy, key, cost) = asked[index]
-      if case .limited = decisions[index], cost <= 1 {
+      let one = asked[index]
+      if case .limited = decisions[index], one.cost <= 1 {
         // The query answered as cost 1 would: its retryAfter is the request's own.
         return (decisions, index)
       }
       // Asked again with the request's cost for its own retryAfter; a refusal takes nothing.
-      let exact = try await decide(policy, key, cost: max(cost, 1))
+      let exact = try await decide(one.policy, one.key, cost: max(one.cost, 1))
       decisions[index] = exact
       guard exact.isAllowed else { return (decisions, index) }
       charged.insert(index)  // permits came back in between: it is charged, go on with the others
     }
     // A cost of 0 asks and takes nothing: the queries were the answer.
     if asked.allSatisfy({ $0.cost == 0 }) && wouldDeny == nil { return (decisions, nil) }
-    for (index, (policy, key, cost)) in asked.enumerated() where !charged.contains(index) {
-      let decision = try await decide(policy, key, cost: cost)
+    for (index, one) in asked.enumerated() where !charged.contains(index) {
+      let decision = try await decide(one.policy, one.key, cost: one.cost)
       decisions[index] = decision
       if !decision.isAllowed { return (decisions, index) }
     }
@@ -179,11 +235,11 @@ package struct RateLimitGate: Sendable {
   }
 
   private func outcome(
-    _ result: (decisions: [RateLimitDecision], deniedBy: Int?), _ asked: [(policy: Policy, key: String, cost: Int)]
+    _ result: (decisions: [RateLimitDecision], deniedBy: Int?), _ asked: [Asked]
   ) -> RateLimitOutcome {
-    let states = zip(asked, result.decisions).map { ($0.policy.fields(for: $0.key), $1) }
+    let states = zip(asked, result.decisions).map { ($0.policy.fields(for: $0.key, limit: $0.limit), $1) }
     guard let deniedBy = result.deniedBy else {
-      for (policy, _, _) in asked { policy.responses.allowed.increment() }
+      for one in asked { one.policy.responses.allowed.increment() }
       return .proceed(fields: RateLimitFields.fields(states: states))
     }
     asked[deniedBy].policy.responses.limited.increment()

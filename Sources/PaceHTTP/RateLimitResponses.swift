@@ -31,12 +31,16 @@ package struct PlainTextResponse: Hashable, Sendable {
   }
   /// Every field of the response, `Content-Type` included.
   package let fields: [HeaderField]
+  private static let contentType = HeaderField("Content-Type", "text/plain; charset=utf-8")
   /// The body, UTF-8 text ending in a newline.
   package let body: String
 
   package init(status: Int, fields: [HeaderField], body: String) {
     self.status = status
-    self.fields = [HeaderField("Content-Type", "text/plain; charset=utf-8")] + fields
+    var all = [Self.contentType]
+    all.reserveCapacity(fields.count + 1)
+    all += fields
+    self.fields = all
     self.body = body
   }
 }
@@ -84,15 +88,44 @@ package struct RateLimitFields: Hashable, Sendable {
   package let policyName: String
   /// How long until the key's fixed window ends, for a fixed window's `t`; `nil` (the whole window,
   /// an upper bound) when unknown.
-  package let windowEndsIn: Duration?
+  package private(set) var windowEndsIn: Duration?
+  /// The name as a Structured Fields string: quoted, with `"` and `\` escaped.
+  package let quotedName: String
+  /// `"name";q=permits;w=seconds`: the quota and its window.
+  package let policyValue: String
 
   /// - Precondition: `policyName` is printable ASCII (a Structured Fields string), as configured
   ///   by the program.
   package init(limit: RateLimit, policyName: String, windowEndsIn: Duration? = nil) {
     Self.checkName(policyName)
+    var quoted = "\""
+    for character in policyName {
+      if character == "\"" || character == "\\" { quoted.append("\\") }
+      quoted.append(character)
+    }
+    quoted.append("\"")
+    self.init(limit: limit, policyName: policyName, quotedName: quoted, windowEndsIn: windowEndsIn)
+  }
+
+  private init(limit: RateLimit, policyName: String, quotedName: String, windowEndsIn: Duration?) {
     self.limit = limit
     self.policyName = policyName
     self.windowEndsIn = windowEndsIn
+    self.quotedName = quotedName
+    // Made once per limit, not per request: a middleware keeps the fields of its policy's limit.
+    self.policyValue = "\(quotedName);q=\(limit.permits);w=\(Self.wholeSeconds(limit.interval))"
+  }
+
+  /// The same policy's fields for `limit` and `windowEndsIn`: the name is not checked or quoted
+  /// again, and the policy member is rewritten only for another limit.
+  package func with(limit: RateLimit, windowEndsIn: Duration?) -> RateLimitFields {
+    if limit == self.limit && windowEndsIn == self.windowEndsIn { return self }
+    guard limit == self.limit else {
+      return RateLimitFields(limit: limit, policyName: policyName, quotedName: quotedName, windowEndsIn: windowEndsIn)
+    }
+    var fields = self
+    fields.windowEndsIn = windowEndsIn
+    return fields
   }
 
   /// - Precondition: `policyName` is printable ASCII.
@@ -100,21 +133,6 @@ package struct RateLimitFields: Hashable, Sendable {
     precondition(
       policyName.unicodeScalars.allSatisfy { (0x20...0x7E).contains($0.value) },
       "RateLimitMiddleware: a policy's name is printable ASCII (got \(policyName.debugDescription))")
-  }
-
-  /// The name as a Structured Fields string: quoted, with `"` and `\` escaped.
-  package var quotedName: String {
-    var quoted = "\""
-    for character in policyName {
-      if character == "\"" || character == "\\" { quoted.append("\\") }
-      quoted.append(character)
-    }
-    return quoted + "\""
-  }
-
-  /// `"name";q=permits;w=seconds`: the quota and its window.
-  package var policyValue: String {
-    "\(quotedName);q=\(limit.permits);w=\(Self.wholeSeconds(limit.interval))"
   }
 
   /// `"name";r=remaining;t=seconds` for a key with `remaining` permits left.
@@ -163,10 +181,12 @@ package struct RateLimitFields: Hashable, Sendable {
   /// `deniedBy` names the policy that denied the request.
   package static func fields(states: [(RateLimitFields, RateLimitDecision)], deniedBy: Int? = nil) -> [HeaderField] {
     guard !states.isEmpty else { return [] }
-    var fields = [
-      HeaderField(policy, states.map(\.0.policyValue).joined(separator: ", ")),
-      HeaderField(rateLimit, states.map { $0.0.stateValue($0.1) }.joined(separator: ", ")),
-    ]
+    // One policy, the usual case, joins nothing.
+    let policies = states.count == 1 ? states[0].0.policyValue : states.map(\.0.policyValue).joined(separator: ", ")
+    let members =
+      states.count == 1
+      ? states[0].0.stateValue(states[0].1) : states.map { $0.0.stateValue($0.1) }.joined(separator: ", ")
+    var fields = [HeaderField(policy, policies), HeaderField(rateLimit, members)]
     if let deniedBy, case .limited(let retryAfter) = states[deniedBy].1 {
       fields.append(HeaderField(Self.retryAfter, String(wholeSeconds(retryAfter))))
     }

@@ -67,7 +67,12 @@ public struct ClientAddress: Sendable, Hashable {
   /// network when the prefix is shorter (`ip:2001:db8:1:2::/64`); `ip:unknown` (one bucket
   /// shared by every such request) when the connection has no address.
   public func key<C: RemoteAddressRequestContext>(_ request: Request, _ context: C) -> String? {
-    rule.key(for: clientAddress(request, context))
+    if let peer = context.remoteAddress, case .v4 = peer, let text = peer.ipAddress,
+      let key = rule.peerKey(ipv4Text: text)
+    {
+      return key
+    }
+    return rule.key(for: clientAddress(request, context))
   }
 
   private func clientAddress(_ request: Request, _ context: some RemoteAddressRequestContext) -> IPAddress? {

@@ -146,17 +146,25 @@ public struct RateLimitMiddleware<Context: RequestContext>: RouterMiddleware {
     context: Context,
     next: (Request, Context) async throws -> Response
   ) async throws -> Response {
-    let charges = policies.map { policy in
-      RateLimitGate.Charge(key: policy.key(request, context), cost: policy.cost(request, context))
+    let outcome: RateLimitOutcome
+    if policies.count == 1 {
+      // One policy, the usual case: no list of charges.
+      let policy = policies[0]
+      outcome = try await gate.outcome(key: policy.key(request, context), cost: policy.cost(request, context))
+    } else {
+      outcome = try await gate.outcome(
+        policies.map { policy in
+          RateLimitGate.Charge(key: policy.key(request, context), cost: policy.cost(request, context))
+        })
     }
-    switch try await gate.outcome(charges) {
+    switch outcome {
     case .proceed(let fields):
       var response = try await next(request, context)
       Self.add(fields, to: &response.headers)
       return response
     case .respond(let plain):
       var headers = HTTPFields()
-      for field in plain.fields { headers[HTTPField.Name(field.name)!] = field.value }
+      for field in plain.fields { headers[Self.name(field.name)] = field.value }
       return Response(
         status: HTTPResponse.Status(code: plain.status, reasonPhrase: plain.reasonPhrase), headers: headers,
         body: ResponseBody(byteBuffer: ByteBuffer(string: plain.body)))
@@ -165,11 +173,36 @@ public struct RateLimitMiddleware<Context: RequestContext>: RouterMiddleware {
 
   /// Adds `fields` in front of the members an inner middleware wrote, if any.
   static func add(_ fields: [HeaderField], to headers: inout HTTPFields) {
-    let merged = RateLimitFields.merged(fields) { name in
-      let values = headers[values: HTTPField.Name(name)!]
-      return values.isEmpty ? nil : values.joined(separator: ", ")
+    for field in fields {
+      let name = Self.name(field.name)
+      // The route's response has none of these fields unless an inner middleware wrote them.
+      guard headers.contains(name) else {
+        headers.append(HTTPField(name: name, value: field.value))
+        continue
+      }
+      let merged = RateLimitFields.merged([field]) { _ in
+        let values = headers[values: name]
+        return values.isEmpty ? nil : values.joined(separator: ", ")
+      }
+      headers[name] = merged[0].value
     }
-    for field in merged { headers[HTTPField.Name(field.name)!] = field.value }
   }
+
+  private static func name(_ name: String) -> HTTPField.Name {
+    switch name {
+    case RateLimitFields.policy: FieldNames.rateLimitPolicy
+    case RateLimitFields.rateLimit: FieldNames.rateLimit
+    case RateLimitFields.retryAfter: FieldNames.retryAfter
+    case "Content-Type": .contentType
+    default: HTTPField.Name(name)!
+    }
+  }
+}
+
+/// The fields' names, checked once rather than at each request.
+private enum FieldNames {
+  static let rateLimitPolicy = HTTPField.Name(RateLimitFields.policy)!
+  static let rateLimit = HTTPField.Name(RateLimitFields.rateLimit)!
+  static let retryAfter = HTTPField.Name(RateLimitFields.retryAfter)!
 }
 #endif

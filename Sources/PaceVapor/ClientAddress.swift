@@ -75,7 +75,12 @@ public struct ClientAddress: Sendable, Hashable {
   /// (`ip:192.0.2.1`), or its network when the prefix is shorter (`ip:2001:db8:1:2::/64`);
   /// `ip:unknown` (one bucket shared by every such request) when the connection has none.
   public func key(_ request: Request) -> String? {
-    rule.key(for: clientAddress(request))
+    if let peer = request.remoteAddress, case .v4 = peer, let text = peer.ipAddress,
+      let key = rule.peerKey(ipv4Text: text)
+    {
+      return key
+    }
+    return rule.key(for: clientAddress(request))
   }
 
   private func clientAddress(_ request: Request) -> IPAddress? {

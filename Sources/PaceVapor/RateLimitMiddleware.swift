@@ -138,15 +138,29 @@ public struct RateLimitMiddleware: AsyncMiddleware {
   }
 
   public func respond(to request: Request, chainingTo next: any AsyncResponder) async throws -> Response {
-    let charges = policies.map { RateLimitGate.Charge(key: $0.key(request), cost: $0.cost(request)) }
-    switch try await gate.outcome(charges) {
+    let outcome: RateLimitOutcome
+    if policies.count == 1 {
+      // One policy, the usual case: no list of charges.
+      outcome = try await gate.outcome(key: policies[0].key(request), cost: policies[0].cost(request))
+    } else {
+      outcome = try await gate.outcome(
+        policies.map { RateLimitGate.Charge(key: $0.key(request), cost: $0.cost(request)) })
+    }
+    switch outcome {
     case .proceed(let fields):
       let response = try await next.respond(to: request)
-      let merged = RateLimitFields.merged(fields) { name in
-        let values = response.headers[name]
-        return values.isEmpty ? nil : values.joined(separator: ", ")
+      for field in fields {
+        // The route's response has none of these fields unless an inner middleware wrote them.
+        guard response.headers.contains(name: field.name) else {
+          response.headers.add(name: field.name, value: field.value)
+          continue
+        }
+        let merged = RateLimitFields.merged([field]) { name in
+          let values = response.headers[name]
+          return values.isEmpty ? nil : values.joined(separator: ", ")
+        }
+        response.headers.replaceOrAdd(name: field.name, value: merged[0].value)
       }
-      for field in merged { response.headers.replaceOrAdd(name: field.name, value: field.value) }
       return response
     case .respond(let plain):
       return Response(

@@ -11,6 +11,7 @@
 //   curl -i -H 'X-API-Key: demo' localhost:8080/             # a known key (--api-key demo) has its own bucket
 //   curl -i -X POST localhost:8080/documents/42/changed      # changes debounced into one reindex
 //   curl localhost:8080/metrics                              # Prometheus text format
+//   curl -i localhost:8080/bare                              # the same answer with no limit
 import ArgumentParser
 import ExampleServerSupport
 import Foundation
@@ -100,6 +101,8 @@ struct PaceExampleServer: AsyncParsableCommand {
         status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
         body: ResponseBody(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
     }
+    // The same answer with no limit, to measure the middleware beside (Scripts/middleware-benchmark.py).
+    router.get("/bare") { _, _ in "Hello from Pace\n" }
     let limited = router.group()
       .add(
         middleware: RateLimitMiddleware(limiter: limiter, logger: logger) { request, context in

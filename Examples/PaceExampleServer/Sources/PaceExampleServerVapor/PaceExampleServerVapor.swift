@@ -77,6 +77,8 @@ struct PaceExampleServerVapor: AsyncParsableCommand {
         status: .ok, headers: ["Content-Type": "text/plain; version=0.0.4"],
         body: .init(string: String(decoding: registry.emitToBuffer(), as: UTF8.self)))
     }
+    // The same answer with no limit, to measure the middleware beside (Scripts/middleware-benchmark.py).
+    app.get("bare") { _ in "Hello from Pace\n" }
     let options = self.options
     let address = ClientAddress(trustedProxies: trustedProxies)
     let limited = app.grouped(
