@@ -94,8 +94,13 @@ public struct ServerRateLimitFields: Sendable, Hashable {
     limit = Self.counts(head, "X-RateLimit-Limit", "RateLimit-Limit").min()
     remaining = Self.counts(head, "X-RateLimit-Remaining", "RateLimit-Remaining").min()
     used = Self.counts(head, "X-RateLimit-Used").max()
+    // An epoch reset marks a window's end to the second: read against the receipt's own fraction
+    // of a second (a `Date` has none), moved by the server's clock only when the two disagree by
+    // more than the `Date`'s own rounding.
+    let skew = reference.subtractingReportingOverflow(nowSeconds)
+    let resetReference = !skew.overflow && abs(skew.partialValue) > 2 ? unixNow + .seconds(skew.partialValue) : unixNow
     resetsIn = (head.values(of: "X-RateLimit-Reset") + head.values(of: "RateLimit-Reset"))
-      .flatMap(Self.listMembers).compactMap { Self.reset(parsing: $0, referenceUnixSeconds: reference) }.max()
+      .flatMap(Self.listMembers).compactMap { Self.reset(parsing: $0, reference: resetReference) }.max()
     // Names of a few printable characters; several different names say nothing.
     let resources = Set(head.values(of: "X-RateLimit-Resource").flatMap(Self.listMembers))
     resource = resources.count == 1 ? resources.first.flatMap(Self.resourceName) : nil
@@ -267,12 +272,14 @@ public struct ServerRateLimitFields: Sendable, Hashable {
     return ServerQuota.clampedSeconds(max(0, date.subtractingReportingOverflow(referenceUnixSeconds).partialValue))
   }
 
-  /// A reset: seconds from now, or a Unix time in seconds when above 10⁹.
-  static func reset(parsing text: String, referenceUnixSeconds: Int64) -> Duration? {
+  /// A reset: seconds from now, or a Unix time in seconds when above 10⁹, read against
+  /// `reference` (a Unix time).
+  static func reset(parsing text: String, reference: Duration) -> Duration? {
     guard let (whole, nanoseconds) = decimal(parsing: text) else { return nil }
     guard whole > 1_000_000_000 else { return ServerQuota.clampedSeconds(whole, nanoseconds: nanoseconds) }
-    let (seconds, overflow) = whole.subtractingReportingOverflow(referenceUnixSeconds)
-    return ServerQuota.clampedSeconds(overflow ? .max : max(0, seconds), nanoseconds: seconds < 0 ? 0 : nanoseconds)
+    // Durations hold any Int64 of seconds and their difference without overflow.
+    let delay = .seconds(whole) + .nanoseconds(nanoseconds) - reference
+    return delay <= .zero ? .zero : min(delay, ServerQuota.maximumDelay)
   }
 }
 

@@ -182,7 +182,9 @@ struct ServerPacingMachine {
     if let remaining = quota.remaining, !isAboutAnEndedWindow(reset: reset, now: now) {
       // Every other request in flight may not have been counted yet: count it against what is left.
       let left = max(0, remaining - inFlight)
-      if let known = resetAt, known > now, reset.map({ $0 < known }) ?? true, let current = serverRemaining {
+      if let known = resetAt, known > now, reset.map({ isSameOrEarlierWindow($0, known: known) }) ?? true,
+        let current = serverRemaining
+      {
         // Responses overtake one another: a reset sooner than the one known is older news (or the
         // same window, rounded), which may lower what is left but never brings the reset closer.
         serverRemaining = min(current, left)
@@ -202,12 +204,25 @@ struct ServerPacingMachine {
     }
   }
 
+  /// Whether `reset` is the known window's (or an earlier one's): not later than the known reset by
+  /// half a window, since two responses of one window may read its end apart by the rounding of
+  /// their fields (whole seconds from now) and the clocks' reading.
+  /// Once a local model counts the window, it keeps the client under the server's count, and the
+  /// estimate may follow each response (a token bucket's remaining rises as it refills).
+  private func isSameOrEarlierWindow(_ reset: PaceInstant, known: PaceInstant) -> Bool {
+    guard model == nil else { return reset < known }
+    let window = windowNanoseconds ?? inferredWindowNanoseconds ?? 0
+    let tolerance = max(Self.shortestInferredWindowNanoseconds / 2, window / 2)
+    return reset <= known.advanced(byNanoseconds: tolerance)
+  }
+
   /// Whether a response's `remaining` is about a window that has ended: its reset is not after
   /// `now` (a reset in the past reads as `now`), and the limit is known, so the quota whole again
   /// at the reset already counted everything it could say. Such a response, overtaken on its way
-  /// by the window's end, would hand out the old window's remainder a second time.
+  /// by the window's end, would hand out the old window's remainder a second time (a local model,
+  /// once there is one, holds that remainder back itself).
   private func isAboutAnEndedWindow(reset: PaceInstant?, now: PaceInstant) -> Bool {
-    guard let reset, limit != nil else { return false }
+    guard let reset, limit != nil, model == nil else { return false }
     return reset <= now
   }
 
