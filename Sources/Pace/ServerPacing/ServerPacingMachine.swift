@@ -13,7 +13,8 @@
 ///   closer; one whose reset has passed (its window ended on the way) tells nothing about what is
 ///   left;
 /// - once the server told its quota per window (or told its quota and two resets, whose shortest
-///   step is the window), the local model (a ``RateLimit`` of that quota
+///   step is the window; or, telling only `Retry-After`, answered a quota of requests between the
+///   ends of two blocks), the local model (a ``RateLimit`` of that quota
 ///   and window under the limiter's policy, counting every request started since) allows one
 ///   more. A sliding model's window is widened by the longest recent round trip: the server
 ///   counts a request when it arrives, anywhere within a round trip of its start.
@@ -87,7 +88,12 @@ struct ServerPacingMachine {
   private(set) var modelMargin: Int64 = 0
   /// The latest reset the server told (kept after it passes), for learning an untold window.
   private(set) var lastToldReset: PaceInstant?
-  /// The window learned from the steps between resets, when the server does not say it.
+  /// When the last `Retry-After` block ends (or ended), and the requests answered since then: what
+  /// a server that tells only `Retry-After` allows between two refusals.
+  private(set) var lastBlockEnd: PaceInstant?
+  private(set) var answeredSinceBlockEnd = 0
+  /// The window learned from the steps between resets (or between `Retry-After` blocks), when the
+  /// server does not say it.
   private(set) var inferredWindowNanoseconds: Int64?
 
   /// The shortest window learned from resets: closer resets are one window's, read twice.
@@ -174,7 +180,13 @@ struct ServerPacingMachine {
   private mutating func learn(_ quota: ServerQuota, now: PaceInstant) {
     learned = true
     if let retryAfter = quota.retryAfter {
-      blockedUntil = max(blockedUntil, now.advanced(by: retryAfter))
+      let blockEnd = now.advanced(by: retryAfter)
+      // The first refusal since the last block ended: a wave of them may follow, of the requests
+      // already in flight.
+      if now >= blockedUntil { learnFromRefusal(blockEnd: blockEnd, now: now) }
+      blockedUntil = max(blockedUntil, blockEnd)
+    } else if let end = lastBlockEnd, now >= end {
+      answeredSinceBlockEnd += 1
     }
     if let quota = quota.quota { limit = quota }
     let reset = quota.resetsIn.map { now.advanced(by: $0) }
@@ -202,6 +214,25 @@ struct ServerPacingMachine {
       model = makeModel(limit: limit, window: window, now: now)
       modelMargin = localModel == .slidingWindow ? latencyMargin : 0
     }
+  }
+
+  /// Learns the quota and window of a server that tells only `Retry-After`: the requests it
+  /// answered between the end of one block and the next refusal are its quota, and the step
+  /// between the two blocks' ends, to the nearest second, its window. A refusal comes only once a window's quota is spent,
+  /// and nothing was sent while blocked, so the count is a whole quota.
+  private mutating func learnFromRefusal(blockEnd: PaceInstant, now: PaceInstant) {
+    defer {
+      lastBlockEnd = blockEnd
+      answeredSinceBlockEnd = 0
+    }
+    guard limit == nil, let previous = lastBlockEnd, now >= previous, answeredSinceBlockEnd > 0 else { return }
+    let (step, overflow) = blockEnd.nanoseconds.subtractingReportingOverflow(previous.nanoseconds)
+    guard !overflow, step >= Self.shortestInferredWindowNanoseconds else { return }
+    limit = answeredSinceBlockEnd
+    // `Retry-After` counts whole seconds: a step of a second or more is a whole number of them,
+    // the rest being how much sooner or later the quota was spent in one window than the other.
+    let unit: Int64 = step >= 1_000_000_000 ? 1_000_000_000 : 1_000_000
+    inferredWindowNanoseconds = (step + unit / 2) / unit * unit
   }
 
   /// Whether `reset` is the known window's (or an earlier one's): not later than the known reset by

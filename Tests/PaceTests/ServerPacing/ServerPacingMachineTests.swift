@@ -82,6 +82,29 @@ import Testing
     #expect(machine.timerFired(now: ms(3050)) == grant(12))
   }
 
+  /// A server that tells only `Retry-After`: the requests it answered between the end of one block
+  /// and the next refusal (2) are its quota, and the step between the blocks' ends (1,020 ms), to
+  /// the nearest second, its window; from then on the local model holds the requests, so the next window meets no 429.
+  @Test func retryAfterAloneTeachesTheQuotaBetweenTwoRefusals() {
+    var machine = machine()
+    #expect(machine.enqueue(id: 1, now: ms(0)) == grant(1))
+    #expect(machine.record(ServerQuota(), now: ms(10)) == grant())
+    #expect(machine.enqueue(id: 2, now: ms(10)) == grant(2))
+    #expect(machine.record(ServerQuota(retryAfter: .seconds(1)), now: ms(20)) == grant())
+    for id: UInt64 in 3...5 { #expect(machine.enqueue(id: id, now: ms(20)) == wake(at: ms(1020))) }
+    #expect(machine.timerFired(now: ms(1020)) == grant(3, 4, 5))
+    #expect(machine.record(ServerQuota(), now: ms(1030)) == grant())
+    #expect(machine.record(ServerQuota(), now: ms(1030)) == grant())
+    #expect(machine.limit == nil)
+    #expect(machine.record(ServerQuota(retryAfter: .seconds(1)), now: ms(1040)) == grant())
+    #expect(machine.limit == 2)
+    #expect(machine.inferredWindowNanoseconds == 1_000_000_000)
+    for id: UInt64 in 6...8 { #expect(machine.enqueue(id: id, now: ms(1040)) == wake(at: ms(2040))) }
+    // Two per second widened by the longest round trip (20 ms).
+    #expect(machine.timerFired(now: ms(2040)) == grant(6, 7, wakeAt: ms(3060)))
+    #expect(machine.timerFired(now: ms(3060)) == grant(8))
+  }
+
   /// Once the policy is told, a sliding window of `q` per `w` counts what the server counted
   /// (`q - r`, at the response) and every request since: "q=10;w=10, r=2" at 1 s allows 2 more,
   /// then the next when the counted ones have left the window, widened by the longest round trip
