@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Compiles Pace's Apple-platform code on Linux against a real Apple SDK (its .swiftinterface files
 # and C/Objective-C headers), not against the project's stand-ins. The project's copy of
-# ../shared/apple-sdk/check.sh (whose README says how to get an SDK), widened to PaceTesting.
+# ../shared/apple-sdk/check.sh (whose README says how to get an SDK), widened to PaceTesting and
+# PaceHTTPClient (its URLSession glue).
 #
 # usage: check.sh [options] PROJECT SDK [SDK...]
 #   PROJECT   a checkout of Pace (the folder holding Package.swift)
@@ -119,8 +120,12 @@ relativize() { sed "s|$project/||g"; }
 # folders, not in an SDK): a stand-in for their internal reporting function takes their place
 # (see pacetesting_shim below), so every other file of the product users link into their tests is
 # checked at the minimums.
-modules=(Pace PaceMarbles PaceTesting PaceUI PaceCombine PaceObservation PaceSwiftUI)
-declare -A needs=([Pace]=CPaceSupport [PaceMarbles]=Pace [PaceTesting]=PaceMarbles [PaceUI]=Pace [PaceCombine]=Pace [PaceObservation]=Pace [PaceSwiftUI]=Pace)
+# PaceHTTPClient (its URLSession glue) needs swift-http-structured-headers' parser, compiled from
+# the checkout SwiftPM resolved (`swift package resolve` makes it); its own diagnostics are not
+# Pace's and are not counted.
+modules=(Pace PaceMarbles PaceTesting PaceUI PaceCombine PaceObservation PaceSwiftUI RawStructuredFieldValues PaceHTTPClient)
+declare -A needs=([Pace]=CPaceSupport [PaceMarbles]=Pace [PaceTesting]=PaceMarbles [PaceUI]=Pace [PaceCombine]=Pace [PaceObservation]=Pace [PaceSwiftUI]=Pace [RawStructuredFieldValues]=none [PaceHTTPClient]=RawStructuredFieldValues)
+declare -A source_dirs=([RawStructuredFieldValues]=.build/checkouts/swift-http-structured-headers/Sources/RawStructuredFieldValues)
 
 # The declarations of PaceTesting's XCTest/Testing files that its other files use, without those
 # frameworks: the same signatures, bodies that do nothing (this compiles, it never runs).
@@ -183,7 +188,8 @@ check_target() {
   fi
 
   for m in "${modules[@]}"; do
-    [[ -d $project/Sources/$m ]] || { summary+="$m absent, "; continue; }
+    local source_dir=$project/${source_dirs[$m]:-Sources/$m}
+    [[ -d $source_dir ]] || { summary+="$m absent, "; result[$m]=blocked; continue; }
     local dep=${needs[$m]}
     if [[ ${result[$dep]:-ok} == FAILED || ${result[$dep]:-ok} == blocked ]]; then
       result[$m]=blocked; summary+="$m blocked, "; continue
@@ -193,7 +199,7 @@ check_target() {
       # XCTest and Testing are not in an SDK (see pacetesting_shim).
       if [[ $m == PaceTesting ]] && grep -qE '^import (XCTest|Testing)$' "$s"; then continue; fi
       sources+=("$s")
-    done < <(find "$project/Sources/$m" -name '*.swift' -print0 | sort -z)
+    done < <(find "$source_dir" -name '*.swift' -print0 | sort -z)
     if [[ $m == PaceTesting ]]; then
       pacetesting_shim >"$dir/PaceTestingShim.swift"
       sources+=("$dir/PaceTestingShim.swift")
@@ -212,7 +218,7 @@ check_target() {
     local mine sdk_side e w
     # "failed to build module X" (an SDK interface the compiler could not build) is the setup's
     # fault even where it is reported at Pace's `import X`.
-    mine=$(grep -E '^[^ ].*:[0-9]+:[0-9]+: (error|warning):' "$log" | grep -F "$project/" \
+    mine=$(grep -E '^[^ ].*:[0-9]+:[0-9]+: (error|warning):' "$log" | grep -F "$project/" | grep -vF "$project/.build/" \
       | grep -v ': error: failed to build module' | sort -u | relativize)
     sdk_side=$({
       grep -E '^[^ ].*:[0-9]+:[0-9]+: error:' "$log" | grep -vF "$project/"

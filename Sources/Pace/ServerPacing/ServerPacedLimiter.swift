@@ -18,8 +18,11 @@
 /// - `remaining` is what the server has left for this client, less every other request in flight
 ///   when it was told (they may not have been counted yet) and every request started since, until
 ///   the quota is whole again (`resetsIn`); then the whole `quota`, less the requests in flight.
-/// - Once the server told its quota per window, a local model of it (``RateLimit`` of `quota`
-///   per `window` under `localModel`, a sliding window by default) counts every request started
+/// - Once the server told its quota per window (or its quota and two resets, whose shortest step
+///   is the window; or, telling only `Retry-After`, refused twice: the requests answered between
+///   the first block's end and the second refusal are the quota), a local model of it
+///   (``RateLimit`` of `quota` per `window` under `localModel`, a sliding window by default)
+///   counts every request started
 ///   since, and holds the next one until the model allows it. A sliding window of `q` per `w`
 ///   stays under a server's fixed window, sliding window or token bucket (of burst `q`) of the same
 ///   quota, and reaches its rate.
