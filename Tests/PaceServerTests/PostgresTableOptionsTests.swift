@@ -204,6 +204,7 @@ struct PostgresTableOptionsTests {
           for try await (updates, hot) in rows.decode((Int64, Int64).self) { counts[table.name] = (updates, hot) }
         }
         if counts.values.allSatisfy({ $0.updates >= Int64(keys * rounds) }) { break }
+        // real-time: PostgreSQL's statistics arrive when the closed connections flush them; poll.
         try await Task.sleep(for: .milliseconds(100))
       }
       for table in tables {
