@@ -75,7 +75,8 @@ import Testing
     await scheduler.settle(by: .milliseconds(9_999))
     #expect(queue.started == Self.files)
     #expect(api.calls.map(\.start) == [.zero, .zero, .zero, Self.second, Self.third])
-    #expect(queue.uploaded == Self.files)
+    // "a", "b" and "c" finish at the same instant (500 ms): their tasks resume in no set order.
+    #expect(queue.uploaded.sorted() == Self.files)
   }
 
   @MainActor @Test func waitingThroughTheSchedulerSeesEveryQueuedUpload() async {
