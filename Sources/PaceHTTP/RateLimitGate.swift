@@ -99,6 +99,27 @@ package struct RateLimitGate: Sendable {
     } catch {
       return try answer(error)
     }
+    return outcome(decision, asked)
+  }
+
+  /// The same answer as ``outcome(key:cost:)``, taken without suspending where it can be: for a
+  /// gate of one policy whose limiter decides in memory, and a cost of at least 1 (or no key).
+  /// Nil where the limiter must be awaited (a store), or a query (cost 0) goes the path of several
+  /// policies: call ``outcome(key:cost:)`` then, with the same key and cost.
+  package func outcomeAtOnce(key: String?, cost: Int) -> RateLimitOutcome? {
+    precondition(policies.count == 1, "one charge per policy")
+    guard let key else { return .proceed(fields: []) }
+    let policy = policies[0]
+    guard cost >= 1, policy.limiter.decidesInMemory else { return nil }
+    let asked = ask(policy, key: key, cost: cost)
+    if let invalid = check(asked) { return invalid }
+    // `check` passed the key and cost through `KeyPolicy`: the in-memory `decide` would do no more.
+    return outcome(policy.limiter.tryAcquire(asked.key, cost: cost), asked)
+  }
+
+  /// What one policy's `decision` on `asked` answers.
+  private func outcome(_ decision: RateLimitDecision, _ asked: Asked) -> RateLimitOutcome {
+    let policy = asked.policy
     let fields = policy.fields(for: asked.key, limit: asked.limit)
     switch decision {
     case .allowed(let remaining):

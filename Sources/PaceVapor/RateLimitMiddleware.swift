@@ -137,6 +137,8 @@ public struct RateLimitMiddleware: AsyncMiddleware {
       metricsFactory: metricsFactory, key: key, cost: cost)
   }
 
+  /// The middleware's answer to `request`, for a caller that awaits it; Vapor itself calls the
+  /// future-based `respond(to:chainingTo:)` with a `Responder`, which answers the same.
   public func respond(to request: Request, chainingTo next: any AsyncResponder) async throws -> Response {
     let outcome: RateLimitOutcome
     if policies.count == 1 {
@@ -148,26 +150,69 @@ public struct RateLimitMiddleware: AsyncMiddleware {
     }
     switch outcome {
     case .proceed(let fields):
-      let response = try await next.respond(to: request)
-      for field in fields {
-        // The route's response has none of these fields unless an inner middleware wrote them.
-        guard response.headers.contains(name: field.name) else {
-          response.headers.add(name: field.name, value: field.value)
-          continue
-        }
-        let merged = RateLimitFields.merged([field]) { name in
-          let values = response.headers[name]
-          return values.isEmpty ? nil : values.joined(separator: ", ")
-        }
-        response.headers.replaceOrAdd(name: field.name, value: merged[0].value)
-      }
-      return response
+      return Self.adding(fields, to: try await next.respond(to: request))
     case .respond(let plain):
-      return Response(
-        status: HTTPResponseStatus(statusCode: plain.status, reasonPhrase: plain.reasonPhrase),
-        headers: HTTPHeaders(plain.fields.map { ($0.name, $0.value) }),
-        body: Response.Body(string: plain.body))
+      return Self.response(plain)
     }
+  }
+
+  /// Vapor's entry point. One policy whose limiter decides in memory answers on the request's
+  /// event loop at once, with no task per request; a store's decision, or several policies', is
+  /// awaited in a task, as an `AsyncMiddleware`'s is. The same answers either way.
+  public func respond(to request: Request, chainingTo next: any Responder) -> EventLoopFuture<Response> {
+    guard policies.count == 1 else {
+      return request.eventLoop.makeFutureWithTask {
+        try await respond(to: request, chainingTo: AsyncBasicResponder { try await next.respond(to: $0).get() })
+      }
+    }
+    // Read once: the key and the cost are user code.
+    let key = policies[0].key(request)
+    let cost = policies[0].cost(request)
+    if let outcome = gate.outcomeAtOnce(key: key, cost: cost) {
+      return respond(outcome, to: request, chainingTo: next)
+    }
+    return request.eventLoop.makeFutureWithTask {
+      try await gate.outcome(key: key, cost: cost)
+    }.flatMap { outcome in
+      respond(outcome, to: request, chainingTo: next)
+    }
+  }
+
+  private func respond(
+    _ outcome: RateLimitOutcome, to request: Request, chainingTo next: any Responder
+  ) -> EventLoopFuture<Response> {
+    switch outcome {
+    case .proceed(let fields):
+      if fields.isEmpty { return next.respond(to: request) }
+      return next.respond(to: request).map { Self.adding(fields, to: $0) }
+    case .respond(let plain):
+      return request.eventLoop.makeSucceededFuture(Self.response(plain))
+    }
+  }
+
+  /// `response` with the fields of the limits that let its request through.
+  private static func adding(_ fields: [HeaderField], to response: Response) -> Response {
+    for field in fields {
+      // The route's response has none of these fields unless an inner middleware wrote them.
+      guard response.headers.contains(name: field.name) else {
+        response.headers.add(name: field.name, value: field.value)
+        continue
+      }
+      let merged = RateLimitFields.merged([field]) { name in
+        let values = response.headers[name]
+        return values.isEmpty ? nil : values.joined(separator: ", ")
+      }
+      response.headers.replaceOrAdd(name: field.name, value: merged[0].value)
+    }
+    return response
+  }
+
+  /// The middleware's own answer: a `429`, a `400` or a `503`.
+  private static func response(_ plain: PlainTextResponse) -> Response {
+    Response(
+      status: HTTPResponseStatus(statusCode: plain.status, reasonPhrase: plain.reasonPhrase),
+      headers: HTTPHeaders(plain.fields.map { ($0.name, $0.value) }),
+      body: Response.Body(string: plain.body))
   }
 }
 #endif

@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import Pace
 import PacePostgres
+import PaceTestSupport
 import PaceVapor
 import PostgresNIO
 import ServiceLifecycle
@@ -42,6 +43,95 @@ struct VaporTests {
       #expect(open.status == .ok && open.headers.first(name: "RateLimit") == nil)
       scheduler.advance(by: .seconds(30))
       #expect(try await tester.sendRequest(.GET, "a").status == .ok)
+    }
+  }
+
+  /// Vapor calls the future-based entry point, which decides in memory without a task; a caller
+  /// may await the async one. Both answer alike, for a limiter in memory, one with a store (its
+  /// decision awaited in a task) and two policies, and read each request's key once.
+  @Test func bothEntryPointsAnswerAlikeAndReadTheKeyOnce() async throws {
+    /// A store that decides with a limiter in memory: the middleware must await it.
+    struct MemoryStore: RateLimitStore {
+      let limiter = KeyedRateLimiter<String>(permits: 2, per: .seconds(60), clock: TestScheduler())
+      func tryAcquire(_ key: String, cost: Int, limit: RateLimit) async throws -> RateLimitDecision {
+        limiter.tryAcquire(key, cost: cost)
+      }
+    }
+    let makers: [(String, @Sendable (PaceTestSupport.Counter) -> RateLimitMiddleware)] = [
+      (
+        "in memory",
+        { keys in
+          RateLimitMiddleware(
+            limiter: KeyedRateLimiter(permits: 2, per: .seconds(60), clock: TestScheduler()),
+            key: { request in
+              keys.increment()
+              return request.headers.first(name: "Key")
+            })
+        }
+      ),
+      (
+        "with a store",
+        { keys in
+          RateLimitMiddleware(
+            limiter: KeyedRateLimiter(permits: 2, per: .seconds(60), store: MemoryStore()),
+            key: { request in
+              keys.increment()
+              return request.headers.first(name: "Key")
+            })
+        }
+      ),
+      (
+        "two policies",
+        { keys in
+          RateLimitMiddleware(policies: [
+            RateLimitPolicy(
+              "client", limiter: KeyedRateLimiter(permits: 2, per: .seconds(60), clock: TestScheduler()),
+              key: { request in
+                keys.increment()
+                return request.headers.first(name: "Key")
+              }),
+            RateLimitPolicy(
+              "all", limiter: KeyedRateLimiter(permits: 10, per: .seconds(60), clock: TestScheduler()),
+              key: { _ in "all" }),
+          ])
+        }
+      ),
+    ]
+    let keys: [String?] = ["a", "a", "a", nil, "b", "b", String(repeating: "k", count: 2000)]
+    typealias Seen = [String]
+    func seen(_ status: HTTPResponseStatus, _ headers: HTTPHeaders, _ body: String?) -> Seen {
+      ["\(status.code)", body ?? ""]
+        + ["RateLimit-Policy", "RateLimit", "Retry-After"].map { headers[$0].joined(separator: ", ") }
+    }
+    for (name, make) in makers {
+      var viaRouter: [Seen] = []
+      let routerKeys = PaceTestSupport.Counter()
+      try await withApp { app in
+        app.grouped(make(routerKeys)).get { _ in "ok" }
+        for key in keys {
+          var headers = HTTPHeaders()
+          if let key { headers.add(name: "Key", value: key) }
+          let response = try await app.testing().sendRequest(.GET, "/", headers: headers)
+          viaRouter.append(seen(response.status, response.headers, response.body.string))
+        }
+      }
+      var awaited: [Seen] = []
+      let awaitedKeys = PaceTestSupport.Counter()
+      try await withApp { app in
+        let middleware = make(awaitedKeys)
+        let route = AsyncBasicResponder { _ in Response(status: .ok, body: .init(string: "ok")) }
+        for key in keys {
+          var headers = HTTPHeaders()
+          if let key { headers.add(name: "Key", value: key) }
+          let request = Request(
+            application: app, method: .GET, url: "/", headers: headers, on: app.eventLoopGroup.next())
+          let response = try await middleware.respond(to: request, chainingTo: route)
+          awaited.append(seen(response.status, response.headers, response.body.string))
+        }
+      }
+      #expect(viaRouter == awaited, "\(name)")
+      #expect(viaRouter.map { $0[0] } == ["200", "200", "429", "200", "200", "200", "200"], "\(name)")
+      #expect(routerKeys.count == keys.count && awaitedKeys.count == keys.count, "\(name)")
     }
   }
 

@@ -301,6 +301,11 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     }
   }
 
+  /// Whether the limiter decides in this process's memory (no store): then ``tryAcquire(_:cost:)``
+  /// is the same decision as ``decide(_:cost:)`` for a key and cost that passed ``KeyPolicy``,
+  /// and a caller that cannot suspend cheaply (a future-based middleware) takes it at once.
+  package var decidesInMemory: Bool { store == nil }
+
   /// `key`'s limit in units; calls a per-key limiter's closure, so never under a lock.
   @inlinable
   func keyLimit(for key: Key) -> KeyLimit {
