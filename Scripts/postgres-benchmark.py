@@ -12,7 +12,9 @@ middleware when most requests are denied.
 
 Parts (all by default):
   throughput  decisions/s and latency (p50, p99) at each number of callers, hot and random keys,
-              on the throwaway settings (fsync, synchronous_commit and full_page_writes off);
+              on the throwaway settings (fsync, synchronous_commit and full_page_writes off),
+              and each decision's CPU: the client's (getrusage of the cell's process) and the
+              server's (/proc: every process of the cluster, or redis-server);
   durable     the same cells, interleaved with them, with the three on, as production runs
               (switched with ALTER SYSTEM and a reload between cells; Redis is left out);
   load        WAL bytes, records and full-page images, updates, HOT updates and dead tuples per
@@ -184,12 +186,11 @@ def process_cpu(pid, children=False):
     return used / ticks
 
 
-def database_cpu():
-    """Seconds of CPU the cluster used so far: the postmaster with the backends it reaped, and
-    every live process it started (a backend that exits moves from the second sum to the first)."""
+def cluster_processes():
+    """The postmaster's pid and those of the processes it started."""
     with open(os.path.join(data_directory, "postmaster.pid")) as file:
         postmaster = int(file.readline())
-    total = process_cpu(postmaster, children=True)
+    children = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
@@ -198,8 +199,21 @@ def database_cpu():
             except OSError:
                 continue
             if parent == postmaster:
-                total += process_cpu(entry)
-    return total
+                children.append(entry)
+    return postmaster, children
+
+
+def database_cpu(settle_to=None):
+    """Seconds of CPU the cluster used so far: the postmaster with the backends it reaped, and
+    every live process it started (a backend that exits moves from the second sum to the first).
+    With `settle_to`, waits (up to 3 s) until no more than that many processes are left: the
+    cell's backends have exited and been reaped, so that none is read halfway."""
+    postmaster, children = cluster_processes()
+    deadline = time.monotonic() + 3
+    while settle_to is not None and len(children) > settle_to and time.monotonic() < deadline:
+        time.sleep(0.05)
+        postmaster, children = cluster_processes()
+    return process_cpu(postmaster, children=True) + sum(process_cpu(child) for child in children)
 
 
 def client_cpu():
@@ -271,7 +285,10 @@ if "throughput" in parts or "durable" in parts:
                         if mode == "durable" and system.startswith("Redis"):
                             continue
                         # What the cell cost: its client's CPU, and the server's (the cluster's, or Redis's).
-                        server_cpu = (lambda: process_cpu(redis.pid)) if system.startswith("Redis") else database_cpu
+                        redis_cell_runs = system.startswith("Redis")
+                        processes = len(cluster_processes()[1])
+                        server_cpu = (lambda: process_cpu(redis.pid)) if redis_cell_runs else (
+                            lambda: database_cpu(settle_to=processes))
                         before = (client_cpu(), server_cpu())
                         figures = cell(callers, keys)
                         # pgbench runs whole seconds; redis-benchmark a number of requests; the others `seconds`.
