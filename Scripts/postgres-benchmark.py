@@ -12,7 +12,9 @@ middleware when most requests are denied.
 
 Parts (all by default):
   throughput  decisions/s and latency (p50, p99) at each number of callers, hot and random keys,
-              on the throwaway settings (fsync, synchronous_commit and full_page_writes off);
+              on the throwaway settings (fsync, synchronous_commit and full_page_writes off),
+              and each decision's CPU: the client's (getrusage of the cell's process) and the
+              server's (/proc: every process of the cluster, or redis-server);
   durable     the same cells, interleaved with them, with the three on, as production runs
               (switched with ALTER SYSTEM and a reload between cells; Redis is left out);
   load        WAL bytes, records and full-page images, updates, HOT updates and dead tuples per
@@ -34,6 +36,7 @@ import argparse
 import atexit
 import glob
 import os
+import resource
 import shutil
 import socket
 import statistics
@@ -167,6 +170,58 @@ def naive(callers, keys, option="logged"):
     return tuple(map(float, swift("naive", str(callers), keys, str(seconds), table(option))))
 
 
+ticks = os.sysconf("SC_CLK_TCK")
+
+
+def process_cpu(pid, children=False):
+    """Seconds of CPU (user and system) that process `pid` used, and its reaped children with
+    `children`; 0 for a process that is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as file:
+            fields = file.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    # After the name: state is field 3, utime 14, stime 15, cutime 16, cstime 17 (1-based).
+    used = int(fields[11]) + int(fields[12]) + ((int(fields[13]) + int(fields[14])) if children else 0)
+    return used / ticks
+
+
+def cluster_processes():
+    """The postmaster's pid and those of the processes it started."""
+    with open(os.path.join(data_directory, "postmaster.pid")) as file:
+        postmaster = int(file.readline())
+    children = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as file:
+                    parent = int(file.read().rsplit(")", 1)[1].split()[1])
+            except OSError:
+                continue
+            if parent == postmaster:
+                children.append(entry)
+    return postmaster, children
+
+
+def database_cpu(settle_to=None):
+    """Seconds of CPU the cluster used so far: the postmaster with the backends it reaped, and
+    every live process it started (a backend that exits moves from the second sum to the first).
+    With `settle_to`, waits (up to 3 s) until no more than that many processes are left: the
+    cell's backends have exited and been reaped, so that none is read halfway."""
+    postmaster, children = cluster_processes()
+    deadline = time.monotonic() + 3
+    while settle_to is not None and len(children) > settle_to and time.monotonic() < deadline:
+        time.sleep(0.05)
+        postmaster, children = cluster_processes()
+    return process_cpu(postmaster, children=True) + sum(process_cpu(child) for child in children)
+
+
+def client_cpu():
+    """Seconds of CPU used by this script's finished children: the cell's client, whoever it is."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def stop(process):
     if process.poll() is None:
         process.terminate()
@@ -200,13 +255,14 @@ return {1, 0}
 
 def redis_cell(callers, keys, option=None):
     key = "key-0" if keys == "hot" else "key-__rand_int__"
-    requests = str(int(seconds * 30_000))
+    requests = str(int(seconds * 30_000))  # the cell's decisions, which its CPU is divided by
     out = run("redis-benchmark", "-p", port, "-c", str(callers), "-n", requests, "-r", "100000", "--csv",
               "EVALSHA", sha, "1", key, str(increment), str(tolerance))
     fields = [field.strip('"') for field in out.strip().splitlines()[-1].split(",")]
     return float(fields[1]), float(fields[4]), float(fields[6])
 
 
+data_directory = sql("SHOW data_directory")
 for option, (schema, words) in table_options.items():
     sql(f"CREATE SCHEMA IF NOT EXISTS {schema}")
     swift("setup", table(option), *words)
@@ -228,14 +284,28 @@ if "throughput" in parts or "durable" in parts:
                     for system, cell in systems.items():
                         if mode == "durable" and system.startswith("Redis"):
                             continue
+                        # What the cell cost: its client's CPU, and the server's (the cluster's, or Redis's).
+                        redis_cell_runs = system.startswith("Redis")
+                        processes = len(cluster_processes()[1])
+                        server_cpu = (lambda: process_cpu(redis.pid)) if redis_cell_runs else (
+                            lambda: database_cpu(settle_to=processes))
+                        before = (client_cpu(), server_cpu())
                         figures = cell(callers, keys)
-                        results.setdefault((mode, callers, keys, system), []).append(figures)
+                        # pgbench runs whole seconds; redis-benchmark a number of requests; the others `seconds`.
+                        decisions = (figures[0] * max(1, int(seconds)) if system.startswith("pgbench")
+                                     else int(seconds * 30_000) if system.startswith("Redis") else figures[0] * seconds)
+                        costs = ((client_cpu() - before[0]) * 1e6 / decisions, (server_cpu() - before[1]) * 1e6 / decisions)
+                        results.setdefault((mode, callers, keys, system), []).append(tuple(figures[:3]) + costs)
                         print(f"round {round + 1}, {mode}: {callers:2} callers, {keys:6}, {system}: "
                               f"{figures[0]:,.0f}/s", file=sys.stderr)
     for mode in modes:
         print(f"\nDecisions, {mode} settings, medians of {rounds} interleaved rounds of {seconds:g} s per cell:\n")
-        print("| callers | keys | who decides | decisions/s | p50 (ms) | p99 (ms) | x pgbench | x Redis |")
-        print("|---:|---|---|---:|---:|---:|---:|---:|")
+        print("CPU per decision: the client's (the process that sends the decisions: the store's executable, "
+              "pgbench, redis-benchmark) and the server's (every process of the PostgreSQL cluster, or "
+              "redis-server), in µs, from /proc and getrusage.\n")
+        print("| callers | keys | who decides | decisions/s | p50 (ms) | p99 (ms) | x pgbench | x Redis "
+              "| client CPU µs | server CPU µs |")
+        print("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|")
         for callers in caller_counts:
             for keys in ["hot", "random"]:
                 def median_rate(system):
@@ -246,11 +316,12 @@ if "throughput" in parts or "durable" in parts:
                     cells = results.get((mode, callers, keys, system))
                     if not cells:
                         continue
-                    rate, p50, p99 = (statistics.median(figures[i] for figures in cells) for i in range(3))
+                    rate, p50, p99, client, server = (
+                        statistics.median(figures[i] for figures in cells) for i in range(5))
                     label = "hot key" if keys == "hot" else "random of 100k"
                     versus_redis = f"{rate / redis_rate:.2f}x" if redis_rate else "-"
                     print(f"| {callers} | {label} | {system} | {rate:,.0f} | {p50:.3f} | {p99:.3f} | "
-                          f"{rate / reference:.2f}x | {versus_redis} |")
+                          f"{rate / reference:.2f}x | {versus_redis} | {client:.1f} | {server:.1f} |")
 
 if "load" in parts:
     # What each decision costs the primary: every cell starts from reset statistics and a checkpoint.

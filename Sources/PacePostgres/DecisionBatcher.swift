@@ -84,9 +84,12 @@ struct DecisionAnswer: Sendable, Equatable {
 /// connect never holds a caller past its timeout. The database gives up on its own within the same budget, so a batch whose
 /// callers have left takes nothing.
 final class DecisionBatcher: Sendable {
+  /// A caller waiting for its answer. Its continuation (and a parked lane's) is unsafe rather than
+  /// checked, which allocates for every decision: each is resumed exactly once, by whoever removes
+  /// it from the state under the lock.
   private struct Waiter {
     let request: DecisionRequest
-    let continuation: CheckedContinuation<DecisionAnswer, any Error>
+    let continuation: UnsafeContinuation<DecisionAnswer, any Error>
   }
 
   /// A lane waiting for work: woken with true when a request comes (or at shutdown), with false
@@ -95,7 +98,7 @@ final class DecisionBatcher: Sendable {
     let lane: Int
     /// Since when the lane has waited holding a connection; nil for a lane without one.
     let holdingSince: NIODeadline?
-    let continuation: CheckedContinuation<Bool, Never>
+    let continuation: UnsafeContinuation<Bool, Never>
   }
 
   private struct State {
@@ -183,16 +186,16 @@ final class DecisionBatcher: Sendable {
       return state.nextID
     }
     return try await withTaskCancellationHandler {
-      try await withCheckedThrowingContinuation { continuation in
+      try await withUnsafeThrowingContinuation { continuation in
         let (submitted, lane, watchdog) = state.withLock {
           state -> (
-            BatchMachine<UInt64>.Submitted?, CheckedContinuation<Bool, Never>?, CheckedContinuation<Void, Never>?
+            BatchMachine<UInt64>.Submitted?, UnsafeContinuation<Bool, Never>?, CheckedContinuation<Void, Never>?
           )
           in
           guard !state.closed else { return (nil, nil, nil) }
           state.waiters[id] = Waiter(request: request, continuation: continuation)
           let submitted = state.machine.submit(id)
-          var lane: CheckedContinuation<Bool, Never>?
+          var lane: UnsafeContinuation<Bool, Never>?
           if submitted == .wakeLane {
             // A lane that holds a connection sends at once; one without would take a connection first.
             let index = state.parkedLanes.lastIndex { $0.holdingSince != nil } ?? state.parkedLanes.indices.last
@@ -422,7 +425,7 @@ final class DecisionBatcher: Sendable {
   private func park(
     _ number: Int, lingering linger: TimeAmount?, on eventLoop: (any EventLoop)?, finishing: Bool = false
   ) async -> Bool {
-    await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+    await withUnsafeContinuation { (continuation: UnsafeContinuation<Bool, Never>) in
       let now = NIODeadline.now()
       let (parked, scheduleCheck) = state.withLock { state -> (Bool, Bool) in
         guard !state.closed, state.machine.park(finishing: finishing) else { return (false, false) }
@@ -446,7 +449,7 @@ final class DecisionBatcher: Sendable {
     _ number: Int, lingering linger: TimeAmount, on eventLoop: any EventLoop, at deadline: NIODeadline
   ) {
     enum Check {
-      case release(CheckedContinuation<Bool, Never>)
+      case release(UnsafeContinuation<Bool, Never>)
       case again(NIODeadline)
       case done
     }
