@@ -57,27 +57,26 @@ struct VaporTests {
         limiter.tryAcquire(key, cost: cost)
       }
     }
+    /// The key from the `Key` field, each read counted in `keys`.
+    @Sendable func headerKey(_ keys: PaceTestSupport.Counter) -> @Sendable (Request) -> String? {
+      { request in
+        keys.increment()
+        return request.headers.first(name: "Key")
+      }
+    }
     let makers: [(String, @Sendable (PaceTestSupport.Counter) -> RateLimitMiddleware)] = [
       (
         "in memory",
         { keys in
           RateLimitMiddleware(
-            limiter: KeyedRateLimiter(permits: 2, per: .seconds(60), clock: TestScheduler()),
-            key: { request in
-              keys.increment()
-              return request.headers.first(name: "Key")
-            })
+            limiter: KeyedRateLimiter(permits: 2, per: .seconds(60), clock: TestScheduler()), key: headerKey(keys))
         }
       ),
       (
         "with a store",
         { keys in
           RateLimitMiddleware(
-            limiter: KeyedRateLimiter(permits: 2, per: .seconds(60), store: MemoryStore()),
-            key: { request in
-              keys.increment()
-              return request.headers.first(name: "Key")
-            })
+            limiter: KeyedRateLimiter(permits: 2, per: .seconds(60), store: MemoryStore()), key: headerKey(keys))
         }
       ),
       (
@@ -86,10 +85,7 @@ struct VaporTests {
           RateLimitMiddleware(policies: [
             RateLimitPolicy(
               "client", limiter: KeyedRateLimiter(permits: 2, per: .seconds(60), clock: TestScheduler()),
-              key: { request in
-                keys.increment()
-                return request.headers.first(name: "Key")
-              }),
+              key: headerKey(keys)),
             RateLimitPolicy(
               "all", limiter: KeyedRateLimiter(permits: 10, per: .seconds(60), clock: TestScheduler()),
               key: { _ in "all" }),
