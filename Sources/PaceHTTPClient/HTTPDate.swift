@@ -14,7 +14,9 @@ public enum HTTPDate {
   ///   - text: The field's value.
   ///   - unixNow: The Unix time now, in seconds: an RFC 850 date's two-digit year is the one that
   ///     is not more than 50 years in the future (RFC 9110).
-  /// - Returns: Seconds since 1970-01-01 00:00:00 UTC (negative before).
+  /// - Returns: Seconds since 1970-01-01 00:00:00 UTC (negative before); `nil` for a date that
+  ///   is not one, or one whose seconds do not fit in an `Int64` (a two-digit year read against a
+  ///   `unixNow` near either end).
   public static func unixSeconds(parsing text: String, unixNow: Int64) -> Int64? {
     // A date is short: a longer value is not one, and is not worth splitting.
     guard text.utf8.count <= 64 else { return nil }
@@ -77,7 +79,12 @@ public enum HTTPDate {
     else { return nil }
     // A leap second counts as the second before it.
     let seconds = Int64(hour * 3600 + minute * 60 + min(second, 59))
-    return daysFromCivil(year: year, month: month, day: day) * 86_400 + seconds
+    // An RFC 850 year read against a clock near either end of Int64 may fall past it: not a date.
+    let (daySeconds, overflow) = daysFromCivil(year: year, month: month, day: day).multipliedReportingOverflow(
+      by: 86_400)
+    guard !overflow else { return nil }
+    let (unixSeconds, past) = daySeconds.addingReportingOverflow(seconds)
+    return past ? nil : unixSeconds
   }
 
   static func isLeap(_ year: Int) -> Bool {

@@ -247,4 +247,23 @@ let october21 = Duration.seconds(1_445_412_480)
     #expect(HTTPDate.unixSeconds(parsing: "Monday, 01-Jan-76 00:00:00 GMT", unixNow: .max) != nil)
     #expect(HTTPDate.unixSeconds(parsing: "Monday, 01-Jan-76 00:00:00 GMT", unixNow: .min) != nil)
   }
+
+  /// A two-digit year read against a clock at the end of Int64 is a year whose seconds do not fit:
+  /// no date, never a trap (the fuzzer's find: a `Retry-After` parsed at `receivedAt` Int64.max).
+  @Test func aYearPastInt64IsNoDate() {
+    // Int64.max seconds fall in the year 292,277,026,596, on December 4th: '98 is two years later.
+    #expect(HTTPDate.unixSeconds(parsing: "Sunday, 06-Nov-98 08:49:37 GMT", unixNow: .max) == nil)
+    #expect(HTTPDate.unixSeconds(parsing: "Sunday, 05-Dec-96 00:00:00 GMT", unixNow: .max) == nil)
+    #expect(HTTPDate.unixSeconds(parsing: "Thursday, 04-Dec-96 15:30:07 GMT", unixNow: .max) == .max)
+    for twoDigits in 0...99 {
+      let year = String(twoDigits / 10) + String(twoDigits % 10)
+      for now in [Int64.max, .min, .max - 1, .min + 1] {
+        _ = HTTPDate.unixSeconds(parsing: "Sunday, 31-Dec-\(year) 23:59:59 GMT", unixNow: now)
+        _ = HTTPDate.unixSeconds(parsing: "Sunday, 01-Jan-\(year) 00:00:00 GMT", unixNow: now)
+      }
+    }
+    let head = ResponseHead(status: 429, headerFields: [(name: "Retry-After", value: "Sunday, 06-Nov-98 08:49:37 GMT")])
+    let quota = ServerQuota(parsing: head, receivedAt: .seconds(Int64.max))
+    #expect(quota.retryAfter.map { $0 >= .zero && $0 <= ServerQuota.maximumDelay } ?? true)
+  }
 }
