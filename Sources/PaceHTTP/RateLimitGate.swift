@@ -86,7 +86,8 @@ package struct RateLimitGate: Sendable {
   ///
   /// - Throws: `CancellationError` only, when the request's task is cancelled.
   package func outcome(key: String?, cost: Int) async throws -> RateLimitOutcome {
-    precondition(policies.count == 1, "one charge per policy")
+    // In memory the decision is taken at once, with no async call into the limiter.
+    if let decided = outcomeAtOnce(key: key, cost: cost) { return decided }
     guard let key else { return .proceed(fields: []) }
     // A query (cost 0) asks before it charges: the path of several policies.
     guard cost >= 1 else { return try await outcome([Charge(key: key, cost: cost)]) }

@@ -150,14 +150,7 @@ public struct RateLimitMiddleware<Context: RequestContext>: RouterMiddleware {
     if policies.count == 1 {
       // One policy, the usual case: no list of charges.
       let policy = policies[0]
-      let key = policy.key(request, context)
-      let cost = policy.cost(request, context)
-      // In memory the decision is taken at once: no async call into the limiter.
-      if let decided = gate.outcomeAtOnce(key: key, cost: cost) {
-        outcome = decided
-      } else {
-        outcome = try await gate.outcome(key: key, cost: cost)
-      }
+      outcome = try await gate.outcome(key: policy.key(request, context), cost: policy.cost(request, context))
     } else {
       outcome = try await gate.outcome(
         policies.map { policy in
