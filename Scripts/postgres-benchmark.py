@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """PostgresRateLimitStore beside pgbench running the store's single-decision statement as it was
 before decisions were batched (frozen in Benchmarks/PostgreSQL/decision-before-batching.sql), the
-naive transaction and Redis, interleaved in one run; what each costs the primary (WAL and dead
+same statement through PostgresNIO alone (each caller on a connection of its own, as pgbench's
+clients are: the Swift driver's floor), the naive transaction and Redis, interleaved in one run; what each costs the primary (WAL and dead
 tuples per decision) for each of the store's table options; the purge; a hot denied key; and the
 middleware when most requests are denied.
 
@@ -170,6 +171,10 @@ def naive(callers, keys, option="logged"):
     return tuple(map(float, swift("naive", str(callers), keys, str(seconds), table(option))))
 
 
+def driver(callers, keys, option="logged"):
+    return tuple(map(float, swift("driver", str(callers), keys, str(seconds), table(option))))
+
+
 ticks = os.sysconf("SC_CLK_TCK")
 
 
@@ -270,7 +275,9 @@ print(f"== {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "
       f"{' '.join(open('/proc/loadavg').read().split()[:3])}, {os.cpu_count()} cores, "
       f"{sql('SELECT version()').split(' on ')[0]}", file=sys.stderr)
 
-systems = {"pgbench -M prepared (frozen)": pgbench, "PostgresRateLimitStore": store, "naive transaction": naive}
+# The load part measures the first three; the driver runs the frozen statement, as pgbench does.
+systems = {"pgbench -M prepared (frozen)": pgbench, "PostgresRateLimitStore": store, "naive transaction": naive,
+           "PostgresNIO alone (same statement)": driver}
 if redis:
     systems["Redis 7 GCRA (Lua)"] = redis_cell
 modes = [mode for mode in ["throwaway", "durable"] if mode in parts or (mode == "throwaway" and "throughput" in parts)]

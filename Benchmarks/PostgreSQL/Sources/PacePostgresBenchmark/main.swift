@@ -9,6 +9,13 @@
 //                                                              process's CPU µs and context switches
 //                                                              per decision, and (store) decisions
 //                                                              per round trip
+//   pace-postgres-benchmark driver CALLERS hot|random SECONDS TABLE [on-loop]
+//                                                              the same figures for PostgresNIO alone:
+//                                                              each caller on a connection of its own
+//                                                              runs the single-decision statement,
+//                                                              prepared, as pgbench's clients do;
+//                                                              on-loop: each caller's task runs on its
+//                                                              connection's event loop
 //   pace-postgres-benchmark denied CALLERS SECONDS TABLE       decisions/s round-trips/s
 //   pace-postgres-benchmark purge TABLE ROWS                   seconds to purge ROWS expired rows of
 //                                                              2 × ROWS, by purgeExpired() batches, then
@@ -91,6 +98,31 @@ struct NaiveStore: Sendable {
   }
 }
 
+/// The single-decision statement for PostgresNIO alone (`driver`): the table is found through the
+/// connection's `search_path`, as pgbench finds it. `$4` and `$5` are a 900 ms budget, the script's.
+struct SingleDecision: PostgresPreparedStatement {
+  typealias Row = (Int64?, Int64?, Int64, Bool)
+  static let sql = (try? PostgresRateLimitStore.decisionStatement(table: "bench_rate_limits")) ?? ""
+  let key: String
+
+  func makeBindings() -> PostgresBindings {
+    var binds = PostgresBindings()
+    binds.append(key)
+    binds.append(increment)
+    binds.append(tolerance)
+    binds.append(Int64(900_000))
+    binds.append("900ms")
+    return binds
+  }
+
+  func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+
+  /// Runs the decision on `connection` and reads its row.
+  func run(on connection: PostgresConnection) async throws {
+    for try await _ in try await connection.execute(self, logger: connection.logger) {}
+  }
+}
+
 /// Counts the store's round trips (`pace_rate_limit_round_trips_total`); every other metric is dropped.
 final class RoundTrips: MetricsFactory, CounterHandler, @unchecked Sendable {
   // `count` is read and written only inside `lock`.
@@ -137,17 +169,34 @@ struct Figures: Sendable {
   var switchesPerDecision: Double
 }
 
-/// Runs `callers` concurrent loops of `decide` for `seconds`.
-@Sendable func measure(callers: Int, seconds: Double, _ decide: @escaping @Sendable (Int) async throws -> Void)
-  async throws -> Figures
-{
+/// Runs a task's jobs on an event loop (`driver … on-loop`): a caller that queries a connection of
+/// that loop writes to its socket and is resumed with the answer on the loop's own thread.
+@available(macOS 15, *)
+final class LoopExecutor: TaskExecutor {
+  let eventLoop: any EventLoop
+
+  init(_ eventLoop: any EventLoop) {
+    self.eventLoop = eventLoop
+  }
+
+  func enqueue(_ job: consuming ExecutorJob) {
+    let job = UnownedJob(job)
+    eventLoop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+  }
+}
+
+/// Runs `callers` concurrent loops of `decide` for `seconds`; caller `n`'s loop on `loops[n]`,
+/// if given, instead of the global executor.
+@Sendable func measure(
+  callers: Int, seconds: Double, loops: [any EventLoop]? = nil, _ decide: @escaping @Sendable (Int) async throws -> Void
+) async throws -> Figures {
   let clock = ContinuousClock()
   let usage = processUsage()
   let start = clock.now
   let end = start + .milliseconds(Int(seconds * 1000))
   let latencies = try await withThrowingTaskGroup(of: [Duration].self) { group in
     for caller in 0..<callers {
-      group.addTask {
+      let run: @Sendable () async throws -> [Duration] = {
         var latencies: [Duration] = []
         latencies.reserveCapacity(1 << 16)
         while clock.now < end {
@@ -156,6 +205,12 @@ struct Figures: Sendable {
           latencies.append(clock.now - begin)
         }
         return latencies
+      }
+      if let loop = loops?[caller] {
+        guard #available(macOS 15, *) else { fail("on-loop needs task executors (macOS 15)") }
+        group.addTask(executorPreference: LoopExecutor(loop), operation: run)
+      } else {
+        group.addTask(operation: run)
       }
     }
     return try await group.reduce(into: [Duration]()) { $0 += $1 }
@@ -193,6 +248,34 @@ struct Figures: Sendable {
     return try await group.reduce(0, +)
   }
   return Double(count) / ((clock.now - start) / .seconds(1))
+}
+
+/// Runs `body` with `count` connections leased from `client`, each held until `body` returns.
+@Sendable func withHeldConnections<Result: Sendable>(
+  _ count: Int, of client: PostgresClient,
+  _ body: @escaping @Sendable ([PostgresConnection]) async throws -> Result
+) async throws -> Result {
+  let (leased, lease) = AsyncStream.makeStream(of: PostgresConnection.self)
+  return try await withThrowingTaskGroup(of: Void.self) { group in
+    for _ in 0..<count {
+      group.addTask {
+        try await client.withConnection { connection in
+          lease.yield(connection)
+          // Held until the group is cancelled, once `body` returned.
+          while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+        }
+      }
+    }
+    var connections: [PostgresConnection] = []
+    for await connection in leased {
+      connections.append(connection)
+      if connections.count == count { break }
+    }
+    let result = try await body(connections)
+    group.cancelAll()
+    try await group.waitForAll()
+    return result
+  }
 }
 
 /// Runs `body` with a running client of `connections`.
@@ -261,6 +344,31 @@ case "store", "naive":
     String(
       format: "%.0f %.3f %.3f %.1f %.2f %.2f", figures.perSecond, figures.p50, figures.p99, figures.cpuPerDecision,
       figures.switchesPerDecision, trips > 0 ? decisions / Double(trips) : 0))
+
+case "driver":
+  guard (5...6).contains(arguments.count), let callers = Int(arguments[1]), let seconds = Double(arguments[3]),
+    let schema = arguments[4].split(separator: ".").first.map(String.init),
+    arguments.count == 5 || arguments[5] == "on-loop"
+  else { fail("usage: driver CALLERS hot|random SECONDS TABLE [on-loop]") }
+  let (hot, onLoop) = (arguments[2] == "hot", arguments.count == 6)
+  let key: @Sendable () -> String = { hot ? "key-0" : "key-\(Int.random(in: 1...keyCount))" }
+  let figures = try await withClient(connections: callers) { client in
+    // Each caller leases its connection once and keeps it for the cell, as a pgbench client does.
+    try await withHeldConnections(callers, of: client) { connections in
+      for connection in connections {
+        try await connection.query("SET search_path TO \(unescaped: schema)", logger: connection.logger)
+        try await SingleDecision(key: "key-0").run(on: connection)
+      }
+      let loops = onLoop ? connections.map(\.eventLoop) : nil
+      return try await measure(callers: callers, seconds: seconds, loops: loops) { caller in
+        try await SingleDecision(key: key()).run(on: connections[caller])
+      }
+    }
+  }
+  print(
+    String(
+      format: "%.0f %.3f %.3f %.1f %.2f %.2f", figures.perSecond, figures.p50, figures.p99, figures.cpuPerDecision,
+      figures.switchesPerDecision, 1.0))
 
 case "denied":
   guard arguments.count == 4, let callers = Int(arguments[1]), let seconds = Double(arguments[2]) else {
