@@ -145,10 +145,19 @@ let package = Package(
     .executableTarget(name: "pace", dependencies: ["PaceTool"], swiftSettings: swiftSettings),
 
     // MARK: Server side, behind the PostgreSQL, Hummingbird and Vapor traits (empty modules without them).
+    // Tasks whose jobs run on a NIO event loop, for PacePostgres's decision lanes and PaceVapor's
+    // futures; in no product.
+    .target(
+      name: "PaceEventLoops",
+      dependencies: [
+        .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["PostgreSQL", "Vapor"]))
+      ],
+      swiftSettings: swiftSettings
+    ),
     .target(
       name: "PacePostgres",
       dependencies: [
-        "Pace", .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
+        "Pace", "PaceEventLoops", .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
         .product(name: "Logging", package: "swift-log", condition: .when(traits: ["PostgreSQL"])),
         .product(name: "Metrics", package: "swift-metrics", condition: .when(traits: ["PostgreSQL"])),
         .product(
@@ -183,7 +192,7 @@ let package = Package(
     .target(
       name: "PaceVapor",
       dependencies: [
-        "Pace", "PaceHTTP",
+        "Pace", "PaceHTTP", "PaceEventLoops",
         .product(name: "Vapor", package: "vapor", condition: .when(traits: ["Vapor"])),
         .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Vapor"])),
         .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Vapor"])),
@@ -300,7 +309,8 @@ let package = Package(
     .testTarget(
       name: "PaceServerTests",
       dependencies: [
-        "Pace", "PacePostgres", "PaceHummingbird", "PaceHTTP", "PaceVapor", "pace-postgres-test-instance",
+        "Pace", "PacePostgres", "PaceHummingbird", "PaceHTTP", "PaceVapor", "PaceEventLoops",
+        "pace-postgres-test-instance",
         // Seeded fuzzing of the client-address parser, which needs no trait; the reference models.
         "PaceTestSupport",
         .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),

@@ -13,6 +13,10 @@ turns from round to round. Prints the medians over the rounds and, per framework
 each limited cell to the bare route measured beside it in the same round (the median of the
 per-round ratios). Needs wrk (`apt-get install -y wrk`).
 
+`--postgres URL`: the limited servers decide through the PostgreSQL store on that database
+(`Scripts/with-postgres.sh` gives one in `$PACE_POSTGRES_URL`) instead of in memory, so that every
+allowed request is a decision in the database.
+
 To compare two versions of the middleware in one run, copy the two executables of a release
 build aside (`.build-example-release/release/pace-example-server*`) and pass that folder as
 `--baseline`: its servers run beside this build's, in the same rounds.
@@ -38,6 +42,7 @@ parser.add_argument("--connections", type=int, default=16)
 parser.add_argument("--threads", type=int, default=1, help="wrk's threads")
 parser.add_argument("--no-build", action="store_true", help="use the binaries already built")
 parser.add_argument("--port", type=int, default=18180, help="the first of the servers' ports")
+parser.add_argument("--postgres", metavar="URL", help="decide through the PostgreSQL store on this database")
 parser.add_argument(
     "--baseline", metavar="DIR",
     help="a folder with another build's pace-example-server and pace-example-server-vapor (a copy of an "
@@ -51,10 +56,15 @@ binaries = os.path.join(scratch, "release")
 
 # Logging at warning: neither framework writes a line per request then, so the figures are the
 # servers' and the middleware's, not the terminal's.
-common = ["--host", "127.0.0.1", "--log-level", "warning"]
+common = ["--host", "127.0.0.1", "--log-level", "warning"] + (
+    ["--postgres", arguments.postgres] if arguments.postgres else [])
 # A year: the key stays in the limiter with its bucket never full again, as a busy key does, rather
 # than going idle (and being forgotten, its timer armed and fired) between two requests.
 allowing = ["--permits", "2000000000", "--per", str(86_400 * 365)]
+if arguments.postgres:
+    # The store counts a burst's whole period in 64-bit microseconds (2,000,000,000 years' worth
+    # is refused): 100,000,000 a day, more than any run sends.
+    allowing = ["--permits", "100000000", "--per", "86400"]
 denying = ["--permits", "1", "--per", str(86_400 * 365)]
 frameworks = [("Hummingbird", "pace-example-server"), ("Vapor", "pace-example-server-vapor")]
 builds = [("", binaries)] + ([("baseline ", arguments.baseline)] if arguments.baseline else [])
@@ -143,7 +153,8 @@ finally:
 print(
     f"\nwrk -t{arguments.threads} -c{arguments.connections} -d{arguments.seconds}s, {arguments.rounds} rounds "
     f"interleaved; medians. Load average {load_before[0]:.2f} before, {load_after[0]:.2f} after; "
-    f"{os.cpu_count()} cores; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.\n")
+    f"{os.cpu_count()} cores; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; limits "
+    f"{'through the PostgreSQL store' if arguments.postgres else 'in memory'}.\n")
 print("| framework | bare route | middleware, allowed | x bare | middleware, denied (429) | x bare |")
 print("|---|---|---|---|---|---|")
 for framework in rows:

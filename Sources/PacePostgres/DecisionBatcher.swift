@@ -2,42 +2,8 @@
 import Logging
 import Metrics
 import Pace
+import PaceEventLoops
 import PostgresNIO
-
-/// Runs a task's jobs on a connection's event loop: a lane that sends there writes to the socket
-/// and is resumed with the answer on the loop's own thread, where a lane on the global executor
-/// wakes the loop for every write and is woken by it for every answer.
-///
-/// Task executors need macOS 15 / iOS 18; ``onEventLoop(_:taskExecutors:isolation:_:)`` falls back to the
-/// global executor on older systems.
-@available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *)
-final class EventLoopExecutor: TaskExecutor {
-  let eventLoop: any EventLoop
-
-  init(_ eventLoop: any EventLoop) {
-    self.eventLoop = eventLoop
-  }
-
-  func enqueue(_ job: consuming ExecutorJob) {
-    let job = UnownedJob(job)
-    eventLoop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
-  }
-}
-
-/// Runs `body` with its jobs on `eventLoop` (``EventLoopExecutor``) where the system has task
-/// executors (Linux; macOS 15, iOS 18 and later), and on the global executor before: the same
-/// decisions, with more thread hops.
-///
-/// `taskExecutors: false` takes the older systems' path anywhere, for its tests.
-func onEventLoop<Result>(
-  _ eventLoop: any EventLoop, taskExecutors: Bool = true, isolation: isolated (any Actor)? = #isolation,
-  _ body: () async -> Result
-) async -> Result {
-  if taskExecutors, #available(macOS 15, iOS 18, tvOS 18, watchOS 11, visionOS 2, *) {
-    return await withTaskExecutorPreference(EventLoopExecutor(eventLoop), isolation: isolation, operation: body)
-  }
-  return await body()
-}
 
 /// One decision for the database: a stored key, its cost under its limit, whether it takes its
 /// permits (a cost of 0 does not), and when its caller stops waiting.

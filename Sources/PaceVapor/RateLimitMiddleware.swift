@@ -2,6 +2,7 @@
 import Logging
 import Metrics
 import Pace
+import PaceEventLoops
 import PaceHTTP
 import Vapor
 
@@ -158,10 +159,12 @@ public struct RateLimitMiddleware: AsyncMiddleware {
 
   /// Vapor's entry point. One policy whose limiter decides in memory answers on the request's
   /// event loop at once, with no task per request; a store's decision, or several policies', is
-  /// awaited in a task, as an `AsyncMiddleware`'s is. The same answers either way.
+  /// awaited in a task, as an `AsyncMiddleware`'s is, whose jobs run on the request's event loop
+  /// where the system has task executors (Linux; macOS 15, iOS 18 and later), so that neither the
+  /// task's start nor its answer wakes another thread. The same answers either way.
   public func respond(to request: Request, chainingTo next: any Responder) -> EventLoopFuture<Response> {
     guard policies.count == 1 else {
-      return request.eventLoop.makeFutureWithTask {
+      return request.eventLoop.makeFutureWithTaskOnLoop {
         try await respond(to: request, chainingTo: AsyncBasicResponder { try await next.respond(to: $0).get() })
       }
     }
@@ -171,7 +174,7 @@ public struct RateLimitMiddleware: AsyncMiddleware {
     if let outcome = gate.outcomeAtOnce(key: key, cost: cost) {
       return respond(outcome, to: request, chainingTo: next)
     }
-    return request.eventLoop.makeFutureWithTask {
+    return request.eventLoop.makeFutureWithTaskOnLoop {
       try await gate.outcome(key: key, cost: cost)
     }.flatMap { outcome in
       respond(outcome, to: request, chainingTo: next)

@@ -3,7 +3,7 @@ import NIOCore
 import PostgresNIO
 import Testing
 
-@testable import PacePostgres
+import PaceEventLoops
 
 /// The decision lanes' executor choice: on the connection's event loop where task executors exist
 /// (Linux; macOS 15, iOS 18 and later), on the global executor before, with the same result.
@@ -28,6 +28,25 @@ import Testing
     }
     #expect(!before && !after)
     #expect(result == 42)
+  }
+
+  /// PaceVapor's futures for a store's decision: on the loop with task executors, on the global
+  /// executor without; the value or the error either way.
+  @Test(arguments: [true, false]) func aFutureWithATaskOnTheLoopCarriesItsValueOrItsError(taskExecutors: Bool)
+    async throws
+  {
+    struct Failure: Error {}
+    let loop = PostgresConnection.defaultEventLoopGroup.next()
+    let ranOnTheLoop = try await loop.makeFutureWithTaskOnLoop(taskExecutors: taskExecutors) {
+      await Task.yield()
+      return loop.inEventLoop
+    }.get()
+    #expect(ranOnTheLoop == taskExecutors)
+    await #expect(throws: Failure.self) {
+      try await loop.makeFutureWithTaskOnLoop(taskExecutors: taskExecutors) { () async throws -> Int in
+        throw Failure()
+      }.get()
+    }
   }
 }
 #endif

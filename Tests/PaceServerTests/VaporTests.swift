@@ -46,6 +46,49 @@ struct VaporTests {
     }
   }
 
+  /// A store's decision, or several policies', is awaited in a task whose jobs run on the
+  /// request's event loop (task executors exist on Linux): the task's start and its answer wake no
+  /// other thread. The answers are those of the in-memory test above.
+  @Test func aStoresDecisionRunsOnTheRequestsEventLoop() async throws {
+    /// Decides in memory after a suspension, recording whether it runs on the request's loop.
+    struct LoopStore: RateLimitStore {
+      let limiter = KeyedRateLimiter<String>(permits: 2, per: .seconds(60), clock: TestScheduler())
+      let requestLoops: Recorder<any EventLoop>
+      let onTheLoop: Recorder<Bool>
+      func tryAcquire(_ key: String, cost: Int, limit: RateLimit) async throws -> RateLimitDecision {
+        await Task.yield()
+        onTheLoop.record(requestLoops.values.last?.inEventLoop ?? false)
+        return limiter.tryAcquire(key, cost: cost)
+      }
+    }
+    for policies in [1, 2] {
+      let (requestLoops, onTheLoop) = (Recorder<any EventLoop>(), Recorder<Bool>())
+      let store = LoopStore(requestLoops: requestLoops, onTheLoop: onTheLoop)
+      let key: @Sendable (Request) -> String? = { request in
+        requestLoops.record(request.eventLoop)
+        return "client"
+      }
+      let limiter = KeyedRateLimiter<String>(permits: 2, per: .seconds(60), store: store)
+      let middleware =
+        policies == 1
+        ? RateLimitMiddleware(limiter: limiter, key: key)
+        : RateLimitMiddleware(policies: [
+          RateLimitPolicy("client", limiter: limiter, key: key),
+          RateLimitPolicy(
+            "all", limiter: KeyedRateLimiter(permits: 10, per: .seconds(60), clock: TestScheduler()),
+            key: { _ in "all" }),
+        ])
+      var statuses: [UInt] = []
+      try await withApp { app in
+        app.grouped(middleware).get { _ in "ok" }
+        for _ in 0..<3 { statuses.append(try await app.testing().sendRequest(.GET, "/").status.code) }
+      }
+      #expect(statuses == [200, 200, 429], "\(policies) policies")
+      // Two policies ask the store before they charge it: more calls, every one on the loop.
+      #expect(onTheLoop.count >= 3 && onTheLoop.values.allSatisfy { $0 }, "\(policies) policies")
+    }
+  }
+
   /// Vapor calls the future-based entry point, which decides in memory without a task; a caller
   /// may await the async one. Both answer alike, for a limiter in memory, one with a store (its
   /// decision awaited in a task) and two policies, and read each request's key once.
