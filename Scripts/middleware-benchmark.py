@@ -70,14 +70,21 @@ frameworks = [("Hummingbird", "pace-example-server"), ("Vapor", "pace-example-se
 builds = [("", binaries)] + ([("baseline ", arguments.baseline)] if arguments.baseline else [])
 
 servers = {}
+api_keys = {}
 processes = []
 port = arguments.port
 for build, folder in builds:
     for framework, executable in frameworks:
         for limit, flags in [("allowing", allowing), ("denying", denying)]:
             command = [os.path.join(folder, executable), "--port", str(port)] + common + flags
+            base = f"http://127.0.0.1:{port}"
+            if arguments.postgres:
+                # The servers share the store's table: each counts under an API key of its own, or
+                # the denying server's grant (a year ahead) would deny the allowing one's requests.
+                api_keys[base] = f"server-{port}"
+                command += ["--api-key", api_keys[base]]
             processes.append(subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-            servers[(build + framework, limit)] = f"http://127.0.0.1:{port}"
+            servers[(build + framework, limit)] = base
             port += 1
 # Each framework of each build is one row.
 rows = [build + framework for build, _ in builds for framework, _ in frameworks]
@@ -109,7 +116,9 @@ def wait_until_up(base):
 def wrk(url):
     """Requests per second, and how many of the responses were not 2xx or 3xx."""
     output = subprocess.run(
-        ["wrk", f"-t{arguments.threads}", f"-c{arguments.connections}", f"-d{arguments.seconds}s", url],
+        ["wrk", f"-t{arguments.threads}", f"-c{arguments.connections}", f"-d{arguments.seconds}s", url]
+        + [argument for base, key in api_keys.items() if url.startswith(base + "/")
+           for argument in ["-H", f"X-API-Key: {key}"]],
         check=True, capture_output=True, text=True).stdout
     rate = float(re.search(r"Requests/sec:\s+([0-9.]+)", output).group(1))
     refused = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", output)
