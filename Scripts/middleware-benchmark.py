@@ -113,12 +113,11 @@ def wait_until_up(base):
             time.sleep(0.2)
 
 
-def wrk(url):
+def wrk(url, api_key=None):
     """Requests per second, and how many of the responses were not 2xx or 3xx."""
     output = subprocess.run(
         ["wrk", f"-t{arguments.threads}", f"-c{arguments.connections}", f"-d{arguments.seconds}s", url]
-        + [argument for base, key in api_keys.items() if url.startswith(base + "/")
-           for argument in ["-H", f"X-API-Key: {key}"]],
+        + (["-H", f"X-API-Key: {api_key}"] if api_key else []),
         check=True, capture_output=True, text=True).stdout
     rate = float(re.search(r"Requests/sec:\s+([0-9.]+)", output).group(1))
     refused = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", output)
@@ -129,7 +128,7 @@ def wrk(url):
 # The cells: the bare route, the route behind the middleware that allows it, and behind the one
 # that denies it (its first request allowed, every other one 429).
 cells = [
-    (framework, case, servers[(framework, limit)] + path)
+    (framework, case, servers[(framework, limit)] + path, api_keys.get(servers[(framework, limit)]))
     for framework in rows
     for case, limit, path in [("bare", "allowing", "/bare"), ("allowed", "allowing", "/"), ("denied", "denying", "/")]
 ]
@@ -138,14 +137,14 @@ try:
     for base in servers.values():
         wait_until_up(base)
     load_before = os.getloadavg()
-    rates = {(framework, case): [] for framework, case, _ in cells}
-    ratios = {(framework, case): [] for framework, case, _ in cells if case != "bare"}
+    rates = {(framework, case): [] for framework, case, _, _ in cells}
+    ratios = {(framework, case): [] for framework, case, _, _ in cells if case != "bare"}
     for round_index in range(arguments.rounds):
         # The order turns each round, so that no cell always runs first or after the same one.
         shift = round_index % len(cells)
         measured = {}
-        for framework, case, url in cells[shift:] + cells[:shift]:
-            rate, refused, total = wrk(url)
+        for framework, case, url, api_key in cells[shift:] + cells[:shift]:
+            rate, refused, total = wrk(url, api_key)
             if case == "allowed" and refused:
                 raise SystemExit(f"{framework}: {refused} requests were not allowed: raise the limit")
             if case == "denied" and refused < total - 1:

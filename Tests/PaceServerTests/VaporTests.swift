@@ -13,6 +13,19 @@ import Testing
 import Vapor
 import VaporTesting
 
+/// A store that decides with a limiter in memory (2 permits a minute) after a suspension: the
+/// middleware must await it. `deciding` runs in each decision, where a test records what it sees.
+private struct MemoryStore: RateLimitStore {
+  let limiter = KeyedRateLimiter<String>(permits: 2, per: .seconds(60), clock: TestScheduler())
+  var deciding: @Sendable () -> Void = {}
+
+  func tryAcquire(_ key: String, cost: Int, limit: RateLimit) async throws -> RateLimitDecision {
+    await Task.yield()
+    deciding()
+    return limiter.tryAcquire(key, cost: cost)
+  }
+}
+
 @Suite("PaceVapor: the middleware, the client address, and services under Vapor's lifecycle", .timeLimit(.minutes(2)))
 struct VaporTests {
   /// On a group of routes, on one route, and not on a third; each middleware its own limiter.
@@ -48,22 +61,11 @@ struct VaporTests {
 
   /// A store's decision, or several policies', is awaited in a task whose jobs run on the
   /// request's event loop (task executors exist on Linux): the task's start and its answer wake no
-  /// other thread. The answers are those of the in-memory test above.
+  /// other thread. Two requests are allowed, the third denied, as in memory.
   @Test func aStoresDecisionRunsOnTheRequestsEventLoop() async throws {
-    /// Decides in memory after a suspension, recording whether it runs on the request's loop.
-    struct LoopStore: RateLimitStore {
-      let limiter = KeyedRateLimiter<String>(permits: 2, per: .seconds(60), clock: TestScheduler())
-      let requestLoops: Recorder<any EventLoop>
-      let onTheLoop: Recorder<Bool>
-      func tryAcquire(_ key: String, cost: Int, limit: RateLimit) async throws -> RateLimitDecision {
-        await Task.yield()
-        onTheLoop.record(requestLoops.values.last?.inEventLoop ?? false)
-        return limiter.tryAcquire(key, cost: cost)
-      }
-    }
     for policies in [1, 2] {
       let (requestLoops, onTheLoop) = (Recorder<any EventLoop>(), Recorder<Bool>())
-      let store = LoopStore(requestLoops: requestLoops, onTheLoop: onTheLoop)
+      let store = MemoryStore { onTheLoop.record(requestLoops.values.last?.inEventLoop ?? false) }
       let key: @Sendable (Request) -> String? = { request in
         requestLoops.record(request.eventLoop)
         return "client"
@@ -93,13 +95,6 @@ struct VaporTests {
   /// may await the async one. Both answer alike, for a limiter in memory, one with a store (its
   /// decision awaited in a task) and two policies, and read each request's key once.
   @Test func bothEntryPointsAnswerAlikeAndReadTheKeyOnce() async throws {
-    /// A store that decides with a limiter in memory: the middleware must await it.
-    struct MemoryStore: RateLimitStore {
-      let limiter = KeyedRateLimiter<String>(permits: 2, per: .seconds(60), clock: TestScheduler())
-      func tryAcquire(_ key: String, cost: Int, limit: RateLimit) async throws -> RateLimitDecision {
-        limiter.tryAcquire(key, cost: cost)
-      }
-    }
     /// The key from the `Key` field, each read counted in `keys`.
     @Sendable func headerKey(_ keys: PaceTestSupport.Counter) -> @Sendable (Request) -> String? {
       { request in
