@@ -14,16 +14,48 @@ The comment holds the digester's message after "API breakage: ", exactly, beside
 that tells users what changed. Breakages of `package` declarations (visible to this package's
 own modules only, never to users) are reported and ignored.
 
-usage: check-api-breaks.py [--log FILE]   (--log: read the digester's output from FILE instead of
-running it; for testing this script)
+What is compared, in two runs of the digester:
+
+- The products without traits (PRODUCTS), built in .build as `swift build` builds them.
+- The server products behind traits (SERVER_PRODUCTS), built in .build-server with every trait
+  and `-warnings-as-errors`, as .ci/run's server step builds them (so that step reuses the build).
+  The digester builds its baseline with the package's default traits only (SwiftPM 6.3 passes no
+  trait configuration to the baseline's graph), where these modules are empty. So this script
+  makes their baselines itself: it extracts the baseline's sources (`git archive`), builds them
+  with the baseline's traits and dumps each module with `swift-api-digester -dump-sdk` and the
+  search paths SwiftPM gives it; the digester then finds them in --baseline-dir and only compares.
+  The first run builds the baseline's server dependencies (Vapor, Hummingbird, postgres-nio:
+  about 20 minutes on 2 cores); later runs reuse the dumps.
+
+A product the baseline does not have (new since the baseline, such as PaceHTTPClient against
+0.3.0) is skipped, with a line saying so: nothing to compare yet, and its absent dump would make
+the digester check the baseline out again on every run.
+
+The baselines' dumps are kept in .build/api-breaks/VERSION-COMMIT/ (per release, so a new
+baseline makes new dumps), and the digester's output in .build/api-breaks/VERSION-COMMIT/digester.log.
+With a warm build and the dumps there, a run takes under a minute plus the build of the changed
+modules; `--log` re-reads a kept output without building anything.
+
+usage: check-api-breaks.py [--log FILE] [--no-server]
+  --log FILE    read the digester's output from FILE (for example the kept digester.log) instead of
+                running it: re-checks CHANGELOG.md's announcements at once, and tests this script
+  --no-server   compare the products without traits only (no .build-server build)
 """
+import json
 import re
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PRODUCTS = ["Pace", "PaceTesting", "PaceUI", "PaceCombine", "PaceObservation", "PaceSwiftUI"]
+PRODUCTS = ["Pace", "PaceTesting", "PaceUI", "PaceCombine", "PaceObservation", "PaceSwiftUI", "PaceHTTPClient"]
+# The server products and the traits that build them; a trait the baseline does not declare is
+# left out of its build (its product is not in the baseline either).
+SERVER_PRODUCTS = ["PacePostgres", "PaceHummingbird", "PaceVapor", "PaceAsyncHTTPClient"]
+SERVER_TRAITS = ["PostgreSQL", "Hummingbird", "Vapor", "AsyncHTTPClient"]
+SERVER_SCRATCH = ".build-server"
 
 
 def parse_version(text):
@@ -77,20 +109,135 @@ def package_only(message, commit):
     return False
 
 
+def baseline_manifest(commit):
+    return subprocess.run(["git", "show", f"{commit}:Package.swift"], cwd=ROOT, capture_output=True, text=True,
+                          check=True).stdout
+
+
+def baseline_traits(commit, traits):
+    """The traits among `traits` that the baseline's Package.swift declares."""
+    manifest = baseline_manifest(commit)
+    return [name for name in traits if re.search(r'\.trait\(\s*name:\s*"' + re.escape(name) + '"', manifest)]
+
+
+def baseline_modules(commit, products):
+    """The modules of the products among `products` that the baseline declares, and the products it
+    does not have."""
+    manifest = baseline_manifest(commit)
+    modules, absent = [], []
+    for product in products:
+        library = re.search(r'\.library\(\s*name:\s*"' + re.escape(product) + r'",\s*targets:\s*\[([^\]]*)\]',
+                            manifest)
+        if library:
+            modules += [name for name in re.findall(r'"([^"]+)"', library.group(1)) if name not in modules]
+        else:
+            absent.append(product)
+    return modules, absent
+
+
+def run(command, **options):
+    print("$ " + " ".join(str(part) for part in command), flush=True)
+    return subprocess.run(command, cwd=options.pop("cwd", ROOT), capture_output=True, text=True, **options)
+
+
+def has_symbols(dump):
+    """Whether a dump holds the module's declarations (the digester leaves an empty module's dump
+    on disk when it fails on it)."""
+    try:
+        return bool(json.loads(dump.read_text()).get("ABIRoot", {}).get("children"))
+    except (OSError, ValueError):
+        return False
+
+
+def dump_server_baselines(commit, traits, modules, digests, work):
+    """Dumps the baseline's trait-gated modules into digests/COMMIT/MODULE.json, as the digester
+    would if it built its baseline with traits: sources from `git archive`, built with `traits`."""
+    target = digests / commit
+    missing = [module for module in modules if not has_symbols(target / f"{module}.json")]
+    if not missing:
+        return None
+    source = work / "source"
+    if not (source / "Package.swift").exists():
+        source.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(["git", "archive", commit], cwd=ROOT, capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(source)], input=archive, check=True)
+    print(f"building the baseline's server modules with {','.join(traits)} in {source.relative_to(ROOT)} "
+          f"(the first time: their dependencies too)", flush=True)
+    build = ["swift", "build", "--package-path", str(source), "--scratch-path", str(source / ".build"),
+             "--traits", ",".join(traits)]
+    for module in missing:
+        built = run(build + ["--target", module])
+        if built.returncode != 0:
+            return f"building the baseline's {module} failed:\n{built.stdout}{built.stderr}"
+    bin_path = Path(run(build + ["--show-bin-path"]).stdout.strip().splitlines()[-1])
+    return dump_modules(bin_path, [source / ".build" / "checkouts", source], missing, target)
+
+
+def dump_modules(bin_path, packages, modules, target):
+    """`swift-api-digester -dump-sdk` of each module built in bin_path, with the search paths SwiftPM
+    gives the API tools: the build directory, the Swift modules, each C module's module map and the
+    include directories of the C targets of `packages` (package directories, or directories of them)."""
+    search = ["-I", str(bin_path), "-I", str(bin_path / "Modules")]
+    for module_map in sorted(bin_path.glob("*.build/module.modulemap")):
+        search += ["-I", str(module_map.parent)]
+    for package in packages:
+        for include in sorted(package.glob("Sources/*/include")) + sorted(package.glob("*/Sources/*/include")):
+            search += ["-I", str(include)]
+    tool = Path(shutil.which("swift")).resolve().parent / "swift-api-digester"
+    target.mkdir(parents=True, exist_ok=True)
+    for module in modules:
+        dump = target / f"{module}.json"
+        dumped = run([str(tool), "-dump-sdk", "-compiler-style-diags", *search, "-module", module, "-o", str(dump)])
+        if dumped.returncode != 0 or not has_symbols(dump):
+            dump.unlink(missing_ok=True)
+            return f"dumping the baseline's {module} failed:\n{dumped.stdout}{dumped.stderr}"
+    return None
+
+
+def diagnose(commit, version_text, products, digests, options):
+    """One run of the digester over the modules of `products` that the baseline has; its output.
+    `--targets` rather than `--products`: a module a product gained since has nothing to compare,
+    and its absent dump would make the digester check the baseline out and build it on every run."""
+    modules, absent = baseline_modules(commit, products)
+    for product in absent:
+        print(f"skipped: {product} is not a product of {version_text}: nothing to compare yet")
+    if not modules:
+        return ""
+    started = time.monotonic()
+    result = run(["swift", "package", *options, "diagnose-api-breaking-changes", commit, "--targets", *modules,
+                  "--baseline-dir", str(digests)])
+    print(f"diagnose-api-breaking-changes over {', '.join(modules)}: {time.monotonic() - started:.0f} s", flush=True)
+    output = result.stdout + result.stderr
+    if result.returncode != 0 and "API breakage" not in output:
+        print(output, file=sys.stderr)
+        raise SystemExit("error: diagnose-api-breaking-changes failed")
+    return output
+
+
 def main():
     version_text, commit = (ROOT / ".ci/api-baseline").read_text().split()[:2]
     baseline = parse_version(version_text)
+    work = ROOT / ".build" / "api-breaks" / f"{version_text}-{commit[:7]}"
     if "--log" in sys.argv:
         output = Path(sys.argv[sys.argv.index("--log") + 1]).read_text()
     else:
-        run = subprocess.run(
-            ["swift", "package", "diagnose-api-breaking-changes", commit, "--products", *PRODUCTS],
-            cwd=ROOT, capture_output=True, text=True)
-        output = run.stdout + run.stderr
-        if run.returncode != 0 and "API breakage" not in output:
-            print(output, file=sys.stderr)
-            print("error: diagnose-api-breaking-changes failed", file=sys.stderr)
-            return 2
+        work.mkdir(parents=True, exist_ok=True)
+        output = diagnose(commit, version_text, PRODUCTS, work / "digests", [])
+        if "--no-server" not in sys.argv:
+            traits = baseline_traits(commit, SERVER_TRAITS)
+            modules, _ = baseline_modules(commit, SERVER_PRODUCTS)
+            if modules:
+                failure = dump_server_baselines(commit, traits, modules, work / "server-digests", work)
+                if failure:
+                    print(failure, file=sys.stderr)
+                    return 2
+            output += diagnose(commit, version_text, SERVER_PRODUCTS, work / "server-digests",
+                               ["--scratch-path", SERVER_SCRATCH, "--traits", ",".join(SERVER_TRAITS),
+                                "-Xswiftc", "-warnings-as-errors"])
+        (work / "digester.log").write_text(output)
+        print(f"the digester's output is kept in {(work / 'digester.log').relative_to(ROOT)}: "
+              f"`{Path(__file__).relative_to(ROOT)} --log {(work / 'digester.log').relative_to(ROOT)}` "
+              f"re-checks CHANGELOG.md against it without building")
     breaks = [m.strip() for m in re.findall(r"API breakage: (.+)", output)]
     announced, errors = announced_breaks((ROOT / "CHANGELOG.md").read_text(), baseline)
     unannounced = []

@@ -1,6 +1,7 @@
 // The RateLimiter and KeyedRateLimiter calls that compiled against Pace 0.1.0, unchanged.
 // Not a test target: Scripts/check-source-compatibility.sh type-checks this file against the
 // current build and fails on an error (deprecation warnings are expected and allowed).
+// Spelled as released: a rename leaves this file alone (its old name must still compile here).
 import Pace
 
 func rateLimiterCallsOf010(_ limiter: RateLimiter, keyed: KeyedRateLimiter<String>) async throws {
