@@ -8,11 +8,11 @@ import OpenCombine
 
 extension Publisher where Output: Sendable {
   /// Republishes elements once they stop for `interval`, with `Debouncer`'s exact
-  /// semantics: leading and trailing edges, `maxWait`, merged values, on any `PaceScheduler`.
+  /// semantics: leading and trailing edges, `maximumWait`, merged values, on any `PaceScheduler`.
   ///
   /// ```swift
   /// $query
-  ///   .debounced(for: .milliseconds(300), maxWait: .seconds(1))
+  ///   .debounced(for: .milliseconds(300), maximumWait: .seconds(1))
   ///   .sink { search($0) }
   /// ```
   ///
@@ -24,18 +24,18 @@ extension Publisher where Output: Sendable {
   /// - Parameters:
   ///   - interval: How long elements must stop before the trailing element. Not negative.
   ///   - edges: Which edges publish: `.trailing` (the default), `.leading`, or both. Not empty.
-  ///   - maxWait: The longest an element waits; `nil` (the default) for no bound.
+  ///   - maximumWait: The longest an element waits; `nil` (the default) for no bound.
   ///   - merge: How the covered elements combine; `.latest` by default.
   ///   - scheduler: Where time is read and timers fire; the main queue by default.
   public func debounced(
     for interval: Duration,
     edges: Edges = .trailing,
-    maxWait: Duration? = nil,
+    maximumWait: Duration? = nil,
     merge: Merge<Output> = .latest,
     scheduler: some PaceScheduler = .main
   ) -> Publishers.Paced<Self> {
     let machine = PacingMachine.debounce(
-      "Publisher.debounced", interval: interval, edges: edges, maxWait: maxWait, merge: merge
+      "Publisher.debounced", interval: interval, edges: edges, maximumWait: maximumWait, merge: merge
     )
     return Publishers.Paced(upstream: self, machine: machine, scheduler: scheduler)
   }
@@ -49,7 +49,7 @@ extension Publisher where Output: Sendable {
   ///   .sink { render($0) }
   /// ```
   ///
-  /// Completion, failure and demand behave as in `Publisher.debounced(for:edges:maxWait:merge:scheduler:)`.
+  /// Completion, failure and demand behave as in `Publisher.debounced(for:edges:maximumWait:merge:scheduler:)`.
   ///
   /// - Parameters:
   ///   - interval: The window length: the least time between elements. Not negative.
@@ -79,7 +79,7 @@ extension Publisher where Output: Sendable {
   ///
   /// The first element schedules one delivery on the scheduler's next turn (or `window` later);
   /// the elements until then merge. Completion, failure and demand behave as in
-  /// `Publisher.debounced(for:edges:maxWait:merge:scheduler:)`.
+  /// `Publisher.debounced(for:edges:maximumWait:merge:scheduler:)`.
   ///
   /// - Parameters:
   ///   - window: How long after the first element the delivery happens; `.zero` (the default)
@@ -98,7 +98,7 @@ extension Publisher where Output: Sendable {
 
 extension Publishers {
   /// A publisher that paces its upstream with one of Pace's machines: what
-  /// `Publisher.debounced(for:edges:maxWait:merge:scheduler:)`,
+  /// `Publisher.debounced(for:edges:maximumWait:merge:scheduler:)`,
   /// `Publisher.throttled(for:edges:merge:scheduler:)` and
   /// `Publisher.coalesced(window:merge:scheduler:)` return.
   ///
@@ -125,5 +125,20 @@ extension Publishers {
       )
       upstream.subscribe(subscription)
     }
+  }
+}
+
+extension Publisher where Output: Sendable {
+  /// As released in 0.1.0, before the glossary spelled every maximum out: `maxWait:` is
+  /// `maximumWait:`.
+  @available(*, deprecated, renamed: "debounced(for:edges:maximumWait:merge:scheduler:)")
+  public func debounced(
+    for interval: Duration,
+    edges: Edges = .trailing,
+    maxWait: Duration?,
+    merge: Merge<Output> = .latest,
+    scheduler: some PaceScheduler = .main
+  ) -> Publishers.Paced<Self> {
+    debounced(for: interval, edges: edges, maximumWait: maxWait, merge: merge, scheduler: scheduler)
   }
 }

@@ -133,9 +133,19 @@ public final class MarbleHarness: Sendable {
 
   /// A `Debouncer<String>` on this run's scheduler whose invocations are the output.
   public func debouncer(
-    for interval: Duration, edges: Edges = .trailing, maxWait: Duration? = nil, merge: Merge<String> = .latest
+    for interval: Duration, edges: Edges = .trailing, maximumWait: Duration? = nil, merge: Merge<String> = .latest
   ) -> Debouncer<String> {
-    Debouncer(for: interval, edges: edges, maxWait: maxWait, merge: merge, scheduler: scheduler) { self.emit($0) }
+    Debouncer(for: interval, edges: edges, maximumWait: maximumWait, merge: merge, scheduler: scheduler) {
+      self.emit($0)
+    }
+  }
+
+  /// As released in 0.1.0, before the glossary spelled every maximum out.
+  @available(*, deprecated, renamed: "debouncer(for:edges:maximumWait:merge:)")
+  public func debouncer(
+    for interval: Duration, edges: Edges = .trailing, maxWait: Duration?, merge: Merge<String> = .latest
+  ) -> Debouncer<String> {
+    debouncer(for: interval, edges: edges, maximumWait: maxWait, merge: merge)
   }
 
   /// A `Throttler<String>` on this run's scheduler whose invocations are the output.

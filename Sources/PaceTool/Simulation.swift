@@ -50,7 +50,8 @@ public enum Simulator {
     switch strategy.kind {
     case .debounce:
       let debouncer = Debouncer(
-        for: strategy.interval, edges: strategy.edges, maxWait: strategy.maxWait, merge: merge, scheduler: scheduler,
+        for: strategy.interval, edges: strategy.edges, maximumWait: strategy.maxWait, merge: merge,
+        scheduler: scheduler,
         perform: perform)
       primitive = debouncer
       call = debouncer.call

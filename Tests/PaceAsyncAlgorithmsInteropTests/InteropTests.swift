@@ -16,7 +16,7 @@ import Testing
     #expect(ours == [3])
 
     let withClock = [1, 2, 3].async.debounce(for: hour, tolerance: .milliseconds(1), clock: ContinuousClock())
-    let oursWithClock = [1, 2, 3].async.debounced(for: hour, edges: .both, maxWait: hour, clock: ContinuousClock())
+    let oursWithClock = [1, 2, 3].async.debounced(for: hour, edges: .both, maximumWait: hour, clock: ContinuousClock())
     #expect(await Array(withClock) == [3])
     #expect(await Array(oursWithClock) == [1, 3])
   }

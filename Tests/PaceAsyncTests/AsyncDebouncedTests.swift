@@ -9,11 +9,11 @@ import Testing
   typealias Event = TestStream<String>.Event
 
   func debounce(
-    _ inputs: [(Int64, Event)], _ interval: Int64 = 300, edges: Edges = .trailing, maxWait: Int64? = nil
+    _ inputs: [(Int64, Event)], _ interval: Int64 = 300, edges: Edges = .trailing, maximumWait: Int64? = nil
   ) async -> [Emission<String>] {
     await runTimeline(inputs) { upstream, scheduler in
       upstream.debounced(
-        for: .milliseconds(interval), edges: edges, maxWait: maxWait.map { .milliseconds($0) },
+        for: .milliseconds(interval), edges: edges, maximumWait: maximumWait.map { .milliseconds($0) },
         clock: scheduler
       )
     }
@@ -51,9 +51,9 @@ import Testing
   }
 
   @Test func maxWaitBoundsTheWaitWhileElementsKeepComing() async {
-    // lodash: debounce(f, 100, { maxWait: 250 }) called every 50 ms from 0 to 600 ms.
+    // lodash: debounce(f, 100, { maximumWait: 250 }) called every 50 ms from 0 to 600 ms.
     let inputs = stride(from: Int64(0), through: 600, by: 50).map { ($0, Event.element("\($0)")) }
-    let log = await debounce(inputs, 100, maxWait: 250)
+    let log = await debounce(inputs, 100, maximumWait: 250)
     #expect(log == [at(250, "200"), at(500, "450"), at(700, "600")])
   }
 
@@ -110,7 +110,7 @@ import Testing
     for seed in batch * 50..<(batch + 1) * 50 {
       var random = SeededGenerator(seed: seed)
       let interval = Int64.random(in: 1...80, using: &random)
-      let maxWait: Int64? = Bool.random(using: &random) ? Int64.random(in: 1...200, using: &random) : nil
+      let maximumWait: Int64? = Bool.random(using: &random) ? Int64.random(in: 1...200, using: &random) : nil
       let edges = [Edges.leading, .trailing, .both].randomElement(using: &random)!
       var time: Int64 = 0
       let calls = (0..<Int.random(in: 1...30, using: &random)).map { index -> (Int64, Int) in
@@ -118,25 +118,27 @@ import Testing
         return (time, index)
       }
 
-      let expected = invocations(of: calls, interval: interval, edges: edges, maxWait: maxWait)
+      let expected = invocations(of: calls, interval: interval, edges: edges, maximumWait: maximumWait)
       let inputs = calls.map { ($0, TestStream<Int>.Event.element($1)) }
       let emitted = await runTimeline(inputs) { upstream, scheduler in
         upstream.debounced(
-          for: .milliseconds(interval), edges: edges, maxWait: maxWait.map { .milliseconds($0) },
+          for: .milliseconds(interval), edges: edges, maximumWait: maximumWait.map { .milliseconds($0) },
           clock: scheduler
         )
       }
       #expect(
-        emitted == expected, "seed \(seed): interval \(interval), maxWait \(String(describing: maxWait)), \(edges)")
+        emitted == expected,
+        "seed \(seed): interval \(interval), maximumWait \(String(describing: maximumWait)), \(edges)")
     }
   }
 
   /// What a `Debouncer` with the same settings invokes for `calls`, and when.
-  func invocations(of calls: [(Int64, Int)], interval: Int64, edges: Edges, maxWait: Int64?) -> [Emission<Int>] {
+  func invocations(of calls: [(Int64, Int)], interval: Int64, edges: Edges, maximumWait: Int64?) -> [Emission<Int>] {
     let scheduler = TestScheduler()
     let log = Log<Emission<Int>>()
     let debouncer = Debouncer<Int>(
-      for: .milliseconds(interval), edges: edges, maxWait: maxWait.map { .milliseconds($0) }, scheduler: scheduler
+      for: .milliseconds(interval), edges: edges, maximumWait: maximumWait.map { .milliseconds($0) },
+      scheduler: scheduler
     ) { log.append(.value($0, at: scheduler.now)) }
     for (time, value) in calls {
       scheduler.advance(to: ms(time))

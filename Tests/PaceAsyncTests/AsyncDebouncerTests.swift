@@ -29,7 +29,7 @@ import Testing
   @Test func maxWaitBoundsTheWaitWhileCallsKeepComing() async {
     let timeline = WorkTimeline<String>()
     let debouncer = AsyncDebouncer(
-      for: .milliseconds(100), maxWait: .milliseconds(250), staleWork: .discardResult, clock: timeline.scheduler,
+      for: .milliseconds(100), maximumWait: .milliseconds(250), staleWork: .discardResult, clock: timeline.scheduler,
       operation: timeline.operation)
     let calls = stride(from: Int64(0), through: 600, by: 50).map { ($0, "\($0)") }
     let invocations = await timeline.run(calls, through: debouncer)

@@ -23,9 +23,9 @@ import Testing
 
   @Test func aNegativeAsyncDebouncerMaxWaitNamesTheParameter() async {
     let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-      _ = AsyncDebouncer(for: .zero, maxWait: .seconds(-1)) { (value: Int) in value }
+      _ = AsyncDebouncer(for: .zero, maximumWait: .seconds(-1)) { (value: Int) in value }
     }
-    #expect(Self.message(result).contains("AsyncDebouncer: maxWait must not be negative"))
+    #expect(Self.message(result).contains("AsyncDebouncer: maximumWait must not be negative"))
   }
 
   @Test func aNegativeAsyncThrottlerIntervalNamesTheParameter() async {

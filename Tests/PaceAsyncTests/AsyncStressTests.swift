@@ -40,7 +40,8 @@ import Testing
   /// its own input, or `CancellationError` because newer input superseded it; nothing else.
   @Test func concurrentCallersEachGetAnInvocationThatCoversThem() async {
     let clock = ContinuousClock()
-    let debouncer = AsyncDebouncer(for: .microseconds(200), maxWait: .milliseconds(1), merge: .append, clock: clock) {
+    let debouncer = AsyncDebouncer(for: .microseconds(200), maximumWait: .milliseconds(1), merge: .append, clock: clock)
+    {
       (batch: [Int]) in batch
     }
     let outcomes = await withTaskGroup(of: (Int, [Int]?).self) { group in
@@ -63,7 +64,7 @@ import Testing
     let (stream, input) = AsyncStream<[Int]>.makeStream()
     let paced: [[Int]] =
       if debounce {
-        await collect(stream.debounced(for: .microseconds(100), maxWait: .milliseconds(1), merge: .append), input)
+        await collect(stream.debounced(for: .microseconds(100), maximumWait: .milliseconds(1), merge: .append), input)
       } else {
         await collect(stream.throttled(for: .microseconds(100), merge: .append), input)
       }

@@ -94,7 +94,8 @@ import Testing
     var random = SeededGenerator(seed: seed)
     let setup = AsyncExtremeSetup(random: &random)
     await Self.play(setup, "debounced", random: &random) { upstream, clock in
-      upstream.debounced(for: setup.interval, edges: setup.edges, maxWait: setup.maxWait, merge: .append, clock: clock)
+      upstream.debounced(
+        for: setup.interval, edges: setup.edges, maximumWait: setup.maximumWait, merge: .append, clock: clock)
     }
     await Self.play(setup, "throttled", random: &random) { upstream, clock in
       upstream.throttled(for: setup.interval, edges: setup.edges, merge: .append, clock: clock)
@@ -146,7 +147,7 @@ import Testing
         ? AsyncThrottler(
           for: setup.interval, edges: setup.edges, merge: .append, clock: scheduler, operation: operation)
         : AsyncDebouncer(
-          for: setup.interval, edges: setup.edges, maxWait: setup.maxWait, merge: .append, clock: scheduler,
+          for: setup.interval, edges: setup.edges, maximumWait: setup.maximumWait, merge: .append, clock: scheduler,
           operation: operation)
       var callers: [(Int, Task<[Int], any Error>)] = []
       for step in 0..<Int.random(in: 1...20, using: &random) {
@@ -220,13 +221,13 @@ struct AsyncExtremeSetup: CustomStringConvertible {
   ]
 
   var interval: Duration
-  var maxWait: Duration?
+  var maximumWait: Duration?
   var edges: Edges
   var start: PaceInstant
 
   init(random: inout some RandomNumberGenerator) {
     interval = Self.durations.randomElement(using: &random)!
-    maxWait = Bool.random(using: &random) ? nil : Self.durations.randomElement(using: &random)
+    maximumWait = Bool.random(using: &random) ? nil : Self.durations.randomElement(using: &random)
     edges = [Edges.leading, .trailing, .both].randomElement(using: &random)!
     start = Self.starts.randomElement(using: &random)!
   }
@@ -242,6 +243,6 @@ struct AsyncExtremeSetup: CustomStringConvertible {
   }
 
   var description: String {
-    "interval \(interval), maxWait \(maxWait.map { "\($0)" } ?? "nil"), edges \(edges.rawValue), start \(start.nanoseconds) ns"
+    "interval \(interval), maximumWait \(maximumWait.map { "\($0)" } ?? "nil"), edges \(edges.rawValue), start \(start.nanoseconds) ns"
   }
 }

@@ -57,7 +57,7 @@ import Testing
   /// A limiter on the continuous clock counts windows of Unix time: a denied request's wait
   /// ends at the next whole second of Unix time (real time: a bound of a generous 100 ms).
   @Test func aLimiterOnARealClockAlignsToUnixTime() {
-    let limiter = RateLimiter(limit: .fixedWindow(1, per: .seconds(1)))
+    let limiter = RateLimiter(limit: .fixedWindow(permits: 1, per: .seconds(1)))
     _ = limiter.tryAcquire(cost: 1) as RateLimitDecision
     guard case .limited(let retryAfter) = limiter.tryAcquire(cost: 1) as RateLimitDecision else {
       Issue.record("a second request in the same window was allowed")

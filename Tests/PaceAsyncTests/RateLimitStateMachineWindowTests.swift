@@ -25,7 +25,7 @@ import Testing
   /// The example: five uploads at 0 s under "3 in any 10 s" are granted at 0, 0, 0, then
   /// 10 and 10 s (a token bucket of 3 per 10 s grants the 4th and 5th at 3.33 and 6.67 s).
   @Test func aSlidingWindowOfThreeInTenSecondsGrantsTheFourthAtTenSeconds() {
-    var m = machine(.slidingWindow(3, per: .seconds(10)))
+    var m = machine(.slidingWindow(permits: 3, per: .seconds(10)))
     #expect(m.enqueue(id: 1, cost: 1, now: .zero) == grant(1))
     #expect(m.enqueue(id: 2, cost: 1, now: .zero) == grant(2))
     #expect(m.enqueue(id: 3, cost: 1, now: .zero) == grant(3))
@@ -43,7 +43,7 @@ import Testing
   /// A grant at `g` counts during `[g, g + T)`: each permit comes back exactly `T` after it was
   /// granted, oldest first.
   @Test func aSlidingWindowsPermitsComeBackOneWindowAfterTheirGrant() {
-    var m = machine(.slidingWindow(3, per: .seconds(10)))
+    var m = machine(.slidingWindow(permits: 3, per: .seconds(10)))
     #expect(m.tryAcquire(cost: 1, now: s(0)) == .allowed(remaining: 2))
     #expect(m.tryAcquire(cost: 1, now: s(4)) == .allowed(remaining: 1))
     #expect(m.tryAcquire(cost: 1, now: s(7)) == .allowed(remaining: 0))
@@ -64,7 +64,7 @@ import Testing
   /// refused request waits exactly until then (the window's well-known edge: 3 at 9 s and 3
   /// more at 10 s).
   @Test func aFixedWindowStartsCountingAgainAtEachWindowsStart() {
-    var m = machine(.fixedWindow(3, per: .seconds(10)))
+    var m = machine(.fixedWindow(permits: 3, per: .seconds(10)))
     #expect(m.tryAcquire(cost: 3, now: s(9)) == .allowed(remaining: 0))
     #expect(m.tryAcquire(cost: 1, now: s(9)) == .limited(retryAfter: .seconds(1)))
     #expect(m.tryAcquire(cost: 0, now: s(9)) == .limited(retryAfter: .seconds(1)))
@@ -81,7 +81,7 @@ import Testing
 
   /// Instants before the origin fall in negative windows (floor division).
   @Test func aFixedWindowBeforeTheOriginIsFloored() {
-    var m = machine(.fixedWindow(1, per: .seconds(10)), now: PaceInstant(nanoseconds: -1))
+    var m = machine(.fixedWindow(permits: 1, per: .seconds(10)), now: PaceInstant(nanoseconds: -1))
     #expect(m.tryAcquire(cost: 1, now: PaceInstant(nanoseconds: -1)) == .allowed(remaining: 0))
     #expect(m.tryAcquire(cost: 1, now: PaceInstant(nanoseconds: -1)) == .limited(retryAfter: .nanoseconds(1)))
     #expect(m.tryAcquire(cost: 1, now: .zero) == .allowed(remaining: 0))
@@ -90,12 +90,14 @@ import Testing
 
   /// First come, first served with mixed costs: a small request never overtakes a large one,
   /// even when it would fit; once the head is granted, everything behind it that fits goes too.
-  @Test(arguments: [RateLimit.slidingWindow(5, per: .seconds(10)), .fixedWindow(5, per: .seconds(10))])
+  @Test(arguments: [
+    RateLimit.slidingWindow(permits: 5, per: .seconds(10)), .fixedWindow(permits: 5, per: .seconds(10)),
+  ])
   func waitingRequestsAreGrantedInOrderWithMixedCosts(limit: RateLimit) {
     var m = machine(limit)
     #expect(m.tryAcquire(cost: 3, now: s(0)) == .allowed(remaining: 2))
     #expect(m.tryAcquire(cost: 2, now: s(2)) == .allowed(remaining: 0))
-    if limit.policy == .slidingWindow {
+    if limit.algorithm == .slidingWindow {
       // 4 needs both grants gone: at 12 s; the 1 behind it would fit at 10 s, and waits.
       #expect(m.enqueue(id: 1, cost: 4, now: s(3)) == wake(at: s(12)))
       #expect(m.enqueue(id: 2, cost: 1, now: s(3)) == wake(at: s(12)))
@@ -115,19 +117,23 @@ import Testing
   }
 
   /// A cancelled head leaves the queue; what fits behind it is granted at once.
-  @Test(arguments: [RateLimit.slidingWindow(5, per: .seconds(10)), .fixedWindow(5, per: .seconds(10))])
+  @Test(arguments: [
+    RateLimit.slidingWindow(permits: 5, per: .seconds(10)), .fixedWindow(permits: 5, per: .seconds(10)),
+  ])
   func cancellingTheHeadGrantsWhatFitsBehindIt(limit: RateLimit) {
     var m = machine(limit)
     #expect(m.tryAcquire(cost: 4, now: s(1)) == .allowed(remaining: 1))
-    #expect(m.enqueue(id: 1, cost: 5, now: s(1)) == wake(at: s(limit.policy == .slidingWindow ? 11 : 10)))
-    #expect(m.enqueue(id: 2, cost: 1, now: s(1)) == wake(at: s(limit.policy == .slidingWindow ? 11 : 10)))
+    #expect(m.enqueue(id: 1, cost: 5, now: s(1)) == wake(at: s(limit.algorithm == .slidingWindow ? 11 : 10)))
+    #expect(m.enqueue(id: 2, cost: 1, now: s(1)) == wake(at: s(limit.algorithm == .slidingWindow ? 11 : 10)))
     #expect(m.cancel(id: 1, now: s(2)) == RateLimitAction(granted: [2], refused: 1))
     #expect(m.availablePermits(now: s(2)) == 0)
     #expect(m.cancel(id: 2, now: s(2)) == .none)
   }
 
   /// A cost of 0 waits as a cost of 1 and takes nothing.
-  @Test(arguments: [RateLimit.slidingWindow(2, per: .seconds(10)), .fixedWindow(2, per: .seconds(10))])
+  @Test(arguments: [
+    RateLimit.slidingWindow(permits: 2, per: .seconds(10)), .fixedWindow(permits: 2, per: .seconds(10)),
+  ])
   func aRequestOfCostZeroWaitsAsCostOneAndTakesNothing(limit: RateLimit) {
     var m = machine(limit)
     #expect(m.tryAcquire(cost: 2, now: s(0)) == .allowed(remaining: 0))
@@ -139,7 +145,8 @@ import Testing
   /// The cost rule, in the machine for every policy: 0 is cost 1's answer and takes nothing,
   /// the burst fits a fresh key, above it is never.
   @Test(arguments: [
-    RateLimit(permits: 3, per: .seconds(1)), .slidingWindow(3, per: .seconds(1)), .fixedWindow(3, per: .seconds(1)),
+    RateLimit(permits: 3, per: .seconds(1)), .slidingWindow(permits: 3, per: .seconds(1)),
+    .fixedWindow(permits: 3, per: .seconds(1)),
   ])
   func theCostRule(limit: RateLimit) {
     var m = machine(limit)
@@ -158,7 +165,7 @@ import Testing
   @Test(arguments: [Duration.seconds(Int64.max), .seconds(Int64.max) * 4, .nanoseconds(Int64.max)])
   func windowsAndInstantsAtTheEndOfTheTimeline(window: Duration) {
     let late = PaceInstant(nanoseconds: .max - 5)
-    var sliding = machine(.slidingWindow(1, per: window), now: late)
+    var sliding = machine(.slidingWindow(permits: 1, per: window), now: late)
     #expect(sliding.tryAcquire(cost: 1, now: late) == .allowed(remaining: 0))
     #expect(sliding.tryAcquire(cost: 1, now: late) == .limited(retryAfter: .nanoseconds(5)))
     #expect(sliding.enqueue(id: 1, cost: 1, now: late) == .none)
@@ -169,14 +176,14 @@ import Testing
     // A grant at the start of the timeline has left any window by the origin: its age does not fit
     // 64 bits.
     let start = PaceInstant(nanoseconds: .min)
-    var early = machine(.slidingWindow(1, per: window), now: start)
+    var early = machine(.slidingWindow(permits: 1, per: window), now: start)
     #expect(early.tryAcquire(cost: 1, now: start) == .allowed(remaining: 0))
     #expect(early.tryAcquire(cost: 1, now: PaceInstant(nanoseconds: -2)) == .limited(retryAfter: .nanoseconds(1)))
     #expect(early.tryAcquire(cost: 1, now: PaceInstant(nanoseconds: -1)) == .allowed(remaining: 0))
 
     // Fixed windows of `Int64.max` ns: the second starts at the end of the timeline, the third
     // never does.
-    var fixed = machine(.fixedWindow(1, per: window), now: late)
+    var fixed = machine(.fixedWindow(permits: 1, per: window), now: late)
     #expect(fixed.tryAcquire(cost: 1, now: late) == .allowed(remaining: 0))
     #expect(fixed.tryAcquire(cost: 1, now: late) == .limited(retryAfter: .nanoseconds(5)))
     #expect(fixed.enqueue(id: 1, cost: 1, now: late) == wake(at: .max))

@@ -42,13 +42,13 @@ import Testing
 
   @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func slidingWindowDiagram() async throws {
-    let grants = try await grants("-------[abcdef]---g", under: .slidingWindow(3, per: .seconds(1)))
+    let grants = try await grants("-------[abcdef]---g", under: .slidingWindow(permits: 3, per: .seconds(1)))
     #expect(grants == "-------[abc]---------[def]---------g")
   }
 
   @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func fixedWindowDiagram() async throws {
-    let grants = try await grants("-------[abcdef]---g", under: .fixedWindow(3, per: .seconds(1)))
+    let grants = try await grants("-------[abcdef]---g", under: .fixedWindow(permits: 3, per: .seconds(1)))
     #expect(grants == "-------[abc]--[def]---------g")
   }
   #endif

@@ -7,11 +7,11 @@ import Testing
 /// slow and obvious way, on thousands of seeded random timelines for every policy: the same
 /// decisions, the same `retryAfter`, the same permits left, the same grant instants.
 @Suite(.offThePool) struct RateLimiterReferenceModelTests {
-  static let policies: [RateLimit.Policy] = [.tokenBucket, .slidingWindow, .fixedWindow]
+  static let policies: [RateLimit.Algorithm] = [.tokenBucket, .slidingWindow, .fixedWindow]
 
   /// A random limit of `policy`: small counts and intervals from 1 ns to a second, so that the
   /// timelines cross many windows and refills.
-  static func limit(_ policy: RateLimit.Policy, _ random: inout SeededGenerator) -> RateLimit {
+  static func limit(_ policy: RateLimit.Algorithm, _ random: inout SeededGenerator) -> RateLimit {
     let permits = Int.random(in: 1...5, using: &random)
     let interval = [
       Duration.nanoseconds(1), .nanoseconds(7), .milliseconds(7), .milliseconds(100), .milliseconds(300),
@@ -19,8 +19,8 @@ import Testing
     ].randomElement(using: &random)!
     switch policy {
     case .tokenBucket: return RateLimit(permits: permits, per: interval, burst: Int.random(in: 1...6, using: &random))
-    case .slidingWindow: return .slidingWindow(permits, per: interval)
-    case .fixedWindow: return .fixedWindow(permits, per: interval)
+    case .slidingWindow: return .slidingWindow(permits: permits, per: interval)
+    case .fixedWindow: return .fixedWindow(permits: permits, per: interval)
     }
   }
 
@@ -42,7 +42,7 @@ import Testing
   }
 
   @Test(arguments: policies)
-  func tryAcquireMatchesTheModel(policy: RateLimit.Policy) async {
+  func tryAcquireMatchesTheModel(policy: RateLimit.Algorithm) async {
     for seed in 0..<UInt64(fuzzRuns(1_000)) {
       if seed % 100 == 0 { await Task.yield() }
       var random = SeededGenerator(seed: seed)
@@ -65,7 +65,7 @@ import Testing
   /// granted by the machine (its timer fired at exactly each `wakeAt`) at the instant the model
   /// says, and the throwing decision agrees with the rule for every cost.
   @Test(arguments: policies)
-  func waitingRequestsAreGrantedWhenTheModelSays(policy: RateLimit.Policy) async {
+  func waitingRequestsAreGrantedWhenTheModelSays(policy: RateLimit.Algorithm) async {
     for seed in 0..<UInt64(fuzzRuns(1_000)) {
       if seed % 100 == 0 { await Task.yield() }
       var random = SeededGenerator(seed: seed &+ 1_000_003)
@@ -95,7 +95,7 @@ import Testing
   }
 
   @Test(arguments: policies)
-  func decideThrowsForTheCostsNoWaitGrants(policy: RateLimit.Policy) {
+  func decideThrowsForTheCostsNoWaitGrants(policy: RateLimit.Algorithm) {
     var random = SeededGenerator(seed: 7)
     let limit = Self.limit(policy, &random)
     var model = RateLimitReferenceModel(limit: limit)
@@ -111,7 +111,7 @@ import Testing
 
   /// The model itself, on the issue's example: 3 in any 10 s grants at 0, 0, 0, then 10 s.
   @Test func theModelGrantsTheIssuesExample() throws {
-    var model = RateLimitReferenceModel(limit: .slidingWindow(3, per: .seconds(10)))
+    var model = RateLimitReferenceModel(limit: .slidingWindow(permits: 3, per: .seconds(10)))
     let times = try (1...5).map { _ in try model.acquire(cost: 1, at: .zero) }
     #expect(times == [.zero, .zero, .zero, PaceInstant(.seconds(10)), PaceInstant(.seconds(10))])
     var bucket = RateLimitReferenceModel(limit: RateLimit(permits: 3, per: .seconds(10)))

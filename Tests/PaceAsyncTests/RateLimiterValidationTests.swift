@@ -6,13 +6,13 @@ import Testing
 /// error, never a trap, and a limit it accepts is counted without overflow at the ends of the
 /// timeline.
 @Suite struct RateLimiterValidationTests {
-  static let policies: [RateLimit.Policy] = [.tokenBucket, .slidingWindow, .fixedWindow]
+  static let policies: [RateLimit.Algorithm] = [.tokenBucket, .slidingWindow, .fixedWindow]
 
   @Test(arguments: policies)
-  func theExtremesAreRefusedWithAnError(policy: RateLimit.Policy) {
+  func theExtremesAreRefusedWithAnError(policy: RateLimit.Algorithm) {
     func refusal(_ permits: Int, _ interval: Duration, _ burst: Int? = nil) -> RateLimitError? {
       do {
-        _ = try RateLimit.validated(permits: permits, per: interval, burst: burst, policy: policy)
+        _ = try RateLimit.validated(permits: permits, per: interval, burst: burst, algorithm: policy)
         return nil
       } catch {
         return error
@@ -56,12 +56,12 @@ import Testing
 
   /// The accepted extremes, run by a limiter at the ends of the timeline: no trap, exact counts.
   @Test(arguments: policies)
-  func acceptedExtremesAreCountedExactlyAtTheEndsOfTheTimeline(policy: RateLimit.Policy) throws {
+  func acceptedExtremesAreCountedExactlyAtTheEndsOfTheTimeline(policy: RateLimit.Algorithm) throws {
     let limits = [
-      try RateLimit.validated(permits: 1, per: .nanoseconds(1), policy: policy),
-      try RateLimit.validated(permits: 1, per: RateLimit.maximumInterval, policy: policy),
-      try RateLimit.validated(permits: Int.max, per: .nanoseconds(1), policy: policy),
-      try RateLimit.validated(permits: Int.max, per: RateLimit.maximumInterval, policy: policy),
+      try RateLimit.validated(permits: 1, per: .nanoseconds(1), algorithm: policy),
+      try RateLimit.validated(permits: 1, per: RateLimit.maximumInterval, algorithm: policy),
+      try RateLimit.validated(permits: Int.max, per: .nanoseconds(1), algorithm: policy),
+      try RateLimit.validated(permits: Int.max, per: RateLimit.maximumInterval, algorithm: policy),
     ]
     for limit in limits {
       for start in [Int64.min, -1, 0, Int64.max - 1] {

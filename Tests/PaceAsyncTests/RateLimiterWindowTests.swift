@@ -10,13 +10,14 @@ import Testing
   let scheduler = TestScheduler()
 
   static let limits: [RateLimit] = [
-    RateLimit(permits: 3, per: .seconds(10)), .slidingWindow(3, per: .seconds(10)), .fixedWindow(3, per: .seconds(10)),
+    RateLimit(permits: 3, per: .seconds(10)), .slidingWindow(permits: 3, per: .seconds(10)),
+    .fixedWindow(permits: 3, per: .seconds(10)),
   ]
 
   /// The example, synchronously: "3 in any 10 s" allows 3 at 0 s, then nothing until
   /// 10 s, whereas a token bucket of 3 per 10 s allows a 4th at 3.33 s.
   @Test func aSlidingWindowNeverAllowsAFourthWithinTenSeconds() {
-    let window = RateLimiter(limit: .slidingWindow(3, per: .seconds(10)), clock: scheduler)
+    let window = RateLimiter(limit: .slidingWindow(permits: 3, per: .seconds(10)), clock: scheduler)
     let bucket = RateLimiter(permits: 3, per: .seconds(10), clock: scheduler)
     for remaining in [2, 1, 0] {
       #expect(window.tryAcquire() == .allowed(remaining: remaining))
@@ -31,7 +32,7 @@ import Testing
   }
 
   @Test func aFixedWindowAllowsItsPermitsAgainAtEachWindowsStart() {
-    let limiter = RateLimiter(limit: .fixedWindow(3, per: .seconds(10)), clock: scheduler)
+    let limiter = RateLimiter(limit: .fixedWindow(permits: 3, per: .seconds(10)), clock: scheduler)
     scheduler.advance(to: PaceInstant(.seconds(9)))
     #expect(limiter.tryAcquire(cost: 3) == .allowed(remaining: 0))
     #expect(limiter.tryAcquire() == .limited(retryAfter: .seconds(1)))
@@ -69,7 +70,7 @@ import Testing
   /// Five uploads under "3 in any 10 s": three at 0 s, two at 10 s, in the order they came.
   @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func waitingUploadsAreGrantedWhenTheWindowLetsThem() async throws {
-    let limiter = RateLimiter(limit: .slidingWindow(3, per: .seconds(10)), clock: scheduler)
+    let limiter = RateLimiter(limit: .slidingWindow(permits: 3, per: .seconds(10)), clock: scheduler)
     let started = LockedRecorder<Int>(clock: scheduler)
     let uploads = (1...5).map { upload in
       Task.immediate {
@@ -89,7 +90,9 @@ import Testing
   /// Mixed costs wait in order under a window; a cancelled head takes nothing and lets the
   /// request behind it through at once; a cost of 0 waits as a cost of 1.
   @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
-  @Test(arguments: [RateLimit.slidingWindow(5, per: .seconds(10)), .fixedWindow(5, per: .seconds(10))])
+  @Test(arguments: [
+    RateLimit.slidingWindow(permits: 5, per: .seconds(10)), .fixedWindow(permits: 5, per: .seconds(10)),
+  ])
   func mixedCostsWaitInOrderAndACancelledOneTakesNothing(limit: RateLimit) async throws {
     let limiter = RateLimiter(limit: limit, clock: scheduler)
     #expect(limiter.tryAcquire(cost: 4) == .allowed(remaining: 1))
@@ -109,7 +112,7 @@ import Testing
     #expect(scheduler.pendingDeadlines == [.seconds(10)])
     scheduler.advance(to: PaceInstant(.seconds(10)))
     try await free.value
-    #expect(limiter.availablePermits == (limit.policy == .slidingWindow ? 4 : 5))
+    #expect(limiter.availablePermits == (limit.algorithm == .slidingWindow ? 4 : 5))
   }
 
   /// A sequence paced by a window limit of its own.
@@ -117,7 +120,7 @@ import Testing
   @Test func aSequenceRateLimitedToASlidingWindow() async throws {
     let uploads = ImmediateSequence(elements: [1, 2, 3, 4])
     let reader = IteratorBox(
-      uploads.rateLimited(to: .slidingWindow(3, per: .seconds(10)), clock: scheduler).makeAsyncIterator())
+      uploads.rateLimited(to: .slidingWindow(permits: 3, per: .seconds(10)), clock: scheduler).makeAsyncIterator())
     for upload in 1...3 { #expect(try await reader.next() == upload) }
     let fourth = Task.immediate { try await reader.next() }
     #expect(scheduler.pendingDeadlines == [.seconds(10)])

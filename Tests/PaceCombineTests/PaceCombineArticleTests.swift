@@ -62,7 +62,7 @@ func marbles(
   @Test func debouncedMaxWaitDiagram() {
     #expect(
       marbles("abcdefghij--|") {
-        $0.debounced(for: interval, maxWait: .milliseconds(500), scheduler: $1).eraseToAnyPublisher()
+        $0.debounced(for: interval, maximumWait: .milliseconds(500), scheduler: $1).eraseToAnyPublisher()
       } == "-----e----j-|"
     )
   }
@@ -85,7 +85,7 @@ func marbles(
     init(search: @escaping (String) -> [String], scheduler: some PaceScheduler = .main) {
       $query
         .dropFirst()
-        .debounced(for: .milliseconds(300), maxWait: .seconds(1), scheduler: scheduler)
+        .debounced(for: .milliseconds(300), maximumWait: .seconds(1), scheduler: scheduler)
         .removeDuplicates()
         .map(search)
         .sink { [weak self] in self?.results = $0 }
@@ -104,7 +104,7 @@ func marbles(
       scheduler: scheduler
     )
     // "swift" typed a letter every 100 ms, then a pause: one search, 300 ms after the last
-    // letter. Then edits every 250 ms that never pause for 300 ms: maxWait searches at 2 s with
+    // letter. Then edits every 250 ms that never pause for 300 ms: maximumWait searches at 2 s with
     // the latest query ("swiftui"); the flurry after it settles on "swiftui" again at 2.4 s, and
     // removeDuplicates drops that search.
     let typing: [(Int, String)] = [

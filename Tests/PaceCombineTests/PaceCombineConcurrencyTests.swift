@@ -77,7 +77,7 @@ struct SubjectBox: @unchecked Sendable {
     let subscriber = SlowSubscriber()
     let paced: Publishers.Paced<PassthroughSubject<[Int], Never>> =
       operatorName == "debounced"
-      ? subject.debounced(for: .microseconds(50), maxWait: .microseconds(200), merge: .append, scheduler: scheduler)
+      ? subject.debounced(for: .microseconds(50), maximumWait: .microseconds(200), merge: .append, scheduler: scheduler)
       : subject.throttled(for: .microseconds(100), merge: .append, scheduler: scheduler)
     paced.subscribe(subscriber)
 

@@ -92,9 +92,9 @@ struct PacedPublisherTests {
   @Test func debouncedWithLeadingEdgeAndMaxWait() {
     let subject = PassthroughSubject<Int, Never>()
     let recorder = Recorder<Int, Never>(scheduler: scheduler)
-    subject.debounced(for: ms(100), edges: .both, maxWait: ms(250), scheduler: scheduler).subscribe(recorder)
+    subject.debounced(for: ms(100), edges: .both, maximumWait: ms(250), scheduler: scheduler).subscribe(recorder)
 
-    // A call every 60 ms until 480 ms: leading at 0, then maxWait at 250 and 500, which takes the
+    // A call every 60 ms until 480 ms: leading at 0, then maximumWait at 250 and 500, which takes the
     // last call (8 at 480), so nothing is left for a trailing edge.
     send((0...8).map { (60 * $0, $0) }, to: subject, on: scheduler)
     scheduler.advance(by: ms(1_000))

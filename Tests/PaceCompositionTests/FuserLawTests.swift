@@ -20,10 +20,10 @@ let fuserLawSubjects: [FuserLawSubject] = [
   .sync("debounce trailing", flatten: { $0 }) { sources, scheduler in
     sources[0].map { [$0] }.debounced(for: .milliseconds(100), merge: .append, scheduler: scheduler)
   },
-  .sync("debounce both edges with maxWait", flatten: { $0 }) { sources, scheduler in
+  .sync("debounce both edges with maximumWait", flatten: { $0 }) { sources, scheduler in
     sources[0].map { [$0] }
       .debounced(
-        for: .milliseconds(100), edges: .both, maxWait: .milliseconds(150), merge: .append, scheduler: scheduler)
+        for: .milliseconds(100), edges: .both, maximumWait: .milliseconds(150), merge: .append, scheduler: scheduler)
   },
   .sync("debounce leading", flatten: { $0 }) { sources, scheduler in
     // Leading only, with a 30 ms interval shorter than the harness's 40 ms step: every event leads.

@@ -87,10 +87,10 @@ final class ManualSource<Event: Sendable>: Sendable {
     let output = Recorder<[Int]>(clock: scheduler)
     let connection = source.fuser
       .debounced(
-        for: .milliseconds(100), edges: .both, maxWait: .milliseconds(250), merge: .append, scheduler: scheduler
+        for: .milliseconds(100), edges: .both, maximumWait: .milliseconds(250), merge: .append, scheduler: scheduler
       )
       .connect(output.record)
-    // A call every 60 ms: leading at 0, maxWait at 250, trailing 100 ms after the last call.
+    // A call every 60 ms: leading at 0, maximumWait at 250, trailing 100 ms after the last call.
     for (index, time) in [0, 60, 120, 180, 240, 300].enumerated() {
       scheduler.advance(to: ms(Int64(time)))
       source.send([index])

@@ -23,7 +23,7 @@ import Testing
     for _ in 0..<5 { reloads.setNeedsUpdate(first) }
     reloads.setNeedsUpdate(second)
     #expect(first.reloads == 0)
-    #expect(reloads.isPending(first))
+    #expect(reloads.isPending(for: first))
     #expect(reloads.pendingCount == 2)
     #expect(scheduler.pendingCount == 1, "one run for all objects")
 
@@ -31,7 +31,7 @@ import Testing
     #expect(first.reloads == 1)
     #expect(second.reloads == 1)
     #expect(order == [ObjectIdentifier(second), ObjectIdentifier(first)], "in the order of the first requests")
-    #expect(!reloads.isPending(first))
+    #expect(!reloads.isPending(for: first))
     #expect(reloads.pendingCount == 0)
   }
 
@@ -116,7 +116,7 @@ import Testing
     }
     let fresh = (0..<50).map { _ in FakeTable() }
     fresh.forEach(reloads.setNeedsUpdate)
-    #expect(fresh.allSatisfy(reloads.isPending))
+    #expect(fresh.allSatisfy(reloads.isPending(for:)))
     scheduler.advance()
     #expect(fresh.allSatisfy { $0.reloads == 1 })
   }

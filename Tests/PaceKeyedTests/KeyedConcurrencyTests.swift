@@ -11,7 +11,8 @@ import Testing
     let scheduler = TestScheduler()
     let recorder = KeyedRecorder<Int, [Int]>(clock: scheduler)
     let debouncer = KeyedDebouncer<Int, [Int]>(
-      for: .milliseconds(10), maxWait: .milliseconds(50), merge: .append, scheduler: scheduler, perform: recorder.record
+      for: .milliseconds(10), maximumWait: .milliseconds(50), merge: .append, scheduler: scheduler,
+      perform: recorder.record
     )
     let threads = 8
     let callsPerThread = 5_000

@@ -40,11 +40,14 @@ import Testing
     let scheduler = TestScheduler()
     let keyed = Recorder<Int>(clock: scheduler)
     let single = Recorder<Int>(clock: scheduler)
-    let maxWait = Duration.seconds(Int64.max) * 2
-    let debouncer = KeyedDebouncer<Int, Int>(for: .seconds(1), maxWait: maxWait, scheduler: scheduler) { _, value in
+    let maximumWait = Duration.seconds(Int64.max) * 2
+    let debouncer = KeyedDebouncer<Int, Int>(for: .seconds(1), maximumWait: maximumWait, scheduler: scheduler) {
+      _, value in
       keyed.record(value)
     }
-    let reference = Debouncer<Int>(for: .seconds(1), maxWait: maxWait, scheduler: scheduler) { single.record($0) }
+    let reference = Debouncer<Int>(for: .seconds(1), maximumWait: maximumWait, scheduler: scheduler) {
+      single.record($0)
+    }
     debouncer.call(7, 1)
     reference.call(1)
     scheduler.advance(by: .seconds(2))

@@ -10,14 +10,14 @@ import Testing
   @Test func eachKeyDebouncesOnItsOwn() {
     let recorder = KeyedRecorder<String, [Int]>(clock: scheduler)
     let reindex = KeyedDebouncer<String, [Int]>(
-      for: .milliseconds(200), maxWait: .milliseconds(1_000), merge: .append, scheduler: scheduler,
+      for: .milliseconds(200), maximumWait: .milliseconds(1_000), merge: .append, scheduler: scheduler,
       perform: recorder.record
     )
     reindex.call("a", [1])
     scheduler.advance(to: ms(100))
     reindex.call("b", [2])
     reindex("a", [3])
-    #expect(reindex.isPending("a") && reindex.isPending("b") && !reindex.isPending("c"))
+    #expect(reindex.isPending(for: "a") && reindex.isPending(for: "b") && !reindex.isPending(for: "c"))
     scheduler.advance(to: ms(300))
     #expect(recorder.invocations(of: "a").map(\.0) == [300])
     #expect(recorder.invocations(of: "a").map(\.1) == [[1, 3]])
@@ -33,7 +33,7 @@ import Testing
     debouncer.flush(3)
     #expect(recorder.invocations(of: 3).map(\.1) == [3])
     debouncer.cancel(4)
-    #expect(!debouncer.isPending(4))
+    #expect(!debouncer.isPending(for: 4))
     debouncer.flushAll()
     #expect(recorder.all.count == 9)
     for key in 0..<10 { debouncer.call(key, 1) }
@@ -59,11 +59,11 @@ import Testing
   }
 
   @Test func aKeyAfterAMaxWaitInvocationIsKeptUntilItsBurstIsOver() {
-    // A maxWait invocation ends the timer but not the burst: a call right after it continues
+    // A maximumWait invocation ends the timer but not the burst: a call right after it continues
     // the burst, so the key must not be forgotten before `interval` after its latest call.
     let recorder = KeyedRecorder<Int, Int>(clock: scheduler)
     let debouncer = KeyedDebouncer<Int, Int>(
-      for: .milliseconds(300), maxWait: .milliseconds(500), scheduler: scheduler, perform: recorder.record
+      for: .milliseconds(300), maximumWait: .milliseconds(500), scheduler: scheduler, perform: recorder.record
     )
     for time in stride(from: 0, through: 400, by: 100) {
       scheduler.advance(to: ms(Int64(time)))

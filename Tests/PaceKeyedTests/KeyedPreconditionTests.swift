@@ -16,9 +16,9 @@ import Testing
 
   @Test func aNegativeKeyedMaxWaitNamesTheParameter() async {
     let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-      _ = KeyedDebouncer<Int, Int>(for: .zero, maxWait: .seconds(-1), scheduler: TestScheduler()) { _, _ in }
+      _ = KeyedDebouncer<Int, Int>(for: .zero, maximumWait: .seconds(-1), scheduler: TestScheduler()) { _, _ in }
     }
-    #expect(Self.message(result).contains("KeyedDebouncer: maxWait must not be negative"))
+    #expect(Self.message(result).contains("KeyedDebouncer: maximumWait must not be negative"))
   }
 
   @Test func emptyKeyedEdgesNameTheParameter() async {

@@ -14,10 +14,10 @@ import Testing
     RateLimit(permits: 3, per: .milliseconds(300), burst: 5),
     RateLimit(permits: 7, per: .seconds(1), burst: 2),
     RateLimit(permits: 2, per: .milliseconds(700), burst: 6),
-    .slidingWindow(3, per: .milliseconds(300)),
-    .slidingWindow(5, per: .seconds(1)),
-    .fixedWindow(2, per: .milliseconds(250)),
-    .fixedWindow(6, per: .milliseconds(700)),
+    .slidingWindow(permits: 3, per: .milliseconds(300)),
+    .slidingWindow(permits: 5, per: .seconds(1)),
+    .fixedWindow(permits: 2, per: .milliseconds(250)),
+    .fixedWindow(permits: 6, per: .milliseconds(700)),
   ]
 
   /// Each key's limit on one timeline: one for every key (a uniform limiter), or a plan per key,

@@ -90,24 +90,25 @@ import Testing
     _ generator: inout SeededGenerator, seed: UInt64, edges: Edges, merge: MergeCase, lateness: Lateness?
   ) {
     let interval = Duration.milliseconds([0, 100, 200, 300].randomElement(using: &generator)!)
-    let maxWait: Duration? = [nil, .milliseconds(250), .milliseconds(600)].randomElement(using: &generator)!
+    let maximumWait: Duration? = [nil, .milliseconds(250), .milliseconds(600)].randomElement(using: &generator)!
     let keys = Int.random(in: 1...6, using: &generator)
     let steps = timeline(&generator, keys: keys)
     let names = Self.keys(keys, &generator)
     let context =
-      "seed \(seed), \(edges), .\(merge), interval \(interval), maxWait \(maxWait.map { "\($0)" } ?? "nil"), "
+      "seed \(seed), \(edges), .\(merge), interval \(interval), maximumWait \(maximumWait.map { "\($0)" } ?? "nil"), "
       + (lateness.map { "\($0)" } ?? "exact timers")
 
     let (base, scheduler) = schedulers(lateness)
     let recorder = KeyedRecorder<Int, [Int]>(clock: scheduler)
     let keyed = KeyedDebouncer<Int, [Int]>(
-      for: interval, edges: edges, maxWait: maxWait, merge: merge.merge, scheduler: scheduler, perform: recorder.record
+      for: interval, edges: edges, maximumWait: maximumWait, merge: merge.merge, scheduler: scheduler,
+      perform: recorder.record
     )
     let references = (0..<keys).map { key in
       let (base, scheduler) = schedulers(lateness)
       let recorder = KeyedRecorder<Int, [Int]>(clock: scheduler)
       let debouncer = Debouncer<[Int]>(
-        for: interval, edges: edges, maxWait: maxWait, merge: merge.merge, scheduler: scheduler
+        for: interval, edges: edges, maximumWait: maximumWait, merge: merge.merge, scheduler: scheduler
       ) { recorder.record(key, $0) }
       return Reference(scheduler: base, recorder: recorder, isPending: { debouncer.isPending }) { operation in
         switch operation {
@@ -119,7 +120,7 @@ import Testing
     }
     check(
       steps, keys: names, context: context, scheduler: base, recorder: recorder, references: references,
-      isPending: keyed.isPending
+      isPending: keyed.isPending(for:)
     ) { key, operation in
       switch operation {
       case .call(let value): keyed.call(key, value)
@@ -166,7 +167,7 @@ import Testing
     }
     check(
       steps, keys: names, context: context, scheduler: base, recorder: recorder, references: references,
-      isPending: keyed.isPending
+      isPending: keyed.isPending(for:)
     ) { key, operation in
       switch operation {
       case .call(let value): keyed.call(key, value)

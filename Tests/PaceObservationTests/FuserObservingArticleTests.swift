@@ -22,7 +22,7 @@ import Testing
 
     init(model: SearchModel, scheduler: some PaceScheduler = .main) {
       connection = Fuser.observing(scheduler: scheduler) { [weak model] in model?.query ?? "" }
-        .debounced(for: .milliseconds(300), maxWait: .seconds(1), scheduler: scheduler)
+        .debounced(for: .milliseconds(300), maximumWait: .seconds(1), scheduler: scheduler)
         .connect { [weak model] query in
           MainActor.assumeIsolated { model?.search(query) }
         }

@@ -133,7 +133,7 @@ struct FuserObservingTests {
     let times = Events<Duration>()
     let scheduler = scheduler
     let connection = Fuser.observing(scheduler: scheduler) { [model] in model.query }
-      .debounced(for: .milliseconds(300), maxWait: .seconds(1), scheduler: scheduler)
+      .debounced(for: .milliseconds(300), maximumWait: .seconds(1), scheduler: scheduler)
       .connect { query in
         events.record(query)
         times.record(PaceInstant.zero.duration(to: scheduler.now))
@@ -146,7 +146,7 @@ struct FuserObservingTests {
     }
     scheduler.advance(by: .seconds(2))
 
-    // maxWait cuts the burst at 1 s, with what was typed before (the "k" typed at 1000 ms comes
+    // maximumWait cuts the burst at 1 s, with what was typed before (the "k" typed at 1000 ms comes
     // after the timer due then); the trailing edge comes 300 ms after the last letter.
     #expect(events.all == ["abcdefghij", "abcdefghijklmnop"])
     #expect(times.all == [.milliseconds(1_000), .milliseconds(1_800)])

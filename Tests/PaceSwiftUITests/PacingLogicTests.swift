@@ -17,7 +17,8 @@ struct PacingLogicTests {
   @Test func debouncingPacerRunsTheLatestActionWithTheLatestValue() {
     var received: [String] = []
     var times: [Duration] = []
-    let pacer = ChangePacer<String>(.debounce(.milliseconds(300), edges: .trailing, maxWait: nil), scheduler: scheduler)
+    let pacer = ChangePacer<String>(
+      .debounce(.milliseconds(300), edges: .trailing, maximumWait: nil), scheduler: scheduler)
     pacer.action = { _ in Issue.record("a superseded action ran") }
     pacer.send("s")
     advance(to: 100)
@@ -55,7 +56,8 @@ struct PacingLogicTests {
 
   @Test func flushRunsNowAndCancelDropsThePendingValue() {
     var received: [String] = []
-    let pacer = ChangePacer<String>(.debounce(.milliseconds(300), edges: .trailing, maxWait: nil), scheduler: scheduler)
+    let pacer = ChangePacer<String>(
+      .debounce(.milliseconds(300), edges: .trailing, maximumWait: nil), scheduler: scheduler)
     pacer.action = { received.append($0) }
     pacer.send("a")
     advance(to: 50)
@@ -70,7 +72,7 @@ struct PacingLogicTests {
 
   @Test func releasingThePacerWhilePendingLeavesNothingScheduled() {
     var pacer: ChangePacer<String>? = ChangePacer(
-      .debounce(.milliseconds(300), edges: .trailing, maxWait: nil), scheduler: scheduler
+      .debounce(.milliseconds(300), edges: .trailing, maximumWait: nil), scheduler: scheduler
     ) { _ in Issue.record("ran after release") }
     pacer?.send("a")
     #expect(scheduler.pendingCount == 1)
@@ -86,7 +88,8 @@ struct PacingLogicTests {
     #expect(!control.isPending)
 
     var received: [Int] = []
-    let pacer = ChangePacer<Int>(.debounce(.milliseconds(300), edges: .trailing, maxWait: nil), scheduler: scheduler)
+    let pacer = ChangePacer<Int>(
+      .debounce(.milliseconds(300), edges: .trailing, maximumWait: nil), scheduler: scheduler)
     pacer.action = { received.append($0) }
     control.target = pacer
     pacer.send(1)

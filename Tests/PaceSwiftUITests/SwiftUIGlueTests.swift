@@ -69,7 +69,7 @@ struct SwiftUIGlueTests {
     func render(_ value: Int) {
       host.standInRender(
         Leaf().onChange(
-          of: value, debounce: .milliseconds(100), edges: .both, maxWait: .milliseconds(250), scheduler: scheduler
+          of: value, debounce: .milliseconds(100), edges: .both, maximumWait: .milliseconds(250), scheduler: scheduler
         ) {
           [scheduler] in received.append(($0, PaceInstant.zero.duration(to: scheduler.now)))
         }
@@ -81,7 +81,7 @@ struct SwiftUIGlueTests {
       render(step)
     }
     advance(to: 2_000)
-    // Changes at 0, 60, ..., 480: leading 1 at 0, maxWait 5 at 250 and 9 at 500.
+    // Changes at 0, 60, ..., 480: leading 1 at 0, maximumWait 5 at 250 and 9 at 500.
     #expect(received.map(\.0) == [1, 5, 9])
     #expect(received.map(\.1) == [.zero, .milliseconds(250), .milliseconds(500)])
   }
@@ -244,14 +244,14 @@ struct SwiftUIArticleTests {
       host.standInRender(
         Leaf()
           .debounced(
-            draft, into: query.binding, for: .milliseconds(300), maxWait: .seconds(1), control: control,
+            draft, into: query.binding, for: .milliseconds(300), maximumWait: .seconds(1), control: control,
             scheduler: scheduler
           )
           .task(id: current) { @MainActor [searches] in searches.value.append(current) }
       )
     }
     // The view appears with an empty draft, then a letter every 200 ms for 1.2 s: the typing
-    // never pauses for 300 ms, so maxWait copies the draft at 1 s (before the letter typed
+    // never pauses for 300 ms, so maximumWait copies the draft at 1 s (before the letter typed
     // then); the rest settles 300 ms after the last letter.
     render("")
     for (step, draft) in ["s", "sw", "swi", "swif", "swift", "swiftu", "swiftui"].enumerated() {

@@ -29,7 +29,7 @@ import Testing
     let throttler = Throttler<[Int]>(
       for: .milliseconds(1), merge: .append, scheduler: .queue(queue), perform: log.record)
     let debouncer = Debouncer<[Int]>(
-      for: .milliseconds(1), edges: .both, maxWait: .milliseconds(2), merge: .append, scheduler: .queue(queue),
+      for: .milliseconds(1), edges: .both, maximumWait: .milliseconds(2), merge: .append, scheduler: .queue(queue),
       perform: log.record
     )
     let threads = 4

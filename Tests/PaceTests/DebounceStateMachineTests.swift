@@ -7,8 +7,8 @@ import Testing
 @Suite struct DebounceStateMachineTests {
   typealias Machine = DebounceStateMachine<String>
 
-  func machine(_ edges: Edges = .trailing, maxWait: Duration? = nil, merge: Merge<String> = .latest) -> Machine {
-    Machine(interval: .milliseconds(100), edges: edges, maxWait: maxWait, merge: merge)
+  func machine(_ edges: Edges = .trailing, maximumWait: Duration? = nil, merge: Merge<String> = .latest) -> Machine {
+    Machine(interval: .milliseconds(100), edges: edges, maximumWait: maximumWait, merge: merge)
   }
 
   @Test func trailingBurstArmsOnceAndInvokesLatest() {
@@ -51,31 +51,31 @@ import Testing
   }
 
   @Test func maxWaitInvokesWhileCallsContinue() {
-    var m = machine(.trailing, maxWait: .milliseconds(250))
+    var m = machine(.trailing, maximumWait: .milliseconds(250))
     #expect(m.call("a", now: ms(0)) == .schedule(at: ms(100)))
     #expect(m.call("b", now: ms(90)) == .none)
     #expect(m.timerFired(now: ms(100)) == .schedule(at: ms(190)))
     #expect(m.call("c", now: ms(180)) == .none)
-    // Quiet would be at 280, but maxWait since the burst started (0) is at 250.
+    // Quiet would be at 280, but maximumWait since the burst started (0) is at 250.
     #expect(m.timerFired(now: ms(190)) == .schedule(at: ms(250)))
     #expect(m.timerFired(now: ms(250)) == .invoke("c"))
-    // The burst goes on without a leading edge; maxWait now counts from 250.
+    // The burst goes on without a leading edge; maximumWait now counts from 250.
     #expect(m.call("d", now: ms(260)) == .schedule(at: ms(360)))
     #expect(m.timerFired(now: ms(360)) == .invoke("d"))
   }
 
   @Test func maxWaitIsRaisedToTheInterval() {
-    var m = machine(.trailing, maxWait: .milliseconds(10))
+    var m = machine(.trailing, maximumWait: .milliseconds(10))
     #expect(m.call("a", now: ms(0)) == .schedule(at: ms(100)))
     #expect(m.call("b", now: ms(50)) == .none)
     #expect(m.timerFired(now: ms(100)) == .invoke("b"))
   }
 
   @Test func aLateTimerPastMaxWaitInvokesInTheCall() {
-    var m = machine(.trailing, maxWait: .milliseconds(150))
+    var m = machine(.trailing, maximumWait: .milliseconds(150))
     #expect(m.call("a", now: ms(0)) == .schedule(at: ms(100)))
     #expect(m.call("b", now: ms(90)) == .none)
-    // The timer for 100 has not run yet (a busy queue); at 160 maxWait has passed.
+    // The timer for 100 has not run yet (a busy queue); at 160 maximumWait has passed.
     #expect(m.call("c", now: ms(160)) == .invoke("c"))
     #expect(m.timerFired(now: ms(161)) == .none)  // nothing left to invoke: not re-armed
     #expect(m.call("d", now: ms(170)) == .schedule(at: ms(270)))
@@ -119,7 +119,7 @@ import Testing
   }
 
   @Test func zeroIntervalInvokesOnTheNextTurn() {
-    var m = Machine(interval: .zero, edges: .trailing, maxWait: nil, merge: .latest)
+    var m = Machine(interval: .zero, edges: .trailing, maximumWait: nil, merge: .latest)
     #expect(m.call("a", now: ms(5)) == .schedule(at: ms(5)))
     #expect(m.call("b", now: ms(5)) == .none)
     #expect(m.timerFired(now: ms(5)) == .invoke("b"))

@@ -9,11 +9,11 @@ import Testing
   let scheduler = TestScheduler()
 
   func debouncer<Value: Sendable>(
-    _ interval: Int64 = 100, edges: Edges = .trailing, maxWait: Int64? = nil, merge: Merge<Value> = .latest,
+    _ interval: Int64 = 100, edges: Edges = .trailing, maximumWait: Int64? = nil, merge: Merge<Value> = .latest,
     into recorder: Recorder<Value>
   ) -> Debouncer<Value> {
     Debouncer(
-      for: .milliseconds(interval), edges: edges, maxWait: maxWait.map { .milliseconds($0) }, merge: merge,
+      for: .milliseconds(interval), edges: edges, maximumWait: maximumWait.map { .milliseconds($0) }, merge: merge,
       scheduler: scheduler, perform: recorder.record
     )
   }
@@ -59,16 +59,16 @@ import Testing
   }
 
   @Test func lodashMaxWaitInATightLoop() {
-    // Calls every 10 ms for 200 ms with wait 32, maxWait 64: invocations every 64 ms, then the trailing one.
+    // Calls every 10 ms for 200 ms with wait 32, maximumWait 64: invocations every 64 ms, then the trailing one.
     let log = Recorder<Int>(clock: scheduler)
-    let debounced = debouncer(32, maxWait: 64, into: log)
+    let debounced = debouncer(32, maximumWait: 64, into: log)
     drive(stride(from: 0, through: 200, by: 10).map { ($0, Int($0)) }, into: debounced)
     #expect(log.timeline == [at(64, 60), at(128, 120), at(192, 190), at(232, 200)])
   }
 
   @Test func lodashQueuesATrailingCallForCallsAfterMaxWait() {
     let log = Recorder<String>(clock: scheduler)
-    let debounced = debouncer(32, maxWait: 64, into: log)
+    let debounced = debouncer(32, maximumWait: 64, into: log)
     drive([(0, "a"), (70, "b")], into: debounced)
     #expect(log.timeline == [at(32, "a"), at(102, "b")])
   }
@@ -144,21 +144,21 @@ import Testing
 
   @Test func maxWaitWithBothEdgesGivesAThrottleLikeCadence() {
     let log = Recorder<Int>(clock: scheduler)
-    let debounced = debouncer(100, edges: .both, maxWait: 200, into: log)
+    let debounced = debouncer(100, edges: .both, maximumWait: 200, into: log)
     drive(stride(from: 0, through: 450, by: 10).map { ($0, Int($0)) }, into: debounced)
     #expect(log.timeline == [at(0, 0), at(200, 190), at(400, 390), at(550, 450)])
   }
 
   @Test func maxWaitWithLeadingOnlyLeadsAgainOnceMaxWaitHasPassed() {
     let log = Recorder<Int>(clock: scheduler)
-    let debounced = debouncer(100, edges: .leading, maxWait: 200, into: log)
+    let debounced = debouncer(100, edges: .leading, maximumWait: 200, into: log)
     drive(stride(from: 0, through: 450, by: 10).map { ($0, Int($0)) }, into: debounced)
     #expect(log.timeline == [at(0, 0), at(200, 200), at(400, 400)])
   }
 
   @Test func maxWaitBoundsHowLongAnyCallWaits() {
     let log = Recorder<[Int]>(clock: scheduler)
-    let debounced = debouncer(100, maxWait: 300, merge: .append, into: log)
+    let debounced = debouncer(100, maximumWait: 300, merge: .append, into: log)
     let calls = stride(from: Int64(0), through: 1000, by: 40).map { ($0, [Int($0)]) }
     drive(calls, into: debounced)
     for (time, value) in calls {

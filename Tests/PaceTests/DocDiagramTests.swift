@@ -28,7 +28,7 @@ import Testing
 
   @Test func debounceMaxWait() {
     expectMarbles(
-      "abcdefghij----", step: step, through: { $0.debouncer(for: interval, maxWait: .milliseconds(500)) },
+      "abcdefghij----", step: step, through: { $0.debouncer(for: interval, maximumWait: .milliseconds(500)) },
       equals: "-----e----j---")
   }
 

@@ -60,7 +60,7 @@ import Testing
   // MARK: Debounce machine
 
   @Test func aDebounceDeadlineBeyondTheEndFiresAtTheEndAndIsNotReArmed() {
-    var m = DebounceStateMachine<String>(interval: Self.forever, edges: .trailing, maxWait: nil, merge: .latest)
+    var m = DebounceStateMachine<String>(interval: Self.forever, edges: .trailing, maximumWait: nil, merge: .latest)
     #expect(m.call("a", now: .zero) == .schedule(at: Self.end))
     #expect(m.call("b", now: ms(5)) == .none)
     #expect(m.timerFired(now: Self.end) == .invoke("b"))
@@ -73,7 +73,7 @@ import Testing
 
   @Test func aDebounceStartedJustBeforeTheEndSaturates() {
     let start = PaceInstant(nanoseconds: .max - 10)
-    var m = DebounceStateMachine<String>(interval: .nanoseconds(100), edges: .both, maxWait: nil, merge: .latest)
+    var m = DebounceStateMachine<String>(interval: .nanoseconds(100), edges: .both, maximumWait: nil, merge: .latest)
     #expect(m.call("a", now: start) == .invoke("a"))
     #expect(m.call("b", now: start.advanced(by: .nanoseconds(5))) == .schedule(at: Self.end))
     #expect(m.timerFired(now: Self.end) == .invoke("b"))
@@ -83,21 +83,22 @@ import Testing
 
   @Test func aSaturatedMaxWaitIsFinalToo() {
     var m = DebounceStateMachine<String>(
-      interval: .nanoseconds(Int64.max), edges: .trailing, maxWait: Self.forever, merge: .latest)
+      interval: .nanoseconds(Int64.max), edges: .trailing, maximumWait: Self.forever, merge: .latest)
     #expect(m.call("a", now: PaceInstant(nanoseconds: 1)) == .schedule(at: Self.end))
     #expect(m.call("b", now: PaceInstant(nanoseconds: 2)) == .none)
     #expect(m.timerFired(now: Self.end) == .invoke("b"))
   }
 
   @Test func aDebounceIntervalBelowANanosecondIsZeroNotAnEndlessTimer() {
-    var m = DebounceStateMachine<String>(interval: .nanoseconds(0.5), edges: .trailing, maxWait: nil, merge: .latest)
+    var m = DebounceStateMachine<String>(
+      interval: .nanoseconds(0.5), edges: .trailing, maximumWait: nil, merge: .latest)
     #expect(m.call("a", now: ms(1)) == .schedule(at: ms(1)))
     #expect(m.timerFired(now: ms(1)) == .invoke("a"))
   }
 
   @Test func aDebounceFromTheStartOfTheTimelineMeasuresWithoutWrapping() {
     let first = PaceInstant(nanoseconds: .min)
-    var m = DebounceStateMachine<String>(interval: .seconds(1), edges: .both, maxWait: nil, merge: .latest)
+    var m = DebounceStateMachine<String>(interval: .seconds(1), edges: .both, maximumWait: nil, merge: .latest)
     // The first call keeps its own time (it used to be raised to zero).
     #expect(m.call("a", now: first) == .invoke("a"))
     #expect(
@@ -229,13 +230,13 @@ struct ExtremeSetup: CustomStringConvertible {
   ]
 
   var interval: Duration
-  var maxWait: Duration?
+  var maximumWait: Duration?
   var edges: Edges
   var start: PaceInstant
 
   init(random: inout some RandomNumberGenerator) {
     interval = Self.durations.randomElement(using: &random)!
-    maxWait = Bool.random(using: &random) ? nil : Self.durations.randomElement(using: &random)
+    maximumWait = Bool.random(using: &random) ? nil : Self.durations.randomElement(using: &random)
     edges = [Edges.leading, .trailing, .both].randomElement(using: &random)!
     start = Self.starts.randomElement(using: &random)!
   }
@@ -253,7 +254,7 @@ struct ExtremeSetup: CustomStringConvertible {
   }
 
   var description: String {
-    "interval \(interval), maxWait \(maxWait.map { "\($0)" } ?? "nil"), edges \(edges.rawValue), start \(start.nanoseconds) ns"
+    "interval \(interval), maximumWait \(maximumWait.map { "\($0)" } ?? "nil"), edges \(edges.rawValue), start \(start.nanoseconds) ns"
   }
 }
 
@@ -267,7 +268,7 @@ enum PrimitiveKind: Int, CaseIterable {
     switch self {
     case .debouncer:
       Debouncer(
-        for: setup.interval, edges: setup.edges, maxWait: setup.maxWait, merge: .append, scheduler: scheduler,
+        for: setup.interval, edges: setup.edges, maximumWait: setup.maximumWait, merge: .append, scheduler: scheduler,
         perform: perform)
     case .throttler:
       Throttler(for: setup.interval, edges: setup.edges, merge: .append, scheduler: scheduler, perform: perform)

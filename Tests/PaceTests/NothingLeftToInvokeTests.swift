@@ -76,7 +76,7 @@ import Testing
   }
 
   @Test func nextInvocationWithMaxWait() {
-    let save = Debouncer<Int>(for: .milliseconds(300), maxWait: .milliseconds(500), scheduler: scheduler) { _ in }
+    let save = Debouncer<Int>(for: .milliseconds(300), maximumWait: .milliseconds(500), scheduler: scheduler) { _ in }
     for time in stride(from: 0, through: 400, by: 100) {
       scheduler.advance(to: ms(Int64(time)))
       save(time)
@@ -127,7 +127,7 @@ import Testing
 
   @Test func machinesSayWhenTheyNeedTheirTimer() {
     var machine = DebounceStateMachine<Int>(
-      interval: .milliseconds(300), edges: .trailing, maxWait: nil, merge: .latest)
+      interval: .milliseconds(300), edges: .trailing, maximumWait: nil, merge: .latest)
     #expect(machine.call(1, now: ms(0)) == .schedule(at: ms(300)))
     #expect(machine.hasTimer)
     #expect(machine.flush(now: ms(100)) == 1)
@@ -136,7 +136,8 @@ import Testing
     #expect(machine.timerFired(now: ms(500)) == .invoke(2))
     #expect(!machine.hasTimer)
 
-    var leading = DebounceStateMachine<Int>(interval: .milliseconds(300), edges: .leading, maxWait: nil, merge: .latest)
+    var leading = DebounceStateMachine<Int>(
+      interval: .milliseconds(300), edges: .leading, maximumWait: nil, merge: .latest)
     #expect(leading.call(1, now: ms(0)) == .invoke(1))
     #expect(leading.call(2, now: ms(100)) == .none)
     #expect(leading.call(3, now: ms(399)) == .none)

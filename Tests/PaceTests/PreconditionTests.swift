@@ -17,9 +17,9 @@ import Testing
 
   @Test func aNegativeMaxWaitNamesTheParameter() async {
     let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-      _ = Debouncer<Int>(for: .zero, maxWait: .seconds(-1), scheduler: TestScheduler()) { _ in }
+      _ = Debouncer<Int>(for: .zero, maximumWait: .seconds(-1), scheduler: TestScheduler()) { _ in }
     }
-    #expect(Self.message(result).contains("Debouncer: maxWait must not be negative"))
+    #expect(Self.message(result).contains("Debouncer: maximumWait must not be negative"))
   }
 
   @Test func emptyEdgesNameTheParameter() async {

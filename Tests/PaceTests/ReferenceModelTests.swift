@@ -16,20 +16,20 @@ import Testing
 
   /// lodash's debounce, polled every millisecond.
   static func referenceDebounce(
-    _ calls: [Call], interval: Int64, edges: Edges, maxWait: Int64?
+    _ calls: [Call], interval: Int64, edges: Edges, maximumWait: Int64?
   ) -> [Event<[Int]>] {
-    let maxWait = maxWait.map { max($0, interval) }
+    let maximumWait = maximumWait.map { max($0, interval) }
     var output: [Event<[Int]>] = []
     var lastCall: Int64?
     var lastInvoke: Int64 = 0
     var pending: [Int]?
     var active = false
-    let end = (calls.last?.ms ?? 0) + 2 * (maxWait ?? interval) + 2
+    let end = (calls.last?.ms ?? 0) + 2 * (maximumWait ?? interval) + 2
     var next = calls.startIndex
     for t in 0...end {
       if active, let lastCall {
         let quiet = t - lastCall >= interval
-        let overdue = maxWait.map { t - lastInvoke >= $0 } ?? false
+        let overdue = maximumWait.map { t - lastInvoke >= $0 } ?? false
         if quiet || overdue {
           active = false
           if let merged = pending {
@@ -43,7 +43,7 @@ import Testing
         let value = calls[next].value
         next += 1
         let isInvoking =
-          lastCall.map { t - $0 >= interval || (maxWait.map { t - lastInvoke >= $0 } ?? false) } ?? true
+          lastCall.map { t - $0 >= interval || (maximumWait.map { t - lastInvoke >= $0 } ?? false) } ?? true
         lastCall = t
         if !active && isInvoking {
           active = true
@@ -124,18 +124,18 @@ import Testing
       let calls = Self.randomTimeline(using: &generator)
       let interval = Int64.random(in: 1...80, using: &generator)
       let edges = Self.randomEdges(using: &generator)
-      let maxWait: Int64? = Bool.random(using: &generator) ? Int64.random(in: 1...200, using: &generator) : nil
+      let maximumWait: Int64? = Bool.random(using: &generator) ? Int64.random(in: 1...200, using: &generator) : nil
       let scheduler = TestScheduler()
       let log = Recorder<[Int]>(clock: scheduler)
       let debouncer = Debouncer<[Int]>(
-        for: .milliseconds(interval), edges: edges, maxWait: maxWait.map { .milliseconds($0) }, merge: .append,
+        for: .milliseconds(interval), edges: edges, maximumWait: maximumWait.map { .milliseconds($0) }, merge: .append,
         scheduler: scheduler, perform: log.record
       )
       run(calls, on: scheduler, call: { debouncer.call([$0]) }, debouncer)
-      let expected = Self.referenceDebounce(calls, interval: interval, edges: edges, maxWait: maxWait)
+      let expected = Self.referenceDebounce(calls, interval: interval, edges: edges, maximumWait: maximumWait)
       #expect(
         log.timeline == expected,
-        "seed batch \(batch) round \(round): interval \(interval) edges \(edges) maxWait \(String(describing: maxWait)) calls \(calls.map { "\($0.value)@\($0.ms)" })"
+        "seed batch \(batch) round \(round): interval \(interval) edges \(edges) maximumWait \(String(describing: maximumWait)) calls \(calls.map { "\($0.value)@\($0.ms)" })"
       )
       if log.timeline != expected { return }
     }
@@ -171,7 +171,7 @@ import Testing
       let edges: Edges = Bool.random(using: &generator) ? .trailing : .both
       let interval = Int64.random(in: 1...50, using: &generator)
       #expect(
-        Self.referenceDebounce(calls, interval: interval, edges: edges, maxWait: nil).flatMap(\.value) == expected)
+        Self.referenceDebounce(calls, interval: interval, edges: edges, maximumWait: nil).flatMap(\.value) == expected)
       #expect(Self.referenceThrottle(calls, interval: interval, edges: edges).flatMap(\.value) == expected)
     }
   }

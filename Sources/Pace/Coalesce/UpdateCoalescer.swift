@@ -52,7 +52,7 @@ public final class UpdateCoalescer<Target: AnyObject> {
   ///
   /// - Parameter target: The object to update.
   public func setNeedsUpdate(_ target: Target) {
-    if !isPending(target) {
+    if !isPending(for: target) {
       positions[ObjectIdentifier(target)] = requests.count
       requests.append(Request(target: target))
     }
@@ -62,7 +62,7 @@ public final class UpdateCoalescer<Target: AnyObject> {
   /// Whether `target` is waiting for an update.
   ///
   /// - Parameter target: An object.
-  public func isPending(_ target: Target) -> Bool {
+  public func isPending(for target: Target) -> Bool {
     guard let position = positions[ObjectIdentifier(target)] else { return false }
     // A different object at a reused address is not the one that asked.
     return requests[position].target === target
@@ -72,7 +72,7 @@ public final class UpdateCoalescer<Target: AnyObject> {
   ///
   /// - Parameter target: An object.
   public func updateIfNeeded(_ target: Target) {
-    guard isPending(target), let position = positions.removeValue(forKey: ObjectIdentifier(target)) else { return }
+    guard isPending(for: target), let position = positions.removeValue(forKey: ObjectIdentifier(target)) else { return }
     requests[position].target = nil  // skipped by the turn's run
     update(target)
   }
@@ -91,5 +91,14 @@ public final class UpdateCoalescer<Target: AnyObject> {
   /// The number of objects waiting for an update.
   public var pendingCount: Int {
     requests.count { $0.target != nil }
+  }
+}
+
+extension UpdateCoalescer {
+  /// Whether `target` is waiting, as released before the glossary gave questions `for:`.
+  @available(*, deprecated, renamed: "isPending(for:)")
+  @MainActor
+  public func isPending(_ target: Target) -> Bool {
+    isPending(for: target)
   }
 }

@@ -4,8 +4,8 @@
 /// quiet period is the burst's leading edge. A timer is armed only while a value waits for the
 /// trailing edge: a leading invocation, a flush or a cancelled call leaves nothing to invoke and
 /// no timer, and the time of the last call alone tells whether the next call leads. The burst's trailing edge comes
-/// once `interval` has passed with no call; with `maxWait`, an invocation also comes once
-/// `maxWait` has passed since the previous invocation (or the start of the burst).
+/// once `interval` has passed with no call; with `maximumWait`, an invocation also comes once
+/// `maximumWait` has passed since the previous invocation (or the start of the burst).
 ///
 /// Deadlines are processed when their timer fires. ``TestScheduler/advance(to:)`` fires due
 /// timers before the test's next call, so in virtual time a call made exactly at a deadline
@@ -30,7 +30,7 @@ struct DebounceStateMachine<Value: Sendable>: PacerStateMachine {
   /// In whole nanoseconds.
   @inlinable var interval: Int64 { configuration.interval }
   /// In nanoseconds; `nil` when calls may wait forever; otherwise at least `interval`.
-  @inlinable var maxWait: Int64? { configuration.maxWait }
+  @inlinable var maximumWait: Int64? { configuration.maximumWait }
   @inlinable var leading: Bool { configuration.leading }
   @inlinable var trailing: Bool { configuration.trailing }
   @inlinable var merge: Merge<Value> { configuration.merge }
@@ -57,9 +57,9 @@ struct DebounceStateMachine<Value: Sendable>: PacerStateMachine {
     set { state.armedDeadline = newValue }
   }
 
-  init(interval: Duration, edges: Edges, maxWait: Duration?, merge: Merge<Value>) {
+  init(interval: Duration, edges: Edges, maximumWait: Duration?, merge: Merge<Value>) {
     self.init(
-      configuration: DebounceConfiguration(interval: interval, edges: edges, maxWait: maxWait, merge: merge),
+      configuration: DebounceConfiguration(interval: interval, edges: edges, maximumWait: maximumWait, merge: merge),
       state: DebounceKeyState()
     )
   }
@@ -83,9 +83,9 @@ struct DebounceStateMachine<Value: Sendable>: PacerStateMachine {
 
     if armedDeadline != nil {
       if trailing { pending.merge(value, using: merge) }
-      // The timer is late and maxWait has already passed: invoke now, as lodash does in a
-      // tight loop, rather than let the call wait longer than maxWait.
-      if isQuietOrOverdue, maxWait != nil {
+      // The timer is late and maximumWait has already passed: invoke now, as lodash does in a
+      // tight loop, rather than let the call wait longer than maximumWait.
+      if isQuietOrOverdue, maximumWait != nil {
         lastInvoke = now
         if let merged = pending.take() { return .invoke(merged) }
         return .invoke(value)
@@ -104,7 +104,7 @@ struct DebounceStateMachine<Value: Sendable>: PacerStateMachine {
       return .schedule(at: deadline)
     }
 
-    // The burst goes on after a leading invocation, a flush or a maxWait invocation.
+    // The burst goes on after a leading invocation, a flush or a maximumWait invocation.
     guard trailing else { return .none }
     pending.merge(value, using: merge)
     let deadline = nextDeadline(lastCall: now)
@@ -120,7 +120,7 @@ struct DebounceStateMachine<Value: Sendable>: PacerStateMachine {
     // Nothing left to invoke (a late timer's call took it): no timer either.
     guard pending != nil else { return .none }
     if shouldInvoke(at: now) {
-      // Trailing edge: quiet for `interval`, or `maxWait` reached.
+      // Trailing edge: quiet for `interval`, or `maximumWait` reached.
       guard let merged = pending.take() else { return .none }
       lastInvoke = now
       return .invoke(merged)
@@ -160,7 +160,7 @@ struct DebounceStateMachine<Value: Sendable>: PacerStateMachine {
     return hadTimer
   }
 
-  /// lodash's `shouldInvoke`: the first call, a call after a quiet `interval`, or `maxWait`
+  /// lodash's `shouldInvoke`: the first call, a call after a quiet `interval`, or `maximumWait`
   /// since the latest invocation.
   ///
   /// Tested against the same saturating deadlines that ``nextDeadline(lastCall:)`` arms, not as
@@ -170,16 +170,16 @@ struct DebounceStateMachine<Value: Sendable>: PacerStateMachine {
   func shouldInvoke(at now: PaceInstant) -> Bool {
     guard let lastCall else { return true }
     if now >= lastCall.advanced(byNanoseconds: interval) { return true }
-    if let maxWait, now >= lastInvoke.advanced(byNanoseconds: maxWait) { return true }
+    if let maximumWait, now >= lastInvoke.advanced(byNanoseconds: maximumWait) { return true }
     return false
   }
 
-  /// When the burst next needs attention: its trailing edge, or `maxWait` if that comes first.
+  /// When the burst next needs attention: its trailing edge, or `maximumWait` if that comes first.
   @inlinable
   func nextDeadline(lastCall: PaceInstant) -> PaceInstant {
     let quiet = lastCall.advanced(byNanoseconds: interval)
-    guard let maxWait else { return quiet }
-    return Swift.min(quiet, lastInvoke.advanced(byNanoseconds: maxWait))
+    guard let maximumWait else { return quiet }
+    return Swift.min(quiet, lastInvoke.advanced(byNanoseconds: maximumWait))
   }
 }
 
@@ -190,15 +190,15 @@ struct DebounceConfiguration<Value: Sendable>: Sendable {
   /// 128-bit integers, too slow for every call.
   @usableFromInline let interval: Int64
   /// In nanoseconds; `nil` when calls may wait forever; otherwise at least `interval`.
-  @usableFromInline let maxWait: Int64?
+  @usableFromInline let maximumWait: Int64?
   @usableFromInline let leading: Bool
   @usableFromInline let trailing: Bool
   @usableFromInline let merge: Merge<Value>
 
-  init(interval: Duration, edges: Edges, maxWait: Duration?, merge: Merge<Value>) {
+  init(interval: Duration, edges: Edges, maximumWait: Duration?, merge: Merge<Value>) {
     let interval = interval.paceNanoseconds
     self.interval = interval
-    self.maxWait = maxWait.map { Swift.max($0.paceNanoseconds, interval) }
+    self.maximumWait = maximumWait.map { Swift.max($0.paceNanoseconds, interval) }
     self.leading = edges.contains(.leading)
     self.trailing = edges.contains(.trailing)
     self.merge = merge

@@ -10,8 +10,8 @@
 /// - A burst of calls invokes `perform` once `interval` has passed with no call (the
 ///   **trailing** edge). With ``Edges/leading`` the first call after a quiet period invokes at
 ///   once; a lone call with both edges invokes once, not twice.
-/// - `maxWait` (raised to `interval` if smaller) bounds the wait: the invocation that covers a
-///   call happens at most `maxWait` after it, even while calls keep coming.
+/// - `maximumWait` (raised to `interval` if smaller) bounds the wait: the invocation that covers a
+///   call happens at most `maximumWait` after it, even while calls keep coming.
 /// - `merge` decides the value an invocation receives from the calls it covers (``Merge``).
 ///
 /// Call it from any thread. Invocations never overlap and arrive in order; `perform` runs on
@@ -44,13 +44,13 @@ public final class Debouncer<Value: Sendable>: Sendable {
   @usableFromInline let ownerIsGone: (@Sendable () -> Bool)?
 
   init(
-    interval: Duration, edges: Edges, maxWait: Duration?, merge: Merge<Value>, scheduler: any PaceScheduler,
+    interval: Duration, edges: Edges, maximumWait: Duration?, merge: Merge<Value>, scheduler: any PaceScheduler,
     ownerIsGone: (@Sendable () -> Bool)?, perform: @escaping @Sendable (Value) -> Void
   ) {
-    checkTiming("Debouncer", interval: interval, maxWait: maxWait, edges: edges)
+    checkTiming("Debouncer", interval: interval, maximumWait: maximumWait, edges: edges)
     self.ownerIsGone = ownerIsGone
     pacer = Pacer(
-      machine: DebounceStateMachine(interval: interval, edges: edges, maxWait: maxWait, merge: merge),
+      machine: DebounceStateMachine(interval: interval, edges: edges, maximumWait: maximumWait, merge: merge),
       scheduler: scheduler,
       perform: perform
     )
@@ -64,7 +64,7 @@ public final class Debouncer<Value: Sendable>: Sendable {
   ///     (``PaceInstant/max``, 292 years on), so the trailing invocation comes only there, which
   ///     a real clock never reaches and ``TestScheduler/run()`` does; ``flush()`` still works.
   ///   - edges: Which edges invoke: `.trailing` (the default), `.leading`, or both. Not empty.
-  ///   - maxWait: The longest a call waits for its invocation; `nil` (the default) for no bound.
+  ///   - maximumWait: The longest a call waits for its invocation; `nil` (the default) for no bound.
   ///   - merge: How the values of the covered calls combine; `.latest` by default.
   ///   - scheduler: Where time is read and `perform` runs; the main queue by default.
   ///   - perform: The function being debounced.
@@ -72,13 +72,13 @@ public final class Debouncer<Value: Sendable>: Sendable {
   public convenience init(
     for interval: Duration,
     edges: Edges = .trailing,
-    maxWait: Duration? = nil,
+    maximumWait: Duration? = nil,
     merge: Merge<Value> = .latest,
     scheduler: some PaceScheduler = .main,
     perform: @escaping @Sendable (Value) -> Void
   ) {
     self.init(
-      interval: interval, edges: edges, maxWait: maxWait, merge: merge, scheduler: scheduler, ownerIsGone: nil,
+      interval: interval, edges: edges, maximumWait: maximumWait, merge: merge, scheduler: scheduler, ownerIsGone: nil,
       perform: perform
     )
   }
@@ -87,7 +87,7 @@ public final class Debouncer<Value: Sendable>: Sendable {
   ///
   /// From `@MainActor` code this is the initialiser that `Debouncer(for:) { ... }` picks, so the
   /// closure may touch main-actor state. Stored in a property of `self`, it must not capture
-  /// `self` strongly: use ``init(for:edges:maxWait:merge:scheduler:owner:perform:)`` or
+  /// `self` strongly: use ``init(for:edges:maximumWait:merge:scheduler:owner:perform:)`` or
   /// `[weak self]`.
   ///
   /// - Parameters:
@@ -96,17 +96,17 @@ public final class Debouncer<Value: Sendable>: Sendable {
   ///     (``PaceInstant/max``, 292 years on), so the trailing invocation comes only there, which
   ///     a real clock never reaches and ``TestScheduler/run()`` does; ``flush()`` still works.
   ///   - edges: Which edges invoke: `.trailing` (the default), `.leading`, or both. Not empty.
-  ///   - maxWait: The longest a call waits for its invocation; `nil` (the default) for no bound.
+  ///   - maximumWait: The longest a call waits for its invocation; `nil` (the default) for no bound.
   ///   - merge: How the values of the covered calls combine; `.latest` by default.
   ///   - perform: The function being debounced, isolated to the main actor.
   public convenience init(
     for interval: Duration,
     edges: Edges = .trailing,
-    maxWait: Duration? = nil,
+    maximumWait: Duration? = nil,
     merge: Merge<Value> = .latest,
     perform: @escaping @MainActor @Sendable (Value) -> Void
   ) {
-    self.init(for: interval, edges: edges, maxWait: maxWait, merge: merge, scheduler: .main, perform: perform)
+    self.init(for: interval, edges: edges, maximumWait: maximumWait, merge: merge, scheduler: .main, perform: perform)
   }
 
   /// A debouncer whose main-actor `perform` runs on `scheduler`: `.main`, or a ``TestScheduler``
@@ -128,7 +128,7 @@ public final class Debouncer<Value: Sendable>: Sendable {
   /// - Parameters:
   ///   - interval: How long calls must stop before the trailing invocation. Not negative.
   ///   - edges: Which edges invoke: `.trailing` (the default), `.leading`, or both. Not empty.
-  ///   - maxWait: The longest a call waits for its invocation; `nil` (the default) for no bound.
+  ///   - maximumWait: The longest a call waits for its invocation; `nil` (the default) for no bound.
   ///   - merge: How the values of the covered calls combine; `.latest` by default.
   ///   - scheduler: Where time is read and `perform` runs; it must run work on the main thread.
   ///   - perform: The function being debounced, isolated to the main actor.
@@ -136,14 +136,14 @@ public final class Debouncer<Value: Sendable>: Sendable {
   public convenience init(
     for interval: Duration,
     edges: Edges = .trailing,
-    maxWait: Duration? = nil,
+    maximumWait: Duration? = nil,
     merge: Merge<Value> = .latest,
     scheduler: any PaceScheduler,
     perform: @escaping @MainActor @Sendable (Value) -> Void
   ) {
     MainActorPerform.checkScheduler(scheduler, for: "Debouncer")
     self.init(
-      interval: interval, edges: edges, maxWait: maxWait, merge: merge, scheduler: scheduler, ownerIsGone: nil,
+      interval: interval, edges: edges, maximumWait: maximumWait, merge: merge, scheduler: scheduler, ownerIsGone: nil,
       perform: MainActorPerform.wrap("Debouncer", perform)
     )
   }
@@ -166,7 +166,7 @@ public final class Debouncer<Value: Sendable>: Sendable {
   /// - Parameters:
   ///   - interval: How long calls must stop before the trailing invocation. Not negative.
   ///   - edges: Which edges invoke: `.trailing` (the default), `.leading`, or both. Not empty.
-  ///   - maxWait: The longest a call waits for its invocation; `nil` (the default) for no bound.
+  ///   - maximumWait: The longest a call waits for its invocation; `nil` (the default) for no bound.
   ///   - merge: How the values of the covered calls combine; `.latest` by default.
   ///   - scheduler: Where time is read and `perform` runs: the main queue by default, or a
   ///     ``TestScheduler`` advanced on the main actor.
@@ -175,7 +175,7 @@ public final class Debouncer<Value: Sendable>: Sendable {
   public convenience init<Owner: AnyObject & Sendable>(
     for interval: Duration,
     edges: Edges = .trailing,
-    maxWait: Duration? = nil,
+    maximumWait: Duration? = nil,
     merge: Merge<Value> = .latest,
     scheduler: any PaceScheduler = .main,
     owner: Owner,
@@ -183,7 +183,7 @@ public final class Debouncer<Value: Sendable>: Sendable {
   ) {
     let owned = MainActorPerform.owned("Debouncer", owner: owner, scheduler: scheduler, perform: perform)
     self.init(
-      interval: interval, edges: edges, maxWait: maxWait, merge: merge, scheduler: scheduler,
+      interval: interval, edges: edges, maximumWait: maximumWait, merge: merge, scheduler: scheduler,
       ownerIsGone: owned.ownerIsGone, perform: owned.perform
     )
   }
@@ -239,7 +239,7 @@ extension Debouncer where Value == Void {
   /// - Parameters:
   ///   - interval: How long calls must stop before the trailing invocation. Not negative.
   ///   - edges: Which edges invoke: `.trailing` (the default), `.leading`, or both. Not empty.
-  ///   - maxWait: The longest a call waits for its invocation; `nil` (the default) for no bound.
+  ///   - maximumWait: The longest a call waits for its invocation; `nil` (the default) for no bound.
   ///   - scheduler: Where time is read and `perform` runs: the main queue by default, or a
   ///     ``TestScheduler`` advanced on the main actor.
   ///   - owner: The object `perform` works on, held weakly.
@@ -247,12 +247,12 @@ extension Debouncer where Value == Void {
   public convenience init<Owner: AnyObject & Sendable>(
     for interval: Duration,
     edges: Edges = .trailing,
-    maxWait: Duration? = nil,
+    maximumWait: Duration? = nil,
     scheduler: any PaceScheduler = .main,
     owner: Owner,
     perform: @escaping @MainActor @Sendable (_ owner: Owner) -> Void
   ) {
-    self.init(for: interval, edges: edges, maxWait: maxWait, scheduler: scheduler, owner: owner) { owner, _ in
+    self.init(for: interval, edges: edges, maximumWait: maximumWait, scheduler: scheduler, owner: owner) { owner, _ in
       perform(owner)
     }
   }

@@ -1,4 +1,4 @@
-/// Pacing operators. Like ``_Concurrency/AsyncSequence/debounced(for:edges:maxWait:merge:clock:)``,
+/// Pacing operators. Like ``_Concurrency/AsyncSequence/debounced(for:edges:maximumWait:merge:clock:)``,
 /// an operator that returns a new paced fuser is named with -ed.
 extension Fuser where Event: Sendable {
   /// A fuser whose events are this fuser's events debounced, with ``Debouncer``'s exact
@@ -13,20 +13,20 @@ extension Fuser where Event: Sendable {
   /// - Parameters:
   ///   - interval: How long events must stop before the trailing event. Not negative.
   ///   - edges: Which edges emit: `.trailing` (the default), `.leading`, or both. Not empty.
-  ///   - maxWait: The longest an event waits; `nil` (the default) for no bound.
+  ///   - maximumWait: The longest an event waits; `nil` (the default) for no bound.
   ///   - merge: How the covered events combine; `.latest` by default.
   ///   - scheduler: Where time is read and events are dispatched; the main queue by default.
   public func debounced(
     for interval: Duration,
     edges: Edges = .trailing,
-    maxWait: Duration? = nil,
+    maximumWait: Duration? = nil,
     merge: Merge<Event> = .latest,
     scheduler: some PaceScheduler = .main
   ) -> Fuser<Event> {
-    checkTiming("Fuser.debounced", interval: interval, maxWait: maxWait, edges: edges)
+    checkTiming("Fuser.debounced", interval: interval, maximumWait: maximumWait, edges: edges)
     return paced { dispatch in
       let debouncer = Debouncer(
-        for: interval, edges: edges, maxWait: maxWait, merge: merge, scheduler: scheduler, perform: dispatch
+        for: interval, edges: edges, maximumWait: maximumWait, merge: merge, scheduler: scheduler, perform: dispatch
       )
       return (debouncer.call, debouncer.cancel)
     }
@@ -85,8 +85,8 @@ extension Fuser where Event: Sendable {
     }
   }
 
-  /// The old name of ``debounced(for:edges:maxWait:merge:scheduler:)``.
-  @available(*, deprecated, renamed: "debounced(for:edges:maxWait:merge:scheduler:)")
+  /// The old name of ``debounced(for:edges:maximumWait:merge:scheduler:)``.
+  @available(*, deprecated, renamed: "debounced(for:edges:maximumWait:merge:scheduler:)")
   public func debounce(
     for interval: Duration,
     edges: Edges = .trailing,
@@ -94,7 +94,20 @@ extension Fuser where Event: Sendable {
     merge: Merge<Event> = .latest,
     scheduler: some PaceScheduler = .main
   ) -> Fuser<Event> {
-    debounced(for: interval, edges: edges, maxWait: maxWait, merge: merge, scheduler: scheduler)
+    debounced(for: interval, edges: edges, maximumWait: maxWait, merge: merge, scheduler: scheduler)
+  }
+
+  /// ``debounced(for:edges:maximumWait:merge:scheduler:)`` as released in 0.1.0, before the
+  /// glossary spelled every maximum out.
+  @available(*, deprecated, renamed: "debounced(for:edges:maximumWait:merge:scheduler:)")
+  public func debounced(
+    for interval: Duration,
+    edges: Edges = .trailing,
+    maxWait: Duration?,
+    merge: Merge<Event> = .latest,
+    scheduler: some PaceScheduler = .main
+  ) -> Fuser<Event> {
+    debounced(for: interval, edges: edges, maximumWait: maxWait, merge: merge, scheduler: scheduler)
   }
 
   /// The old name of ``throttled(for:edges:merge:scheduler:)``.

@@ -28,7 +28,7 @@
 ///   connection leaves the others working.
 ///
 /// Events are dispatched on the thread the source produces them on: the main thread for UI
-/// sources, the posting thread for notifications, the scheduler for ``debounced(for:edges:maxWait:merge:scheduler:)``.
+/// sources, the posting thread for notifications, the scheduler for ``debounced(for:edges:maximumWait:merge:scheduler:)``.
 /// Use ``connectOnMainActor(_:)`` to handle them on the main actor.
 public struct Fuser<Event>: Sendable {
   /// Starts the source's listeners, sending events to `dispatch`; returns their teardown.

@@ -8,7 +8,7 @@
 public enum InvalidInput: Error, Sendable, Hashable, CustomStringConvertible {
   /// The key is empty; a key names what is limited or debounced.
   case emptyKey
-  /// The key is longer than ``KeyPolicy/maximumBytes`` bytes of UTF-8.
+  /// The key is longer than ``InputRules/maximumKeyBytes`` bytes of UTF-8.
   case keyTooLong(bytes: Int)
   /// The key contains a NUL character, which PostgreSQL's `text` cannot hold.
   case keyContainsNUL
@@ -21,7 +21,7 @@ public enum InvalidInput: Error, Sendable, Hashable, CustomStringConvertible {
   public var description: String {
     switch self {
     case .emptyKey: "the key is empty"
-    case .keyTooLong(let bytes): "the key is \(bytes) bytes long; at most \(KeyPolicy.maximumBytes)"
+    case .keyTooLong(let bytes): "the key is \(bytes) bytes long; at most \(InputRules.maximumKeyBytes)"
     case .keyContainsNUL: "the key contains a NUL character"
     case .negativeCost(let cost): "the cost \(cost) is negative"
     case .costAboveBurst(let cost, let burst): "the cost \(cost) is above the burst \(burst)"
@@ -29,13 +29,13 @@ public enum InvalidInput: Error, Sendable, Hashable, CustomStringConvertible {
   }
 }
 
-/// The one policy for keys and costs that come from requests, applied identically by
+/// The rules for keys and costs that come from requests, applied identically by
 /// ``KeyedRateLimiter/decide(_:cost:)`` in memory and by every store (PacePostgres included), so
 /// that moving a limit from memory to a database changes no decision.
 ///
 /// **Keys** (`String` keys; other key types are the program's own values):
 /// - not empty, and without NUL (`\0`);
-/// - at most ``maximumBytes`` bytes of UTF-8, counted as given;
+/// - at most ``maximumKeyBytes`` bytes of UTF-8, counted as given;
 /// - canonically equivalent spellings are one key: `"é"` as one scalar (NFC) and as `e` plus a
 ///   combining accent (NFD) share a bucket. Swift's `String` equality already says so in memory;
 ///   a store normalises keys to NFC before they reach its database.
@@ -47,12 +47,12 @@ public enum InvalidInput: Error, Sendable, Hashable, CustomStringConvertible {
 ///   passes a key that would refuse 1;
 /// - above the limit's burst: ``InvalidInput/costAboveBurst(cost:burst:)``, since no wait would
 ///   ever let it through.
-public enum KeyPolicy {
+public enum InputRules {
   /// The longest key accepted, in bytes of UTF-8: long enough for any identifier, short enough
   /// for a database's primary-key index.
-  public static let maximumBytes = 1024
+  public static let maximumKeyBytes = 1024
 
-  /// Checks a key from a request against the policy.
+  /// Checks a key from a request against the rules.
   ///
   /// - Throws: ``InvalidInput/emptyKey``, ``InvalidInput/keyTooLong(bytes:)`` or
   ///   ``InvalidInput/keyContainsNUL``.
@@ -63,6 +63,16 @@ public enum KeyPolicy {
       bytes += 1
     }
     if bytes == 0 { throw .emptyKey }
-    if bytes > maximumBytes { throw .keyTooLong(bytes: bytes) }
+    if bytes > maximumKeyBytes { throw .keyTooLong(bytes: bytes) }
   }
+}
+
+/// The rules for keys and costs that come from requests: ``InputRules``, its name in 0.2.0-0.3.0.
+@available(*, deprecated, renamed: "InputRules")
+public typealias KeyPolicy = InputRules
+
+extension InputRules {
+  /// The longest key accepted, in bytes of UTF-8.
+  @available(*, deprecated, renamed: "maximumKeyBytes")
+  public static var maximumBytes: Int { maximumKeyBytes }
 }

@@ -4,13 +4,13 @@ import Dispatch
 ///
 /// ```swift
 /// let reindex = KeyedDebouncer<DocumentID, [Edit]>(
-///   for: .seconds(2), maxWait: .seconds(10), merge: .append, scheduler: .queue(indexQueue)
+///   for: .seconds(2), maximumWait: .seconds(10), merge: .append, scheduler: .queue(indexQueue)
 /// ) { id, edits in index(id, edits) }
 /// reindex.call(id, [edit])   // 2 s after a document's last edit (10 s at most): index(id, edits)
 /// ```
 ///
 /// Each key behaves exactly as its own ``Debouncer`` with the same parameters, driven by that
-/// key's calls alone: the same edges, `maxWait` and merge, on the same scheduler. Keys never
+/// key's calls alone: the same edges, `maximumWait` and merge, on the same scheduler. Keys never
 /// interfere. Exactly: a `Debouncer` called, flushed and cancelled at the instants this is for
 /// one key invokes with the same values at the same instants, on a scheduler whose timers fire
 /// at their deadline and on one whose timers fire late on a tick (at the first tick at or after
@@ -35,7 +35,7 @@ public final class KeyedDebouncer<Key: Hashable & Sendable, Value: Sendable>: Se
   /// - Parameters:
   ///   - interval: How long a key's calls must stop before its trailing invocation. Not negative.
   ///   - edges: Which edges invoke: `.trailing` (the default), `.leading`, or both. Not empty.
-  ///   - maxWait: The longest a call waits for its invocation; `nil` (the default) for no bound.
+  ///   - maximumWait: The longest a call waits for its invocation; `nil` (the default) for no bound.
   ///   - merge: How the values of a key's covered calls combine; `.latest` by default.
   ///   - scheduler: Where time is read and `perform` runs. By default a serial queue of this
   ///     instance's own: keyed pacers serve servers, which have no main queue to spare.
@@ -43,14 +43,14 @@ public final class KeyedDebouncer<Key: Hashable & Sendable, Value: Sendable>: Se
   public init(
     for interval: Duration,
     edges: Edges = .trailing,
-    maxWait: Duration? = nil,
+    maximumWait: Duration? = nil,
     merge: Merge<Value> = .latest,
     scheduler: some PaceScheduler = DispatchScheduler.queue(DispatchQueue(label: "Pace.KeyedDebouncer")),
     perform: @escaping @Sendable (Key, Value) -> Void
   ) {
-    checkTiming("KeyedDebouncer", interval: interval, maxWait: maxWait, edges: edges)
+    checkTiming("KeyedDebouncer", interval: interval, maximumWait: maximumWait, edges: edges)
     pacer = KeyedPacer(
-      configuration: DebounceConfiguration(interval: interval, edges: edges, maxWait: maxWait, merge: merge),
+      configuration: DebounceConfiguration(interval: interval, edges: edges, maximumWait: maximumWait, merge: merge),
       scheduler: scheduler,
       perform: perform
     )
@@ -92,7 +92,7 @@ public final class KeyedDebouncer<Key: Hashable & Sendable, Value: Sendable>: Se
 
   /// Whether an invocation is waiting to happen for `key`.
   @inlinable
-  public func isPending(_ key: Key) -> Bool {
+  public func isPending(for key: Key) -> Bool {
     pacer.isPending(key)
   }
 
@@ -108,5 +108,13 @@ extension KeyedDebouncer where Value == Void {
   @inlinable
   public func call(_ key: Key) {
     pacer.call(key, ())
+  }
+}
+
+extension KeyedDebouncer {
+  /// Whether `key` is waiting, as released before the glossary gave questions `for:`.
+  @available(*, deprecated, renamed: "isPending(for:)")
+  public func isPending(_ key: Key) -> Bool {
+    isPending(for: key)
   }
 }

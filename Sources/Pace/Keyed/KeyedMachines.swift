@@ -3,14 +3,14 @@ extension DebounceStateMachine: KeyedPacerMachine {
   static var idleState: DebounceKeyState<Value> { DebounceKeyState() }
 
   /// Once no timer is armed and nothing is pending, the state still matters until `interval`
-  /// after the latest call: a call before then continues the burst (after a `maxWait`
+  /// after the latest call: a call before then continues the burst (after a `maximumWait`
   /// invocation, say); a call after it leads a new one, exactly as on a fresh debouncer.
-  /// Without a leading edge or `maxWait` it does not: either way the next call waits `interval`
+  /// Without a leading edge or `maximumWait` it does not: either way the next call waits `interval`
   /// (after a flush, say), so the key is forgotten at once and holds no timer.
   @inlinable
   var idleFrom: PaceInstant? {
     guard armedDeadline == nil, pending == nil else { return nil }
-    guard let lastCall, leading || maxWait != nil else { return PaceInstant(nanoseconds: .min) }
+    guard let lastCall, leading || maximumWait != nil else { return PaceInstant(nanoseconds: .min) }
     return lastCall.advanced(byNanoseconds: interval)
   }
 }

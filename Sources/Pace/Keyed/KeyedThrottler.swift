@@ -86,7 +86,7 @@ public final class KeyedThrottler<Key: Hashable & Sendable, Value: Sendable>: Se
 
   /// Whether a trailing invocation is waiting to happen for `key`.
   @inlinable
-  public func isPending(_ key: Key) -> Bool {
+  public func isPending(for key: Key) -> Bool {
     pacer.isPending(key)
   }
 
@@ -101,5 +101,13 @@ extension KeyedThrottler where Value == Void {
   @inlinable
   public func call(_ key: Key) {
     pacer.call(key, ())
+  }
+}
+
+extension KeyedThrottler {
+  /// Whether `key` is waiting, as released before the glossary gave questions `for:`.
+  @available(*, deprecated, renamed: "isPending(for:)")
+  public func isPending(_ key: Key) -> Bool {
+    isPending(for: key)
   }
 }

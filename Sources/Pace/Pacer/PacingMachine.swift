@@ -25,10 +25,10 @@ package struct PacingMachine<Value: Sendable>: Sendable {
 
   /// ``Debouncer``'s machine; checks the parameters as its initialiser does, naming `owner`.
   package static func debounce(
-    _ owner: StaticString, interval: Duration, edges: Edges, maxWait: Duration?, merge: Merge<Value>
+    _ owner: StaticString, interval: Duration, edges: Edges, maximumWait: Duration?, merge: Merge<Value>
   ) -> Self {
-    checkTiming(owner, interval: interval, maxWait: maxWait, edges: edges)
-    let machine = DebounceStateMachine(interval: interval, edges: edges, maxWait: maxWait, merge: merge)
+    checkTiming(owner, interval: interval, maximumWait: maximumWait, edges: edges)
+    let machine = DebounceStateMachine(interval: interval, edges: edges, maximumWait: maximumWait, merge: merge)
     return Self(kind: .debounce(machine), merge: merge)
   }
 

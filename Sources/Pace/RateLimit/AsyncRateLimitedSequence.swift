@@ -31,7 +31,7 @@ extension AsyncSequence {
   /// of the returned sequence shares.
   ///
   /// ```swift
-  /// for await upload in uploads.rateLimited(to: .slidingWindow(3, per: .seconds(10))) {
+  /// for await upload in uploads.rateLimited(to: .slidingWindow(permits: 3, per: .seconds(10))) {
   ///   try await send(upload)   // at most 3 in any 10 s
   /// }
   /// ```

@@ -12,23 +12,23 @@
 /// Nothing here traps on extreme input: a window's start beyond the end of the timeline is `nil`
 /// (never).
 @usableFromInline
-struct FixedWindowCounter: RateLimitCounting, Sendable, Equatable {
-  @usableFromInline let rate: WindowRate
+package struct FixedWindowCounter: RateLimitCounting, Sendable, Equatable {
+  @usableFromInline package let rate: WindowRate
   /// The window being counted: `floor(t / T)` of the last update.
-  @usableFromInline var window: Int64
+  @usableFromInline package var window: Int64
   /// The permits granted in `window`.
-  @usableFromInline var count = 0
+  @usableFromInline package var count = 0
 
   /// A counter at `now` that has granted nothing.
   @inlinable
-  init(rate: WindowRate, now: PaceInstant) {
+  package init(rate: WindowRate, now: PaceInstant) {
     self.rate = rate
     self.window = Self.window(of: now.nanoseconds, rate: rate)
   }
 
   /// `floor((t - phase) / T)`, without computing `t - phase` (which could overflow).
   @inlinable
-  static func window(of t: Int64, rate: WindowRate) -> Int64 {
+  package static func window(of t: Int64, rate: WindowRate) -> Int64 {
     var (quotient, remainder) = t.quotientAndRemainder(dividingBy: rate.nanoseconds)
     if remainder < 0 {
       quotient &-= 1
@@ -37,11 +37,11 @@ struct FixedWindowCounter: RateLimitCounting, Sendable, Equatable {
     return remainder < rate.phase ? quotient &- 1 : quotient
   }
 
-  @inlinable var burst: Int { rate.permits }
+  @inlinable package var burst: Int { rate.permits }
 
   /// Starts counting again if `now` is in a later window.
   @inlinable
-  mutating func refill(now: PaceInstant) {
+  package mutating func refill(now: PaceInstant) {
     let current = Self.window(of: now.nanoseconds, rate: rate)
     guard current > window else { return }
     window = current
@@ -49,23 +49,23 @@ struct FixedWindowCounter: RateLimitCounting, Sendable, Equatable {
   }
 
   @inlinable
-  func canTake(_ permits: Int) -> Bool {
+  package func canTake(_ permits: Int) -> Bool {
     permits <= rate.permits &- count
   }
 
   @inlinable
-  mutating func take(_ permits: Int) {
+  package mutating func take(_ permits: Int) {
     count &+= permits
   }
 
   /// The next window's start; `nil` beyond the end of the timeline.
-  @inlinable var nextWindowStart: PaceInstant? {
+  @inlinable package var nextWindowStart: PaceInstant? {
     guard window < .max, let start = Self.start(ofWindow: window &+ 1, rate: rate) else { return nil }
     return PaceInstant(nanoseconds: start)
   }
 
   /// The start of the current window (the start of the timeline if it began before it).
-  @inlinable var windowStart: PaceInstant {
+  @inlinable package var windowStart: PaceInstant {
     PaceInstant(nanoseconds: Self.start(ofWindow: window, rate: rate) ?? (window < 0 ? .min : .max))
   }
 
@@ -73,7 +73,7 @@ struct FixedWindowCounter: RateLimitCounting, Sendable, Equatable {
   /// can leave the timeline where the sum does not (the first window of a timeline that starts
   /// at `Int64.min`).
   @inlinable
-  static func start(ofWindow index: Int64, rate: WindowRate) -> Int64? {
+  package static func start(ofWindow index: Int64, rate: WindowRate) -> Int64? {
     let (high, low) = index.multipliedFullWidth(by: rate.nanoseconds)
     let (sum, carry) = low.addingReportingOverflow(UInt64(rate.phase))
     let top = high &+ (carry ? 1 : 0)
@@ -83,22 +83,22 @@ struct FixedWindowCounter: RateLimitCounting, Sendable, Equatable {
   }
 
   @inlinable
-  func readyTime(for permits: Int) -> PaceInstant? {
+  package func readyTime(for permits: Int) -> PaceInstant? {
     guard permits <= rate.permits else { return nil }
     return canTake(permits) ? windowStart : nextWindowStart
   }
 
   @inlinable
-  func readyTime(for permits: Int, behind queue: RateLimitQueue) -> PaceInstant? {
+  package func readyTime(for permits: Int, behind queue: RateLimitQueue) -> PaceInstant? {
     simulatedReadyTime(for: permits, behind: queue)
   }
 
-  @inlinable var availablePermits: Int { rate.permits &- count }
+  @inlinable package var availablePermits: Int { rate.permits &- count }
 
-  @inlinable var isIdle: Bool { count == 0 }
+  @inlinable package var isIdle: Bool { count == 0 }
 
   /// When the current window ends, if it counted anything.
-  @inlinable var idleTime: PaceInstant? {
+  @inlinable package var idleTime: PaceInstant? {
     count == 0 ? windowStart : nextWindowStart
   }
 }

@@ -1,5 +1,5 @@
-extension KeyPolicy {
-  /// Checks a cost from a request against the policy for `limit`: 0 through the limit's burst
+extension InputRules {
+  /// Checks a cost from a request against the rules for `limit`: 0 through the limit's burst
   /// pass (a cost of 0 is a query, which a limiter answers as it would a cost of 1, taking
   /// nothing); any other cost could never be granted.
   ///

@@ -7,7 +7,7 @@ extension RateLimit {
   /// with a thrown error rather than a trap.
   ///
   /// ```swift
-  /// let limit = try RateLimit.validated(permits: row.permits, per: .seconds(row.seconds), policy: .slidingWindow)
+  /// let limit = try RateLimit.validated(permits: row.permits, per: .seconds(row.seconds), algorithm: .slidingWindow)
   /// ```
   ///
   /// A limit this accepts is counted exactly at every instant: no arithmetic of any policy
@@ -24,15 +24,15 @@ extension RateLimit {
   ///   - permits: How many permits per `interval` (in each window, for the window policies).
   ///   - interval: The period of the rate, or the window's length.
   ///   - burst: A token bucket's capacity; `permits` by default.
-  ///   - policy: How the permits are counted; a token bucket by default.
+  ///   - algorithm: How the permits are counted; a token bucket by default.
   /// - Throws: ``RateLimitError``, naming the first value out of range.
   public static func validated(
-    permits: Int, per interval: Duration, burst: Int? = nil, policy: Policy = .tokenBucket
+    permits: Int, per interval: Duration, burst: Int? = nil, algorithm: Algorithm = .tokenBucket
   ) throws(RateLimitError) -> RateLimit {
     guard permits > 0 else { throw .permitsNotPositive(permits) }
     guard interval >= .nanoseconds(1) else { throw .intervalTooShort(interval) }
     guard interval <= maximumInterval else { throw .intervalTooLong(interval) }
-    switch policy {
+    switch algorithm {
     case .tokenBucket:
       let burst = burst ?? permits
       guard burst > 0 else { throw .burstNotPositive(burst) }
@@ -45,12 +45,23 @@ extension RateLimit {
       return RateLimit(permits: permits, per: interval, burst: burst)
     case .slidingWindow, .fixedWindow:
       if let burst, burst != permits { throw .burstIsNotPermits(burst: burst, permits: permits) }
-      return policy == .slidingWindow ? .slidingWindow(permits, per: interval) : .fixedWindow(permits, per: interval)
+      return algorithm == .slidingWindow
+        ? .slidingWindow(permits: permits, per: interval) : .fixedWindow(permits: permits, per: interval)
     }
   }
 }
 
-/// Why ``RateLimit/validated(permits:per:burst:policy:)`` refused a limit.
+extension RateLimit {
+  /// A limit from values read at run time, checked with a thrown error rather than a trap.
+  @available(*, deprecated, renamed: "validated(permits:per:burst:algorithm:)")
+  public static func validated(
+    permits: Int, per interval: Duration, burst: Int? = nil, policy: Algorithm
+  ) throws(RateLimitError) -> RateLimit {
+    try validated(permits: permits, per: interval, burst: burst, algorithm: policy)
+  }
+}
+
+/// Why ``RateLimit/validated(permits:per:burst:algorithm:)`` refused a limit.
 public enum RateLimitError: Error, Sendable, Hashable, CustomStringConvertible {
   /// The permits are 0 or negative.
   case permitsNotPositive(Int)

@@ -1,14 +1,14 @@
 /// The limit a rate limiter enforces, for each key of a keyed one: `permits` per `interval`,
-/// counted by a ``Policy``.
+/// counted by an ``Algorithm``.
 ///
 /// ```swift
 /// RateLimit(permits: 100, per: .seconds(60), burst: 20)   // a token bucket: smooths
-/// RateLimit.slidingWindow(3, per: .seconds(10))           // at most 3 in any 10 s
-/// RateLimit.fixedWindow(5_000, per: .seconds(3600))       // 5,000 per clock hour
+/// RateLimit.slidingWindow(permits: 3, per: .seconds(10))      // at most 3 in any 10 s
+/// RateLimit.fixedWindow(permits: 5_000, per: .seconds(3600))  // 5,000 per clock hour
 /// ```
 public struct RateLimit: Sendable, Hashable, CustomStringConvertible {
   /// How a limit counts the permits it grants.
-  public enum Policy: Sendable, Hashable {
+  public enum Algorithm: Sendable, Hashable {
     /// A token bucket (GCRA's arithmetic): permits come back one by one, at `permits` per
     /// `interval`, into a bucket of `burst`. Smooths a flow.
     case tokenBucket
@@ -22,7 +22,7 @@ public struct RateLimit: Sendable, Hashable, CustomStringConvertible {
   }
 
   /// How the permits are counted.
-  public let policy: Policy
+  public let algorithm: Algorithm
   /// How many permits come back per ``interval`` (a window's count, for the window policies).
   public let permits: Int
   /// The period of the rate (the window, for the window policies).
@@ -42,16 +42,16 @@ public struct RateLimit: Sendable, Hashable, CustomStringConvertible {
     precondition(interval > .zero, "RateLimit: interval must be positive (got \(interval))")
     let burst = burst ?? permits
     precondition(burst > 0, "RateLimit: burst must be positive (got \(burst))")
-    self.policy = .tokenBucket
+    self.algorithm = .tokenBucket
     self.permits = permits
     self.interval = interval
     self.burst = burst
   }
 
-  private init(policy: Policy, permits: Int, window: Duration) {
+  private init(algorithm: Algorithm, permits: Int, window: Duration) {
     precondition(permits > 0, "RateLimit: permits must be positive (got \(permits))")
     precondition(window > .zero, "RateLimit: window must be positive (got \(window))")
-    self.policy = policy
+    self.algorithm = algorithm
     self.permits = permits
     self.interval = window
     self.burst = permits
@@ -62,8 +62,8 @@ public struct RateLimit: Sendable, Hashable, CustomStringConvertible {
   /// - Parameters:
   ///   - permits: How many permits any `window` may hold. Positive.
   ///   - window: The window's length. Positive.
-  public static func slidingWindow(_ permits: Int, per window: Duration) -> RateLimit {
-    RateLimit(policy: .slidingWindow, permits: permits, window: window)
+  public static func slidingWindow(permits: Int, per window: Duration) -> RateLimit {
+    RateLimit(algorithm: .slidingWindow, permits: permits, window: window)
   }
 
   /// At most `permits` per `window`, the windows aligned to the clock: as most APIs count quotas.
@@ -71,16 +71,39 @@ public struct RateLimit: Sendable, Hashable, CustomStringConvertible {
   /// - Parameters:
   ///   - permits: How many permits each window may hold. Positive.
   ///   - window: The window's length. Positive.
-  public static func fixedWindow(_ permits: Int, per window: Duration) -> RateLimit {
-    RateLimit(policy: .fixedWindow, permits: permits, window: window)
+  public static func fixedWindow(permits: Int, per window: Duration) -> RateLimit {
+    RateLimit(algorithm: .fixedWindow, permits: permits, window: window)
   }
 
   /// Such as `"100 per 60 s, burst 20"` or `"3 in any 10 s"`.
   public var description: String {
-    switch policy {
+    switch algorithm {
     case .tokenBucket: "\(permits) per \(interval.paceDescription), burst \(burst)"
     case .slidingWindow: "\(permits) in any \(interval.paceDescription)"
     case .fixedWindow: "\(permits) per window of \(interval.paceDescription)"
     }
+  }
+}
+
+// Names released in 0.3.0, before the glossary gave "policy" to a named limit alone.
+extension RateLimit {
+  /// How a limit counts the permits it grants.
+  @available(*, deprecated, renamed: "Algorithm")
+  public typealias Policy = Algorithm
+
+  /// How the permits are counted.
+  @available(*, deprecated, renamed: "algorithm")
+  public var policy: Algorithm { algorithm }
+
+  /// At most `permits` in any `window`: an exact sliding window.
+  @available(*, deprecated, renamed: "slidingWindow(permits:per:)")
+  public static func slidingWindow(_ permits: Int, per window: Duration) -> RateLimit {
+    slidingWindow(permits: permits, per: window)
+  }
+
+  /// At most `permits` per `window`, the windows aligned to the clock.
+  @available(*, deprecated, renamed: "fixedWindow(permits:per:)")
+  public static func fixedWindow(_ permits: Int, per window: Duration) -> RateLimit {
+    fixedWindow(permits: permits, per: window)
   }
 }

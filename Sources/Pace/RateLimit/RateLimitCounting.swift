@@ -6,43 +6,43 @@
 /// member answers for that instant. Conformers: ``TokenBucket``, ``SlidingWindowLog``,
 /// ``FixedWindowCounter``, and ``RateLimitCounter``, which is any of the three.
 @usableFromInline
-protocol RateLimitCounting {
+package protocol RateLimitCounting {
   /// The largest cost the counter can ever grant: the limit's burst (a window's permits).
-  var burst: Int { get }
+  package var burst: Int { get }
 
   /// Brings the counter up to `now`: credit accrued, grants that stopped counting dropped, a new
   /// window started.
-  mutating func refill(now: PaceInstant)
+  package mutating func refill(now: PaceInstant)
 
   /// Whether `permits` (1 or more) can be taken now.
-  func canTake(_ permits: Int) -> Bool
+  package func canTake(_ permits: Int) -> Bool
 
   /// Takes `permits` now; call only when ``canTake(_:)`` says so.
-  mutating func take(_ permits: Int)
+  package mutating func take(_ permits: Int)
 
   /// The earliest instant at which `permits` can be taken if nothing else is taken meanwhile;
   /// `nil` if never, or beyond the end of the timeline (``PaceInstant/max``).
-  func readyTime(for permits: Int) -> PaceInstant?
+  package func readyTime(for permits: Int) -> PaceInstant?
 
   /// The earliest instant at which `permits` can be taken once every request in `queue` has been
   /// granted in order, if nothing else is taken meanwhile; `nil` as ``readyTime(for:)``.
-  func readyTime(for permits: Int, behind queue: RateLimitQueue) -> PaceInstant?
+  package func readyTime(for permits: Int, behind queue: RateLimitQueue) -> PaceInstant?
 
   /// The whole permits a request could take now; 0 while a token bucket is in debt.
-  var availablePermits: Int { get }
+  package var availablePermits: Int { get }
 
   /// Whether the counter remembers nothing a new one would not: its key can be forgotten.
-  var isIdle: Bool { get }
+  package var isIdle: Bool { get }
 
   /// When ``isIdle`` becomes true if nothing is taken meanwhile; `nil` beyond the end of the
   /// timeline.
-  var idleTime: PaceInstant? { get }
+  package var idleTime: PaceInstant? { get }
 }
 
 extension RateLimitCounting {
   /// Takes `permits` at `now` if they fit; whether they were taken.
   @inlinable
-  mutating func tryTake(_ permits: Int, now: PaceInstant) -> Bool {
+  package mutating func tryTake(_ permits: Int, now: PaceInstant) -> Bool {
     refill(now: now)
     guard canTake(permits) else { return false }
     take(permits)
@@ -51,7 +51,7 @@ extension RateLimitCounting {
 
   /// The whole permits available at `now`.
   @inlinable
-  mutating func available(now: PaceInstant) -> Int {
+  package mutating func available(now: PaceInstant) -> Int {
     refill(now: now)
     return availablePermits
   }
@@ -59,7 +59,7 @@ extension RateLimitCounting {
   /// ``readyTime(for:behind:)`` for the window policies: grants the waiting requests on a copy, in
   /// order, each at its own ready time, then asks the copy.
   @inlinable
-  func simulatedReadyTime(for permits: Int, behind queue: RateLimitQueue) -> PaceInstant? {
+  package func simulatedReadyTime(for permits: Int, behind queue: RateLimitQueue) -> PaceInstant? {
     var counter = self
     var done = false
     queue.forEachWaitingCost { cost in
@@ -78,15 +78,15 @@ extension RateLimitCounting {
 /// The counter of one key under any ``RateLimit``: what ``RateLimiter`` keeps, so that one
 /// limiter type runs every policy. Each member forwards to the policy's own counter.
 @usableFromInline
-enum RateLimitCounter: RateLimitCounting {
+package enum RateLimitCounter: RateLimitCounting {
   case tokenBucket(TokenBucket)
   case slidingWindow(SlidingWindowLog)
   case fixedWindow(FixedWindowCounter)
 
   /// A counter that has counted nothing at `now`: a full bucket, or empty windows.
   @usableFromInline
-  init(limit: RateLimit, now: PaceInstant, unixNanosecondsAtOrigin: Int64? = nil) {
-    switch limit.policy {
+  package init(limit: RateLimit, now: PaceInstant, unixNanosecondsAtOrigin: Int64? = nil) {
+    switch limit.algorithm {
     case .tokenBucket:
       self = .tokenBucket(TokenBucket(permits: limit.permits, per: limit.interval, burst: limit.burst, now: now))
     case .slidingWindow:
@@ -98,7 +98,7 @@ enum RateLimitCounter: RateLimitCounting {
     }
   }
 
-  @inlinable var burst: Int {
+  @inlinable package var burst: Int {
     switch self {
     case .tokenBucket(let bucket): bucket.burst
     case .slidingWindow(let log): log.burst
@@ -109,7 +109,7 @@ enum RateLimitCounter: RateLimitCounting {
   // The payload is consumed, changed and put back, so that a log's grants are never shared while
   // they change (which would copy them).
   @inlinable
-  mutating func refill(now: PaceInstant) {
+  package mutating func refill(now: PaceInstant) {
     switch consume self {
     case .tokenBucket(var bucket):
       bucket.refill(now: now)
@@ -124,7 +124,7 @@ enum RateLimitCounter: RateLimitCounting {
   }
 
   @inlinable
-  func canTake(_ permits: Int) -> Bool {
+  package func canTake(_ permits: Int) -> Bool {
     switch self {
     case .tokenBucket(let bucket): bucket.canTake(permits)
     case .slidingWindow(let log): log.canTake(permits)
@@ -133,7 +133,7 @@ enum RateLimitCounter: RateLimitCounting {
   }
 
   @inlinable
-  mutating func take(_ permits: Int) {
+  package mutating func take(_ permits: Int) {
     switch consume self {
     case .tokenBucket(var bucket):
       bucket.take(permits)
@@ -148,7 +148,7 @@ enum RateLimitCounter: RateLimitCounting {
   }
 
   @inlinable
-  func readyTime(for permits: Int) -> PaceInstant? {
+  package func readyTime(for permits: Int) -> PaceInstant? {
     switch self {
     case .tokenBucket(let bucket): bucket.readyTime(for: permits)
     case .slidingWindow(let log): log.readyTime(for: permits)
@@ -157,7 +157,7 @@ enum RateLimitCounter: RateLimitCounting {
   }
 
   @inlinable
-  func readyTime(for permits: Int, behind queue: RateLimitQueue) -> PaceInstant? {
+  package func readyTime(for permits: Int, behind queue: RateLimitQueue) -> PaceInstant? {
     switch self {
     case .tokenBucket(let bucket): bucket.readyTime(for: permits, behind: queue)
     case .slidingWindow(let log): log.readyTime(for: permits, behind: queue)
@@ -165,7 +165,7 @@ enum RateLimitCounter: RateLimitCounting {
     }
   }
 
-  @inlinable var availablePermits: Int {
+  @inlinable package var availablePermits: Int {
     switch self {
     case .tokenBucket(let bucket): bucket.availablePermits
     case .slidingWindow(let log): log.availablePermits
@@ -173,7 +173,7 @@ enum RateLimitCounter: RateLimitCounting {
     }
   }
 
-  @inlinable var isIdle: Bool {
+  @inlinable package var isIdle: Bool {
     switch self {
     case .tokenBucket(let bucket): bucket.isIdle
     case .slidingWindow(let log): log.isIdle
@@ -181,7 +181,7 @@ enum RateLimitCounter: RateLimitCounting {
     }
   }
 
-  @inlinable var idleTime: PaceInstant? {
+  @inlinable package var idleTime: PaceInstant? {
     switch self {
     case .tokenBucket(let bucket): bucket.idleTime
     case .slidingWindow(let log): log.idleTime
@@ -192,22 +192,22 @@ enum RateLimitCounter: RateLimitCounting {
 
 /// What every key of a window limit shares: its permits and its window's length.
 @usableFromInline
-struct WindowRate: Sendable, Equatable {
+package struct WindowRate: Sendable, Equatable {
   /// How many permits a window holds.
-  @usableFromInline let permits: Int
+  @usableFromInline package let permits: Int
   /// The window's length in nanoseconds; a window beyond `Int64.max` nanoseconds counts as
   /// `Int64.max`.
-  @usableFromInline let nanoseconds: Int64
+  @usableFromInline package let nanoseconds: Int64
   /// Where fixed windows start on the timeline: at `phase + k * nanoseconds`, `0 <= phase <
   /// nanoseconds`. 0 aligns them to the timeline's origin; a limiter on a real clock sets it so
   /// that they start at whole multiples of the window in Unix time, as a store's do.
-  @usableFromInline let phase: Int64
+  @usableFromInline package let phase: Int64
 
   /// - Parameter unixNanosecondsAtOrigin: The Unix time, in nanoseconds, of the timeline's
   ///   instant 0 (``AsyncClock/unixNanosecondsAtOrigin``): fixed windows then start at whole
   ///   multiples of the window in Unix time. `nil` aligns them to the timeline's origin.
   @usableFromInline
-  init(permits: Int, per window: Duration, unixNanosecondsAtOrigin: Int64? = nil) {
+  package init(permits: Int, per window: Duration, unixNanosecondsAtOrigin: Int64? = nil) {
     let nanoseconds = window.paceNanoseconds
     precondition(permits > 0, "RateLimit: permits must be positive (got \(permits))")
     precondition(nanoseconds > 0, "RateLimit: a window must be 1 ns or longer (got \(window))")

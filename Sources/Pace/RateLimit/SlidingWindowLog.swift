@@ -15,10 +15,10 @@
 /// Nothing here traps on extreme input: an end beyond the end of the timeline is `nil` (never),
 /// and an age too large for `Int64` has stopped counting.
 @usableFromInline
-struct SlidingWindowLog: RateLimitCounting, Sendable, Equatable {
+package struct SlidingWindowLog: RateLimitCounting, Sendable, Equatable {
   /// One grant: when, and how many permits.
   @usableFromInline
-  struct Grant: Sendable, Equatable {
+  package struct Grant: Sendable, Equatable {
     @usableFromInline var time: Int64
     @usableFromInline var cost: Int
 
@@ -28,27 +28,27 @@ struct SlidingWindowLog: RateLimitCounting, Sendable, Equatable {
     }
   }
 
-  @usableFromInline let rate: WindowRate
+  @usableFromInline package let rate: WindowRate
   /// The grants, oldest first; those before `head` have stopped counting.
-  @usableFromInline var grants: ContiguousArray<Grant> = []
-  @usableFromInline var head = 0
+  @usableFromInline package var grants: ContiguousArray<Grant> = []
+  @usableFromInline package var head = 0
   /// The costs of `grants[head...]`.
-  @usableFromInline var used = 0
+  @usableFromInline package var used = 0
   /// When the log was last brought up to date.
-  @usableFromInline var updated: PaceInstant
+  @usableFromInline package var updated: PaceInstant
 
   /// An empty log at `now`.
   @inlinable
-  init(rate: WindowRate, now: PaceInstant) {
+  package init(rate: WindowRate, now: PaceInstant) {
     self.rate = rate
     self.updated = now
   }
 
-  @inlinable var burst: Int { rate.permits }
+  @inlinable package var burst: Int { rate.permits }
 
   /// Drops the grants that stopped counting by `now`.
   @inlinable
-  mutating func refill(now: PaceInstant) {
+  package mutating func refill(now: PaceInstant) {
     guard now > updated else { return }
     updated = now
     while head < grants.count, !counts(grants[head].time) {
@@ -66,19 +66,19 @@ struct SlidingWindowLog: RateLimitCounting, Sendable, Equatable {
 
   /// Whether a grant at `time` still counts at `updated`: `updated - time < T`.
   @inlinable
-  func counts(_ time: Int64) -> Bool {
+  package func counts(_ time: Int64) -> Bool {
     let (age, overflow) = updated.nanoseconds.subtractingReportingOverflow(time)
     return !overflow && age < rate.nanoseconds
   }
 
   @inlinable
-  func canTake(_ permits: Int) -> Bool {
+  package func canTake(_ permits: Int) -> Bool {
     permits <= rate.permits &- used
   }
 
   /// Records a grant of `permits` now; grants at one instant share one entry.
   @inlinable
-  mutating func take(_ permits: Int) {
+  package mutating func take(_ permits: Int) {
     used &+= permits
     if head < grants.count, let last = grants.last, last.time >= updated.nanoseconds {
       grants[grants.count &- 1].cost &+= permits
@@ -88,7 +88,7 @@ struct SlidingWindowLog: RateLimitCounting, Sendable, Equatable {
   }
 
   @inlinable
-  func readyTime(for permits: Int) -> PaceInstant? {
+  package func readyTime(for permits: Int) -> PaceInstant? {
     guard permits <= rate.permits else { return nil }
     var used = self.used
     if permits <= rate.permits &- used { return updated }
@@ -104,28 +104,28 @@ struct SlidingWindowLog: RateLimitCounting, Sendable, Equatable {
 
   /// When `grant` stops counting; `nil` beyond the end of the timeline.
   @inlinable
-  func end(of grant: Grant) -> PaceInstant? {
+  package func end(of grant: Grant) -> PaceInstant? {
     let (end, overflow) = grant.time.addingReportingOverflow(rate.nanoseconds)
     return overflow ? nil : PaceInstant(nanoseconds: end)
   }
 
   @inlinable
-  func readyTime(for permits: Int, behind queue: RateLimitQueue) -> PaceInstant? {
+  package func readyTime(for permits: Int, behind queue: RateLimitQueue) -> PaceInstant? {
     simulatedReadyTime(for: permits, behind: queue)
   }
 
-  @inlinable var availablePermits: Int { rate.permits &- used }
+  @inlinable package var availablePermits: Int { rate.permits &- used }
 
-  @inlinable var isIdle: Bool { used == 0 }
+  @inlinable package var isIdle: Bool { used == 0 }
 
   /// When the newest grant stops counting.
-  @inlinable var idleTime: PaceInstant? {
+  @inlinable package var idleTime: PaceInstant? {
     guard used > 0, let newest = grants.last else { return updated }
     return end(of: newest)
   }
 
   /// The bytes this log holds beyond its own size: its grants' array.
-  @inlinable var heldStorageBytes: Int {
+  @inlinable package var heldStorageBytes: Int {
     grants.capacity * MemoryLayout<Grant>.stride
   }
 }

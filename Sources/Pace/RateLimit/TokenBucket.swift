@@ -21,46 +21,46 @@
 /// `@inlinable` throughout, so that a ``KeyedRateLimiter``'s decision is specialised, and its
 /// arithmetic inlined, in the module that calls it.
 @usableFromInline
-struct TokenBucket: Sendable, Equatable {
-  @usableFromInline let rate: TokenBucketRate
-  @usableFromInline var level: TokenBucketLevel
+package struct TokenBucket: Sendable, Equatable {
+  @usableFromInline package let rate: TokenBucketRate
+  @usableFromInline package var level: TokenBucketLevel
 
-  @inlinable var unitsPerPermit: Int64 { rate.unitsPerPermit }
-  @inlinable var unitsPerNanosecond: Int64 { rate.unitsPerNanosecond }
+  @inlinable package var unitsPerPermit: Int64 { rate.unitsPerPermit }
+  @inlinable package var unitsPerNanosecond: Int64 { rate.unitsPerNanosecond }
   /// `burst` permits' worth of units.
-  @inlinable var capacity: Int64 { rate.capacity }
+  @inlinable package var capacity: Int64 { rate.capacity }
   /// Units in the bucket; negative after a request larger than the burst.
-  @inlinable var balance: Int64 {
+  @inlinable package var balance: Int64 {
     get { level.balance }
     set { level.balance = newValue }
   }
   /// When `balance` was last brought up to date.
-  @inlinable var updated: PaceInstant {
+  @inlinable package var updated: PaceInstant {
     get { level.updated }
     set { level.updated = newValue }
   }
 
   /// A full bucket at `now`.
-  init(permits: Int, per interval: Duration, burst: Int, now: PaceInstant) {
+  package init(permits: Int, per interval: Duration, burst: Int, now: PaceInstant) {
     let rate = TokenBucketRate(permits: permits, per: interval, burst: burst)
     self.init(rate: rate, level: rate.full(at: now))
   }
 
   @inlinable
-  init(rate: TokenBucketRate, level: TokenBucketLevel) {
+  package init(rate: TokenBucketRate, level: TokenBucketLevel) {
     self.rate = rate
     self.level = level
   }
 
   /// Whole permits in the bucket; 0 while in debt.
   @inlinable
-  var availablePermits: Int {
+  package var availablePermits: Int {
     Int(max(0, balance / unitsPerPermit))
   }
 
   /// Adds the credit accrued since the last update, up to the capacity.
   @inlinable
-  mutating func refill(now: PaceInstant) {
+  package mutating func refill(now: PaceInstant) {
     guard now > updated else { return }
     // In 64-bit nanoseconds (a `Duration` would divide 128-bit integers on every decision); a
     // gap too large for `Int64` fills any bucket.
@@ -72,20 +72,20 @@ struct TokenBucket: Sendable, Equatable {
 
   /// Whether `permits` can be taken from the balance as it is.
   @inlinable
-  func canTake(_ permits: Int) -> Bool {
+  package func canTake(_ permits: Int) -> Bool {
     balance >= threshold(for: permits)
   }
 
   /// Takes `permits`; call only when ``canTake(_:)`` says so.
   @inlinable
-  mutating func take(_ permits: Int) {
+  package mutating func take(_ permits: Int) {
     balance = balance.addingSaturating(-cost(of: permits))
   }
 
   /// The earliest instant at which `permits` can be taken, if nothing else is taken meanwhile;
   /// `nil` if that is beyond the end of the timeline (``PaceInstant/max``).
   @inlinable
-  func readyTime(for permits: Int) -> PaceInstant? {
+  package func readyTime(for permits: Int) -> PaceInstant? {
     let threshold = threshold(for: permits)
     guard threshold > balance else { return updated }
     // Up to 2^64 - 1 units (a full bucket's worth over a saturated debt): exact in UInt64.
@@ -99,12 +99,12 @@ struct TokenBucket: Sendable, Equatable {
 
   /// The balance a request needs: its cost, or a full bucket if it costs more than the burst.
   @inlinable
-  func threshold(for permits: Int) -> Int64 {
+  package func threshold(for permits: Int) -> Int64 {
     min(cost(of: permits), capacity)
   }
 
   @inlinable
-  func cost(of permits: Int) -> Int64 {
+  package func cost(of permits: Int) -> Int64 {
     let (cost, overflow) = Int64(permits).multipliedReportingOverflow(by: unitsPerPermit)
     return overflow ? .max : cost
   }
@@ -112,15 +112,15 @@ struct TokenBucket: Sendable, Equatable {
 
 /// What every key of a rate limiter shares: the rate in exact units.
 @usableFromInline
-struct TokenBucketRate: Sendable, Equatable {
-  @usableFromInline let unitsPerPermit: Int64
-  @usableFromInline let unitsPerNanosecond: Int64
+package struct TokenBucketRate: Sendable, Equatable {
+  @usableFromInline package let unitsPerPermit: Int64
+  @usableFromInline package let unitsPerNanosecond: Int64
   /// `burst` permits' worth of units.
-  @usableFromInline let capacity: Int64
+  @usableFromInline package let capacity: Int64
   /// The largest cost the bucket grants: the limit's burst.
-  @usableFromInline let burst: Int
+  @usableFromInline package let burst: Int
 
-  init(permits: Int, per interval: Duration, burst: Int) {
+  package init(permits: Int, per interval: Duration, burst: Int) {
     let nanoseconds = interval.paceNanoseconds
     precondition(permits > 0, "RateLimiter: permits must be positive (got \(permits))")
     precondition(nanoseconds > 0, "RateLimiter: interval must be positive (got \(interval))")
@@ -137,48 +137,48 @@ struct TokenBucketRate: Sendable, Equatable {
   /// The whole permits a full bucket holds: the burst, or fewer where its capacity saturates 64
   /// bits. Every limiter reports this for a bucket it has not touched.
   @inlinable
-  var fullPermits: Int { Int(capacity / unitsPerPermit) }
+  package var fullPermits: Int { Int(capacity / unitsPerPermit) }
 
   /// A full bucket at `now`.
   @inlinable
-  func full(at now: PaceInstant) -> TokenBucketLevel {
+  package func full(at now: PaceInstant) -> TokenBucketLevel {
     TokenBucketLevel(balance: capacity, updated: now)
   }
 }
 
 /// What one key of a rate limiter remembers: its balance and when it was brought up to date.
 @usableFromInline
-struct TokenBucketLevel: Sendable, Equatable {
+package struct TokenBucketLevel: Sendable, Equatable {
   /// Units in the bucket; negative after a request larger than the burst.
-  @usableFromInline var balance: Int64
+  @usableFromInline package var balance: Int64
   /// When `balance` was last brought up to date.
-  @usableFromInline var updated: PaceInstant
+  @usableFromInline package var updated: PaceInstant
 
   @inlinable
-  init(balance: Int64, updated: PaceInstant) {
+  package init(balance: Int64, updated: PaceInstant) {
     self.balance = balance
     self.updated = updated
   }
 }
 
 extension TokenBucket: RateLimitCounting {
-  @inlinable var burst: Int { rate.burst }
+  @inlinable package var burst: Int { rate.burst }
 
   /// Behind the waiting requests' permits, counted as one request.
   @inlinable
-  func readyTime(for permits: Int, behind queue: RateLimitQueue) -> PaceInstant? {
+  package func readyTime(for permits: Int, behind queue: RateLimitQueue) -> PaceInstant? {
     readyTime(for: queue.permits &+ permits)
   }
 
   /// Whether the bucket is full.
-  @inlinable var isIdle: Bool { balance >= capacity }
+  @inlinable package var isIdle: Bool { balance >= capacity }
 
   /// When the bucket is full again.
-  @inlinable var idleTime: PaceInstant? { readyTime(for: .max) }
+  @inlinable package var idleTime: PaceInstant? { readyTime(for: .max) }
 }
 
 private func greatestCommonDivisor(_ a: Int64, _ b: Int64) -> Int64 {
-  var (a, b) = (a, b)
+  package var (a, b) = (a, b)
   while b != 0 { (a, b) = (b, a % b) }
   return a
 }

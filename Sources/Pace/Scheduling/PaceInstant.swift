@@ -53,7 +53,7 @@ public struct PaceInstant: InstantProtocol, Sendable, CustomStringConvertible {
   /// The instant `nanoseconds` after this one, saturating like ``advanced(by:)``: for hot paths
   /// that convert their interval once (`Duration.paceNanoseconds` divides 128-bit integers).
   @inlinable
-  func advanced(byNanoseconds nanoseconds: Int64) -> PaceInstant {
+  package func advanced(byNanoseconds nanoseconds: Int64) -> PaceInstant {
     PaceInstant(nanoseconds: self.nanoseconds.addingSaturating(nanoseconds))
   }
 
@@ -89,7 +89,7 @@ extension Duration {
   }
 
   /// A short human form used in diagrams and messages: `"0 ms"`, `"250 ms"`, `"1.5 s"`, `"40 µs"`.
-  var paceDescription: String {
+  package var paceDescription: String {
     let nanos = paceNanoseconds
     let magnitude = nanos.magnitude
     if magnitude == 0 { return "0 ms" }
@@ -105,7 +105,7 @@ extension Duration {
 
 extension Int64 {
   @inlinable
-  func addingSaturating(_ other: Int64) -> Int64 {
+  package func addingSaturating(_ other: Int64) -> Int64 {
     let (sum, overflow) = addingReportingOverflow(other)
     if overflow { return other < 0 ? .min : .max }
     return sum

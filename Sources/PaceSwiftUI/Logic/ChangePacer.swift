@@ -9,7 +9,7 @@ import Pace
 final class ChangePacer<Value: Sendable> {
   /// The pacing a modifier asks for.
   enum Pacing: Sendable {
-    case debounce(Duration, edges: Edges, maxWait: Duration?)
+    case debounce(Duration, edges: Edges, maximumWait: Duration?)
     case throttle(Duration, edges: Edges)
   }
 
@@ -31,9 +31,9 @@ final class ChangePacer<Value: Sendable> {
       MainActor.assumeIsolated { self?.action(value) }
     }
     switch pacing {
-    case .debounce(let interval, let edges, let maxWait):
+    case .debounce(let interval, let edges, let maximumWait):
       let debouncer = Debouncer(
-        for: interval, edges: edges, maxWait: maxWait, scheduler: scheduler, perform: perform
+        for: interval, edges: edges, maximumWait: maximumWait, scheduler: scheduler, perform: perform
       )
       call = debouncer.call
       flushPacer = debouncer.flush

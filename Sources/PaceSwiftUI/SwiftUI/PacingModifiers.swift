@@ -22,7 +22,7 @@ extension View {
   ///   - value: The value to watch, as with `onChange(of:)`.
   ///   - interval: How long changes must stop before the trailing invocation. Not negative.
   ///   - edges: Which edges invoke: `.trailing` (the default), `.leading`, or both. Not empty.
-  ///   - maxWait: The longest a change waits; `nil` (the default) for no bound.
+  ///   - maximumWait: The longest a change waits; `nil` (the default) for no bound.
   ///   - control: Flush and cancel from elsewhere in the view; optional.
   ///   - scheduler: Where time is read and `action` runs; the main queue (the default), or a
   ///     `TestScheduler` in tests. It must run work on the main thread.
@@ -31,14 +31,14 @@ extension View {
     of value: V,
     debounce interval: Duration,
     edges: Edges = .trailing,
-    maxWait: Duration? = nil,
+    maximumWait: Duration? = nil,
     control: PacingControl? = nil,
     scheduler: some PaceScheduler = .main,
     _ action: @escaping (_ newValue: V) -> Void
   ) -> some View {
     modifier(
       PacedChangeModifier(
-        value: value, pacing: .debounce(interval, edges: edges, maxWait: maxWait), control: control,
+        value: value, pacing: .debounce(interval, edges: edges, maximumWait: maximumWait), control: control,
         scheduler: scheduler, action: action
       )
     )
@@ -88,7 +88,7 @@ extension View {
   ///   - id: The value to watch, as with `task(id:)`.
   ///   - interval: How long `id` must stop changing before the work starts again. Not negative.
   ///   - edges: Which edges start the work: `.trailing` (the default), `.leading`, or both.
-  ///   - maxWait: The longest a change waits for its work; `nil` (the default) for no bound.
+  ///   - maximumWait: The longest a change waits for its work; `nil` (the default) for no bound.
   ///   - priority: The priority of the work's task, as with `task(id:)`.
   ///   - control: Flush (start now) and cancel (drop the pending start) from elsewhere.
   ///   - scheduler: Where time is read; the main queue by default.
@@ -97,7 +97,7 @@ extension View {
     id: ID,
     debounce interval: Duration,
     edges: Edges = .trailing,
-    maxWait: Duration? = nil,
+    maximumWait: Duration? = nil,
     priority: TaskPriority = .userInitiated,
     control: PacingControl? = nil,
     scheduler: some PaceScheduler = .main,
@@ -105,7 +105,7 @@ extension View {
   ) -> some View {
     modifier(
       PacedTaskModifier(
-        id: id, pacing: .debounce(interval, edges: edges, maxWait: maxWait), priority: priority,
+        id: id, pacing: .debounce(interval, edges: edges, maximumWait: maximumWait), priority: priority,
         control: control, scheduler: scheduler, action: action
       )
     )
@@ -130,7 +130,7 @@ extension View {
   ///   - target: Where the settled value goes.
   ///   - interval: How long `value` must stop changing. Not negative.
   ///   - edges: Which edges copy: `.trailing` (the default), `.leading`, or both. Not empty.
-  ///   - maxWait: The longest a change waits; `nil` (the default) for no bound.
+  ///   - maximumWait: The longest a change waits; `nil` (the default) for no bound.
   ///   - control: Flush and cancel from elsewhere in the view, such as a button.
   ///   - scheduler: Where time is read; the main queue by default.
   public func debounced<V: Equatable & Sendable>(
@@ -138,13 +138,13 @@ extension View {
     into target: Binding<V>,
     for interval: Duration,
     edges: Edges = .trailing,
-    maxWait: Duration? = nil,
+    maximumWait: Duration? = nil,
     control: PacingControl? = nil,
     scheduler: some PaceScheduler = .main
   ) -> some View {
     modifier(
       PacedBindingModifier(
-        value: value, target: target, pacing: .debounce(interval, edges: edges, maxWait: maxWait),
+        value: value, target: target, pacing: .debounce(interval, edges: edges, maximumWait: maximumWait),
         control: control, scheduler: scheduler
       )
     )
@@ -264,6 +264,60 @@ struct PacedBindingModifier<V: Equatable & Sendable>: ViewModifier {
     .onExitCommand { pacer.cancel() }
     #endif
     .onDisappear { pacer.cancel() }
+  }
+}
+
+// The modifiers as released in 0.1.0, before the glossary spelled every maximum out: `maxWait:`
+// is `maximumWait:`. `maxWait` has no default here, so a call that names neither label reaches
+// the current modifiers alone.
+@available(macOS 14, iOS 17, tvOS 17, watchOS 10, *)
+extension View {
+  /// Runs `action` with the new value once `value` has stopped changing for `interval`.
+  @available(*, deprecated, renamed: "onChange(of:debounce:edges:maximumWait:control:scheduler:_:)")
+  public func onChange<V: Equatable & Sendable>(
+    of value: V,
+    debounce interval: Duration,
+    edges: Edges = .trailing,
+    maxWait: Duration?,
+    control: PacingControl? = nil,
+    scheduler: some PaceScheduler = .main,
+    _ action: @escaping (_ newValue: V) -> Void
+  ) -> some View {
+    onChange(
+      of: value, debounce: interval, edges: edges, maximumWait: maxWait, control: control, scheduler: scheduler,
+      action)
+  }
+
+  /// Runs `action` once `id` has stopped changing for `interval`.
+  @available(*, deprecated, renamed: "task(id:debounce:edges:maximumWait:priority:control:scheduler:_:)")
+  public func task<ID: Equatable & Sendable>(
+    id: ID,
+    debounce interval: Duration,
+    edges: Edges = .trailing,
+    maxWait: Duration?,
+    priority: TaskPriority = .userInitiated,
+    control: PacingControl? = nil,
+    scheduler: some PaceScheduler = .main,
+    @_inheritActorContext _ action: @escaping @Sendable () async -> Void
+  ) -> some View {
+    task(
+      id: id, debounce: interval, edges: edges, maximumWait: maxWait, priority: priority, control: control,
+      scheduler: scheduler, action)
+  }
+
+  /// Copies `value` into `target` once `value` has stopped changing for `interval`.
+  @available(*, deprecated, renamed: "debounced(_:into:for:edges:maximumWait:control:scheduler:)")
+  public func debounced<V: Equatable & Sendable>(
+    _ value: V,
+    into target: Binding<V>,
+    for interval: Duration,
+    edges: Edges = .trailing,
+    maxWait: Duration?,
+    control: PacingControl? = nil,
+    scheduler: some PaceScheduler = .main
+  ) -> some View {
+    debounced(
+      value, into: target, for: interval, edges: edges, maximumWait: maxWait, control: control, scheduler: scheduler)
   }
 }
 #endif

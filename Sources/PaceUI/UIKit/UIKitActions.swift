@@ -57,7 +57,7 @@ extension UIControl {
   ///   - controlEvents: The events that trigger the action; `.primaryActionTriggered` by default.
   ///   - interval: How long events must stop before the handler runs. Not negative.
   ///   - edges: ``Edges/trailing`` by default.
-  ///   - maxWait: The longest an event waits for the handler; `nil` (the default) for no bound.
+  ///   - maximumWait: The longest an event waits for the handler; `nil` (the default) for no bound.
   ///   - scheduler: Where the handler runs. It must run work on the main actor: `.main` (the
   ///     default), or a ``TestScheduler`` advanced from the main actor in tests.
   ///   - handler: The handler, on the main actor.
@@ -67,16 +67,38 @@ extension UIControl {
     for controlEvents: UIControl.Event = .primaryActionTriggered,
     debounce interval: Duration,
     edges: Edges = .trailing,
-    maxWait: Duration? = nil,
+    maximumWait: Duration? = nil,
     scheduler: some PaceScheduler = .main,
     handler: @escaping @MainActor @Sendable (UIAction) -> Void
   ) -> UIAction {
-    let debouncer = Debouncer<UIAction>(for: interval, edges: edges, maxWait: maxWait, scheduler: scheduler) { action in
+    let debouncer = Debouncer<UIAction>(for: interval, edges: edges, maximumWait: maximumWait, scheduler: scheduler) {
+      action in
       MainActor.assumeIsolated { handler(action) }
     }
     let action = UIAction { action in debouncer.call(action) }
     addAction(action, for: controlEvents)
     return action
+  }
+}
+
+// As released in 0.1.0, before the glossary spelled every maximum out: `maxWait:` is
+// `maximumWait:`. `maxWait` has no default here, so a call that names neither label reaches the
+// current method alone.
+extension UIControl {
+  /// Adds an action whose handler is debounced.
+  @available(*, deprecated, renamed: "addAction(for:debounce:edges:maximumWait:scheduler:handler:)")
+  @discardableResult
+  public func addAction(
+    for controlEvents: UIControl.Event = .primaryActionTriggered,
+    debounce interval: Duration,
+    edges: Edges = .trailing,
+    maxWait: Duration?,
+    scheduler: some PaceScheduler = .main,
+    handler: @escaping @MainActor @Sendable (UIAction) -> Void
+  ) -> UIAction {
+    addAction(
+      for: controlEvents, debounce: interval, edges: edges, maximumWait: maxWait, scheduler: scheduler,
+      handler: handler)
   }
 }
 #endif

@@ -25,9 +25,9 @@ struct DocExample_KeyedPacing_1 {
     let indexQueue = DispatchQueue(label: "index"), q = DispatchQueue(label: "notify")
     let id = DocumentID(), edit = Edit(), user = UserID(), event = Event()
     let reindex = KeyedDebouncer<DocumentID, [Edit]>(
-      for: .seconds(2), maxWait: .seconds(10), merge: .append, scheduler: .queue(indexQueue)
+      for: .seconds(2), maximumWait: .seconds(10), merge: .append, scheduler: .queue(indexQueue)
     ) { id, edits in index(id, edits) }
-    reindex.call(id, [edit])     // also flush(id), cancel(id), isPending(id), flushAll(), cancelAll()
+    reindex.call(id, [edit])     // also flush(id), cancel(id), isPending(for: id), flushAll(), cancelAll()
 
     let notify = KeyedThrottler<UserID, Event>(for: .seconds(30), edges: .leading, scheduler: .queue(q)) {
       user, event in push(user, event)

@@ -21,7 +21,7 @@ struct DocExample_KeyedPacing_2 {
 
     let perPlan = KeyedRateLimiter<String>(limits: { apiKey in
       switch plans[apiKey] ?? .free {
-      case .free: .fixedWindow(100, per: .seconds(3600))                   // 100 per clock hour
+      case .free: .fixedWindow(permits: 100, per: .seconds(3600))                   // 100 per clock hour
       case .paid: RateLimit(permits: 1_000, per: .seconds(60), burst: 200)   // smoothed, 10x more
       }
     })

@@ -19,7 +19,7 @@ struct DocExample_PaceCombine_1 {
     init(search: @escaping (String) -> [String], scheduler: some PaceScheduler = .main) {
       $query
         .dropFirst()
-        .debounced(for: .milliseconds(300), maxWait: .seconds(1), scheduler: scheduler)
+        .debounced(for: .milliseconds(300), maximumWait: .seconds(1), scheduler: scheduler)
         .removeDuplicates()
         .map(search)
         .sink { [weak self] in self?.results = $0 }

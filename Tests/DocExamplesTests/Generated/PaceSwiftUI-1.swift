@@ -25,7 +25,7 @@ struct DocExample_PaceSwiftUI_1 {
     var body: some View {
       VStack {
         TextField("Search", text: $draft)
-          .debounced(draft, into: $query, for: .milliseconds(300), maxWait: .seconds(1), control: control)
+          .debounced(draft, into: $query, for: .milliseconds(300), maximumWait: .seconds(1), control: control)
         Button("Search now") { control.flush() }
         List(results, id: \.self) { Text($0) }
       }

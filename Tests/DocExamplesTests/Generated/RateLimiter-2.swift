@@ -14,7 +14,7 @@ import UIKitStandIn
 struct DocExample_RateLimiter_2 {
   struct Limits {
     let smooth = RateLimiter(limit: RateLimit(permits: 100, per: .seconds(60), burst: 20))
-    let uploads = RateLimiter(limit: .slidingWindow(3, per: .seconds(10)))  // at most 3 in any 10 s
-    let hourly = RateLimiter(limit: .fixedWindow(5_000, per: .seconds(3600)))  // per clock hour
+    let uploads = RateLimiter(limit: .slidingWindow(permits: 3, per: .seconds(10)))  // at most 3 in any 10 s
+    let hourly = RateLimiter(limit: .fixedWindow(permits: 5_000, per: .seconds(3600)))  // per clock hour
   }
 }

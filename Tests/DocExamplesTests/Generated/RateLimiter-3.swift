@@ -13,12 +13,12 @@ import UIKitStandIn
 
 struct DocExample_RateLimiter_3 {
   func limit(permits: Int, seconds: Int64, policy: String) throws -> RateLimit {
-    let policy: RateLimit.Policy =
+    let policy: RateLimit.Algorithm =
       switch policy {
       case "sliding": .slidingWindow
       case "fixed": .fixedWindow
       default: .tokenBucket
       }
-    return try RateLimit.validated(permits: permits, per: .seconds(seconds), policy: policy)
+    return try RateLimit.validated(permits: permits, per: .seconds(seconds), algorithm: policy)
   }
 }

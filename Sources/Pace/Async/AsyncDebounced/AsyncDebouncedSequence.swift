@@ -11,7 +11,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   /// - A burst of elements emits their merge once `interval` has passed with no element (the
   ///   **trailing** edge). With ``Edges/leading`` the first element after a quiet period is
   ///   emitted at once; a lone element with both edges is emitted once.
-  /// - `maxWait` (raised to `interval` if smaller) bounds how long an element waits to be
+  /// - `maximumWait` (raised to `interval` if smaller) bounds how long an element waits to be
   ///   covered by an emission, even while elements keep coming.
   /// - When the base sequence finishes, a pending emission is delivered at once, then the
   ///   sequence finishes. When it fails, a pending emission is delivered at once, then the error
@@ -27,7 +27,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   ///   - interval: How long the base sequence must be quiet before the trailing emission. Not
   ///     negative.
   ///   - edges: Which edges emit: `.trailing` (the default), `.leading`, or both. Not empty.
-  ///   - maxWait: The longest an element waits for its emission; `nil` (the default) for no bound.
+  ///   - maximumWait: The longest an element waits for its emission; `nil` (the default) for no bound.
   ///   - merge: How the elements of a burst combine into the emitted one; `.latest` by default.
   ///   - clock: The clock that measures time: `ContinuousClock` by default, any clock whose
   ///     duration is `Duration`, or a ``TestScheduler`` for virtual time.
@@ -36,18 +36,18 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
   public func debounced<C: Clock>(
     for interval: Duration,
     edges: Edges = .trailing,
-    maxWait: Duration? = nil,
+    maximumWait: Duration? = nil,
     merge: Merge<Element> = .latest,
     clock: C = ContinuousClock()
   ) -> AsyncDebouncedSequence<Self> where C.Duration == Duration {
     AsyncDebouncedSequence(
-      base: self, interval: interval, edges: edges, maxWait: maxWait, merge: merge, clock: AsyncClock(clock)
+      base: self, interval: interval, edges: edges, maximumWait: maximumWait, merge: merge, clock: AsyncClock(clock)
     )
   }
 }
 
 /// An asynchronous sequence that emits an element once its base sequence has been quiet for an
-/// interval; made by ``_Concurrency/AsyncSequence/debounced(for:edges:maxWait:merge:clock:)``.
+/// interval; made by ``_Concurrency/AsyncSequence/debounced(for:edges:maximumWait:merge:clock:)``.
 public struct AsyncDebouncedSequence<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable
 where Base.Element: Sendable {
   /// The base sequence's element.
@@ -56,24 +56,24 @@ where Base.Element: Sendable {
   let base: Base
   let interval: Duration
   let edges: Edges
-  let maxWait: Duration?
+  let maximumWait: Duration?
   let merge: Merge<Element>
   let clock: AsyncClock
 
   @usableFromInline
-  init(base: Base, interval: Duration, edges: Edges, maxWait: Duration?, merge: Merge<Element>, clock: AsyncClock) {
-    checkTiming("debounced", interval: interval, maxWait: maxWait, edges: edges)
+  init(base: Base, interval: Duration, edges: Edges, maximumWait: Duration?, merge: Merge<Element>, clock: AsyncClock) {
+    checkTiming("debounced", interval: interval, maximumWait: maximumWait, edges: edges)
     self.base = base
     self.interval = interval
     self.edges = edges
-    self.maxWait = maxWait
+    self.maximumWait = maximumWait
     self.merge = merge
     self.clock = clock
   }
 
   /// Makes an iterator with a state machine of its own; nothing is read before its first `next()`.
   public func makeAsyncIterator() -> Iterator {
-    let machine = DebounceStateMachine(interval: interval, edges: edges, maxWait: maxWait, merge: merge)
+    let machine = DebounceStateMachine(interval: interval, edges: edges, maximumWait: maximumWait, merge: merge)
     return Iterator(handle: AsyncPacingIteratorHandle(AsyncPacingStorage(base: base, machine: machine, clock: clock)))
   }
 

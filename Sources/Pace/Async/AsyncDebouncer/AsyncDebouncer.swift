@@ -40,7 +40,7 @@ public final class AsyncDebouncer<Input: Sendable, Output: Sendable>: Sendable {
   /// - Parameters:
   ///   - interval: How long calls must stop before the trailing invocation. Not negative.
   ///   - edges: Which edges invoke: `.trailing` (the default), `.leading`, or both. Not empty.
-  ///   - maxWait: The longest a call waits for its invocation to start; `nil` (the default) for
+  ///   - maximumWait: The longest a call waits for its invocation to start; `nil` (the default) for
   ///     no bound.
   ///   - merge: How the inputs of the covered calls combine; `.latest` by default.
   ///   - staleWork: What happens to superseded work in flight; `.cancel` by default.
@@ -50,14 +50,14 @@ public final class AsyncDebouncer<Input: Sendable, Output: Sendable>: Sendable {
   public convenience init<C: Clock>(
     for interval: Duration,
     edges: Edges = .trailing,
-    maxWait: Duration? = nil,
+    maximumWait: Duration? = nil,
     merge: Merge<Input> = .latest,
     staleWork: StaleWork = .cancel,
     clock: C = ContinuousClock(),
     operation: @escaping @Sendable (Input) async throws -> Output
   ) where C.Duration == Duration {
     self.init(
-      interval: interval, edges: edges, maxWait: maxWait, merge: merge, staleWork: staleWork,
+      interval: interval, edges: edges, maximumWait: maximumWait, merge: merge, staleWork: staleWork,
       clock: AsyncClock(clock), operation: operation
     )
   }
@@ -77,7 +77,7 @@ public final class AsyncDebouncer<Input: Sendable, Output: Sendable>: Sendable {
   /// - Parameters:
   ///   - interval: How long calls must stop before the trailing invocation. Not negative.
   ///   - edges: Which edges invoke: `.trailing` (the default), `.leading`, or both. Not empty.
-  ///   - maxWait: The longest a call waits for its invocation to start; `nil` (the default) for
+  ///   - maximumWait: The longest a call waits for its invocation to start; `nil` (the default) for
   ///     no bound.
   ///   - merge: How the inputs of the covered calls combine; `.latest` by default.
   ///   - staleWork: What happens to work in flight when a call arrives; `.cancel` by default.
@@ -88,7 +88,7 @@ public final class AsyncDebouncer<Input: Sendable, Output: Sendable>: Sendable {
   public convenience init<C: Clock, Owner: AnyObject & Sendable>(
     for interval: Duration,
     edges: Edges = .trailing,
-    maxWait: Duration? = nil,
+    maximumWait: Duration? = nil,
     merge: Merge<Input> = .latest,
     staleWork: StaleWork = .cancel,
     clock: C = ContinuousClock(),
@@ -97,20 +97,20 @@ public final class AsyncDebouncer<Input: Sendable, Output: Sendable>: Sendable {
   ) where C.Duration == Duration {
     let owned = OwnedOperation(owner: owner, operation: operation)
     self.init(
-      interval: interval, edges: edges, maxWait: maxWait, merge: merge, staleWork: staleWork,
+      interval: interval, edges: edges, maximumWait: maximumWait, merge: merge, staleWork: staleWork,
       clock: AsyncClock(clock), ownerIsGone: owned.isOwnerGone, operation: owned.run
     )
   }
 
   @usableFromInline
   init(
-    interval: Duration, edges: Edges, maxWait: Duration?, merge: Merge<Input>, staleWork: StaleWork,
+    interval: Duration, edges: Edges, maximumWait: Duration?, merge: Merge<Input>, staleWork: StaleWork,
     clock: AsyncClock, ownerIsGone: (@Sendable () -> Bool)? = nil,
     operation: @escaping @Sendable (Input) async throws -> Output
   ) {
-    checkTiming("AsyncDebouncer", interval: interval, maxWait: maxWait, edges: edges)
+    checkTiming("AsyncDebouncer", interval: interval, maximumWait: maximumWait, edges: edges)
     pacer = AsyncWorkPacer(
-      machine: DebounceStateMachine(interval: interval, edges: edges, maxWait: maxWait, merge: merge),
+      machine: DebounceStateMachine(interval: interval, edges: edges, maximumWait: maximumWait, merge: merge),
       staleWork: staleWork,
       clock: clock,
       ownerIsGone: ownerIsGone,

@@ -8,8 +8,8 @@ import Darwin
 
 /// The Unix time in nanoseconds (`CLOCK_REALTIME`), for aligning fixed windows on a real clock.
 @usableFromInline
-func unixTimeNanoseconds() -> Int64 {
-  var time = timespec()
+package func unixTimeNanoseconds() -> Int64 {
+  package var time = timespec()
   clock_gettime(CLOCK_REALTIME, &time)
   return Int64(time.tv_sec) &* 1_000_000_000 &+ Int64(time.tv_nsec)
 }
@@ -17,8 +17,8 @@ func unixTimeNanoseconds() -> Int64 {
 #if os(Linux)
 /// `CLOCK_BOOTTIME` in nanoseconds: what `ContinuousClock` reads on Linux.
 @inlinable
-func bootTimeNanoseconds() -> Int64 {
-  var time = timespec()
+package func bootTimeNanoseconds() -> Int64 {
+  package var time = timespec()
   clock_gettime(CLOCK_BOOTTIME, &time)
   return Int64(time.tv_sec) &* 1_000_000_000 &+ Int64(time.tv_nsec)
 }
@@ -34,23 +34,23 @@ func bootTimeNanoseconds() -> Int64 {
 /// the caller's module: reading `ContinuousClock.now` on an operator's hot path costs a clock
 /// read, with no generic dispatch.
 @usableFromInline
-struct AsyncClock: Sendable {
+package struct AsyncClock: Sendable {
   /// The current time on this clock's timeline.
-  @usableFromInline let now: @Sendable () -> PaceInstant
+  @usableFromInline package let now: @Sendable () -> PaceInstant
   /// Runs the work at the deadline; returns a handle that cancels it.
-  @usableFromInline let schedule: @Sendable (PaceInstant, @escaping @Sendable () -> Void) -> any PaceCancellable
+  @usableFromInline package let schedule: @Sendable (PaceInstant, @escaping @Sendable () -> Void) -> any PaceCancellable
   /// The clock when it is a ``TestScheduler``, which counts the work started on it.
-  @usableFromInline let testScheduler: TestScheduler?
+  @usableFromInline package let testScheduler: TestScheduler?
   /// The Unix time, in nanoseconds, of this timeline's instant 0, for a clock that runs with
   /// real time (`ContinuousClock`, `SuspendingClock`): fixed windows start at whole multiples
   /// of the window in Unix time, as most APIs and a store count them. `nil` for a test clock,
   /// whose fixed windows start at its origin.
-  @usableFromInline let unixNanosecondsAtOrigin: Int64?
+  @usableFromInline package let unixNanosecondsAtOrigin: Int64?
 
   /// Time and timers from `scheduler`, whose timers fire as it says: for tests that run the
   /// async primitives on a scheduler with timing of its own (`PaceTestSupport`'s
   /// `CoarseScheduler`, whose timers fire late).
-  init(scheduler: any PaceScheduler) {
+  package init(scheduler: any PaceScheduler) {
     testScheduler = scheduler as? TestScheduler
     unixNanosecondsAtOrigin = nil
     now = { scheduler.now }
@@ -58,7 +58,7 @@ struct AsyncClock: Sendable {
   }
 
   @inlinable
-  init<C: Clock>(_ clock: C) where C.Duration == Duration {
+  package init<C: Clock>(_ clock: C) where C.Duration == Duration {
     testScheduler = clock as? TestScheduler
     // Read once, beside the origin: the windows of one limiter never move, whatever the wall
     // clock does later (an NTP step moves Unix time, not the monotonic timeline).
