@@ -8,35 +8,35 @@
 @usableFromInline
 package protocol RateLimitCounting {
   /// The largest cost the counter can ever grant: the limit's burst (a window's permits).
-  package var burst: Int { get }
+  var burst: Int { get }
 
   /// Brings the counter up to `now`: credit accrued, grants that stopped counting dropped, a new
   /// window started.
-  package mutating func refill(now: PaceInstant)
+  mutating func refill(now: PaceInstant)
 
   /// Whether `permits` (1 or more) can be taken now.
-  package func canTake(_ permits: Int) -> Bool
+  func canTake(_ permits: Int) -> Bool
 
   /// Takes `permits` now; call only when ``canTake(_:)`` says so.
-  package mutating func take(_ permits: Int)
+  mutating func take(_ permits: Int)
 
   /// The earliest instant at which `permits` can be taken if nothing else is taken meanwhile;
   /// `nil` if never, or beyond the end of the timeline (``PaceInstant/max``).
-  package func readyTime(for permits: Int) -> PaceInstant?
+  func readyTime(for permits: Int) -> PaceInstant?
 
   /// The earliest instant at which `permits` can be taken once every request in `queue` has been
   /// granted in order, if nothing else is taken meanwhile; `nil` as ``readyTime(for:)``.
-  package func readyTime(for permits: Int, behind queue: RateLimitQueue) -> PaceInstant?
+  func readyTime(for permits: Int, behind queue: RateLimitQueue) -> PaceInstant?
 
   /// The whole permits a request could take now; 0 while a token bucket is in debt.
-  package var availablePermits: Int { get }
+  var availablePermits: Int { get }
 
   /// Whether the counter remembers nothing a new one would not: its key can be forgotten.
-  package var isIdle: Bool { get }
+  var isIdle: Bool { get }
 
   /// When ``isIdle`` becomes true if nothing is taken meanwhile; `nil` beyond the end of the
   /// timeline.
-  package var idleTime: PaceInstant? { get }
+  var idleTime: PaceInstant? { get }
 }
 
 extension RateLimitCounting {

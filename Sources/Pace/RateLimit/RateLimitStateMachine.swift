@@ -217,7 +217,7 @@ struct RateLimitAction: Equatable, Sendable {
 /// by copy; the ids' ring is noncopyable, so it lives in an ``Order`` box that copies share until
 /// one of them changes.
 @usableFromInline
-struct RateLimitQueue {
+package struct RateLimitQueue {
   /// The box of the ids' ring, a class so that the queue stays copyable.
   @usableFromInline
   final class Order {

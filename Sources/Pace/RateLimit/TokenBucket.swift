@@ -178,7 +178,7 @@ extension TokenBucket: RateLimitCounting {
 }
 
 private func greatestCommonDivisor(_ a: Int64, _ b: Int64) -> Int64 {
-  package var (a, b) = (a, b)
+  var (a, b) = (a, b)
   while b != 0 { (a, b) = (b, a % b) }
   return a
 }

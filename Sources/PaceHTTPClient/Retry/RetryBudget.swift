@@ -1,3 +1,5 @@
+import Pace
+
 /// Retries at most a set fraction of recent requests, as gRPC's and Finagle's retry budgets do:
 /// when a server is failing, each client's retries stay a small share of its traffic, so a fleet of
 /// clients does not storm a server that is recovering.

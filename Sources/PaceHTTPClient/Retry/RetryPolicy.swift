@@ -1,3 +1,5 @@
+import Pace
+
 /// When to try a request again, and how long to wait first: capped exponential backoff with full
 /// jitter, a server's `Retry-After` as a floor, for the failures a retry can mend.
 ///

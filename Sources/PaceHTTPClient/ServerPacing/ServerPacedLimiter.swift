@@ -1,3 +1,5 @@
+import Pace
+
 /// A client-side rate limiter paced by the server: told what each response said about the quota
 /// (a ``ServerQuota``), it holds the next requests for the same key until the server's window
 /// allows them, so that a client stays under the limit instead of collecting 429s.
@@ -39,7 +41,7 @@ public final class ServerPacedLimiter<Key: Hashable & Sendable>: Sendable {
   /// The longest a request waits in ``acquire(_:isolation:)``.
   public let maximumWait: Duration
   /// How the local model counts a server's quota per window.
-  public let localModel: RateLimit.Policy
+  public let localModel: RateLimit.Algorithm
 
   let storage: ServerPacingStorage<Key>
 
@@ -56,13 +58,13 @@ public final class ServerPacedLimiter<Key: Hashable & Sendable>: Sendable {
   ///     ``TestScheduler``.
   @inlinable
   public convenience init<C: Clock>(
-    maximumWait: Duration = .seconds(60), localModel: RateLimit.Policy = .slidingWindow, clock: C = ContinuousClock()
+    maximumWait: Duration = .seconds(60), localModel: RateLimit.Algorithm = .slidingWindow, clock: C = ContinuousClock()
   ) where C.Duration == Duration {
     self.init(maximumWait: maximumWait, localModel: localModel, clock: AsyncClock(clock))
   }
 
   @usableFromInline
-  init(maximumWait: Duration, localModel: RateLimit.Policy, clock: AsyncClock) {
+  init(maximumWait: Duration, localModel: RateLimit.Algorithm, clock: AsyncClock) {
     precondition(maximumWait >= .zero, "ServerPacedLimiter: maximumWait must not be negative (got \(maximumWait))")
     self.maximumWait = maximumWait
     self.localModel = localModel
@@ -158,10 +160,10 @@ final class ServerPacingStorage<Key: Hashable & Sendable>: Sendable {
 
   let clock: AsyncClock
   let maximumWait: Duration
-  let localModel: RateLimit.Policy
+  let localModel: RateLimit.Algorithm
   let state: LockedState<State>
 
-  init(maximumWait: Duration, localModel: RateLimit.Policy, clock: AsyncClock) {
+  init(maximumWait: Duration, localModel: RateLimit.Algorithm, clock: AsyncClock) {
     self.clock = clock
     self.maximumWait = maximumWait
     self.localModel = localModel

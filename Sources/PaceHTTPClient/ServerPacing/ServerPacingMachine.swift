@@ -1,3 +1,5 @@
+import Pace
+
 /// What one key of a ``ServerPacedLimiter`` does: which waiting requests may start, and when to
 /// look again, from what the server said and what is in flight. A value with exact integer time:
 /// `now` comes in with every event, and an ``Action`` comes out. It holds no task, continuation
@@ -58,7 +60,7 @@ struct ServerPacingMachine {
   }
 
   /// How the local model counts, once the server told its quota and window.
-  let localModel: RateLimit.Policy
+  let localModel: RateLimit.Algorithm
   /// The longest a request waits, in nanoseconds.
   let maximumWaitNanoseconds: Int64
 
@@ -112,7 +114,7 @@ struct ServerPacingMachine {
     return min(rounded, Self.maximumMarginNanoseconds)
   }
 
-  init(localModel: RateLimit.Policy, maximumWait: Duration) {
+  init(localModel: RateLimit.Algorithm, maximumWait: Duration) {
     self.localModel = localModel
     maximumWaitNanoseconds = max(0, maximumWait.paceNanoseconds)
   }
@@ -275,8 +277,9 @@ struct ServerPacingMachine {
     let rateLimit: RateLimit
     switch localModel {
     case .tokenBucket: rateLimit = RateLimit(permits: limit, per: .nanoseconds(window))
-    case .slidingWindow: rateLimit = .slidingWindow(limit, per: .nanoseconds(window.addingSaturating(latencyMargin)))
-    case .fixedWindow: rateLimit = .fixedWindow(limit, per: .nanoseconds(window))
+    case .slidingWindow:
+      rateLimit = .slidingWindow(permits: limit, per: .nanoseconds(window.addingSaturating(latencyMargin)))
+    case .fixedWindow: rateLimit = .fixedWindow(permits: limit, per: .nanoseconds(window))
     }
     // A fixed window ends where the server said its quota is whole again: windows start at
     // `resetAt + k * window`, so the origin is at minus that in the model's Unix time.

@@ -1,3 +1,5 @@
+import Pace
+
 /// What a server said about a client's quota in one response, in no protocol's words: the
 /// policy's quota per window, what is left of it and when it is whole again, and how long to wait
 /// before the next request.

@@ -1,7 +1,8 @@
+import Pace
 import PaceTestSupport
 import Testing
 
-@testable import Pace
+@testable import PaceHTTPClient
 
 /// Capped exponential backoff with full jitter, `Retry-After` as a floor, and what is retried:
 /// exact delays from a scripted random source.

@@ -1,8 +1,9 @@
+import Pace
 import PaceTestSupport
 import PaceTesting
 import Testing
 
-@testable import Pace
+@testable import PaceHTTPClient
 
 /// `ServerPacedLimiter` on virtual time: requests held until the server's quota allows them, in
 /// order, cancellable, never beyond the maximum wait.

@@ -1,8 +1,9 @@
+import Pace
 import PaceTestSupport
 import PaceTesting
 import Testing
 
-@testable import Pace
+@testable import PaceHTTPClient
 
 /// The diagrams of ServerPacing.md, run on the limiter's machine against a server limited by
 /// Pace's own `KeyedRateLimiter`, answering as its middleware does, with no time on the wire.
@@ -28,7 +29,7 @@ import Testing
   /// started, and which the server limited.
   func diagram(
     _ requests: String, server limit: RateLimit, telling: Telling = .everything,
-    model: RateLimit.Policy = .slidingWindow
+    model: RateLimit.Algorithm = .slidingWindow
   ) -> (started: String, limited: String) {
     let scheduler = TestScheduler()
     let server = KeyedRateLimiter<String>(limit: limit, clock: scheduler)
@@ -89,14 +90,14 @@ import Testing
   /// A server of 3 per window of 5 s that tells its fields: 3 a window, each held until the model
   /// says the server has room, never a 429.
   @Test func aQuotaPerWindow() {
-    let result = diagram("abcdefgh", server: .fixedWindow(3, per: .seconds(5)))
+    let result = diagram("abcdefgh", server: .fixedWindow(permits: 3, per: .seconds(5)))
     #expect(result.started == "abc--def--gh")
     #expect(result.limited == "")
   }
 
   /// The same requests under a fixed-window model: the whole quota at each window's start.
   @Test func aQuotaPerWindowUnderAFixedModel() {
-    let result = diagram("abcdefgh", server: .fixedWindow(3, per: .seconds(5)), model: .fixedWindow)
+    let result = diagram("abcdefgh", server: .fixedWindow(permits: 3, per: .seconds(5)), model: .fixedWindow)
     #expect(result.started == "abc--[def]----[gh]")
     #expect(result.limited == "")
   }
@@ -104,7 +105,7 @@ import Testing
   /// A server that tells only `Retry-After`, on its 429s: the limiter learns the limit only by
   /// being refused, then holds every request until then: one 429 a window.
   @Test func onlyRetryAfter() {
-    let result = diagram("abcdefgh", server: .fixedWindow(3, per: .seconds(5)), telling: .retryAfterOnly)
+    let result = diagram("abcdefgh", server: .fixedWindow(permits: 3, per: .seconds(5)), telling: .retryAfterOnly)
     #expect(result.started == "abcd-[ef]gh")
     #expect(result.limited == "---d---h")
   }
@@ -138,7 +139,7 @@ import Testing
   /// acquires, then records the server's answer at the same instant.
   @Test func aQuotaPerWindowThroughTheLimiter() async throws {
     let scheduler = TestScheduler()
-    let limit = RateLimit.fixedWindow(3, per: .seconds(5))
+    let limit = RateLimit.fixedWindow(permits: 3, per: .seconds(5))
     let server = KeyedRateLimiter<String>(limit: limit, clock: scheduler)
     let limiter = ServerPacedLimiter<String>(clock: scheduler)
     let started = LockedState<[(step: Int, letter: Character)]>([])

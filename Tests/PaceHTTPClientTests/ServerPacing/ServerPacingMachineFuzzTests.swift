@@ -1,7 +1,8 @@
+import Pace
 import PaceTestSupport
 import Testing
 
-@testable import Pace
+@testable import PaceHTTPClient
 
 /// The machine on seeded random event sequences, hostile quotas included: requests start in the
 /// order they came, each is answered once (started, refused or cancelled), none waits past its
@@ -18,8 +19,8 @@ import Testing
     ServerQuota(quota: 3, remaining: 1, resetsIn: .seconds(3), retryAfter: .zero),
   ]
 
-  @Test(arguments: [RateLimit.Policy.slidingWindow, .fixedWindow, .tokenBucket])
-  func randomEventsKeepTheInvariants(model: RateLimit.Policy) {
+  @Test(arguments: [RateLimit.Algorithm.slidingWindow, .fixedWindow, .tokenBucket])
+  func randomEventsKeepTheInvariants(model: RateLimit.Algorithm) {
     var random = SeededGenerator(seed: 3434)
     for _ in 0..<fuzzRuns(200) {
       var machine = ServerPacingMachine(

@@ -1,7 +1,8 @@
+import Pace
 import PaceTestSupport
 import Testing
 
-@testable import Pace
+@testable import PaceHTTPClient
 
 /// The server-paced limiter's machine driven directly: `now` and what the server said in, grants,
 /// refusals and wake times out.
@@ -9,7 +10,7 @@ import Testing
   typealias Machine = ServerPacingMachine
   typealias Action = ServerPacingMachine.Action
 
-  func machine(_ model: RateLimit.Policy = .slidingWindow, maximumWait: Duration = .seconds(60)) -> Machine {
+  func machine(_ model: RateLimit.Algorithm = .slidingWindow, maximumWait: Duration = .seconds(60)) -> Machine {
     Machine(localModel: model, maximumWait: maximumWait)
   }
 
@@ -142,8 +143,8 @@ import Testing
   /// A fixed-window model's windows end where the server said its quota is whole again: "r=0,
   /// t=4" allows the whole quota at 4 s, then the next window at 14 s; a sliding model waits
   /// until the counted requests leave its window, at 10 s, then 20 s.
-  @Test(arguments: [(RateLimit.Policy.fixedWindow, 4_000 as Int64), (.slidingWindow, 10_000)])
-  func aFixedWindowModelFollowsTheServersReset(model: RateLimit.Policy, firstGrant: Int64) {
+  @Test(arguments: [(RateLimit.Algorithm.fixedWindow, 4_000 as Int64), (.slidingWindow, 10_000)])
+  func aFixedWindowModelFollowsTheServersReset(model: RateLimit.Algorithm, firstGrant: Int64) {
     var machine = machine(model)
     #expect(machine.enqueue(id: 1, now: ms(0)) == grant(1))
     let told = ServerQuota(quota: 3, window: .seconds(10), remaining: 0, resetsIn: .seconds(4))
@@ -214,8 +215,8 @@ import Testing
 
   /// Extreme values never trap: a quota of `Int.max`, the longest window and delays, more
   /// responses than requests.
-  @Test(arguments: [RateLimit.Policy.slidingWindow, .fixedWindow, .tokenBucket])
-  func extremeValuesNeverTrap(model: RateLimit.Policy) {
+  @Test(arguments: [RateLimit.Algorithm.slidingWindow, .fixedWindow, .tokenBucket])
+  func extremeValuesNeverTrap(model: RateLimit.Algorithm) {
     var machine = machine(model, maximumWait: .seconds(Int64.max))
     _ = machine.record(ServerQuota(quota: .max, window: .nanoseconds(1), remaining: .max, resetsIn: .zero), now: .max)
     _ = machine.record(ServerQuota(quota: 1, window: .seconds(Int64.max), remaining: 0), now: ms(0))

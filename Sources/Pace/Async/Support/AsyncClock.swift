@@ -9,7 +9,7 @@ import Darwin
 /// The Unix time in nanoseconds (`CLOCK_REALTIME`), for aligning fixed windows on a real clock.
 @usableFromInline
 package func unixTimeNanoseconds() -> Int64 {
-  package var time = timespec()
+  var time = timespec()
   clock_gettime(CLOCK_REALTIME, &time)
   return Int64(time.tv_sec) &* 1_000_000_000 &+ Int64(time.tv_nsec)
 }
@@ -18,7 +18,7 @@ package func unixTimeNanoseconds() -> Int64 {
 /// `CLOCK_BOOTTIME` in nanoseconds: what `ContinuousClock` reads on Linux.
 @inlinable
 package func bootTimeNanoseconds() -> Int64 {
-  package var time = timespec()
+  var time = timespec()
   clock_gettime(CLOCK_BOOTTIME, &time)
   return Int64(time.tv_sec) &* 1_000_000_000 &+ Int64(time.tv_nsec)
 }
