@@ -73,7 +73,7 @@ extension HTTPClient {
       var response = try await self.execute(request, timeout: timeout, logger: logger)
       let head = ResponseHead(
         status: Int(response.status.code), headerFields: response.headers.map { ($0.name, $0.value) })
-      if requests.retryPolicy.retryableStatuses.contains(head.status),
+      if requests.retryStrategy.retryableStatuses.contains(head.status),
         let length = response.headers.first(name: "Content-Length").flatMap(Int.init),
         length <= Self.retriedBodyLimit
       {

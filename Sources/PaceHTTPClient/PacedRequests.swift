@@ -23,7 +23,7 @@ import Darwin
 /// 1. waits for the key's turn in its `ServerPacedLimiter` (the server's `RateLimit`,
 ///    `X-RateLimit-*` and `Retry-After` of earlier responses hold it until the quota allows);
 /// 2. runs the attempt, and records what its response said (or that it had none);
-/// 3. asks the `RetryPolicy` whether to try again (429, 503, connection errors; idempotent
+/// 3. asks the `RetryStrategy` whether to try again (429, 503, connection errors; idempotent
 ///    requests only, by default), and the `RetryBudget` whether a retry is in the budget; if
 ///    so, waits the policy's delay (at least the server's `Retry-After`) and goes back to 1.
 ///
@@ -34,7 +34,7 @@ import Darwin
 /// once from any wait.
 public final class PacedRequests: Sendable {
   /// When to try again.
-  public let retryPolicy: RetryPolicy
+  public let retryStrategy: RetryStrategy
   /// How many retries recent requests allow; `nil` for no budget.
   public let retryBudget: RetryBudget?
   /// The limiter that holds each key's requests until the server's quota allows them.
@@ -46,7 +46,7 @@ public final class PacedRequests: Sendable {
   /// Paced requests.
   ///
   /// - Parameters:
-  ///   - retry: When to try again; `RetryPolicy()` by default: 3 attempts, backoff from 200 ms to
+  ///   - retry: When to try again; `RetryStrategy()` by default: 3 attempts, backoff from 200 ms to
   ///     20 s, 429 and 503.
   ///   - budget: How many retries recent requests allow: 10 % of the last 10 s's requests plus
   ///     1 a second by default (on `ContinuousClock`: pass a budget on a `TestScheduler` in
@@ -57,14 +57,14 @@ public final class PacedRequests: Sendable {
   ///   - unixTime: The Unix time now, for the fields that send dates; the system's by default. A
   ///     test on virtual time passes a time that follows its clock.
   public init<C: Clock>(
-    retry: RetryPolicy = RetryPolicy(),
+    retry: RetryStrategy = RetryStrategy(),
     budget: RetryBudget? = RetryBudget(),
     maximumWait: Duration = .seconds(60),
-    localModel: RateLimit.Policy = .slidingWindow,
+    localModel: RateLimit.Algorithm = .slidingWindow,
     clock: C = ContinuousClock(),
     unixTime: (@Sendable () -> Duration)? = nil
   ) where C.Duration == Duration {
-    retryPolicy = retry
+    retryStrategy = retry
     retryBudget = budget
     limiter = ServerPacedLimiter(maximumWait: maximumWait, localModel: localModel, clock: clock)
     sleep = { duration in try await clock.sleep(for: duration) }
@@ -111,7 +111,7 @@ public final class PacedRequests: Sendable {
     var attemptNumber = 1
     while true {
       try await limiter.acquire(key)
-      let outcome: RetryPolicy.Outcome
+      let outcome: RetryStrategy.Outcome
       let retryAfter: Duration?
       let lastError: (any Error)?
       let response: (Body, ResponseHead)?
@@ -131,7 +131,7 @@ public final class PacedRequests: Sendable {
         lastError = error
         response = nil
       }
-      var decision = retryPolicy.decision(
+      var decision = retryStrategy.decision(
         afterAttempt: attemptNumber, outcome: outcome, idempotent: idempotent, retryAfter: retryAfter)
       if case .retry = decision, let budget = retryBudget, !budget.tryWithdraw() {
         decision = .stop(.budgetExhausted)

@@ -39,7 +39,7 @@ final class SimulatedServer: Sendable {
     switch decision {
     case .allowed(let remaining):
       let untilWhole: Duration
-      switch limit.policy {
+      switch limit.algorithm {
       case .tokenBucket: untilWhole = limit.interval / limit.permits * (limit.burst - remaining)
       case .slidingWindow: untilWhole = remaining >= limit.permits ? .zero : limit.interval
       case .fixedWindow:
@@ -68,8 +68,8 @@ final class SimulatedServer: Sendable {
 /// the allowed rate.
 @Suite(.timeLimit(.minutes(3))) struct PacedRequestsPropertyTests {
   struct Case: Sendable, CustomTestStringConvertible {
-    let server: RateLimit.Policy
-    let client: RateLimit.Policy
+    let server: RateLimit.Algorithm
+    let client: RateLimit.Algorithm
     /// Whether each request and each response takes a random time on the wire.
     let latency: Bool
     var testDescription: String { "\(server) server, \(client) client\(latency ? ", latency" : "")" }
@@ -94,8 +94,8 @@ final class SimulatedServer: Sendable {
       let limit: RateLimit =
         switch testCase.server {
         case .tokenBucket: RateLimit(permits: permits, per: window)
-        case .slidingWindow: .slidingWindow(permits, per: window)
-        case .fixedWindow: .fixedWindow(permits, per: window)
+        case .slidingWindow: .slidingWindow(permits: permits, per: window)
+        case .fixedWindow: .fixedWindow(permits: permits, per: window)
         }
       // Up to 1 % of the window each way: a sliding model gives up about twice that to the margin.
       let latency = testCase.latency ? window / 100 : .zero
@@ -112,7 +112,7 @@ final class SimulatedServer: Sendable {
   /// each request and each response takes up to `latency` on the wire. The allowed requests
   /// counted are those the server decided before the end.
   func run(
-    limit: RateLimit, client: RateLimit.Policy, start: PaceInstant, windows: Int64, latency: Duration, seed: UInt64
+    limit: RateLimit, client: RateLimit.Algorithm, start: PaceInstant, windows: Int64, latency: Duration, seed: UInt64
   ) async throws -> (Int, Int) {
     let scheduler = TestScheduler()
     scheduler.advance(to: start)

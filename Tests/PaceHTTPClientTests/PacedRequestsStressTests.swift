@@ -12,7 +12,7 @@ import Testing
   /// flight.
   @Test func concurrentSendsAndCancellations() async throws {
     let requests = PacedRequests(
-      retry: RetryPolicy(maximumAttempts: 3, baseDelay: .microseconds(50), maximumDelay: .milliseconds(1)),
+      retry: RetryStrategy(maximumAttempts: 3, baseDelay: .microseconds(50), maximumDelay: .milliseconds(1)),
       budget: RetryBudget(ratio: 0.5, window: .seconds(1), minimumPerSecond: 100))
     let served = LockedState(0)
     let tasks = (0..<400).map { index in

@@ -43,7 +43,7 @@ func status(_ code: Int, _ fields: (String, String)...) -> Result<ResponseHead, 
   ) -> PacedRequests {
     let scheduler = scheduler
     return PacedRequests(
-      retry: RetryPolicy(
+      retry: RetryStrategy(
         maximumAttempts: attempts, baseDelay: .milliseconds(100), maximumDelay: .seconds(1),
         maximumRetryAfter: .seconds(30), random: { $0.upperBound }),
       budget: budget, maximumWait: maximumWait, clock: scheduler,

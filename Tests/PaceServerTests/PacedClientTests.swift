@@ -157,7 +157,7 @@ struct PacedClientProofTests {
 @Suite("Paced clients retry, over loopback", .timeLimit(.minutes(2)))
 struct PacedClientRetryTests {
   /// Quick retries, so that the tests take little real time.
-  static let quickRetries = RetryPolicy(
+  static let quickRetries = RetryStrategy(
     maximumAttempts: 3, baseDelay: .milliseconds(50), maximumDelay: .milliseconds(200))
 
   @Test(arguments: ClientLibrary.allCases)
@@ -210,7 +210,7 @@ struct PacedClientRetryTests {
   func aRefusedConnectionIsRetried(_ library: ClientLibrary) async throws {
     let port = try await TestServer.freePort()
     let ledger = ServerLedger()
-    let retries = RetryPolicy(maximumAttempts: 20, baseDelay: .milliseconds(100), maximumDelay: .milliseconds(100))
+    let retries = RetryStrategy(maximumAttempts: 20, baseDelay: .milliseconds(100), maximumDelay: .milliseconds(100))
     let status = try await Clients.with { clients in
       try await withThrowingTaskGroup(of: Int?.self) { group in
         group.addTask {

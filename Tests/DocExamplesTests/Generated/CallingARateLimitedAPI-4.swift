@@ -12,7 +12,7 @@ import FoundationNetworking
 struct DocExample_CallingARateLimitedAPI_4 {
   @MainActor func example() async throws {
     let patient = PacedRequests(
-      retry: RetryPolicy(maximumAttempts: 4, baseDelay: .milliseconds(100), maximumDelay: .seconds(10)),
+      retry: RetryStrategy(maximumAttempts: 4, baseDelay: .milliseconds(100), maximumDelay: .seconds(10)),
       budget: RetryBudget(ratio: 0.2, window: .seconds(10), minimumPerSecond: 1),
       maximumWait: .seconds(30))
     var upload = URLRequest(url: URL(string: "https://api.example.com/uploads")!)

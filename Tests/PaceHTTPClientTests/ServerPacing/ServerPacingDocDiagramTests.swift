@@ -113,9 +113,9 @@ import Testing
   /// Retries: 503, 503, 200 with a backoff from 1 s to 4 s at the top of each range; then a 429
   /// with `Retry-After: 3`, a floor.
   @Test func retries() {
-    let policy = RetryPolicy(
+    let policy = RetryStrategy(
       maximumAttempts: 4, baseDelay: .seconds(1), maximumDelay: .seconds(4), random: { $0.upperBound })
-    func attempts(_ outcomes: [(RetryPolicy.Outcome, Duration?)]) -> String {
+    func attempts(_ outcomes: [(RetryStrategy.Outcome, Duration?)]) -> String {
       var events: [(step: Int, letter: Character)] = []
       var now = Duration.zero
       for (index, (outcome, retryAfter)) in outcomes.enumerated() {

@@ -4,7 +4,7 @@ import Pace
 /// jitter, a server's `Retry-After` as a floor, for the failures a retry can mend.
 ///
 /// ```swift
-/// let policy = RetryPolicy(maximumAttempts: 4, baseDelay: .milliseconds(200), maximumDelay: .seconds(10))
+/// let policy = RetryStrategy(maximumAttempts: 4, baseDelay: .milliseconds(200), maximumDelay: .seconds(10))
 /// switch policy.decision(afterAttempt: 1, outcome: .status(503), idempotent: true, retryAfter: nil) {
 /// case .retry(let delay): print("retry in \(delay)")   // 0 ... 200 ms
 /// case .stop(let reason): print("give up: \(reason)")
@@ -18,7 +18,7 @@ import Pace
 /// all (the request is not retried). Retried: the statuses in ``retryableStatuses`` (429 and 503
 /// by default) and connection errors; only idempotent requests, unless
 /// ``retriesNonIdempotentRequests`` is set.
-public struct RetryPolicy: Sendable {
+public struct RetryStrategy: Sendable {
   /// What ended an attempt.
   public enum Outcome: Sendable, Hashable {
     /// A response with this status.
@@ -95,12 +95,12 @@ public struct RetryPolicy: Sendable {
     retriesNonIdempotentRequests: Bool = false,
     random: @escaping @Sendable (ClosedRange<Int64>) -> Int64 = { Int64.random(in: $0) }
   ) {
-    precondition(maximumAttempts > 0, "RetryPolicy: maximumAttempts must be positive (got \(maximumAttempts))")
-    precondition(baseDelay >= .zero, "RetryPolicy: baseDelay must not be negative (got \(baseDelay))")
+    precondition(maximumAttempts > 0, "RetryStrategy: maximumAttempts must be positive (got \(maximumAttempts))")
+    precondition(baseDelay >= .zero, "RetryStrategy: baseDelay must not be negative (got \(baseDelay))")
     precondition(
-      maximumDelay >= baseDelay, "RetryPolicy: maximumDelay must not be below baseDelay (got \(maximumDelay))")
+      maximumDelay >= baseDelay, "RetryStrategy: maximumDelay must not be below baseDelay (got \(maximumDelay))")
     precondition(
-      maximumRetryAfter >= .zero, "RetryPolicy: maximumRetryAfter must not be negative (got \(maximumRetryAfter))")
+      maximumRetryAfter >= .zero, "RetryStrategy: maximumRetryAfter must not be negative (got \(maximumRetryAfter))")
     self.maximumAttempts = maximumAttempts
     self.baseDelay = baseDelay
     self.maximumDelay = maximumDelay
@@ -111,7 +111,7 @@ public struct RetryPolicy: Sendable {
   }
 
   /// A policy that never retries.
-  public static var never: RetryPolicy { RetryPolicy(maximumAttempts: 1) }
+  public static var never: RetryStrategy { RetryStrategy(maximumAttempts: 1) }
 
   /// Whether `outcome` is one a retry can mend.
   public func isRetryable(_ outcome: Outcome) -> Bool {

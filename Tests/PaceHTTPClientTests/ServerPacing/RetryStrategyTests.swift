@@ -6,13 +6,13 @@ import Testing
 
 /// Capped exponential backoff with full jitter, `Retry-After` as a floor, and what is retried:
 /// exact delays from a scripted random source.
-@Suite struct RetryPolicyTests {
+@Suite struct RetryStrategyTests {
   /// A random source that answers `fraction` of the way up the range: exact delays.
   static func fraction(_ numerator: Int64, of denominator: Int64) -> @Sendable (ClosedRange<Int64>) -> Int64 {
     { range in range.lowerBound + (range.upperBound - range.lowerBound) / denominator * numerator }
   }
 
-  let policy = RetryPolicy(
+  let policy = RetryStrategy(
     maximumAttempts: 6, baseDelay: .milliseconds(100), maximumDelay: .seconds(1), random: fraction(1, of: 1))
 
   @Test func theCeilingDoublesUpToTheCap() {
@@ -93,19 +93,20 @@ import Testing
       posts.decision(afterAttempt: 1, outcome: .connectionError, idempotent: false) == .retry(after: .milliseconds(100))
     )
     #expect(
-      RetryPolicy.never.decision(afterAttempt: 1, outcome: .status(503), idempotent: true) == .stop(.attemptsExhausted))
+      RetryStrategy.never.decision(afterAttempt: 1, outcome: .status(503), idempotent: true)
+        == .stop(.attemptsExhausted))
   }
 
   /// The longest settings never overflow.
   @Test func extremeSettingsNeverTrap() {
-    let policy = RetryPolicy(
+    let policy = RetryStrategy(
       maximumAttempts: .max, baseDelay: .seconds(Int64.max), maximumDelay: .seconds(Int64.max),
       maximumRetryAfter: .seconds(Int64.max))
     #expect(policy.backoffCeiling(beforeRetry: 40) == .nanoseconds(Int64.max))
     #expect(
       policy.decision(afterAttempt: 1, outcome: .status(429), idempotent: true, retryAfter: .seconds(Int64.max))
         != .stop(.notRetryable))
-    let none = RetryPolicy(baseDelay: .zero, maximumDelay: .zero)
+    let none = RetryStrategy(baseDelay: .zero, maximumDelay: .zero)
     #expect(none.delay(beforeRetry: 9) == .zero)
   }
 }
