@@ -6,7 +6,7 @@ import Testing
 /// The machine over the window policies, driven directly: `now` in, grants and wake times out,
 /// at exact instants.
 @Suite struct RateLimitStateMachineWindowTests {
-  typealias Machine = RateLimitPolicyMachine<RateLimitCounter>
+  typealias Machine = RateLimitMachine<RateLimitCounter>
 
   func machine(_ limit: RateLimit, now: PaceInstant = .zero) -> Machine {
     Machine(counter: RateLimitCounter(limit: limit, now: now))

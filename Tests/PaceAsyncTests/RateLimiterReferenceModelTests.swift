@@ -71,7 +71,7 @@ import Testing
       var random = SeededGenerator(seed: seed &+ 1_000_003)
       let limit = Self.limit(policy, &random)
       var now = Self.start(&random)
-      var machine = RateLimitPolicyMachine(counter: RateLimitCounter(limit: limit, now: now))
+      var machine = RateLimitMachine(counter: RateLimitCounter(limit: limit, now: now))
       var model = RateLimitReferenceModel(limit: limit, start: now)
       var wakeAt: PaceInstant?
       var granted: [UInt64: PaceInstant] = [:]

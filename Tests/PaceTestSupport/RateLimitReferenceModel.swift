@@ -1,7 +1,7 @@
 import Pace
 
 /// One key's rate limit, decided the slow and obvious way: what every engine (``RateLimiter``,
-/// `KeyedRateLimiter`, a store) must answer, for every ``RateLimit/Policy``, written straight from
+/// `KeyedRateLimiter`, a store) must answer, for every ``RateLimit/Algorithm``, written straight from
 /// the definitions so that a reader can check it against them line by line.
 ///
 /// - `tokenBucket`: a balance of *units*, a permit being `interval / gcd` units and each
@@ -21,7 +21,7 @@ import Pace
 /// ``InvalidInput/negativeCost(_:)``.
 ///
 /// ```swift
-/// var model = RateLimitReferenceModel(limit: .slidingWindow(3, per: .seconds(10)))
+/// var model = RateLimitReferenceModel(limit: .slidingWindow(permits: 3, per: .seconds(10)))
 /// model.tryAcquire(cost: 3, at: .zero)                  // .allowed(remaining: 0)
 /// model.tryAcquire(cost: 1, at: PaceInstant(.seconds(4)))  // .limited(retryAfter: .seconds(6))
 /// ```
@@ -66,7 +66,7 @@ public struct RateLimitReferenceModel: Sendable {
   /// The permits a request could take at `now` (that a cost-0 request reports).
   public mutating func availablePermits(at now: PaceInstant) -> Int {
     let t = now.nanoseconds
-    switch limit.policy {
+    switch limit.algorithm {
     case .tokenBucket:
       refill(t)
       return Int(max(0, balance / unitsPerPermit))
@@ -125,7 +125,7 @@ public struct RateLimitReferenceModel: Sendable {
   /// How long a request of `cost` (1 through the burst) waits at `t` if nothing else is taken:
   /// zero if it is allowed now.
   private mutating func wait(for cost: Int, at t: Int64) -> Duration {
-    switch limit.policy {
+    switch limit.algorithm {
     case .tokenBucket:
       refill(t)
       let needed = Int64(cost) * unitsPerPermit
@@ -149,7 +149,7 @@ public struct RateLimitReferenceModel: Sendable {
   }
 
   private mutating func take(_ cost: Int, at t: Int64) {
-    switch limit.policy {
+    switch limit.algorithm {
     case .tokenBucket:
       refill(t)
       balance -= Int64(cost) * unitsPerPermit

@@ -6,6 +6,29 @@ extension KeyedRateLimiter {
     case uniform(KeyLimit)
     /// Each key's limit is looked up at each call: user code, called outside the shard locks.
     case perKey(@Sendable (Key) -> RateLimit)
+
+    /// The one limit of a limiter made with one; `nil` for limits per key.
+    var uniformLimit: RateLimit? {
+      if case .uniform(let limit) = self { return limit.limit }
+      return nil
+    }
+
+    /// The limit of `key`: the one limit, or what the closure answers for `key` now.
+    func limit(for key: Key) -> RateLimit {
+      switch self {
+      case .uniform(let limit): limit.limit
+      case .perKey(let limits): limits(key)
+      }
+    }
+
+    /// `key`'s limit in units on `clock`; calls a per-key closure, so never under a lock.
+    @inlinable
+    func keyLimit(for key: Key, clock: AsyncClock) -> KeyLimit {
+      switch self {
+      case .uniform(let limit): limit
+      case .perKey(let limits): KeyLimit(limits(key), unixNanosecondsAtOrigin: clock.unixNanosecondsAtOrigin)
+      }
+    }
   }
 
   /// A key's limit as the decisions use it: the burst a cost is checked against and the policy's
@@ -23,7 +46,7 @@ extension KeyedRateLimiter {
     @usableFromInline
     init(_ limit: RateLimit, unixNanosecondsAtOrigin: Int64? = nil) {
       self.limit = limit
-      switch limit.policy {
+      switch limit.algorithm {
       case .tokenBucket:
         rate = .tokenBucket(TokenBucketRate(permits: limit.permits, per: limit.interval, burst: limit.burst))
       case .slidingWindow:
@@ -36,6 +59,15 @@ extension KeyedRateLimiter {
 
     /// The largest cost a request can ever be granted.
     @inlinable var burst: Int { limit.burst }
+
+    /// How long until the fixed window that counts a key under this limit now ends, read on
+    /// `clock`; `nil` unless the limit is a ``RateLimit/Algorithm/fixedWindow``.
+    func timeUntilWindowEnds(clock: AsyncClock) -> Duration? {
+      guard case .fixedWindow(let rate) = rate else { return nil }
+      let now = clock.now()
+      guard let end = FixedWindowCounter(rate: rate, now: now).nextWindowStart else { return nil }
+      return .nanoseconds(end.nanoseconds &- now.nanoseconds)
+    }
   }
 
   /// A limit's policy with its parameters: what a key's counter is built with.

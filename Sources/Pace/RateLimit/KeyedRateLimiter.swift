@@ -10,7 +10,7 @@
 /// ```
 ///
 /// Each key has its own counter under its limit's policy (a token bucket, a sliding or a fixed
-/// window: ``RateLimit/Policy``) with exactly the arithmetic of ``RateLimiter``.
+/// window: ``RateLimit/Algorithm``) with exactly the arithmetic of ``RateLimiter``.
 /// ``acquire(_:cost:isolation:)`` waits in first-come first-served order per key and is cancellable;
 /// `tryAcquire(_:cost:)` never waits. Keys never interfere: a key's decisions are those of a
 /// `RateLimiter` asked at the same instants, and its waiting requests are granted in the same
@@ -44,13 +44,11 @@
 ///
 /// ## Shared limits
 ///
-/// With a ``RateLimitStore`` (``init(limit:clock:store:)``, ``init(limits:clock:store:)``) the
-/// decisions are the store's, shared by every process that uses it, each asked with the key's
-/// limit: call ``decide(_:cost:)`` and ``acquire(_:cost:isolation:)`` with `try await`. The
-/// synchronous `tryAcquire(_:cost:)` cannot wait for a store: it decides in this process's memory,
-/// a per-process limit. A waiting ``acquire(_:cost:isolation:)`` asks the store again after each
-/// `retryAfter` the store returns, slept on the limiter's clock; so with a store, waiters of one
-/// key are not served in strict FIFO order.
+/// A limit shared by every process that uses a ``RateLimitStore`` is a
+/// ``StoreBackedRateLimiter``, which offers only the store's asynchronous decision. The
+/// initialisers that give this type a store (``init(limit:clock:store:)``,
+/// ``init(limits:clock:store:)``) are deprecated: their `decide` and `acquire` ask the store, but
+/// their synchronous `tryAcquire(_:cost:)` cannot, and decides in this process's memory.
 public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   // The decisions and the timer's path are `@inlinable` (with what they touch
   // `@usableFromInline`), so that they are specialised for `Key` in the module that calls them:
@@ -135,16 +133,14 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
 
   /// The limit every key has, for a limiter made with one limit.
   ///
-  /// A limiter with per-key limits (``init(limits:clock:)``) has no one limit: read
-  /// ``limit(for:)`` there. This property then answers `RateLimit(permits: Int.max, per:
-  /// .nanoseconds(1))`, a limit no key has, and is kept only so that code written for one limit
-  /// keeps compiling.
-  public var limit: RateLimit {
-    switch limits {
-    case .uniform(let limit): limit.limit
-    case .perKey: RateLimit(permits: .max, per: .nanoseconds(1))
-    }
-  }
+  /// A limiter with per-key limits (``init(limits:clock:)``) has no one limit: this property then
+  /// answers `RateLimit(permits: Int.max, per: .nanoseconds(1))`, a limit no key has. Read
+  /// ``limit(for:)``, which answers every limiter truly.
+  @available(*, deprecated, message: "A limiter with limits per key has no one limit: use limit(for:)")
+  public var limit: RateLimit { uniformLimit ?? RateLimit(permits: .max, per: .nanoseconds(1)) }
+
+  /// The one limit of a limiter made with one; `nil` for a limiter with limits per key.
+  package var uniformLimit: RateLimit? { limits.uniformLimit }
   /// Where each key's limit comes from.
   @usableFromInline let limits: Limits
   /// Whether the keys keep their buckets as the instant they are full again (a per-key limiter,
@@ -152,8 +148,9 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   /// rate; see ``TokenBucketRate/fullInstantForm(of:)``.
   @usableFromInline let storesFullInstants: Bool
   @usableFromInline let clock: AsyncClock
-  private let sleep: @Sendable (Duration) async throws -> Void
-  @usableFromInline let store: (any RateLimitStore<Key>)?
+  /// The store's limiter, for a limiter made with a store (deprecated): its `decide` and
+  /// `acquire` go there.
+  @usableFromInline let storeBacked: StoreBackedRateLimiter<Key>?
   @usableFromInline let shards: Shards<Shard>
   private let nextID = LockedState<UInt64>(0)
 
@@ -172,10 +169,11 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     self.init(limit: Self.tokenBucket(permits: permits, per: interval, burst: burst), clock: clock)
   }
 
-  /// A keyed rate limiter whose decisions are made by `store`, shared beyond this process: the
-  /// same as ``init(limit:clock:store:)`` with `RateLimit(permits:per:burst:)`.
+  /// A keyed rate limiter whose `decide` and `acquire` are made by `store`, shared beyond this
+  /// process, and whose `tryAcquire` decides in this process's memory: the same as
+  /// ``init(limit:clock:store:)`` with `RateLimit(permits:per:burst:)`.
   ///
-  /// Call its ``decide(_:cost:)`` and ``acquire(_:cost:isolation:)`` with `try await`.
+  /// Deprecated: a ``StoreBackedRateLimiter`` offers only the store's decision.
   ///
   /// - Parameters:
   ///   - permits: How many permits come back to a key per `interval`. Positive.
@@ -183,6 +181,10 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   ///   - burst: How many permits a key can take at once; `permits` by default. Positive.
   ///   - clock: The clock ``acquire(_:cost:isolation:)`` sleeps on between attempts.
   ///   - store: Where the buckets live and the decisions are made.
+  @available(
+    *, deprecated,
+    message: "StoreBackedRateLimiter(permits:per:burst:clock:store:) offers only the store's decision; this tryAcquire decides in memory"
+  )
   public convenience init<C: Clock>(
     permits: Int, per interval: Duration, burst: Int? = nil, clock: C = ContinuousClock(),
     store: some RateLimitStore<Key>
@@ -199,12 +201,19 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     self.init(limits: .uniform(KeyLimit(limit)), clock: clock, store: nil)
   }
 
-  /// A keyed rate limiter with one limit for every key, whose decisions are made by `store`.
+  /// A keyed rate limiter with one limit for every key, whose `decide` and `acquire` are made by
+  /// `store`, and whose `tryAcquire` decides in this process's memory.
+  ///
+  /// Deprecated: a ``StoreBackedRateLimiter`` offers only the store's decision.
   ///
   /// - Parameters:
   ///   - limit: Every key's limit, passed to the store with each decision.
   ///   - clock: The clock ``acquire(_:cost:isolation:)`` sleeps on between attempts.
   ///   - store: Where the buckets live and the decisions are made.
+  @available(
+    *, deprecated,
+    message: "StoreBackedRateLimiter(limit:clock:store:) offers only the store's decision; this tryAcquire decides in memory"
+  )
   public convenience init<C: Clock>(
     limit: RateLimit, clock: C = ContinuousClock(), store: some RateLimitStore<Key>
   ) where C.Duration == Duration {
@@ -231,13 +240,20 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     self.init(limits: .perKey(limits), clock: clock, store: nil)
   }
 
-  /// A keyed rate limiter whose keys have limits of their own, whose decisions are made by
-  /// `store`: each decision passes the key's limit to the store.
+  /// A keyed rate limiter whose keys have limits of their own, whose `decide` and `acquire` are
+  /// made by `store` (each passes the key's limit to the store), and whose `tryAcquire` decides in
+  /// this process's memory.
+  ///
+  /// Deprecated: a ``StoreBackedRateLimiter`` offers only the store's decision.
   ///
   /// - Parameters:
   ///   - limits: A key's limit. Called at each decision, outside the limiter's locks.
   ///   - clock: The clock ``acquire(_:cost:isolation:)`` sleeps on between attempts.
   ///   - store: Where the buckets live and the decisions are made.
+  @available(
+    *, deprecated,
+    message: "StoreBackedRateLimiter(limits:clock:store:) offers only the store's decision; this tryAcquire decides in memory"
+  )
   public convenience init<C: Clock>(
     limits: @escaping @Sendable (Key) -> RateLimit, clock: C = ContinuousClock(), store: some RateLimitStore<Key>
   ) where C.Duration == Duration {
@@ -247,9 +263,17 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   private convenience init<C: Clock>(
     limits: Limits, clock: C, store: (any RateLimitStore<Key>)?
   ) where C.Duration == Duration {
+    let sleep: @Sendable (Duration) async throws -> Void = { duration in try await clock.sleep(for: duration) }
+    let asyncClock = AsyncClock(clock)
     self.init(
-      limits: limits, clock: AsyncClock(clock), sleep: { duration in try await clock.sleep(for: duration) },
-      store: store)
+      limits: limits, clock: asyncClock,
+      storeBacked: store.map { StoreBackedRateLimiter(limits: limits, clock: asyncClock, sleep: sleep, store: $0) })
+  }
+
+  /// A limiter whose `decide` and `acquire` are `storeBacked`'s and whose `tryAcquire` decides in
+  /// this process's memory under its limits: what a limiter made with a store (deprecated) is.
+  package convenience init(sharing storeBacked: StoreBackedRateLimiter<Key>) {
+    self.init(limits: storeBacked.limits, clock: storeBacked.clock, storeBacked: storeBacked)
   }
 
   /// An in-memory keyed rate limiter on `clock`: for tests whose clock is a scheduler with timing
@@ -260,18 +284,15 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
 
   /// An in-memory keyed rate limiter with one limit on `clock`, for tests.
   convenience init(limit: RateLimit, clock: AsyncClock) {
-    self.init(limits: .uniform(KeyLimit(limit)), clock: clock, sleep: { _ in }, store: nil)
+    self.init(limits: .uniform(KeyLimit(limit)), clock: clock, storeBacked: nil)
   }
 
   /// An in-memory keyed rate limiter with per-key limits on `clock`, for tests.
   convenience init(limits: @escaping @Sendable (Key) -> RateLimit, clock: AsyncClock) {
-    self.init(limits: .perKey(limits), clock: clock, sleep: { _ in }, store: nil)
+    self.init(limits: .perKey(limits), clock: clock, storeBacked: nil)
   }
 
-  private init(
-    limits: Limits, clock: AsyncClock, sleep: @escaping @Sendable (Duration) async throws -> Void,
-    store: (any RateLimitStore<Key>)?
-  ) {
+  private init(limits: Limits, clock: AsyncClock, storeBacked: StoreBackedRateLimiter<Key>?) {
     if case .uniform(let uniform) = limits {
       self.limits = .uniform(KeyLimit(uniform.limit, unixNanosecondsAtOrigin: clock.unixNanosecondsAtOrigin))
     } else {
@@ -279,8 +300,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     }
     if case .perKey = limits { storesFullInstants = true } else { storesFullInstants = false }
     self.clock = clock
-    self.sleep = sleep
-    self.store = store
+    self.storeBacked = storeBacked
     shards = Shards(count: keyedShardCount) { Shard() }
   }
 
@@ -295,24 +315,18 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   /// The limit of `key`: the one limit of a limiter made with one, or what its `limits` closure
   /// answers for `key` now.
   public func limit(for key: Key) -> RateLimit {
-    switch limits {
-    case .uniform(let limit): limit.limit
-    case .perKey(let limits): limits(key)
-    }
+    limits.limit(for: key)
   }
 
   /// Whether the limiter decides in this process's memory (no store): then ``tryAcquire(_:cost:)``
-  /// is the same decision as ``decide(_:cost:)`` for a key and cost that passed ``KeyPolicy``,
+  /// is the same decision as ``decide(_:cost:)`` for a key and cost that passed ``InputRules``,
   /// and a caller that cannot suspend cheaply (a future-based middleware) takes it at once.
-  package var decidesInMemory: Bool { store == nil }
+  package var decidesInMemory: Bool { storeBacked == nil }
 
   /// `key`'s limit in units; calls a per-key limiter's closure, so never under a lock.
   @inlinable
   func keyLimit(for key: Key) -> KeyLimit {
-    switch limits {
-    case .uniform(let limit): limit
-    case .perKey(let limits): KeyLimit(limits(key), unixNanosecondsAtOrigin: clock.unixNanosecondsAtOrigin)
-    }
+    limits.keyLimit(for: key, clock: clock)
   }
 
   /// How long until the fixed window that counts `key`'s requests now ends; `nil` unless `key`'s
@@ -322,11 +336,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   ///
   /// For a response's `RateLimit` field, whose `t` of an allowed request is the window's end.
   public func timeUntilWindowEnds(for key: Key) -> Duration? {
-    guard case .fixedWindow(let rate) = keyLimit(for: key).rate else { return nil }
-    let now = clock.now()
-    let counter = FixedWindowCounter(rate: rate, now: now)
-    guard let end = counter.nextWindowStart else { return nil }
-    return .nanoseconds(end.nanoseconds &- now.nanoseconds)
+    keyLimit(for: key).timeUntilWindowEnds(clock: clock)
   }
 
   /// The level a key's bucket is stored with, as the decisions read it at `now`.
@@ -353,10 +363,9 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   /// Takes `cost` permits for `key` if they are available now and no request for `key` waits;
   /// never waits, and always decides in this process's memory.
   ///
-  /// On a store-backed limiter it does not ask the store (it cannot wait for it): it decides with
-  /// the limiter's own in-memory buckets under the same limit, as a `.fallback` failure policy
-  /// does during an outage, so N processes allow up to N times the limit. Call
-  /// ``decide(_:cost:)`` for the store's shared decision.
+  /// On a limiter made with a store (deprecated) it does not ask the store (it cannot wait for
+  /// it): it decides with the limiter's own in-memory buckets under the same limit, so N processes
+  /// allow up to N times the limit. A ``StoreBackedRateLimiter`` has no such call.
   ///
   /// - Parameters:
   ///   - key: Whose bucket to take from.
@@ -383,25 +392,20 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   /// always pick such an overload, so `limiter.tryAcquire(key)` would stop compiling there.
   ///
   /// This is the path for keys and costs that come from requests: they are checked against
-  /// ``KeyPolicy`` (`String` keys and every cost), so hostile input is an error, never a trap, and
+  /// ``InputRules`` (`String` keys and every cost), so hostile input is an error, never a trap, and
   /// the decision is the same in memory and in every store.
   ///
   /// - Parameters:
   ///   - key: Whose bucket to take from.
   ///   - cost: How many permits to take; 1 by default. 0 asks how many are left and takes none:
   ///     it gets the answer a cost of 1 would get, so it is limited where a cost of 1 would be.
-  /// - Throws: ``InvalidInput`` for a key or cost outside ``KeyPolicy`` (a negative cost, or one
+  /// - Throws: ``InvalidInput`` for a key or cost outside ``InputRules`` (a negative cost, or one
   ///   above the key's burst); what the store throws when it cannot decide.
   public func decide(_ key: Key, cost: Int = 1) async throws -> RateLimitDecision {
-    if let store {
-      let limit = limit(for: key)
-      try KeyPolicy.check(cost: cost, limit: limit)
-      if let key = key as? String { try KeyPolicy.check(key: key) }
-      return try await store.tryAcquire(key, cost: cost, limit: limit)
-    }
+    if let storeBacked { return try await storeBacked.decide(key, cost: cost) }
     let limit = keyLimit(for: key)
-    try KeyPolicy.check(cost: cost, limit: limit.limit)
-    if let key = key as? String { try KeyPolicy.check(key: key) }
+    try InputRules.check(cost: cost, limit: limit.limit)
+    if let key = key as? String { try InputRules.check(key: key) }
     return decideLocally(key, cost: cost, limit: limit)
   }
 
@@ -425,19 +429,9 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   ///   for a cost no wait would let through; `CancellationError` if the task is cancelled before
   ///   the permits are granted (then nothing is taken); or what the store throws.
   public func acquire(_ key: Key, cost: Int = 1, isolation: isolated (any Actor)? = #isolation) async throws {
-    if let store {
-      let limit = limit(for: key)
-      try KeyPolicy.check(cost: cost, limit: limit)
-      try Task.checkCancellation()
-      while true {
-        switch try await store.tryAcquire(key, cost: cost, limit: limit) {
-        case .allowed: return
-        case .limited(let retryAfter): try await sleep(Swift.max(retryAfter, .nanoseconds(1)))
-        }
-      }
-    }
+    if let storeBacked { return try await storeBacked.acquire(key, cost: cost) }
     let limit = keyLimit(for: key)
-    try KeyPolicy.check(cost: cost, limit: limit.limit)
+    try InputRules.check(cost: cost, limit: limit.limit)
     try Task.checkCancellation()
     if decideLocally(key, cost: cost, limit: limit).isAllowed { return }
     let id = nextID.withLock { id in
@@ -448,7 +442,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     let index = Self.shardIndex(hash: hash)
     // A task that a TestScheduler counts as running (PaceTesting's `settle`) waits here: counted
     // out once queued, and in again by whatever grants or refuses it, before it can run.
-    let tracked = clock.testScheduler.map { TestScheduler.tracking === $0 } ?? false
+    let tracked = clock.testScheduler?.followsCurrentTask ?? false
     // With `isolation`, neither the handler nor the continuation's body hops to another
     // executor: the request is queued before the first suspension, in the caller's order.
     try await withTaskCancellationHandler(
@@ -527,9 +521,18 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     }
   }
 
-  /// How many ``acquire(_:cost:isolation:)`` calls wait, over all keys.
+  /// How many ``acquire(_:cost:isolation:)`` calls wait, over all keys: the total of
+  /// ``waitingCount(for:)``.
   public var waitingCount: Int {
     shards.indices.reduce(0) { count, index in count + shards.withLock(index) { $0.waiters.count } }
+  }
+
+  /// How many ``acquire(_:cost:isolation:)`` calls wait for `key`'s permits now.
+  public func waitingCount(for key: Key) -> Int {
+    let hash = key.hashValue
+    return shards.withLock(Self.shardIndex(hash: hash)) { shard in
+      shard.queues.isEmpty ? 0 : shard.queues[key]?.queue.count ?? 0
+    }
   }
 
   // MARK: Under the lock
@@ -611,7 +614,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       return Effects()
     }
     let log = shard.logs.isEmpty ? nil : shard.logs.removeValue(forKey: key)
-    var machine = RateLimitPolicyMachine(
+    var machine = RateLimitMachine(
       counter: loadCounter(level: bucket.level, log: log, rate: rate, now: now), queue: waiting?.queue)
     let wasWaiting = machine.isWaiting
     let action =
@@ -686,7 +689,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       let log = shard.logs.isEmpty ? nil : shard.logs.removeValue(forKey: key)
       var counter = loadCounter(level: level, log: log, rate: rate, now: now)
       let queue = slot == nil || shard.queues.isEmpty ? nil : shard.queues[key]?.queue
-      let decision = RateLimitPolicyMachine<RateLimitCounter>.tryAcquire(
+      let decision = RateLimitMachine<RateLimitCounter>.tryAcquire(
         cost: cost, now: now, counter: &counter, queue: queue)
       if let slot {
         // The key's entry stays until its check finds it idle, as a token bucket's does.

@@ -21,7 +21,7 @@ extension RateLimit {
   /// - for a window, `burst` `nil` or equal to `permits` (a window's burst is its permits).
   ///
   /// - Parameters:
-  ///   - permits: How many permits per `interval` (in each window, for the window policies).
+  ///   - permits: How many permits per `interval` (in each window, for the window algorithms).
   ///   - interval: The period of the rate, or the window's length.
   ///   - burst: A token bucket's capacity; `permits` by default.
   ///   - algorithm: How the permits are counted; a token bucket by default.

@@ -23,12 +23,12 @@ public struct RateLimit: Sendable, Hashable, CustomStringConvertible {
 
   /// How the permits are counted.
   public let algorithm: Algorithm
-  /// How many permits come back per ``interval`` (a window's count, for the window policies).
+  /// How many permits come back per ``interval`` (a window's count, for the window algorithms).
   public let permits: Int
-  /// The period of the rate (the window, for the window policies).
+  /// The period of the rate (the window, for the window algorithms).
   public let interval: Duration
   /// How many permits can be taken at once: a token bucket's capacity; ``permits`` for the
-  /// window policies.
+  /// window algorithms.
   public let burst: Int
 
   /// A token bucket: `permits` per `interval`, with a bucket of `burst` (by default `permits`).

@@ -1,5 +1,5 @@
-/// What one key's counter of permits does, whatever its ``RateLimit/Policy``: the part of a rate
-/// limit that ``RateLimitPolicyMachine`` (its FIFO queue and its timer deadline) runs over.
+/// What one key's counter of permits does, whatever its ``RateLimit/Algorithm``: the part of a rate
+/// limit that ``RateLimitMachine`` (its FIFO queue and its timer deadline) runs over.
 ///
 /// A counter is a value with exact integer time: `now` comes in through ``refill(now:)``, which
 /// brings it up to date (time never goes back: an earlier `now` changes nothing), and every other
@@ -56,7 +56,7 @@ extension RateLimitCounting {
     return availablePermits
   }
 
-  /// ``readyTime(for:behind:)`` for the window policies: grants the waiting requests on a copy, in
+  /// ``readyTime(for:behind:)`` for the window algorithms: grants the waiting requests on a copy, in
   /// order, each at its own ready time, then asks the copy.
   @inlinable
   package func simulatedReadyTime(for permits: Int, behind queue: RateLimitQueue) -> PaceInstant? {
@@ -76,7 +76,7 @@ extension RateLimitCounting {
 }
 
 /// The counter of one key under any ``RateLimit``: what ``RateLimiter`` keeps, so that one
-/// limiter type runs every policy. Each member forwards to the policy's own counter.
+/// limiter type runs every algorithm. Each member forwards to the algorithm's own counter.
 @usableFromInline
 package enum RateLimitCounter: RateLimitCounting {
   case tokenBucket(TokenBucket)

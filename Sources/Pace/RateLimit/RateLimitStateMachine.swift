@@ -1,10 +1,10 @@
 /// The logic of both rate limiters as a value type: one key's counter of permits, under any
-/// ``RateLimit/Policy`` (a ``RateLimitCounting``), and the requests waiting for it, in arrival order.
+/// ``RateLimit/Algorithm`` (a ``RateLimitCounting``), and the requests waiting for it, in arrival order.
 ///
 /// ``RateLimiter`` keeps one machine; ``KeyedRateLimiter`` builds one for a key from the key's
 /// stored state and queue, runs one event and stores them back. So the decision, the cost rule,
 /// the FIFO grant loop and the reported permits are written once, and both limiters give the same
-/// answers for every policy.
+/// answers for every algorithm.
 ///
 /// The machine holds no continuation, lock or clock: requests are ids, `now` comes in and a
 /// ``RateLimitAction`` (the ids to grant in order, the id refused, when to look again) comes out.
@@ -18,7 +18,7 @@
 /// `@inlinable` throughout, so that a ``KeyedRateLimiter``'s decision is specialised, and its
 /// arithmetic inlined, in the module that calls it.
 @usableFromInline
-struct RateLimitPolicyMachine<Counter: RateLimitCounting> {
+struct RateLimitMachine<Counter: RateLimitCounting> {
   @usableFromInline var counter: Counter
   /// The waiting requests; `nil` when none has waited yet, so that a key of a
   /// ``KeyedRateLimiter`` with no waiter pays for no queue. Empty and `nil` mean the same.
@@ -146,9 +146,9 @@ struct RateLimitPolicyMachine<Counter: RateLimitCounting> {
 
 /// The token bucket's machine, which ``KeyedRateLimiter`` runs for each key.
 @usableFromInline
-typealias RateLimitStateMachine = RateLimitPolicyMachine<TokenBucket>
+typealias RateLimitStateMachine = RateLimitMachine<TokenBucket>
 
-extension RateLimitPolicyMachine where Counter == TokenBucket {
+extension RateLimitMachine where Counter == TokenBucket {
   /// The token bucket.
   @inlinable var bucket: TokenBucket {
     get { counter }
@@ -189,7 +189,7 @@ extension RateLimitPolicyMachine where Counter == TokenBucket {
   }
 }
 
-/// What a ``RateLimitPolicyMachine`` asks its driver to do.
+/// What a ``RateLimitMachine`` asks its driver to do.
 @usableFromInline
 struct RateLimitAction: Equatable, Sendable {
   /// The waiting requests to resume, in this order.

@@ -9,7 +9,7 @@
 ///   try await download(url)
 /// }
 ///
-/// let uploads = RateLimiter(limit: .slidingWindow(3, per: .seconds(10)))  // at most 3 in any 10 s
+/// let uploads = RateLimiter(limit: .slidingWindow(permits: 3, per: .seconds(10)))  // at most 3 in any 10 s
 /// ```
 ///
 /// A token bucket starts full: `burst` permits (by default `permits`, one interval's worth) can be
@@ -23,10 +23,12 @@
 ///   never overtakes an earlier one, even a smaller request behind a large one. If its task is
 ///   cancelled first it throws `CancellationError` and consumes nothing. The request joins the
 ///   queue on the caller's actor, before `acquire` first suspends, so tasks started in order
-///   from one actor are granted in that order.
+///   from one actor are granted in that order, and the code after their `acquire()` starts in
+///   that order too (see ``acquire(cost:isolation:)``).
 /// - ``tryAcquire(cost:)->RateLimitDecision`` never waits: it takes the permits if they are available and nobody is
 ///   waiting (`.allowed(remaining:)`), and answers `.limited(retryAfter:)` otherwise, as
-///   ``KeyedRateLimiter`` does for a key.
+///   ``KeyedRateLimiter`` does for a key. ``decide(cost:)`` is the same decision for a cost that
+///   comes from outside (a request's header): it throws ``InvalidInput`` where `tryAcquire` traps.
 /// - A cost of 0 takes nothing and is answered as a cost of 1 would be: `tryAcquire(cost: 0)` is
 ///   allowed only when one permit is available, and `acquire(cost: 0)` waits as `acquire()`
 ///   would.
@@ -79,8 +81,8 @@ public final class RateLimiter: Sendable {
   ///
   /// ```swift
   /// RateLimiter(limit: RateLimit(permits: 100, per: .seconds(60), burst: 20))  // smooths
-  /// RateLimiter(limit: .slidingWindow(3, per: .seconds(10)))                  // at most 3 in any 10 s
-  /// RateLimiter(limit: .fixedWindow(5_000, per: .seconds(3600)))              // 5,000 per clock hour
+  /// RateLimiter(limit: .slidingWindow(permits: 3, per: .seconds(10)))                  // at most 3 in any 10 s
+  /// RateLimiter(limit: .fixedWindow(permits: 5_000, per: .seconds(3600)))              // 5,000 per clock hour
   /// ```
   ///
   /// - Parameters:
@@ -101,15 +103,15 @@ public final class RateLimiter: Sendable {
     let rate = WindowRate(
       permits: limit.permits, per: limit.interval, unixNanosecondsAtOrigin: clock.unixNanosecondsAtOrigin)
     tokenBucket =
-      limit.policy == .tokenBucket
+      limit.algorithm == .tokenBucket
       ? RateLimiterEngine(
         counter: TokenBucket(permits: limit.permits, per: limit.interval, burst: limit.burst, now: now), clock: clock)
       : nil
     slidingWindow =
-      limit.policy == .slidingWindow
+      limit.algorithm == .slidingWindow
       ? RateLimiterEngine(counter: SlidingWindowLog(rate: rate, now: now), clock: clock) : nil
     fixedWindow =
-      limit.policy == .fixedWindow
+      limit.algorithm == .fixedWindow
       ? RateLimiterEngine(counter: FixedWindowCounter(rate: rate, now: now), clock: clock) : nil
   }
 
@@ -121,6 +123,15 @@ public final class RateLimiter: Sendable {
   /// The request arrives on the caller's actor, before `acquire` first suspends: tasks started in
   /// order from the main actor (or any one actor) join the queue, and are granted, in that order.
   ///
+  /// The code after `acquire()` starts in grant order, even for requests granted at the same
+  /// instant (one timer, one `advance`): a granted request is resumed only once the request
+  /// granted before it has returned from `acquire` on its own actor. So for callers on one actor
+  /// (the main actor, say), the code after an earlier request's `acquire()` runs, up to its next
+  /// suspension, before a later request's does: uploads queued in order start in order. Callers
+  /// on different actors, or on none, return from `acquire` in grant order, and from there run
+  /// concurrently. A request granted while earlier ones are still on their way out of `acquire`
+  /// waits behind them, even when permits are available at once.
+  ///
   /// - Parameters:
   ///   - cost: How many permits to take; 1 by default. 0 through the limit's burst.
   ///   - isolation: The caller's actor; leave the default.
@@ -128,7 +139,7 @@ public final class RateLimiter: Sendable {
   ///   nothing is consumed. ``InvalidInput/negativeCost(_:)`` or
   ///   ``InvalidInput/costAboveBurst(cost:burst:)`` at once for a cost no wait would grant.
   public func acquire(cost: Int = 1, isolation: isolated (any Actor)? = #isolation) async throws {
-    try KeyPolicy.check(cost: cost, limit: limit)
+    try InputRules.check(cost: cost, limit: limit)
     if let engine = tokenBucket { return try await engine.acquire(cost: cost, isolation: isolation) }
     if let engine = slidingWindow { return try await engine.acquire(cost: cost, isolation: isolation) }
     try await fixedWindow!.acquire(cost: cost, isolation: isolation)
@@ -153,20 +164,46 @@ public final class RateLimiter: Sendable {
     return fixedWindow!.tryAcquire(cost: cost)
   }
 
-  /// Takes `cost` permits if they are available now and no request is waiting; never waits.
-  /// Whether they were taken: `tryAcquire(cost:).isAllowed`, where a `Bool` is expected.
+  /// Takes `cost` permits if they are available now and no request is waiting; never waits; for
+  /// a cost that comes from outside (a request's header, a file's size), checked with a thrown
+  /// error rather than a trap.
+  ///
+  /// The decision of ``tryAcquire(cost:)->RateLimitDecision``, in the words of ``KeyedRateLimiter``'s
+  /// `decide(_:cost:)`: a cost outside ``InputRules`` (negative, or above the burst) throws, and
+  /// takes nothing.
   ///
   /// ```swift
-  /// if limiter.tryAcquire() { send(event) }                // the permit was taken
-  /// if case .limited(let wait) = limiter.tryAcquire() { … } // the decision
+  /// let cost = Int(request.headers["X-Cost"] ?? "1") ?? 1
+  /// switch try limiter.decide(cost: cost) {   // InvalidInput for -1 or a cost above the burst
+  /// case .allowed: try await handle(request)
+  /// case .limited(let retryAfter): throw TooManyRequests(retryAfter: retryAfter)
+  /// }
   /// ```
   ///
+  /// - Parameter cost: How many permits to take; 1 by default. 0 takes none and is answered as 1
+  ///   would be.
+  /// - Returns: `.allowed(remaining:)` with the whole permits left, or `.limited(retryAfter:)`
+  ///   with how long until the same request would be allowed if nothing else is taken.
+  /// - Throws: ``InvalidInput/negativeCost(_:)`` or ``InvalidInput/costAboveBurst(cost:burst:)``.
+  public func decide(cost: Int = 1) throws -> RateLimitDecision {
+    try InputRules.check(cost: cost, limit: limit)
+    return tryAcquire(cost: cost)
+  }
+
+  /// Takes `cost` permits if they are available now and no request is waiting; never waits.
+  /// Whether they were taken: `tryAcquire(cost:).isAllowed`.
+  ///
   /// Pace 0.1.0's `tryAcquire()` returned this `Bool`; a condition such as
-  /// `if limiter.tryAcquire()` still compiles, and means what it meant.
+  /// `if limiter.tryAcquire()` still compiles, and means what it meant, with a warning: in
+  /// `#expect(limiter.tryAcquire())` the `Bool` is picked without a word, so spell the question.
   ///
   /// - Parameter cost: How many permits to take; 1 by default. Not negative.
   /// - Returns: Whether they were taken.
   @_disfavoredOverload
+  @available(
+    *, deprecated,
+    message: "tryAcquire(cost:) returns a RateLimitDecision: ask tryAcquire(cost:).isAllowed for whether it was allowed"
+  )
   public func tryAcquire(cost: Int = 1) -> Bool {
     tryAcquire(cost: cost).isAllowed
   }
@@ -177,7 +214,7 @@ public final class RateLimiter: Sendable {
   /// - Returns: Whether they were taken.
   @available(
     *, deprecated, renamed: "tryAcquire(cost:)",
-    message: "tryAcquire(cost:) returns a RateLimitDecision, or this Bool where a Bool is expected"
+    message: "tryAcquire(cost:) returns a RateLimitDecision: ask tryAcquire(cost:).isAllowed for whether it was allowed"
   )
   public func tryAcquire(_ permits: Int) -> Bool {
     tryAcquire(cost: permits).isAllowed
@@ -230,7 +267,7 @@ final class RateLimiterEngine<Counter: RateLimitCounting & Sendable>: Sendable {
   }
 
   private struct State {
-    var machine: RateLimitPolicyMachine<Counter>
+    var machine: RateLimitMachine<Counter>
     /// The waiting requests' continuations, by the ids the machine queues.
     var continuations: [UInt64: Waiter] = [:]
     var nextID: UInt64 = 0
@@ -238,13 +275,39 @@ final class RateLimiterEngine<Counter: RateLimitCounting & Sendable>: Sendable {
     var timer = TimerSlot()
     /// Tests waiting for a number of waiting requests; empty outside tests.
     var watchers = CountWaiters()
+    /// The granted requests not resumed yet, in grant order, from `handOffHead` on: each is
+    /// resumed once the one granted before it has returned from `acquire` (the hand-off).
+    var handOff: [Continuation] = []
+    var handOffHead = 0
+    /// Whether a granted request has been resumed and has not returned from `acquire` yet.
+    var isHandingOff = false
+
+    /// The next granted request to resume, when the one before has returned; it then holds the
+    /// hand-off until it returns.
+    mutating func takeHandOff() -> Continuation? {
+      guard handOffHead < handOff.count else {
+        isHandingOff = false
+        return nil
+      }
+      let next = handOff[handOffHead]
+      handOffHead += 1
+      if handOffHead == handOff.count {
+        handOff.removeAll(keepingCapacity: true)
+        handOffHead = 0
+      }
+      isHandingOff = true
+      return next
+    }
 
     /// Takes the continuations the machine's action resumes, and reserves or disarms the timer.
     mutating func apply(_ action: RateLimitAction) -> Effects {
       var effects = Effects()
       for id in action.granted {
-        if let waiter = continuations.removeValue(forKey: id) { effects.granted.append(waiter) }
+        guard let waiter = continuations.removeValue(forKey: id) else { continue }
+        effects.granted.append(waiter)
+        handOff.append(waiter.continuation)
       }
+      if !isHandingOff { effects.handOff = takeHandOff() }
       if let id = action.refused { effects.refused = continuations.removeValue(forKey: id) }
       effects.watchers = watchers.takeReady(current: machine.waitingCount)
       if let deadline = action.wakeAt {
@@ -260,7 +323,10 @@ final class RateLimiterEngine<Counter: RateLimitCounting & Sendable>: Sendable {
 
   /// What to do once the lock is released.
   private struct Effects {
+    /// The requests granted, to count in; of them only `handOff` is resumed now.
     var granted: [Waiter] = []
+    /// The granted request to resume now: the next in the hand-off.
+    var handOff: Continuation?
     var refused: Waiter?
     /// A request refused before it waited (its task was cancelled first).
     var refusedAtOnce: Continuation?
@@ -277,7 +343,7 @@ final class RateLimiterEngine<Counter: RateLimitCounting & Sendable>: Sendable {
 
   init(counter: Counter, clock: AsyncClock) {
     self.clock = clock
-    state = LockedState(State(machine: RateLimitPolicyMachine(counter: counter)))
+    state = LockedState(State(machine: RateLimitMachine(counter: counter)))
   }
 
   deinit {
@@ -289,15 +355,18 @@ final class RateLimiterEngine<Counter: RateLimitCounting & Sendable>: Sendable {
   /// on the caller's actor before the first suspension.
   func acquire(cost: Int, isolation: isolated (any Actor)?) async throws {
     try Task.checkCancellation()
-    if tryAcquire(cost: cost).isAllowed { return }
+    let clock = self.clock
+    // At once, unless granted requests are still on their way out of `acquire`: this one is
+    // granted after them, so it queues behind them in the hand-off.
+    let now = clock.now()
+    if state.withLock({ !$0.isHandingOff && $0.machine.tryAcquire(cost: cost, now: now).isAllowed }) { return }
     let id = state.withLock { state in
       state.nextID &+= 1
       return state.nextID
     }
-    let clock = self.clock
     // A task that a TestScheduler counts as running (PaceTesting's `settle`) waits here: counted
     // out once queued, and in again by whatever grants or refuses it, before it can run.
-    let tracked = clock.testScheduler.map { TestScheduler.tracking === $0 } ?? false
+    let tracked = clock.testScheduler?.followsCurrentTask ?? false
     // With `isolation`, neither the handler nor the continuation's body hops to another
     // executor: the request is queued before the first suspension, in the caller's order.
     try await withTaskCancellationHandler(
@@ -321,6 +390,13 @@ final class RateLimiterEngine<Counter: RateLimitCounting & Sendable>: Sendable {
       },
       isolation: isolation
     )
+    // Granted, and back on the caller's actor: the request granted next may start.
+    handOffToNext()
+  }
+
+  /// Resumes the request granted after the one that has just returned from `acquire`, if any.
+  private func handOffToNext() {
+    state.withLock { $0.takeHandOff() }?.resume()
   }
 
   /// The whole permits a request could take now.
@@ -384,7 +460,7 @@ final class RateLimiterEngine<Counter: RateLimitCounting & Sendable>: Sendable {
     }
     effects.refusedAtOnce?.resume(throwing: CancellationError())
     effects.refused?.continuation.resume(throwing: CancellationError())
-    for waiter in effects.granted { waiter.continuation.resume() }
+    effects.handOff?.resume()
     for watcher in effects.watchers { watcher.resume(returning: true) }
   }
 }

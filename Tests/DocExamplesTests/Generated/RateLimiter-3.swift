@@ -12,13 +12,13 @@ import Testing
 import UIKitStandIn
 
 struct DocExample_RateLimiter_3 {
-  func limit(permits: Int, seconds: Int64, policy: String) throws -> RateLimit {
-    let policy: RateLimit.Algorithm =
-      switch policy {
+  func limit(permits: Int, seconds: Int64, algorithm name: String) throws -> RateLimit {
+    let algorithm: RateLimit.Algorithm =
+      switch name {
       case "sliding": .slidingWindow
       case "fixed": .fixedWindow
       default: .tokenBucket
       }
-    return try RateLimit.validated(permits: permits, per: .seconds(seconds), algorithm: policy)
+    return try RateLimit.validated(permits: permits, per: .seconds(seconds), algorithm: algorithm)
   }
 }

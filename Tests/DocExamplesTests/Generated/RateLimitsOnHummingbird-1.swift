@@ -27,7 +27,7 @@ struct DocExample_RateLimitsOnHummingbird_1 {
     router.add(
       middleware: RateLimitMiddleware<AppContext>(policies: [
         RateLimitPolicy("per-address", limit: RateLimit(permits: 300, per: .seconds(60)), key: client.key),
-        RateLimitPolicy("per-key", limit: RateLimit.fixedWindow(5_000, per: .seconds(3600))) { request, _ in
+        RateLimitPolicy("per-key", limit: RateLimit.fixedWindow(permits: 5_000, per: .seconds(3600))) { request, _ in
           request.headers[apiKey].map { "key:\($0)" }
         },
       ]))
@@ -35,7 +35,7 @@ struct DocExample_RateLimitsOnHummingbird_1 {
     let uploads = router.group("uploads")
       .add(
         middleware: RateLimitMiddleware<AppContext>(
-          limit: RateLimit.slidingWindow(3, per: .seconds(10)), policyName: "uploads", key: client.key))
+          limit: RateLimit.slidingWindow(permits: 3, per: .seconds(10)), policyName: "uploads", key: client.key))
     uploads.post("/") { _, _ in HTTPResponse.Status.created }
     let paidKeys: Set<String> = ["key:k-live-7f3a"]
     let plans = KeyedRateLimiter<String>(limits: { key in

@@ -15,13 +15,13 @@ struct DocExample_RateLimitsOnVapor_2 {
     let api = app.grouped(
       RateLimitMiddleware(policies: [
         RateLimitPolicy("per-address", limit: RateLimit(permits: 300, per: .seconds(60)), key: client.key),
-        RateLimitPolicy("per-key", limit: RateLimit.fixedWindow(5_000, per: .seconds(3600))) { request in
+        RateLimitPolicy("per-key", limit: RateLimit.fixedWindow(permits: 5_000, per: .seconds(3600))) { request in
           request.headers.first(name: "X-API-Key").map { "key:\($0)" }
         },
       ]))
     api.get("search") { _ in "results" }
     let uploads = api.grouped(
-      RateLimitMiddleware(limit: RateLimit.slidingWindow(3, per: .seconds(10)), policyName: "uploads", key: client.key))
+      RateLimitMiddleware(limit: RateLimit.slidingWindow(permits: 3, per: .seconds(10)), policyName: "uploads", key: client.key))
     uploads.post("uploads") { _ in Response(status: .created) }
     let paidKeys: Set<String> = ["key:k-live-7f3a"]
     let plans = KeyedRateLimiter<String>(limits: { key in
