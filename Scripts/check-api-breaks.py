@@ -141,12 +141,13 @@ def run(command, **options):
 
 
 def has_symbols(dump):
-    """Whether a dump holds the module's declarations (the digester leaves an empty module's dump
-    on disk when it fails on it)."""
+    """Whether a dump holds declarations, not only imports: the digester's own baseline of a
+    trait-gated module, built without its trait, holds imports only (and compares clean)."""
     try:
-        return bool(json.loads(dump.read_text()).get("ABIRoot", {}).get("children"))
+        children = json.loads(dump.read_text()).get("ABIRoot", {}).get("children", [])
     except (OSError, ValueError):
         return False
+    return any(child.get("kind") != "Import" for child in children)
 
 
 def dump_server_baselines(commit, traits, modules, digests, work):
@@ -170,24 +171,26 @@ def dump_server_baselines(commit, traits, modules, digests, work):
         if built.returncode != 0:
             return f"building the baseline's {module} failed:\n{built.stdout}{built.stderr}"
     bin_path = Path(run(build + ["--show-bin-path"]).stdout.strip().splitlines()[-1])
-    return dump_modules(bin_path, [source / ".build" / "checkouts", source], missing, target)
+    includes = sorted((source / ".build" / "checkouts").glob("*/Sources/*/include")) + sorted(
+        source.glob("Sources/*/include"))
+    return dump_modules(bin_path, includes, missing, target)
 
 
-def dump_modules(bin_path, packages, modules, target):
+def dump_modules(bin_path, includes, modules, target):
     """`swift-api-digester -dump-sdk` of each module built in bin_path, with the search paths SwiftPM
-    gives the API tools: the build directory, the Swift modules, each C module's module map and the
-    include directories of the C targets of `packages` (package directories, or directories of them)."""
+    gives the API tools: the build directory, the Swift modules, each C module's generated module map
+    and the C targets' include directories (`includes`)."""
     search = ["-I", str(bin_path), "-I", str(bin_path / "Modules")]
-    for module_map in sorted(bin_path.glob("*.build/module.modulemap")):
-        search += ["-I", str(module_map.parent)]
-    for package in packages:
-        for include in sorted(package.glob("Sources/*/include")) + sorted(package.glob("*/Sources/*/include")):
-            search += ["-I", str(include)]
+    search += [part for module_map in sorted(bin_path.glob("*.build/module.modulemap"))
+               for part in ("-I", str(module_map.parent))]
+    search += [part for include in includes for part in ("-I", str(include))]
     tool = Path(shutil.which("swift")).resolve().parent / "swift-api-digester"
     target.mkdir(parents=True, exist_ok=True)
     for module in modules:
         dump = target / f"{module}.json"
-        dumped = run([str(tool), "-dump-sdk", "-compiler-style-diags", *search, "-module", module, "-o", str(dump)])
+        print(f"$ swift-api-digester -dump-sdk -module {module} -o {dump} (SwiftPM's search paths)", flush=True)
+        dumped = subprocess.run([str(tool), "-dump-sdk", "-compiler-style-diags", *search, "-module", module,
+                                 "-o", str(dump)], capture_output=True, text=True)
         if dumped.returncode != 0 or not has_symbols(dump):
             dump.unlink(missing_ok=True)
             return f"dumping the baseline's {module} failed:\n{dumped.stdout}{dumped.stderr}"
