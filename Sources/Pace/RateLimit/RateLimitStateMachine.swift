@@ -86,11 +86,12 @@ struct RateLimitMachine<Counter: RateLimitCounting> {
     return .allowed(remaining: counter.availablePermits)
   }
 
-  /// From `now` until `ready`, or until the end of the timeline if `ready` is `nil`; never
-  /// negative.
+  /// A refused request's `retryAfter`: from `now` until `ready`, never negative; and
+  /// ``RateLimitDecision/never``, the one spelling of "no wait lets it through", when `ready` is
+  /// `nil` or the end of the timeline, or when `now` is (no clock moves past ``PaceInstant/max``).
   @inlinable
   static func wait(from now: PaceInstant, until ready: PaceInstant?) -> Duration {
-    guard let ready else { return now.duration(to: .max) }
+    guard let ready, ready < .max, now < .max else { return RateLimitDecision.never }
     return ready > now ? now.duration(to: ready) : .zero
   }
 
@@ -171,10 +172,10 @@ extension RateLimitMachine where Counter == TokenBucket {
     let burst = bucket.burst
     if UInt(bitPattern: cost &- 1) < UInt(bitPattern: burst) {
       if let waitingPermits {
-        return .limited(retryAfter: now.duration(to: bucket.readyTime(for: waitingPermits &+ cost) ?? .max))
+        return .limited(retryAfter: wait(from: now, until: bucket.readyTime(for: waitingPermits &+ cost)))
       }
       guard bucket.canTake(cost) else {
-        return .limited(retryAfter: now.duration(to: bucket.readyTime(for: cost) ?? .max))
+        return .limited(retryAfter: wait(from: now, until: bucket.readyTime(for: cost)))
       }
       bucket.take(cost)
       return .allowed(remaining: bucket.availablePermits)
@@ -182,9 +183,9 @@ extension RateLimitMachine where Counter == TokenBucket {
     if cost > burst { return .limited(retryAfter: RateLimitDecision.never) }
     // Cost 0: cost 1's answer, taking nothing.
     if let waitingPermits {
-      return .limited(retryAfter: now.duration(to: bucket.readyTime(for: waitingPermits &+ 1) ?? .max))
+      return .limited(retryAfter: wait(from: now, until: bucket.readyTime(for: waitingPermits &+ 1)))
     }
-    guard bucket.canTake(1) else { return .limited(retryAfter: now.duration(to: bucket.readyTime(for: 1) ?? .max)) }
+    guard bucket.canTake(1) else { return .limited(retryAfter: wait(from: now, until: bucket.readyTime(for: 1))) }
     return .allowed(remaining: bucket.availablePermits)
   }
 }
