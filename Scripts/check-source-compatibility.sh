@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Type-checks Tests/SourceCompatibility/*.swift (calls that compiled against an earlier release,
-# one file per release: RateLimiterCalls-0.1.0, Calls-0.2.0, Calls-0.3.0) against the current
+# one file per release: RateLimiterCalls-0.1.0 and Calls-0.1.0, Calls-0.2.0, Calls-0.3.0) against the current
 # debug build's modules: an error means a user's code no longer compiles. Deprecation warnings are
 # expected there and allowed. Run after `swift build`.
 #
