@@ -24,8 +24,8 @@ What is compared, in two runs of the digester:
   makes their baselines itself: it extracts the baseline's sources (`git archive`), builds them
   with the baseline's traits and dumps each module with `swift-api-digester -dump-sdk` and the
   search paths SwiftPM gives it; the digester then finds them in --baseline-dir and only compares.
-  The first run builds the baseline's server dependencies (Vapor, Hummingbird, postgres-nio:
-  about 20 minutes on 2 cores); later runs reuse the dumps.
+  The first run builds the baseline with its server dependencies (Vapor, Hummingbird,
+  postgres-nio: 13 minutes on 2 cores); later runs reuse the dumps.
 
 A product the baseline does not have (new since the baseline, such as PaceHTTPClient against
 0.3.0) is skipped, with a line saying so: nothing to compare yet, and its absent dump would make
@@ -33,8 +33,10 @@ the digester check the baseline out again on every run.
 
 The baselines' dumps are kept in .build/api-breaks/VERSION-COMMIT/ (per release, so a new
 baseline makes new dumps), and the digester's output in .build/api-breaks/VERSION-COMMIT/digester.log.
-With a warm build and the dumps there, a run takes under a minute plus the build of the changed
-modules; `--log` re-reads a kept output without building anything.
+Times on 2 cores: the products without traits, the first time (the baseline checked out, built and
+dumped by the digester), about 2 minutes plus the current build; with the dumps kept and the build
+warm, 20 seconds; the server products with .build-server warm, under a minute. `--log` re-reads a
+kept output at once, without building anything.
 
 usage: check-api-breaks.py [--log FILE] [--no-server]
   --log FILE    read the digester's output from FILE (for example the kept digester.log) instead of
