@@ -167,7 +167,7 @@ import Testing
     let late = PaceInstant(nanoseconds: .max - 5)
     var sliding = machine(.slidingWindow(permits: 1, per: window), now: late)
     #expect(sliding.tryAcquire(cost: 1, now: late) == .allowed(remaining: 0))
-    #expect(sliding.tryAcquire(cost: 1, now: late) == .limited(retryAfter: .nanoseconds(5)))
+    #expect(sliding.tryAcquire(cost: 1, now: late) == .limited(retryAfter: RateLimitDecision.never))  // back past the end
     #expect(sliding.enqueue(id: 1, cost: 1, now: late) == .none)
     #expect(sliding.timerFired(now: .max) == .none)
     #expect(sliding.cancel(id: 1, now: .max) == RateLimitAction(refused: 1))
@@ -191,6 +191,27 @@ import Testing
     #expect(fixed.enqueue(id: 2, cost: 1, now: .max) == .none)
     #expect(!fixed.tryAcquire(cost: 1, now: .max).isAllowed)
     #expect(fixed.counter.idleTime == nil)
+  }
+
+  /// "Never" has one spelling: a refusal whose permits never come back, even at the end of the
+  /// timeline, answers `RateLimitDecision.never` (it was the duration until `PaceInstant.max`, and
+  /// 0 at that instant), as a cost above the burst does; a permit that comes back at the last
+  /// instant is a real wait.
+  @Test(arguments: [RateLimit.Algorithm.tokenBucket, .slidingWindow, .fixedWindow])
+  func aRefusalThatNoWaitPassesAnswersNever(algorithm: RateLimit.Algorithm) throws {
+    let window = RateLimit.maximumInterval
+    let limit = try RateLimit.validated(permits: 1, per: window, algorithm: algorithm)
+    let late = PaceInstant(nanoseconds: .max - 5)
+    var limiter = machine(limit, now: late)
+    #expect(limiter.tryAcquire(cost: 1, now: late) == .allowed(remaining: 0))
+    #expect(limiter.tryAcquire(cost: 2, now: late) == .limited(retryAfter: RateLimitDecision.never))
+    let atTheEnd = limiter.tryAcquire(cost: 1, now: .max)
+    if algorithm == .fixedWindow {
+      #expect(atTheEnd == .allowed(remaining: 0))  // the second window starts at the last instant
+      #expect(limiter.tryAcquire(cost: 1, now: .max) == .limited(retryAfter: RateLimitDecision.never))
+    } else {
+      #expect(atTheEnd == .limited(retryAfter: RateLimitDecision.never))
+    }
   }
 
   /// A sliding window's memory: one 16-byte entry per instant with grants still in the window

@@ -88,10 +88,11 @@ struct RateLimitMachine<Counter: RateLimitCounting> {
 
   /// A refused request's `retryAfter`: from `now` until `ready`, never negative; and
   /// ``RateLimitDecision/never``, the one spelling of "no wait lets it through", when `ready` is
-  /// `nil` or the end of the timeline, or when `now` is (no clock moves past ``PaceInstant/max``).
+  /// `nil` (the permits never come back, even at the end of the timeline; it used to be the
+  /// duration until ``PaceInstant/max``, 0 at that instant itself).
   @inlinable
   static func wait(from now: PaceInstant, until ready: PaceInstant?) -> Duration {
-    guard let ready, ready < .max, now < .max else { return RateLimitDecision.never }
+    guard let ready else { return RateLimitDecision.never }
     return ready > now ? now.duration(to: ready) : .zero
   }
 
