@@ -12,7 +12,7 @@ newer than the baseline that may break (a new major version, or before 1.0 a new
 
 The comment holds the digester's message after "API breakage: ", exactly, beside the sentence
 that tells users what changed. Breakages of `package` declarations (visible to this package's
-own modules only, never to users) are reported and ignored.
+own modules only, never to users: `isInternal` in the baseline's dump) are reported and ignored.
 
 What is compared, in two runs of the digester:
 
@@ -95,20 +95,50 @@ def announced_breaks(changelog, baseline):
     return announced, errors
 
 
-def package_only(message, commit):
-    """Whether the breakage is of a declaration that was `package` at the baseline: the type it
-    names, or the member (`func RateLimiter.waitUntilWaitingCount(_:)`: either name)."""
-    path = re.match(r"(?:\w+ )*?(?:func|struct|enum|class|protocol|actor|var|typealias|init|subscript|case|"
-                    r"associatedtype|let) ([A-Za-z_][A-Za-z0-9_.]*)", message)
-    if not path:
+def declaration_index(dump):
+    """Each declaration of a baseline's dump by its qualified printed name (`Batcher.flush()`,
+    `Batcher.bufferedCount.Get()`, `RateLimit.Policy`), with whether it is `package` (the dump's
+    `isInternal`, on it or on a declaration that holds it). Overloads with one printed name are
+    `package` only if all are."""
+    index = {}
+
+    def walk(node, path, internal):
+        internal = internal or bool(node.get("isInternal"))
+        name = node.get("printedName")
+        if node.get("kind") not in (None, "Root", "TypeNominal", "TypeNameAlias", "TypeFunc", "Import") and name:
+            path = path + [name]
+            key = ".".join(path)
+            index[key] = index.get(key, True) and internal
+        for child in node.get("children", []) + node.get("accessors", []):
+            if child.get("kind", "").startswith("Type") and child.get("kind") != "TypeDecl":
+                continue
+            walk(child, path, internal)
+
+    walk(json.loads(dump.read_text())["ABIRoot"], [], False)
+    return index
+
+
+def breaks_by_module(output):
+    """(module, message) for each breakage in the digester's output, by the section it is in."""
+    module, found = None, []
+    for line in output.splitlines():
+        section = re.search(r"breaking changes? detected in (\w+):", line)
+        if section:
+            module = section.group(1)
+        message = re.search(r"API breakage: (.+)", line)
+        if message:
+            found.append((module, message.group(1).strip()))
+    return found
+
+
+def package_only(module, message, indexes):
+    """Whether the breakage is of a declaration that was `package` at the baseline (visible to this
+    package's own modules only), read from the baseline's dump of the module; False when unknown."""
+    index = indexes.get(module)
+    if index is None:
         return False
-    for name in path.group(1).split("."):
-        pattern = (r"^\s*(@\w+(\([^)]*\))?\s+)*package\s+(final\s+|static\s+|mutating\s+|nonisolated\s+)*"
-                   r"(struct|enum|class|protocol|actor|typealias|func|var|let|init)\s+" + re.escape(name) + r"\b")
-        found = subprocess.run(["git", "grep", "-qE", pattern, commit, "--", "Sources"], cwd=ROOT)
-        if found.returncode == 0:
-            return True
-    return False
+    subject = message.split(" has ", 1)[0].split(" ", 1)[-1]
+    return index.get(subject, False)
 
 
 def baseline_manifest(commit):
@@ -243,13 +273,15 @@ def main():
         print(f"the digester's output is kept in {(work / 'digester.log').relative_to(ROOT)}: "
               f"`{Path(__file__).relative_to(ROOT)} --log {(work / 'digester.log').relative_to(ROOT)}` "
               f"re-checks CHANGELOG.md against it without building")
-    breaks = [m.strip() for m in re.findall(r"API breakage: (.+)", output)]
+    found = breaks_by_module(output)
+    breaks = [message for _, message in found]
+    indexes = {dump.stem: declaration_index(dump) for dump in sorted(work.glob(f"*digests/{commit}/*.json"))}
     announced, errors = announced_breaks((ROOT / "CHANGELOG.md").read_text(), baseline)
     unannounced = []
-    for message in breaks:
+    for module, message in found:
         if message in announced:
             print(f"announced: {message}")
-        elif package_only(message, commit):
+        elif package_only(module, message, indexes):
             print(f"package-only, not API: {message}")
         else:
             unannounced.append(message)
