@@ -1,4 +1,4 @@
-public import Pace
+import Pace
 import RawStructuredFieldValues
 
 /// The rate-limit fields of one response, parsed: the IETF `RateLimit-Policy` and `RateLimit`

@@ -93,12 +93,3 @@ public final class UpdateCoalescer<Target: AnyObject> {
     requests.count { $0.target != nil }
   }
 }
-
-extension UpdateCoalescer {
-  /// Whether `target` is waiting, as released before the glossary gave questions `for:`.
-  @available(*, deprecated, renamed: "isPending(for:)")
-  @MainActor
-  public func isPending(_ target: Target) -> Bool {
-    isPending(for: target)
-  }
-}

@@ -110,11 +110,3 @@ extension KeyedDebouncer where Value == Void {
     pacer.call(key, ())
   }
 }
-
-extension KeyedDebouncer {
-  /// Whether `key` is waiting, as released before the glossary gave questions `for:`.
-  @available(*, deprecated, renamed: "isPending(for:)")
-  public func isPending(_ key: Key) -> Bool {
-    isPending(for: key)
-  }
-}

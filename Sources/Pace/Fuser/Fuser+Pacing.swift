@@ -85,52 +85,6 @@ extension Fuser where Event: Sendable {
     }
   }
 
-  /// The old name of ``debounced(for:edges:maximumWait:merge:scheduler:)``.
-  @available(*, deprecated, renamed: "debounced(for:edges:maximumWait:merge:scheduler:)")
-  public func debounce(
-    for interval: Duration,
-    edges: Edges = .trailing,
-    maxWait: Duration? = nil,
-    merge: Merge<Event> = .latest,
-    scheduler: some PaceScheduler = .main
-  ) -> Fuser<Event> {
-    debounced(for: interval, edges: edges, maximumWait: maxWait, merge: merge, scheduler: scheduler)
-  }
-
-  /// ``debounced(for:edges:maximumWait:merge:scheduler:)`` as released in 0.1.0, before the
-  /// glossary spelled every maximum out.
-  @available(*, deprecated, renamed: "debounced(for:edges:maximumWait:merge:scheduler:)")
-  public func debounced(
-    for interval: Duration,
-    edges: Edges = .trailing,
-    maxWait: Duration?,
-    merge: Merge<Event> = .latest,
-    scheduler: some PaceScheduler = .main
-  ) -> Fuser<Event> {
-    debounced(for: interval, edges: edges, maximumWait: maxWait, merge: merge, scheduler: scheduler)
-  }
-
-  /// The old name of ``throttled(for:edges:merge:scheduler:)``.
-  @available(*, deprecated, renamed: "throttled(for:edges:merge:scheduler:)")
-  public func throttle(
-    for interval: Duration,
-    edges: Edges = [.leading, .trailing],
-    merge: Merge<Event> = .latest,
-    scheduler: some PaceScheduler = .main
-  ) -> Fuser<Event> {
-    throttled(for: interval, edges: edges, merge: merge, scheduler: scheduler)
-  }
-
-  /// The old name of ``coalesced(window:merge:scheduler:)``.
-  @available(*, deprecated, renamed: "coalesced(window:merge:scheduler:)")
-  public func coalesce(
-    window: Duration = .zero,
-    merge: Merge<Event> = .latest,
-    scheduler: some PaceScheduler = .main
-  ) -> Fuser<Event> {
-    coalesced(window: window, merge: merge, scheduler: scheduler)
-  }
-
   /// Connects this fuser through a pacing primitive made per connection by `makePacer`, which
   /// returns the primitive's call and cancel functions.
   private func paced(

@@ -66,13 +66,3 @@ public enum InputRules {
     if bytes > maximumKeyBytes { throw .keyTooLong(bytes: bytes) }
   }
 }
-
-/// The rules for keys and costs that come from requests: ``InputRules``, its name in 0.2.0-0.3.0.
-@available(*, deprecated, renamed: "InputRules")
-public typealias KeyPolicy = InputRules
-
-extension InputRules {
-  /// The longest key accepted, in bytes of UTF-8.
-  @available(*, deprecated, renamed: "maximumKeyBytes")
-  public static var maximumBytes: Int { maximumKeyBytes }
-}

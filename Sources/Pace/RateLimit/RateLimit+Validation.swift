@@ -51,16 +51,6 @@ extension RateLimit {
   }
 }
 
-extension RateLimit {
-  /// A limit from values read at run time, checked with a thrown error rather than a trap.
-  @available(*, deprecated, renamed: "validated(permits:per:burst:algorithm:)")
-  public static func validated(
-    permits: Int, per interval: Duration, burst: Int? = nil, policy: Algorithm
-  ) throws(RateLimitError) -> RateLimit {
-    try validated(permits: permits, per: interval, burst: burst, algorithm: policy)
-  }
-}
-
 /// Why ``RateLimit/validated(permits:per:burst:algorithm:)`` refused a limit.
 public enum RateLimitError: Error, Sendable, Hashable, CustomStringConvertible {
   /// The permits are 0 or negative.

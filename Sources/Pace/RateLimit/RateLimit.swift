@@ -84,26 +84,3 @@ public struct RateLimit: Sendable, Hashable, CustomStringConvertible {
     }
   }
 }
-
-// Names released in 0.3.0, before the glossary gave "policy" to a named limit alone.
-extension RateLimit {
-  /// How a limit counts the permits it grants.
-  @available(*, deprecated, renamed: "Algorithm")
-  public typealias Policy = Algorithm
-
-  /// How the permits are counted.
-  @available(*, deprecated, renamed: "algorithm")
-  public var policy: Algorithm { algorithm }
-
-  /// At most `permits` in any `window`: an exact sliding window.
-  @available(*, deprecated, renamed: "slidingWindow(permits:per:)")
-  public static func slidingWindow(_ permits: Int, per window: Duration) -> RateLimit {
-    slidingWindow(permits: permits, per: window)
-  }
-
-  /// At most `permits` per `window`, the windows aligned to the clock.
-  @available(*, deprecated, renamed: "fixedWindow(permits:per:)")
-  public static func fixedWindow(_ permits: Int, per window: Duration) -> RateLimit {
-    fixedWindow(permits: permits, per: window)
-  }
-}

@@ -103,11 +103,3 @@ extension KeyedThrottler where Value == Void {
     pacer.call(key, ())
   }
 }
-
-extension KeyedThrottler {
-  /// Whether `key` is waiting, as released before the glossary gave questions `for:`.
-  @available(*, deprecated, renamed: "isPending(for:)")
-  public func isPending(_ key: Key) -> Bool {
-    isPending(for: key)
-  }
-}
