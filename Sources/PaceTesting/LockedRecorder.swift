@@ -4,7 +4,7 @@
 /// ```swift
 /// @Test func typingSavesOnce() {
 ///   let scheduler = TestScheduler()
-///   let saved = LockedRecorder<String>(clock: scheduler)
+///   let saved = LockedRecorder<String>(scheduler: scheduler)
 ///   let save = Debouncer<String>(for: .seconds(1), scheduler: scheduler) { saved.record($0) }
 ///   save("H")
 ///   save("Hi")
@@ -14,47 +14,50 @@
 /// }
 /// ```
 ///
-/// Without a clock, every value is stamped `PaceInstant.zero`.
+/// Without a scheduler, every value is stamped `PaceInstant.zero`.
 public final class LockedRecorder<Value: Sendable>: Sendable {
-  private struct State {
-    var entries: [(time: PaceInstant, value: Value)] = []
-    /// Tests waiting for a number of values (``waitForValues(_:timeout:fileID:filePath:line:column:)``).
-    var waiters = CountWaiters()
+  private let storage = LockedState<[(time: PaceInstant, value: Value)]>([])
+  /// How many values were recorded, for ``waitForValues(_:timeout:fileID:filePath:line:column:)``.
+  private let recorded = WaitableCount()
+  private let scheduler: (any PaceScheduler)?
+
+  /// A recorder that stamps each value with `scheduler`'s time (`PaceInstant.zero` without one).
+  public init(scheduler: (any PaceScheduler)? = nil) {
+    self.scheduler = scheduler
   }
 
-  private let storage = LockedState(State())
-  private let clock: (any PaceScheduler)?
-
-  /// A recorder that stamps each value with `clock`'s time (`PaceInstant.zero` without one).
-  public init(clock: (any PaceScheduler)? = nil) {
-    self.clock = clock
+  /// A recorder that stamps each value with `clock`'s time.
+  @available(*, deprecated, renamed: "init(scheduler:)")
+  public convenience init(clock: (any PaceScheduler)?) {
+    self.init(scheduler: clock)
   }
 
-  /// Appends `value`, stamped with the clock's time now.
+  /// Appends `value`, stamped with the scheduler's time now.
   public func record(_ value: Value) {
-    let now = clock?.now ?? .zero
-    let ready = storage.withLock { state in
-      state.entries.append((now, value))
-      return state.waiters.takeReady(current: state.entries.count)
-    }
-    for waiter in ready { waiter.resume(returning: true) }
+    let now = scheduler?.now ?? .zero
+    storage.withLock { $0.append((now, value)) }
+    recorded.add()
   }
 
   /// The values recorded so far, oldest first.
-  public var values: [Value] { storage.withLock { $0.entries.map(\.value) } }
+  public var values: [Value] { storage.withLock { $0.map(\.value) } }
 
   /// The time of each value, oldest first.
-  public var times: [PaceInstant] { storage.withLock { $0.entries.map(\.time) } }
+  public var times: [PaceInstant] { storage.withLock { $0.map(\.time) } }
 
   /// The values with their times, oldest first.
-  public var entries: [(time: PaceInstant, value: Value)] { storage.withLock { $0.entries } }
+  public var entries: [(time: PaceInstant, value: Value)] { storage.withLock { $0 } }
 
   /// How many values were recorded.
-  public var count: Int { storage.withLock { $0.entries.count } }
+  public var count: Int { storage.withLock { $0.count } }
 
   /// Forgets what was recorded.
   public func removeAll() {
-    storage.withLock { $0.entries.removeAll() }
+    let removed = storage.withLock { entries in
+      defer { entries.removeAll() }
+      return entries.count
+    }
+    recorded.add(-removed)
   }
 
   /// Returns once at least `count` values are recorded (at once if they are): for work that
@@ -72,28 +75,14 @@ public final class LockedRecorder<Value: Sendable>: Sendable {
   ///   - line: Where to report a failure.
   ///   - column: Where to report a failure.
   public func waitForValues(
-    _ count: Int,
-    timeout: Duration = .seconds(30),
-    fileID: String = #fileID,
-    filePath: StaticString = #filePath,
-    line: UInt = #line,
-    column: UInt = #column
+    _ count: Int, timeout: Duration = .seconds(30),
+    fileID: String = #fileID, filePath: StaticString = #filePath, line: UInt = #line, column: UInt = #column
   ) async {
-    let id = storage.withLock { $0.waiters.makeID() }
-    let reached = await waitBounded(
-      id: id, timeout: timeout, withdraw: { [weak self] id in self?.storage.withLock { $0.waiters.remove(id: id) } }
-    ) { continuation in
-      storage.withLock { state in
-        state.waiters.add(id: id, count: count, continuation, current: state.entries.count)
-      }
-    }
-    guard reached else {
-      reportFailure(
-        "LockedRecorder.waitForValues(\(count)): waited \(timeout) of real time for \(count) value(s), saw"
-          + " \(values.count) \(values): the code under test never recorded them",
-        at: FailureLocation(fileID: fileID, filePath: filePath, line: line, column: column))
-      return
-    }
+    await waitFor(
+      "LockedRecorder.waitForValues(\(count))", count, "value(s)", timeout: timeout,
+      at: FailureLocation(fileID: fileID, filePath: filePath, line: line, column: column),
+      until: { await recorded.waitUntil(atLeast: count, timeout: $0) }, saw: { "\(values.count) \(values)" },
+      hint: "the code under test never recorded them")
   }
 }
 

@@ -276,10 +276,10 @@ final class BatchLog: Sendable {
 
   @Test func aBatchIsSentWhenMaxCountItemsWait() async throws {
     let log = BatchLog(scheduler: scheduler)
-    let batcher = Batcher<Int, Int>(maxCount: 3, maxWait: .seconds(1), clock: scheduler, send: log.send)
+    let batcher = Batcher<Int, Int>(maximumCount: 3, maximumWait: .seconds(1), clock: scheduler, send: log.send)
     let first = Task { try await batcher.load(1) }
     let second = Task { try await batcher.load(2) }
-    await batcher.waitUntilLoaderCount(2)
+    _ = await batcher.waitUntilLoaderCount(2)
     #expect(scheduler.pendingDeadlines == [ms(1000)])
     scheduler.advance(to: ms(200))
     let third = Task { try await batcher.load(3) }
@@ -292,7 +292,7 @@ final class BatchLog: Sendable {
 
   @Test func aBatchIsSentMaxWaitAfterItsFirstItem() async throws {
     let log = BatchLog(scheduler: scheduler)
-    let batcher = Batcher<Int, Int>(maxCount: 10, maxWait: .milliseconds(100), clock: scheduler, send: log.send)
+    let batcher = Batcher<Int, Int>(maximumCount: 10, maximumWait: .milliseconds(100), clock: scheduler, send: log.send)
     try await batcher.submit(1)
     scheduler.advance(to: ms(50))
     try await batcher.submit(2)
@@ -307,7 +307,7 @@ final class BatchLog: Sendable {
 
   @Test func flushSendsWhatIsBufferedAtOnce() async throws {
     let log = BatchLog(scheduler: scheduler)
-    let batcher = Batcher<Int, Int>(maxCount: 2, maxWait: .seconds(60), clock: scheduler, send: log.send)
+    let batcher = Batcher<Int, Int>(maximumCount: 2, maximumWait: .seconds(60), clock: scheduler, send: log.send)
     for item in 1...5 { try await batcher.submit(item) }  // [1, 2] and [3, 4] are sent
     scheduler.advance(to: ms(30))
     batcher.flush()
@@ -323,9 +323,9 @@ final class BatchLog: Sendable {
 
   @Test func duplicateLoadsInOneBatchAreSentOnce() async throws {
     let log = BatchLog(scheduler: scheduler)
-    let batcher = Batcher<Int, Int>(maxCount: 10, maxWait: .milliseconds(100), clock: scheduler, send: log.send)
+    let batcher = Batcher<Int, Int>(maximumCount: 10, maximumWait: .milliseconds(100), clock: scheduler, send: log.send)
     let loads = [7, 7, 8, 7].map { item in Task { try await batcher.load(item) } }
-    await batcher.waitUntilLoaderCount(4)
+    _ = await batcher.waitUntilLoaderCount(4)
     #expect(batcher.bufferedCount == 2)
     scheduler.advance(to: ms(100))
     #expect(await log.sent.next().items.sorted() == [7, 8])
@@ -335,13 +335,15 @@ final class BatchLog: Sendable {
   }
 
   @Test func aFailedBatchGivesEachItemItsErrorAndAMissingOutputIsReported() async throws {
-    let failing = Batcher<Int, Int>(maxCount: 2, maxWait: .seconds(1), clock: scheduler) { _ in throw SendFailed() }
+    let failing = Batcher<Int, Int>(maximumCount: 2, maximumWait: .seconds(1), clock: scheduler) { _ in
+      throw SendFailed()
+    }
     let first = Task { try await failing.load(1) }
     let second = Task { try await failing.load(2) }
     await #expect(throws: SendFailed.self) { try await first.value }
     await #expect(throws: SendFailed.self) { try await second.value }
 
-    let partial = Batcher<Int, Int>(maxCount: 2, maxWait: .seconds(1), clock: scheduler) { _ in [1: 10] }
+    let partial = Batcher<Int, Int>(maximumCount: 2, maximumWait: .seconds(1), clock: scheduler) { _ in [1: 10] }
     let answered = Task { try await partial.load(1) }
     let missing = Task { try await partial.load(2) }
     #expect(try await answered.value == 10)
@@ -351,7 +353,7 @@ final class BatchLog: Sendable {
   @Test func batchesAreSentInOrderAtMostMaxInFlightAtOnce() async throws {
     let log = BatchLog(scheduler: scheduler, holds: true)
     let batcher = Batcher<Int, Int>(
-      maxCount: 2, maxWait: .seconds(1), maxInFlight: 2, clock: scheduler, send: log.send)
+      maximumCount: 2, maximumWait: .seconds(1), maximumInFlight: 2, clock: scheduler, send: log.send)
     for item in 1...6 { try await batcher.submit(item) }
     #expect(await log.sent.next().items == [1, 2])
     #expect(await log.sent.next().items == [3, 4])
@@ -370,7 +372,8 @@ final class BatchLog: Sendable {
   @Test func aFullBufferRejects() async throws {
     let log = BatchLog(scheduler: scheduler)
     let batcher = Batcher<Int, Int>(
-      maxCount: 10, maxWait: .seconds(1), bufferCapacity: 2, overflow: .reject, clock: scheduler, send: log.send)
+      maximumCount: 10, maximumWait: .seconds(1), bufferCapacity: 2, overflow: .reject, clock: scheduler, send: log.send
+    )
     try await batcher.submit(1)
     try await batcher.submit(2)
     await #expect(throws: BatcherError.bufferFull) { try await batcher.submit(3) }
@@ -382,9 +385,10 @@ final class BatchLog: Sendable {
   @Test func aFullBufferDropsTheOldest() async throws {
     let log = BatchLog(scheduler: scheduler)
     let batcher = Batcher<Int, Int>(
-      maxCount: 10, maxWait: .seconds(1), bufferCapacity: 2, overflow: .dropOldest, clock: scheduler, send: log.send)
+      maximumCount: 10, maximumWait: .seconds(1), bufferCapacity: 2, overflow: .dropOldest, clock: scheduler,
+      send: log.send)
     let oldest = Task { try await batcher.load(1) }
-    await batcher.waitUntilLoaderCount(1)
+    _ = await batcher.waitUntilLoaderCount(1)
     try await batcher.submit(2)
     try await batcher.submit(3)
     await #expect(throws: BatcherError.dropped) { try await oldest.value }
@@ -397,12 +401,12 @@ final class BatchLog: Sendable {
   @Test func aFullBufferSuspendsTheCallerUntilThereIsRoom() async throws {
     let log = BatchLog(scheduler: scheduler, holds: true)
     let batcher = Batcher<Int, Int>(
-      maxCount: 2, maxWait: .seconds(1), bufferCapacity: 2, clock: scheduler, send: log.send)
+      maximumCount: 2, maximumWait: .seconds(1), bufferCapacity: 2, clock: scheduler, send: log.send)
     for item in 1...4 { try await batcher.submit(item) }  // [1, 2] in flight, [3, 4] buffered
     #expect(await log.sent.next().items == [1, 2])
     let suspended = Task { try await batcher.submit(5) }
     let cancelled = Task { try await batcher.submit(6) }
-    await batcher.waitUntilWaitingCount(2)
+    _ = await batcher.waitUntilWaitingCount(2)
     cancelled.cancel()
     await #expect(throws: CancellationError.self) { try await cancelled.value }
     scheduler.advance(to: ms(300))
@@ -421,10 +425,10 @@ final class BatchLog: Sendable {
 
   @Test func aLoaderCancelsAloneAndTheItemIsStillSent() async throws {
     let log = BatchLog(scheduler: scheduler)
-    let batcher = Batcher<Int, Int>(maxCount: 10, maxWait: .milliseconds(100), clock: scheduler, send: log.send)
+    let batcher = Batcher<Int, Int>(maximumCount: 10, maximumWait: .milliseconds(100), clock: scheduler, send: log.send)
     let leaving = Task { try await batcher.load(1) }
     let staying = Task { try await batcher.load(1) }
-    await batcher.waitUntilLoaderCount(2)
+    _ = await batcher.waitUntilLoaderCount(2)
     leaving.cancel()
     await #expect(throws: CancellationError.self) { try await leaving.value }
     scheduler.advance(to: ms(100))
@@ -434,7 +438,7 @@ final class BatchLog: Sendable {
 
   @Test func fireAndForgetItemsAreAllSentDuplicatesIncluded() async throws {
     let sent = Signals<[String]>()
-    let analytics = Batcher<String, Void>(maxCount: 3, maxWait: .seconds(30), clock: scheduler) { events in
+    let analytics = Batcher<String, Void>(maximumCount: 3, maximumWait: .seconds(30), clock: scheduler) { events in
       sent.post(events)
     }
     for event in ["open", "tap", "tap"] { try await analytics.submit(event) }
@@ -443,7 +447,7 @@ final class BatchLog: Sendable {
 
   @Test func aMaxWaitBeyondTheTimelineSaturates() async throws {
     let log = BatchLog(scheduler: scheduler)
-    let batcher = Batcher<Int, Int>(maxCount: 2, maxWait: .seconds(Int64.max), clock: scheduler, send: log.send)
+    let batcher = Batcher<Int, Int>(maximumCount: 2, maximumWait: .seconds(Int64.max), clock: scheduler, send: log.send)
     try await batcher.submit(1)
     #expect(scheduler.pendingDeadlines == [.max])
     try await batcher.submit(2)
@@ -452,7 +456,7 @@ final class BatchLog: Sendable {
   }
 
   @Test func aCancelledTaskThrowsWithoutBufferingAnything() async {
-    let batcher = Batcher<Int, Int>(maxCount: 2, maxWait: .seconds(1), clock: scheduler) { _ in [:] }
+    let batcher = Batcher<Int, Int>(maximumCount: 2, maximumWait: .seconds(1), clock: scheduler) { _ in [:] }
     let cancelled = Task {
       withUnsafeCurrentTask { $0?.cancel() }
       return try await batcher.load(1)
@@ -468,7 +472,7 @@ final class BatchLog: Sendable {
   @Test func manyLoadersAndSubmittersAtOnce() async {
     let sentItems = Counter()
     let batcher = Batcher<Int, Int>(
-      maxCount: 16, maxWait: .milliseconds(1), maxInFlight: 2, bufferCapacity: 64
+      maximumCount: 16, maximumWait: .milliseconds(1), maximumInFlight: 2, bufferCapacity: 64
     ) { items in
       for _ in items { sentItems.increment() }
       await Task.yield()
@@ -515,7 +519,8 @@ final class BatchLog: Sendable {
     let release = Signals<Void>()
     let outputs = Signals<Emission<String>>()
     let batcher = Batcher<String, String>(
-      maxCount: maxCount, maxWait: .milliseconds(maxWaitSteps * step), maxInFlight: maxInFlight, clock: scheduler
+      maximumCount: maxCount, maximumWait: .milliseconds(maxWaitSteps * step), maximumInFlight: maxInFlight,
+      clock: scheduler
     ) { items in
       sent.post((items, scheduler.now))
       await release.next()
@@ -554,7 +559,7 @@ final class BatchLog: Sendable {
         ends.removeFirst()
         release.post(())
         ended += 1
-        await batcher.waitUntilEndedBatchCount(ended)
+        await batcher.waitForEndedBatches(ended)
         await drain(at: index)
       }
       for case (index, .element(let item)) in itemEvents {
@@ -564,7 +569,7 @@ final class BatchLog: Sendable {
             guard let output = try? await batcher.load(item) else { return }
             outputs.post(.value(output, at: scheduler.now))
           })
-        await batcher.waitUntilCallCount(launched)
+        await batcher.waitForCalls(launched)
         await drain(at: index)
       }
       for case (index, .element) in flushEvents {

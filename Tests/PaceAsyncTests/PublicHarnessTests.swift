@@ -121,7 +121,7 @@ import XCTest
     try await limiter.acquire()
     // `acquire` leaves the main actor, so the request registers later: wait for its timer.
     let second = Task { try await limiter.acquire() }
-    await scheduler.waitUntilPending(1)
+    await scheduler.waitForPending(1)
     #expect(scheduler.pendingDeadlines == [ms(100)])
     scheduler.advance(by: .milliseconds(100))
     try await second.value
@@ -150,7 +150,7 @@ final class PublicHarnessXCTests: XCTestCase {
       return draft.count
     }
     let saved = Task { try await save("Hello") }
-    await scheduler.waitUntilPending()
+    await scheduler.waitForPending()
     scheduler.advance(by: .seconds(2))
     await scheduler.waitForSleepers()
     scheduler.advance(by: .milliseconds(500))

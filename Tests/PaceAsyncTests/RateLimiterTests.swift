@@ -20,17 +20,18 @@ import Testing
     #expect(scheduler.pendingCount == 0)
   }
 
-  /// 0.1.0's `if limiter.tryAcquire()` still reads the decision as a `Bool`, and takes the
-  /// permits exactly as the decision does (Tests/SourceCompatibility has the other 0.1.0 calls).
+  /// 0.1.0's `if limiter.tryAcquire()` still reads the decision as a `Bool` (deprecated: it is
+  /// reached here through a protocol, without the warning), and takes the permits exactly as the
+  /// decision does (Tests/SourceCompatibility has the other 0.1.0 calls).
   @Test func aConditionReadsTheDecisionAsWhetherThePermitsWereTaken() {
     let limiter = RateLimiter(permits: 2, per: .seconds(1), clock: scheduler)
+    let asBool: any BoolTryAcquire = limiter
     var sent = 0
-    for _ in 0..<3 where limiter.tryAcquire() { sent += 1 }
+    for _ in 0..<3 where asBool.tryAcquire(cost: 1) { sent += 1 }
     #expect(sent == 2)
     #expect(limiter.tryAcquire() == .limited(retryAfter: .milliseconds(500)))
     scheduler.advance(by: .milliseconds(500))
-    let taken: Bool = limiter.tryAcquire(cost: 1)
-    #expect(taken)
+    #expect(asBool.tryAcquire(cost: 1))
     // Cost 0 takes nothing and is answered as cost 1 would be.
     #expect(limiter.tryAcquire(cost: 0) == .limited(retryAfter: .milliseconds(500)))
     scheduler.advance(by: .milliseconds(500))
@@ -221,7 +222,7 @@ import Testing
     // 100 bytes at 0 ms, 100 more at 100 ms, the last 50 at 150 ms.
     #expect(scheduler.pendingDeadlines == [ms(100)])
     scheduler.advance(to: ms(100))
-    await limiter.waitUntilWaiting(count: 1)
+    await limiter.waitForWaiters(1)
     #expect(scheduler.pendingDeadlines == [ms(150)])
     scheduler.advance(to: ms(150))
     #expect(try await first.value?.count == 250)
@@ -324,3 +325,10 @@ final class IteratorBox<Iterator: AsyncIteratorProtocol>: @unchecked Sendable {
     try await iterator.next()
   }
 }
+
+/// The deprecated `Bool` overload of `RateLimiter.tryAcquire(cost:)`, called without a warning.
+protocol BoolTryAcquire {
+  func tryAcquire(cost: Int) -> Bool
+}
+
+extension RateLimiter: BoolTryAcquire {}

@@ -71,7 +71,7 @@ import Testing
   @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func waitingUploadsAreGrantedWhenTheWindowLetsThem() async throws {
     let limiter = RateLimiter(limit: .slidingWindow(permits: 3, per: .seconds(10)), clock: scheduler)
-    let started = LockedRecorder<Int>(clock: scheduler)
+    let started = LockedRecorder<Int>(scheduler: scheduler)
     let uploads = (1...5).map { upload in
       Task.immediate {
         try await limiter.acquire()

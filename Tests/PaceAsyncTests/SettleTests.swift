@@ -59,7 +59,7 @@ import XCTest
 
   @Test func anOperationThatSleepsTwiceIsFollowedThroughBothSleeps() async throws {
     let scheduler = TestScheduler()
-    let steps = LockedRecorder<String>(clock: scheduler)
+    let steps = LockedRecorder<String>(scheduler: scheduler)
     let save = AsyncDebouncer(for: .milliseconds(100), clock: scheduler) { (draft: String) in
       steps.record("upload")
       try await scheduler.sleep(for: .milliseconds(50))
@@ -115,7 +115,7 @@ import XCTest
         recorder.record(index)
       }
     }
-    await tasks.waitForAll()
+    await tasks.waitForAll(timeout: .seconds(30))
     #expect(recorder.values.sorted() == [1, 2, 3])
     #expect(tasks.count == 0)
   }
@@ -128,7 +128,7 @@ import XCTest
     }
     #expect(tasks.count == 1)
     tasks.cancelAll()
-    await tasks.waitForAll()
+    await tasks.waitForAll(timeout: .seconds(30))
     #expect(tasks.count == 0)
   }
 
@@ -160,7 +160,7 @@ import XCTest
     model?.queryChanged("swift")
     let tasks = model?.tasks
     expectReleased(&model)
-    await tasks?.waitForAll()  // the delivery ended with its owner: cancelled, and its call failed
+    await tasks?.waitForAll(timeout: .seconds(30))  // the delivery ended with its owner: cancelled, and its call failed
     #expect(tasks?.count == 0)
     expectNothingScheduled(on: scheduler)
     #expect(api.calls.isEmpty)
@@ -194,5 +194,127 @@ final class SettleTestsFromXCTest: XCTestCase {
     await model.tasks.waitForAll(timeout: .seconds(30))
     XCTAssertEqual(model.items, ["swiftui"])
     XCTAssertEqual(scheduler.now, .milliseconds(500))
+  }
+}
+
+/// What `settle` follows: a tracked task itself, a shared run its callers wait for, never the
+/// children a tracked task makes (Swift says nothing when they start or end).
+@Suite(.timeLimit(.minutes(3))) struct SettleFollowsTrackedTasksTests {
+  /// A view model's loads, each in a tracked task, sharing one request per key.
+  @MainActor final class ProfileModel<C: Clock> where C.Duration == Duration {
+    private(set) var names: [String] = []
+    private var loads: [Task<Void, Never>] = []
+    let profiles: KeyedSharedWork<String, String>
+    let clock: C
+    let fetch: @Sendable (String) async throws -> String
+
+    init(clock: C, fetch: @escaping @Sendable (String) async throws -> String) {
+      self.clock = clock
+      self.fetch = fetch
+      profiles = KeyedSharedWork(clock: clock)
+    }
+
+    func show(_ id: String) {
+      loads.append(
+        Task(clock: clock) { [profiles, fetch] in
+          guard let name = try? await profiles.run(id, { try await fetch(id) }) else { return }
+          self.names.append(name)
+        })
+    }
+  }
+
+  static func fetch(_ scheduler: TestScheduler) -> FakeDependency<String, String> {
+    FakeDependency(scheduler: scheduler, latency: .milliseconds(200)) { $0.uppercased() }
+  }
+
+  @MainActor @Test func oneTrackedTaskAwaitingASharedRunSettlesAtItsEnd() async {
+    let scheduler = TestScheduler()
+    let fetch = Self.fetch(scheduler)
+    let model = ProfileModel(clock: scheduler, fetch: fetch.function)
+    model.show("ann")
+    await scheduler.settle(by: .milliseconds(199))
+    #expect(fetch.calls == [.init(input: "ann", start: .zero)])
+    #expect(model.names == [])
+    await scheduler.settle(by: .milliseconds(1))
+    #expect(model.names == ["ANN"])
+    #expect(scheduler.runningActivityCount == 0)
+  }
+
+  /// Two tracked callers of one run: both wait for the run, which alone counts as running.
+  @MainActor @Test func twoTrackedTasksAwaitingOneSharedRunSettleAtItsEnd() async {
+    let scheduler = TestScheduler()
+    let fetch = Self.fetch(scheduler)
+    let model = ProfileModel(clock: scheduler, fetch: fetch.function)
+    model.show("ann")
+    model.show("ann")
+    model.show("bob")
+    await scheduler.settle(by: .milliseconds(199), timeout: .seconds(10))
+    #expect(fetch.calls.map(\.input).sorted() == ["ann", "bob"])
+    #expect(model.profiles.callerCount(for: "ann") == 2)
+    #expect(model.names == [])
+    await scheduler.settle(by: .milliseconds(1), timeout: .seconds(10))
+    #expect(model.names.sorted() == ["ANN", "ANN", "BOB"])
+    #expect(scheduler.runningActivityCount == 0)
+    expectNothingScheduled(on: scheduler)
+  }
+
+  /// The children of `async let` sleep on the scheduler while their tracked parent awaits them:
+  /// they neither count themselves out (the count was -1 with two) nor in; the parent counts as
+  /// running, so `settle` says so, and the test waits for the sleepers instead.
+  @Test func aTrackedTaskAwaitingAsyncLetChildrenIsReportedAsRunning() async throws {
+    let scheduler = TestScheduler()
+    let parent = Task(clock: scheduler) {
+      async let first: Void = scheduler.sleep(for: .milliseconds(100))
+      async let second: Void = scheduler.sleep(for: .milliseconds(200))
+      _ = try await (first, second)
+      return scheduler.now
+    }
+    await scheduler.waitForSleepers(2)
+    #expect(scheduler.runningActivityCount == 1)  // the parent, waiting for its children
+    await withKnownIssue {
+      await scheduler.settle(by: .milliseconds(100), timeout: .milliseconds(100))
+    } matching: { issue in
+      issue.comments.contains { $0.rawValue.contains("saw 1 still running") }
+    }
+    scheduler.advance(by: .milliseconds(200))
+    #expect(try await parent.value == .milliseconds(200))
+    await scheduler.settle(timeout: .seconds(10))  // the parent counted out once it ended
+    #expect(scheduler.runningActivityCount == 0)
+  }
+
+  @Test func aTrackedTaskAwaitingATaskGroupsSleepingChildrenCountsOnce() async {
+    let scheduler = TestScheduler()
+    let parent = Task(clock: scheduler) {
+      await withTaskGroup(of: Void.self) { group in
+        for step in 1...3 { group.addTask { try? await scheduler.sleep(for: .milliseconds(100 * step)) } }
+      }
+      return scheduler.now
+    }
+    await scheduler.waitForSleepers(3)
+    #expect(scheduler.runningActivityCount == 1)
+    scheduler.advance(by: .milliseconds(300))
+    #expect(await parent.value == .milliseconds(300))
+    await scheduler.settle(timeout: .seconds(10))
+    #expect(scheduler.runningActivityCount == 0)
+  }
+
+  /// A plain task that a tracked task starts inherits nothing the scheduler counts: its sleep
+  /// leaves the count as it was.
+  @Test func aPlainTaskStartedByATrackedTaskLeavesTheCountAlone() async {
+    let scheduler = TestScheduler()
+    let woke = LockedRecorder<Void>(scheduler: scheduler)
+    let parent = Task(clock: scheduler) {
+      Task {
+        try? await scheduler.sleep(for: .milliseconds(100))
+        woke.record()
+      }
+    }
+    await scheduler.waitForSleepers(1)
+    _ = await parent.value
+    await scheduler.settle(by: .milliseconds(100), timeout: .seconds(10))
+    #expect(scheduler.now == .milliseconds(100))
+    await woke.waitForValues(1)
+    #expect(woke.times == [.milliseconds(100)])
+    #expect(scheduler.runningActivityCount == 0)
   }
 }

@@ -178,11 +178,11 @@ private struct WorkFailed: Error, Equatable {
     let got = Recorder<Int>(clock: scheduler)
     let op = operation(42, until: ms(1000), runs: runs)
     let first = Task { try await got.record(work.run("k", op)) }
-    await work.waitUntilCallerCount(1, for: "k")
+    await work.waitForCallers(1, for: "k")
     scheduler.advance(to: ms(300))
     let second = Task { try await got.record(work.run("k", op)) }
     let third = Task { try await got.record(work.run("k", op)) }
-    await work.waitUntilCallerCount(3, for: "k")
+    await work.waitForCallers(3, for: "k")
     #expect(work.runningCount == 1)
     await scheduler.waitForSleepers(1)
     scheduler.advance(to: ms(1000))
@@ -205,7 +205,7 @@ private struct WorkFailed: Error, Equatable {
     }
     let first = Task { try await work.run("k", op) }
     let second = Task { try await work.run("k", op) }
-    await work.waitUntilCallerCount(2, for: "k")
+    await work.waitForCallers(2, for: "k")
     await scheduler.waitForSleepers(1)
     scheduler.advance(to: ms(500))
     await #expect(throws: WorkFailed(code: 7)) { try await first.value }
@@ -219,7 +219,7 @@ private struct WorkFailed: Error, Equatable {
     let op = operation(1, until: ms(1000), runs: runs, cancelled: cancelled)
     let leaving = Task { try await work.run("k", op) }
     let staying = Task { try await work.run("k", op) }
-    await work.waitUntilCallerCount(2, for: "k")
+    await work.waitForCallers(2, for: "k")
     scheduler.advance(to: ms(200))
     leaving.cancel()
     await #expect(throws: CancellationError.self) { try await leaving.value }
@@ -238,7 +238,7 @@ private struct WorkFailed: Error, Equatable {
     let cancelled = Signals<Void>()
     let first = Task { try await work.run("k", operation(1, until: ms(1000), runs: runs, cancelled: cancelled)) }
     let second = Task { try await work.run("k", operation(2, until: ms(1000), runs: runs)) }
-    await work.waitUntilCallerCount(2, for: "k")
+    await work.waitForCallers(2, for: "k")
     await scheduler.waitForSleepers(1)
     scheduler.advance(to: ms(100))
     first.cancel()
@@ -250,7 +250,7 @@ private struct WorkFailed: Error, Equatable {
     await #expect(throws: CancellationError.self) { try await second.value }
     // The next call starts a new run at once.
     let third = Task { try await work.run("k", operation(3, until: ms(600), runs: runs)) }
-    await work.waitUntilCallerCount(1, for: "k")
+    await work.waitForCallers(1, for: "k")
     await scheduler.waitForSleepers(1)
     scheduler.advance(to: ms(600))
     #expect(try await third.value == 3)
@@ -314,7 +314,7 @@ private struct WorkFailed: Error, Equatable {
     let runs = Counter()
     let op = operation(9, until: ms(250), runs: runs)
     let callers = (0..<3).map { _ in Task { try await work.run(op) } }
-    await work.waitUntilCallerCount(3)
+    await work.waitForCallers(3)
     #expect(work.isRunning)
     #expect(work.callerCount == 3)
     await scheduler.waitForSleepers(1)
@@ -338,7 +338,7 @@ private struct WorkFailed: Error, Equatable {
         return 1
       }
     }
-    await work!.waitUntilCallerCount(1, for: "k")
+    await work!.waitForCallers(1, for: "k")
     caller.cancel()
     await #expect(throws: CancellationError.self) { try await caller.value }
     work = nil
@@ -442,7 +442,7 @@ private struct WorkFailed: Error, Equatable {
             results.post(.value(error is CancellationError ? name.uppercased() : "!", at: scheduler.now))
           }
         }
-        await work.waitUntilCallCount(tasks.count)
+        await work.waitForCalls(tasks.count)
         if waiting == 0 && work.callerCount == 1 {
           runs.append(.value(name, at: ms(index * step)))
           runEnd = index + operationSteps

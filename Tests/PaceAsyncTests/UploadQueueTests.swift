@@ -3,7 +3,7 @@ import PaceTesting
 import Testing
 
 /// An upload queue as an app writes it: each file waits for a permit of a rate limiter, then
-/// uploads, in a task the model spawns through `OwnedTasks(trackedBy:)`. Tested with `settle`
+/// uploads, in a task the model spawns through `OwnedTasks(clock:)`. Tested with `settle`
 /// alone: what a permit lets through runs within the settle, so the counts are exact.
 @MainActor final class UploadQueue {
   private(set) var started: [String] = []
@@ -17,7 +17,7 @@ import Testing
   /// 3.33 s (`burst: nil`, the default: a full bucket of 3).
   init(clock: some Clock<Duration>, burst: Int? = 1, upload: @escaping @Sendable (String) async throws -> Void) {
     limiter = RateLimiter(permits: 3, per: .seconds(10), burst: burst, clock: clock)
-    tasks = OwnedTasks(trackedBy: clock)
+    tasks = OwnedTasks(clock: clock)
     self.upload = upload
   }
 
@@ -111,8 +111,8 @@ import Testing
   @MainActor @Test func aTaskMadeWithTheClockIsSettledThroughItsSleepsAndPermits() async {
     let scheduler = TestScheduler()
     let limiter = RateLimiter(permits: 1, per: .seconds(1), clock: scheduler)
-    let steps = LockedRecorder<String>(clock: scheduler)
-    let task = Task(trackedBy: scheduler) {
+    let steps = LockedRecorder<String>(scheduler: scheduler)
+    let task = Task(clock: scheduler) {
       for step in ["one", "two", "three"] {
         try? await limiter.acquire()
         steps.record(step)
@@ -132,8 +132,8 @@ import Testing
 
   @Test func aThrowingTaskMadeWithTheClockIsSettledToo() async throws {
     let scheduler = TestScheduler()
-    let steps = LockedRecorder<Int>(clock: scheduler)
-    let task = Task(trackedBy: scheduler) { () async throws -> Int in
+    let steps = LockedRecorder<Int>(scheduler: scheduler)
+    let task = Task(clock: scheduler) { () async throws -> Int in
       try await scheduler.sleep(for: .seconds(1))
       steps.record(1)
       return 1
@@ -144,15 +144,15 @@ import Testing
   }
 
   @Test func aTaskMadeWithAnotherClockIsAPlainTask() async {
-    let task = Task(trackedBy: ContinuousClock()) { 42 }
+    let task = Task(clock: ContinuousClock()) { 42 }
     #expect(await task.value == 42)
   }
 
   @MainActor @Test func keyedGrantsRunWithinTheSettle() async {
     let scheduler = TestScheduler()
     let limiter = KeyedRateLimiter<String>(permits: 1, per: .seconds(1), clock: scheduler)
-    let tasks = OwnedTasks(trackedBy: scheduler)
-    let granted = LockedRecorder<String>(clock: scheduler)
+    let tasks = OwnedTasks(clock: scheduler)
+    let granted = LockedRecorder<String>(scheduler: scheduler)
     for (index, user) in ["ann", "ann", "bob", "ann"].enumerated() {
       tasks.spawn {
         try? await limiter.acquire(user)
@@ -172,7 +172,7 @@ import Testing
 
   @Test func aDebouncerGivenTheSchedulerAsAClockRunsOnItExactly() {
     let scheduler = TestScheduler()
-    let searched = LockedRecorder<String>(clock: scheduler)
+    let searched = LockedRecorder<String>(scheduler: scheduler)
     let search = Debouncer<String>(for: .milliseconds(300), scheduler: .clock(scheduler)) { searched.record($0) }
     search("s")
     scheduler.advance(by: .milliseconds(100))
@@ -221,13 +221,13 @@ import Testing
     }
   }
 
-  @Test func waitUntilPendingFailsNamingTheDeadlines() async {
+  @Test func waitForPendingFailsNamingTheDeadlines() async {
     let scheduler = TestScheduler()
     scheduler.schedule(at: .seconds(1)) {}
     await withKnownIssue {
-      await scheduler.waitUntilPending(2, timeout: Self.limit)
+      await scheduler.waitForPending(2, timeout: Self.limit)
     } matching: {
-      Self.failure($0, mentions: "waitUntilPending(2)", "saw 1", "pending deadlines")
+      Self.failure($0, mentions: "waitForPending(2)", "saw 1", "pending deadlines")
     }
   }
 
@@ -247,13 +247,97 @@ import Testing
     #expect(scheduler.suspendedCallerCount == 0)
   }
 
-  @Test func waitUntilWaitingFailsNamingTheCount() async {
+  @Test func waitForWaitersFailsNamingTheCount() async {
     let limiter = RateLimiter(permits: 1, per: .seconds(1), clock: TestScheduler())
     await withKnownIssue {
-      await limiter.waitUntilWaiting(count: 1, timeout: Self.limit)
+      await limiter.waitForWaiters(1, timeout: Self.limit)
     } matching: {
-      Self.failure($0, mentions: "waitUntilWaiting(count: 1)", "saw 0")
+      Self.failure($0, mentions: "RateLimiter.waitForWaiters(1)", "saw 0")
     }
+  }
+
+  /// A keyed limiter's waits count its own requests, in total and for one key, not those of
+  /// another limiter on the same scheduler (`waitForSuspendedCallers` counts every limiter's).
+  @Test func aKeyedLimitersWaitsCountItsOwnRequests() async throws {
+    let scheduler = TestScheduler()
+    let limit = RateLimit(permits: 1, per: .seconds(1))
+    let limiter = KeyedRateLimiter<String>(limit: limit, clock: scheduler)
+    let other = RateLimiter(limit: limit, clock: scheduler)
+    try await other.acquire()
+    let elsewhere = Task { try await other.acquire() }
+    try await limiter.acquire("ann")
+    let ann = Task { try await limiter.acquire("ann") }
+    await limiter.waitForWaiters(1)
+    await limiter.waitForWaiters(1, for: "ann")
+    #expect(scheduler.suspendedCallerCount == 2)
+    await withKnownIssue {
+      await limiter.waitForWaiters(2, timeout: Self.limit)
+    } matching: {
+      Self.failure($0, mentions: "KeyedRateLimiter.waitForWaiters(2)", "saw 1")
+    }
+    await withKnownIssue {
+      await limiter.waitForWaiters(1, for: "bob", timeout: Self.limit)
+    } matching: {
+      Self.failure($0, mentions: "KeyedRateLimiter.waitForWaiters(1, for: bob)", "saw 0")
+    }
+    scheduler.advance(by: .seconds(1))
+    try await ann.value
+    try await elsewhere.value
+  }
+
+  @Test func sharedWorksWaitsFailNamingTheCount() async throws {
+    let keyed = KeyedSharedWork<String, Int>(clock: TestScheduler())
+    await withKnownIssue {
+      await keyed.waitForCallers(1, for: "k", timeout: Self.limit)
+    } matching: {
+      Self.failure($0, mentions: "KeyedSharedWork.waitForCallers(1, for: k)", "saw 0")
+    }
+    await withKnownIssue {
+      await keyed.waitForCalls(1, timeout: Self.limit)
+    } matching: {
+      Self.failure($0, mentions: "KeyedSharedWork.waitForCalls(1)", "call(s)")
+    }
+    let single = SharedWork<Int>(clock: TestScheduler())
+    _ = try await single.run { 1 }
+    await single.waitForCalls(1, timeout: .zero)
+    await withKnownIssue {
+      await single.waitForCallers(1, timeout: Self.limit)
+    } matching: {
+      Self.failure($0, mentions: "SharedWork.waitForCallers(1)", "saw 0")
+    }
+  }
+
+  @Test func batchersWaitsFailNamingTheCount() async throws {
+    let scheduler = TestScheduler()
+    let batcher = Batcher<Int, Void>(maximumCount: 10, maximumWait: .seconds(1), clock: scheduler) { _ in }
+    try await batcher.submit(1)
+    await batcher.waitForCalls(1, timeout: .zero)
+    await withKnownIssue {
+      await batcher.waitForCalls(2, timeout: Self.limit)
+    } matching: {
+      Self.failure($0, mentions: "Batcher.waitForCalls(2)", "1 item(s) buffered")
+    }
+    await withKnownIssue {
+      await batcher.waitForEndedBatches(1, timeout: Self.limit)
+    } matching: {
+      Self.failure($0, mentions: "Batcher.waitForEndedBatches(1)", "0 sent")
+    }
+    scheduler.advance(by: .seconds(1))
+    await batcher.waitForEndedBatches(1)
+  }
+
+  @Test func waitForAllFailsNamingTheTasksStillRunning() async {
+    let scheduler = TestScheduler()
+    let tasks = OwnedTasks()
+    tasks.spawn { try? await scheduler.sleep(for: .seconds(1)) }
+    await withKnownIssue {
+      await tasks.waitForAll(timeout: Self.limit)
+    } matching: {
+      Self.failure($0, mentions: "OwnedTasks.waitForAll", "saw 1")
+    }
+    await scheduler.waitForSleepers(1)
+    scheduler.advance(by: .seconds(1))
+    await tasks.waitForAll(timeout: .seconds(30))
   }
 
   @Test func waitForCallsFailsNamingTheCalls() async throws {
@@ -280,7 +364,7 @@ import Testing
   @Test func waitsReturnAtOnceWhenTheCountIsThere() async throws {
     let scheduler = TestScheduler()
     scheduler.schedule(at: .seconds(1)) {}
-    await scheduler.waitUntilPending(1, timeout: .zero)
+    await scheduler.waitForPending(1, timeout: .zero)
     await scheduler.waitForSleepers(0, timeout: .zero)
     await scheduler.waitForSuspendedCallers(0, timeout: .zero)
     let recorder = LockedRecorder<Int>()

@@ -117,7 +117,7 @@ import Testing
 
   @Test func theRecorderKeepsOrderAndTimes() {
     let scheduler = TestScheduler()
-    let recorder = LockedRecorder<String>(clock: scheduler)
+    let recorder = LockedRecorder<String>(scheduler: scheduler)
     recorder.record("a")
     scheduler.advance(by: .milliseconds(250))
     recorder.record("b")

@@ -14,7 +14,7 @@ import class Clocks.ImmediateClock
   @Test func aTestClockDrivesADebouncerExactly() async {
     let clock = TestClock()
     let scheduler = ClockScheduler(clock)
-    let searched = LockedRecorder<String>(clock: scheduler)
+    let searched = LockedRecorder<String>(scheduler: scheduler)
     let search = Debouncer<String>(for: .milliseconds(300), scheduler: .clock(clock)) { searched.record($0) }
     search("s")
     await clock.advance(by: .milliseconds(100))
@@ -30,7 +30,7 @@ import class Clocks.ImmediateClock
   @Test func aTestClockDrivesAThrottlerExactly() async {
     let clock = TestClock()
     let scheduler = ClockScheduler(clock)
-    let liked = LockedRecorder<Int>(clock: scheduler)
+    let liked = LockedRecorder<Int>(scheduler: scheduler)
     let like = Throttler<Int>(for: .seconds(1), scheduler: .clock(clock)) { liked.record($0) }
     like(1)  // leading: at once
     like(2)
@@ -49,7 +49,7 @@ import class Clocks.ImmediateClock
     let limiter = RateLimiter(permits: 1, per: .milliseconds(100), clock: clock)
     try await limiter.acquire()
     let second = Task { try await limiter.acquire() }
-    await limiter.waitUntilWaiting(count: 1)
+    await limiter.waitForWaiters(1)
     await clock.advance(by: .milliseconds(99))
     #expect(limiter.waitingCount == 1)
     await clock.advance(by: .milliseconds(1))

@@ -17,7 +17,7 @@ final class ScriptedServer: Sendable {
 
   init(_ answers: [Result<ResponseHead, any Error>], clock: TestScheduler) {
     self.answers = LockedState(answers)
-    attempts = LockedRecorder(clock: clock)
+    attempts = LockedRecorder(scheduler: clock)
   }
 
   /// One attempt: the attempt's number as the body, and the next head.

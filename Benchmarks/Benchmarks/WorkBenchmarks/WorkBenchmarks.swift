@@ -169,7 +169,7 @@ let benchmarks: @Sendable () -> Void = {
   }
 
   Benchmark("Batcher.submit (batches of 100)") { benchmark in
-    let batcher = Batcher<Int, Int>(maxCount: 100, maxWait: .seconds(3600), send: sendNothing)
+    let batcher = Batcher<Int, Int>(maximumCount: 100, maximumWait: .seconds(3600), send: sendNothing)
     for index in benchmark.scaledIterations { try await batcher.submit(index) }
     batcher.flush()
   }
@@ -185,7 +185,7 @@ let benchmarks: @Sendable () -> Void = {
   }
 
   Benchmark("Batcher.load (100 concurrent loads a batch)") { benchmark in
-    let batcher = Batcher<Int, Int>(maxCount: 100, maxWait: .seconds(3600), send: echo)
+    let batcher = Batcher<Int, Int>(maximumCount: 100, maximumWait: .seconds(3600), send: echo)
     for round in 0..<(benchmark.scaledIterations.count / 100) {
       try await withThrowingTaskGroup(of: Int.self) { group in
         for item in 0..<100 { group.addTask { try await batcher.load(round * 100 + item) } }

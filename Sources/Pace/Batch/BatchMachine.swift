@@ -9,13 +9,17 @@
 ///   `maxWait`, or when the oldest was buffered before a `flush`. A due batch is sent as soon as
 ///   fewer than `maxInFlight` batches are in flight; it takes up to `maxCount` items, oldest first.
 /// - A `load` whose item is already buffered (not yet sent) joins that entry: the item is sent
-///   once. A `submit` always buffers an entry of its own.
+///   once. A `submit` always buffers an entry of its own. Entries are told apart for joining by
+///   their key, which the driver gives (the item itself, where items are `Hashable`); an item
+///   without a key can be neither joined nor join.
 /// - At most `capacity` items are buffered; beyond that, ``BatchOverflow`` decides.
-struct BatchMachine<Item: Hashable> {
+struct BatchMachine<Item> {
   /// One buffered item.
-  struct Entry: Equatable {
+  struct Entry {
     let id: UInt64
     let item: Item
+    /// What a `load` of an equal item joins it by; `nil` for an item that cannot be joined.
+    let key: BatchKey?
     /// When the item was buffered: the start of its `maxWait`.
     let arrival: PaceInstant
   }
@@ -24,6 +28,7 @@ struct BatchMachine<Item: Hashable> {
   struct Waiter {
     let caller: UInt64
     let item: Item
+    let key: BatchKey?
     let joins: Bool
   }
 
@@ -36,8 +41,8 @@ struct BatchMachine<Item: Hashable> {
   /// The buffered entries from `head` on, oldest first; the slots before `head` are spent.
   private var entries: [Entry] = []
   private var head = 0
-  /// The newest buffered entry of each item, for `load`s to join.
-  private var newest: [Item: UInt64] = [:]
+  /// The newest buffered entry of each key, for `load`s to join.
+  private var newest: [BatchKey: UInt64] = [:]
   /// The callers waiting for room, in arrival order.
   private var waiters: [Waiter] = []
   /// Entries up to this id were buffered before a flush: they are due.
@@ -66,14 +71,16 @@ struct BatchMachine<Item: Hashable> {
     self.overflow = overflow
   }
 
-  /// The caller `caller` adds `item` at `now`; `joins` for a `load`, which joins a buffered entry
-  /// of the same item.
-  mutating func add(_ item: Item, caller: UInt64, joins: Bool, now: PaceInstant) -> BatchAction<Item> {
+  /// The caller `caller` adds `item`, told apart by `key`, at `now`; `joins` for a `load`, which
+  /// joins a buffered entry of the same key.
+  mutating func add(
+    _ item: Item, key: BatchKey?, caller: UInt64, joins: Bool, now: PaceInstant
+  ) -> BatchAction<Item> {
     var action = BatchAction<Item>()
-    if joins, let id = newest[item] {
+    if joins, let key, let id = newest[key] {
       action.admitted.append(.init(caller: caller, entry: id))
     } else if bufferedCount < capacity {
-      action.admitted.append(.init(caller: caller, entry: append(item, now: now)))
+      action.admitted.append(.init(caller: caller, entry: append(item, key: key, now: now)))
     } else {
       switch overflow {
       case .reject:
@@ -81,9 +88,9 @@ struct BatchMachine<Item: Hashable> {
         return action
       case .dropOldest:
         action.dropped.append(dropFirst())
-        action.admitted.append(.init(caller: caller, entry: append(item, now: now)))
+        action.admitted.append(.init(caller: caller, entry: append(item, key: key, now: now)))
       case .suspend:
-        waiters.append(Waiter(caller: caller, item: item, joins: joins))
+        waiters.append(Waiter(caller: caller, item: item, key: key, joins: joins))
       }
     }
     sendDue(now: now, into: &action)
@@ -125,18 +132,23 @@ struct BatchMachine<Item: Hashable> {
   }
 
   /// Buffers `item` as a new entry; returns its id.
-  private mutating func append(_ item: Item, now: PaceInstant) -> UInt64 {
+  private mutating func append(_ item: Item, key: BatchKey?, now: PaceInstant) -> UInt64 {
     lastEntry &+= 1
-    entries.append(Entry(id: lastEntry, item: item, arrival: now))
-    newest[item] = lastEntry
+    entries.append(Entry(id: lastEntry, item: item, key: key, arrival: now))
+    if let key { newest[key] = lastEntry }
     return lastEntry
+  }
+
+  /// The entry leaves the buffer: a `load` can no longer join it.
+  private mutating func forget(_ entry: Entry) {
+    if let key = entry.key, newest[key] == entry.id { newest[key] = nil }
   }
 
   /// Drops the oldest buffered entry; returns its id.
   private mutating func dropFirst() -> UInt64 {
     let entry = entries[head]
     head += 1
-    if newest[entry.item] == entry.id { newest[entry.item] = nil }
+    forget(entry)
     return entry.id
   }
 
@@ -154,7 +166,7 @@ struct BatchMachine<Item: Hashable> {
     while inFlight < maxInFlight, isDue(now: now) {
       let end = min(entries.count, head + maxCount)
       let batch = entries[head..<end]
-      for entry in batch where newest[entry.item] == entry.id { newest[entry.item] = nil }
+      for entry in batch { forget(entry) }
       head = end
       lastBatch &+= 1
       inFlight += 1
@@ -183,10 +195,10 @@ struct BatchMachine<Item: Hashable> {
     var admitted = 0
     while admitted < waiters.count {
       let waiter = waiters[admitted]
-      if waiter.joins, let id = newest[waiter.item] {
+      if waiter.joins, let key = waiter.key, let id = newest[key] {
         action.admitted.append(.init(caller: waiter.caller, entry: id))
       } else if bufferedCount < capacity {
-        action.admitted.append(.init(caller: waiter.caller, entry: append(waiter.item, now: now)))
+        action.admitted.append(.init(caller: waiter.caller, entry: append(waiter.item, key: waiter.key, now: now)))
       } else {
         break
       }
@@ -196,8 +208,33 @@ struct BatchMachine<Item: Hashable> {
   }
 }
 
+/// What a `load` joins a buffered item by: the item, where it is `Hashable`.
+@usableFromInline
+struct BatchKey: Hashable, @unchecked Sendable {
+  // Unchecked: made only from a `Sendable` item (`Batcher`'s items are), which `AnyHashable`
+  // cannot say it holds.
+  let item: AnyHashable
+
+  @usableFromInline init(_ item: some Hashable & Sendable) {
+    self.item = AnyHashable(item)
+  }
+
+  /// The key of an item found `Hashable` at run time (`item as? any Hashable`): the caller's
+  /// item is `Sendable`, which the cast cannot carry.
+  @usableFromInline init(hashableSendable item: any Hashable) {
+    self.item = AnyHashable(item)
+  }
+}
+
+extension BatchMachine where Item: Hashable & Sendable {
+  /// ``add(_:key:caller:joins:now:)`` for an item that is its own key.
+  mutating func add(_ item: Item, caller: UInt64, joins: Bool, now: PaceInstant) -> BatchAction<Item> {
+    add(item, key: BatchKey(item), caller: caller, joins: joins, now: now)
+  }
+}
+
 /// What a ``BatchMachine`` asks its driver to do.
-struct BatchAction<Item: Hashable>: Equatable {
+struct BatchAction<Item> {
   /// A caller whose item is buffered, in the entry `entry` (new, or joined).
   struct Admission: Equatable {
     let caller: UInt64
@@ -205,7 +242,7 @@ struct BatchAction<Item: Hashable>: Equatable {
   }
 
   /// A batch to send now: its entries' ids and items, in the same order.
-  struct Batch: Equatable {
+  struct Batch {
     let id: UInt64
     let entries: [UInt64]
     let items: [Item]
@@ -231,6 +268,8 @@ struct BatchAction<Item: Hashable>: Equatable {
   var timer: Timer?
 }
 
+extension BatchAction: Equatable where Item: Equatable {}
+extension BatchAction.Batch: Equatable where Item: Equatable {}
 extension BatchMachine: Sendable where Item: Sendable {}
 extension BatchMachine.Entry: Sendable where Item: Sendable {}
 extension BatchMachine.Waiter: Sendable where Item: Sendable {}

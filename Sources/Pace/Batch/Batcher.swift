@@ -19,16 +19,19 @@ public enum BatcherError: Error, Equatable, Sendable {
   case noResult
 }
 
-/// Collects items and sends them as one batch: when `maxCount` are waiting, `maxWait` after the
-/// first one, or on ``flush()``.
+/// Collects items and sends them as one batch: when `maximumCount` are waiting, `maximumWait`
+/// after the first one, or on ``flush()``.
 ///
 /// ```swift
-/// let users = Batcher<User.ID, User>(maxCount: 100, maxWait: .milliseconds(10)) { ids in
+/// let users = Batcher<User.ID, User>(maximumCount: 100, maximumWait: .milliseconds(10)) { ids in
 ///   try await api.users(ids: ids)      // one request for the batch: [User.ID: User]
 /// }
 /// let user = try await users.load(id)  // this id's output
 ///
-/// let analytics = Batcher<Event, Void>(maxCount: 50, maxWait: .seconds(30)) { events in
+/// let analytics = Batcher<Event, Void>(
+///   maximumCount: 50, maximumWait: .seconds(30),
+///   onFailure: { events, error in outbox.keep(events) }   // what a failed batch did not deliver
+/// ) { events in
 ///   try await upload(events)
 /// }
 /// try await analytics.submit(event)    // returns once buffered; never waits for the batch
@@ -36,71 +39,38 @@ public enum BatcherError: Error, Equatable, Sendable {
 ///
 /// - ``load(_:isolation:)`` waits for its item's output: the batch's `send` returns a dictionary,
 ///   and each loader gets its item's value, the batch's error, or ``BatcherError/noResult``. A
-///   `load` of an item already buffered and not yet sent joins it: the item is sent once.
+///   `load` of an item already buffered and not yet sent joins it: the item is sent once. Only a
+///   batcher of `Hashable` items loads.
 /// - ``submit(_:isolation:)`` returns as soon as the item is buffered (fire-and-forget); every
-///   submitted item is sent, duplicates included, and its output or error is not reported.
-/// - Batches are sent in order, at most `maxInFlight` at a time; a due batch waits for a slot, and
-///   items keep collecting meanwhile (up to `maxCount` a batch).
+///   submitted item is sent, duplicates included. Items need not be `Hashable`. When a batch's
+///   `send` throws, the items nobody waits for (the submitted ones, and those whose loaders were
+///   cancelled) go to `onFailure` with the error: retry them there, or keep them for later.
+/// - Batches are sent in order, at most `maximumInFlight` at a time; a due batch waits for a slot,
+///   and items keep collecting meanwhile (up to `maximumCount` a batch).
 /// - At most `bufferCapacity` items wait to be sent; a new item beyond that is handled by the
 ///   ``BatchOverflow`` policy.
 ///
 /// Items still buffered when the batcher is released are not sent: call ``flush()`` first (an app
-/// going to the background does). Safe from any task; the lock is never held while `send` runs or
-/// a caller is resumed.
-public final class Batcher<Item: Hashable & Sendable, Output: Sendable>: Sendable {
+/// going to the background does). Safe from any task; the lock is never held while `send` or
+/// `onFailure` runs or a caller is resumed.
+public final class Batcher<Item: Sendable, Output: Sendable>: Sendable {
   let storage: BatcherStorage<Item, Output>
-
-  /// A batcher sending with `send`.
-  ///
-  /// - Parameters:
-  ///   - maxCount: The most items in a batch; a batch is sent as soon as this many wait. Positive.
-  ///   - maxWait: How long the oldest waiting item waits before its batch is sent. Not negative;
-  ///     `.zero` sends every item at once (in batches of what arrived together, as slots allow).
-  ///     A duration beyond the end of the clock's timeline waits for `maxCount` or ``flush()``.
-  ///   - maxInFlight: How many batches may be in flight at once; 1 by default. Positive.
-  ///   - bufferCapacity: How many items may wait to be sent; 10,000 by default. At least 1.
-  ///   - overflow: What a new item does when `bufferCapacity` items wait: ``BatchOverflow/suspend``
-  ///     by default.
-  ///   - clock: The clock that measures `maxWait`: `ContinuousClock` by default, or a
-  ///     ``TestScheduler``.
-  ///   - send: Sends one batch, and returns each item's output. Runs in a task of its own.
-  @inlinable
-  public convenience init<C: Clock>(
-    maxCount: Int, maxWait: Duration, maxInFlight: Int = 1, bufferCapacity: Int = 10_000,
-    overflow: BatchOverflow = .suspend, clock: C = ContinuousClock(),
-    send: @escaping @Sendable ([Item]) async throws -> [Item: Output]
-  ) where C.Duration == Duration {
-    self.init(
-      maxCount: maxCount, maxWait: maxWait, maxInFlight: maxInFlight, bufferCapacity: bufferCapacity,
-      overflow: overflow, clock: AsyncClock(clock), send: send)
-  }
 
   @usableFromInline
   init(
-    maxCount: Int, maxWait: Duration, maxInFlight: Int, bufferCapacity: Int, overflow: BatchOverflow,
-    clock: AsyncClock, send: @escaping @Sendable ([Item]) async throws -> [Item: Output]
+    maximumCount: Int, maximumWait: Duration, maximumInFlight: Int, bufferCapacity: Int, overflow: BatchOverflow,
+    clock: AsyncClock, key: @escaping @Sendable (Item) -> BatchKey?,
+    onFailure: (@Sendable ([Item], any Error) -> Void)?,
+    send: @escaping @Sendable ([Item]) async throws -> @Sendable (Int) -> Output?
   ) {
-    precondition(maxCount > 0, "Batcher: maxCount must be positive (got \(maxCount))")
-    precondition(maxWait >= .zero, "Batcher: maxWait must not be negative (got \(maxWait))")
-    precondition(maxInFlight > 0, "Batcher: maxInFlight must be positive (got \(maxInFlight))")
+    precondition(maximumCount > 0, "Batcher: maximumCount must be positive (got \(maximumCount))")
+    precondition(maximumWait >= .zero, "Batcher: maximumWait must not be negative (got \(maximumWait))")
+    precondition(maximumInFlight > 0, "Batcher: maximumInFlight must be positive (got \(maximumInFlight))")
     precondition(bufferCapacity > 0, "Batcher: bufferCapacity must be positive (got \(bufferCapacity))")
     let machine = BatchMachine<Item>(
-      maxCount: maxCount, maxWaitNanoseconds: maxWait.paceNanoseconds, maxInFlight: maxInFlight,
+      maxCount: maximumCount, maxWaitNanoseconds: maximumWait.paceNanoseconds, maxInFlight: maximumInFlight,
       capacity: bufferCapacity, overflow: overflow)
-    storage = BatcherStorage(machine: machine, clock: clock, send: send)
-  }
-
-  /// Adds `item` to the next batch and waits for its output.
-  ///
-  /// - Parameters:
-  ///   - item: The item; an equal item buffered and not yet sent is joined, not sent twice.
-  ///   - isolation: The caller's actor; leave the default.
-  /// - Returns: The output `send` returned for the item.
-  /// - Throws: The batch's error; ``BatcherError/noResult`` if `send` returned no output for the
-  ///   item; ``BatcherError/bufferFull`` or ``BatcherError/dropped`` by the overflow policy;
-  ///   `CancellationError` at once if the task is cancelled (the item is still sent).
-  public func load(_ item: Item, isolation: isolated (any Actor)? = #isolation) async throws -> Output {
-    try await storage.load(item, isolation: isolation)
+    storage = BatcherStorage(machine: machine, clock: clock, key: key, onFailure: onFailure, send: send)
   }
 
   /// Adds `item` to the next batch, and returns once it is buffered: at once, unless the buffer
@@ -115,8 +85,8 @@ public final class Batcher<Item: Hashable & Sendable, Output: Sendable>: Sendabl
     try await storage.submit(item, isolation: isolation)
   }
 
-  /// Makes every item buffered now due: they are sent at once, in batches of up to `maxCount`, as
-  /// `maxInFlight` allows.
+  /// Makes every item buffered now due: they are sent at once, in batches of up to
+  /// `maximumCount`, as `maximumInFlight` allows.
   public func flush() {
     storage.flush()
   }
@@ -127,9 +97,9 @@ public final class Batcher<Item: Hashable & Sendable, Output: Sendable>: Sendabl
   /// How many batches are in flight.
   public var inFlightCount: Int { storage.inFlightCount }
 
-  /// Returns once at least `count` callers wait for room; for tests.
-  package func waitUntilWaitingCount(_ count: Int) async {
-    await storage.waitUntil(.waitingForRoom(count))
+  /// Returns `true` once at least `count` callers wait for room; `false` after `timeout`.
+  package func waitUntilWaitingCount(_ count: Int, timeout: Duration? = nil) async -> Bool {
+    await storage.waitUntil(.waitingForRoom(count), timeout: timeout)
   }
 
   /// How many batches have been sent; for tests.
@@ -138,39 +108,97 @@ public final class Batcher<Item: Hashable & Sendable, Output: Sendable>: Sendabl
   /// How many loaders wait for their items' outputs; for tests.
   package var loaderCount: Int { storage.loaderCount }
 
-  /// Returns once at least `count` calls have reached the batcher; for tests.
-  package func waitUntilCallCount(_ count: Int) async {
-    await storage.waitUntil(.calls(count))
+  /// Returns `true` once at least `count` calls have reached the batcher; `false` after
+  /// `timeout`. For PaceTesting's `waitForCalls(_:timeout:)`.
+  package func waitUntilCallCount(_ count: Int, timeout: Duration? = nil) async -> Bool {
+    await storage.waitUntil(.calls(count), timeout: timeout)
   }
 
-  /// Returns once at least `count` batches have ended; for tests.
-  package func waitUntilEndedBatchCount(_ count: Int) async {
-    await storage.waitUntil(.endedBatches(count))
+  /// Returns `true` once at least `count` batches have ended; `false` after `timeout`. For
+  /// PaceTesting's `waitForEndedBatches(_:timeout:)`.
+  package func waitUntilEndedBatchCount(_ count: Int, timeout: Duration? = nil) async -> Bool {
+    await storage.waitUntil(.endedBatches(count), timeout: timeout)
   }
 
-  /// Returns once at least `count` loaders wait for their items' outputs; for tests.
-  package func waitUntilLoaderCount(_ count: Int) async {
-    await storage.waitUntil(.loaders(count))
+  /// Returns `true` once at least `count` loaders wait for their items' outputs; `false` after
+  /// `timeout`.
+  package func waitUntilLoaderCount(_ count: Int, timeout: Duration? = nil) async -> Bool {
+    await storage.waitUntil(.loaders(count), timeout: timeout)
+  }
+}
+
+extension Batcher where Item: Hashable {
+  /// A batcher sending with `send`, which returns each item's output.
+  ///
+  /// - Parameters:
+  ///   - maximumCount: The most items in a batch; a batch is sent as soon as this many wait.
+  ///     Positive.
+  ///   - maximumWait: How long the oldest waiting item waits before its batch is sent. Not
+  ///     negative; `.zero` sends every item at once (in batches of what arrived together, as
+  ///     slots allow). A duration beyond the end of the clock's timeline waits for
+  ///     `maximumCount` or ``flush()``.
+  ///   - maximumInFlight: How many batches may be in flight at once; 1 by default. Positive.
+  ///   - bufferCapacity: How many items may wait to be sent; 10,000 by default. At least 1.
+  ///   - overflow: What a new item does when `bufferCapacity` items wait:
+  ///     ``BatchOverflow/suspend`` by default.
+  ///   - clock: The clock that measures `maximumWait`: `ContinuousClock` by default, or a
+  ///     ``TestScheduler``.
+  ///   - onFailure: Called with the items of a batch whose `send` threw that no caller waits for
+  ///     (submitted items; loaded items whose loaders were cancelled), and the error; `nil` by
+  ///     default, which drops them. Runs in the batch's task, without the batcher's lock.
+  ///   - send: Sends one batch, and returns each item's output. Runs in a task of its own.
+  @inlinable
+  public convenience init<C: Clock>(
+    maximumCount: Int, maximumWait: Duration, maximumInFlight: Int = 1, bufferCapacity: Int = 10_000,
+    overflow: BatchOverflow = .suspend, clock: C = ContinuousClock(),
+    onFailure: (@Sendable (_ items: [Item], _ error: any Error) -> Void)? = nil,
+    send: @escaping @Sendable ([Item]) async throws -> [Item: Output]
+  ) where C.Duration == Duration {
+    self.init(
+      maximumCount: maximumCount, maximumWait: maximumWait, maximumInFlight: maximumInFlight,
+      bufferCapacity: bufferCapacity, overflow: overflow, clock: AsyncClock(clock), key: { BatchKey($0) },
+      onFailure: onFailure
+    ) { items in
+      let outputs = try await send(items)
+      return { outputs[items[$0]] }
+    }
+  }
+
+  /// Adds `item` to the next batch and waits for its output.
+  ///
+  /// - Parameters:
+  ///   - item: The item; an equal item buffered and not yet sent is joined, not sent twice.
+  ///   - isolation: The caller's actor; leave the default.
+  /// - Returns: The output `send` returned for the item.
+  /// - Throws: The batch's error; ``BatcherError/noResult`` if `send` returned no output for the
+  ///   item; ``BatcherError/bufferFull`` or ``BatcherError/dropped`` by the overflow policy;
+  ///   `CancellationError` at once if the task is cancelled (the item is still sent).
+  public func load(_ item: Item, isolation: isolated (any Actor)? = #isolation) async throws -> Output {
+    try await storage.load(item, key: BatchKey(item), isolation: isolation)
   }
 }
 
 extension Batcher where Output == Void {
   /// A batcher for items that have no output, such as analytics events: `send` delivers a batch
-  /// or throws.
+  /// or throws. The items need not be `Hashable` (`Hashable` ones can also be loaded: the load
+  /// returns once the item's batch is delivered).
   ///
   /// The parameters are those of the initialiser whose `send` returns each item's output.
   @inlinable
   public convenience init<C: Clock>(
-    maxCount: Int, maxWait: Duration, maxInFlight: Int = 1, bufferCapacity: Int = 10_000,
+    maximumCount: Int, maximumWait: Duration, maximumInFlight: Int = 1, bufferCapacity: Int = 10_000,
     overflow: BatchOverflow = .suspend, clock: C = ContinuousClock(),
+    onFailure: (@Sendable (_ items: [Item], _ error: any Error) -> Void)? = nil,
     send: @escaping @Sendable ([Item]) async throws -> Void
   ) where C.Duration == Duration {
     self.init(
-      maxCount: maxCount, maxWait: maxWait, maxInFlight: maxInFlight, bufferCapacity: bufferCapacity,
-      overflow: overflow, clock: AsyncClock(clock)
+      maximumCount: maximumCount, maximumWait: maximumWait, maximumInFlight: maximumInFlight,
+      bufferCapacity: bufferCapacity, overflow: overflow, clock: AsyncClock(clock),
+      // A `Hashable` item (found at run time: this initialiser takes any) is joined by a `load`.
+      key: { ($0 as? any Hashable).map { BatchKey(hashableSendable: $0) } }, onFailure: onFailure
     ) { items in
       try await send(items)
-      return Dictionary(items.map { ($0, ()) }, uniquingKeysWith: { first, _ in first })
+      return { _ in () }
     }
   }
 }

@@ -1,8 +1,11 @@
 /// The driver of ``Batcher``: takes the lock, asks the ``BatchMachine``, releases the lock, then
 /// starts the batches' tasks, arms the timer and resumes the callers. The user's `send` runs in a
 /// batch's task, never under the lock.
-final class BatcherStorage<Item: Hashable & Sendable, Output: Sendable>: Sendable {
-  typealias Send = @Sendable ([Item]) async throws -> [Item: Output]
+final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
+  /// Sends a batch, and answers each item's output by its index in the batch (`nil`: none).
+  typealias Send = @Sendable ([Item]) async throws -> @Sendable (Int) -> Output?
+  /// Called with the items of a failed batch that no caller was told about, and its error.
+  typealias OnFailure = @Sendable ([Item], any Error) -> Void
   typealias Loader = UnsafeContinuation<Output, any Error>
   typealias Submitter = UnsafeContinuation<Void, any Error>
 
@@ -26,7 +29,7 @@ final class BatcherStorage<Item: Hashable & Sendable, Output: Sendable>: Sendabl
     var endedBatches = 0
     var timer = TimerSlot()
     /// Tests waiting for a condition; empty outside tests.
-    var watchers: [(condition: Condition, continuation: UnsafeContinuation<Void, Never>)] = []
+    var watchers = ConditionWaiters<Condition>()
 
     func holds(_ condition: Condition) -> Bool {
       switch condition {
@@ -68,14 +71,9 @@ final class BatcherStorage<Item: Hashable & Sendable, Output: Sendable>: Sendabl
       case .disarm: effects.superseded = timer.disarm()
       case nil: break
       }
-      if watchers.isEmpty { return effects }
-      var remaining = watchers
-      remaining.removeAll { watcher in
-        guard holds(watcher.condition) else { return false }
-        effects.watchers.append(watcher.continuation)
-        return true
-      }
-      watchers = remaining
+      var waiting = watchers
+      effects.watchers = waiting.takeReady(holds: holds)
+      watchers = waiting
       return effects
     }
   }
@@ -90,16 +88,24 @@ final class BatcherStorage<Item: Hashable & Sendable, Output: Sendable>: Sendabl
     var outputs: [(Loader, Result<Output, any Error>)] = []
     var arm: TimerSlot.Ticket?
     var superseded: (any PaceCancellable)?
-    var watchers: [UnsafeContinuation<Void, Never>] = []
+    var watchers: [UnsafeContinuation<Bool, Never>] = []
   }
 
   let clock: AsyncClock
   let send: Send
+  /// What a `load` of an item joins by: the item itself where it is `Hashable`, `nil` otherwise.
+  let key: @Sendable (Item) -> BatchKey?
+  let onFailure: OnFailure?
   let state: LockedState<State>
 
-  init(machine: BatchMachine<Item>, clock: AsyncClock, send: @escaping Send) {
+  init(
+    machine: BatchMachine<Item>, clock: AsyncClock, key: @escaping @Sendable (Item) -> BatchKey?,
+    onFailure: OnFailure?, send: @escaping Send
+  ) {
     self.clock = clock
     self.send = send
+    self.key = key
+    self.onFailure = onFailure
     state = LockedState(State(machine: machine))
   }
 
@@ -108,7 +114,8 @@ final class BatcherStorage<Item: Hashable & Sendable, Output: Sendable>: Sendabl
     state.withLock { $0.timer.disarm() }?.cancel()
   }
 
-  func load(_ item: Item, isolation: isolated (any Actor)?) async throws -> Output {
+  /// Adds `item`, joined by `key`, and waits for its output.
+  func load(_ item: Item, key: BatchKey, isolation: isolated (any Actor)?) async throws -> Output {
     try Task.checkCancellation()
     let caller = nextCaller()
     let clock = self.clock
@@ -123,7 +130,7 @@ final class BatcherStorage<Item: Hashable & Sendable, Output: Sendable>: Sendabl
             }
             state.calls += 1
             state.waiting[caller] = .load(loader)
-            return state.apply(state.machine.add(item, caller: caller, joins: true, now: clock.now()))
+            return state.apply(state.machine.add(item, key: key, caller: caller, joins: true, now: clock.now()))
           }
           carryOut(effects)
         }
@@ -150,6 +157,7 @@ final class BatcherStorage<Item: Hashable & Sendable, Output: Sendable>: Sendabl
     try Task.checkCancellation()
     let caller = nextCaller()
     let clock = self.clock
+    let key = self.key(item)
     try await withTaskCancellationHandler(
       operation: {
         try await withUnsafeThrowingContinuation(isolation: isolation) { (submitter: Submitter) in
@@ -161,7 +169,7 @@ final class BatcherStorage<Item: Hashable & Sendable, Output: Sendable>: Sendabl
             }
             state.calls += 1
             state.waiting[caller] = .submit(submitter)
-            return state.apply(state.machine.add(item, caller: caller, joins: false, now: clock.now()))
+            return state.apply(state.machine.add(item, key: key, caller: caller, joins: false, now: clock.now()))
           }
           carryOut(effects)
         }
@@ -196,15 +204,22 @@ final class BatcherStorage<Item: Hashable & Sendable, Output: Sendable>: Sendabl
   }
 
   /// The batch ended with `result`: its loaders (those not cancelled) get their outputs, and its
-  /// slot is free.
-  private func batchEnded(_ batch: BatchAction<Item>.Batch, result: Result<[Item: Output], any Error>) {
+  /// slot is free. A failure nobody was told about (a submitted item's, a cancelled loader's) goes
+  /// to `onFailure`, with the lock released.
+  private func batchEnded(
+    _ batch: BatchAction<Item>.Batch, result: Result<@Sendable (Int) -> Output?, any Error>
+  ) {
     let clock = self.clock
+    var untold: [Item] = []
     let effects = state.withLock { state -> Effects in
       var outputs: [(Loader, Result<Output, any Error>)] = []
-      for (entry, item) in zip(batch.entries, batch.items) {
-        guard let group = state.loaders.removeValue(forKey: entry) else { continue }
+      for (index, entry) in batch.entries.enumerated() {
+        guard let group = state.loaders.removeValue(forKey: entry), !group.isEmpty else {
+          untold.append(batch.items[index])
+          continue
+        }
         let output: Result<Output, any Error> = result.flatMap { outputs in
-          outputs[item].map { .success($0) } ?? .failure(BatcherError.noResult)
+          outputs(index).map { .success($0) } ?? .failure(BatcherError.noResult)
         }
         for (caller, loader) in group {
           state.entryOf[caller] = nil
@@ -216,6 +231,7 @@ final class BatcherStorage<Item: Hashable & Sendable, Output: Sendable>: Sendabl
       effects.outputs = outputs
       return effects
     }
+    if case .failure(let error) = result, !untold.isEmpty { onFailure?(untold, error) }
     carryOut(effects)
   }
 
@@ -236,7 +252,7 @@ final class BatcherStorage<Item: Hashable & Sendable, Output: Sendable>: Sendabl
       case .submit(let submitter): submitter.resume(throwing: error)
       }
     }
-    for watcher in effects.watchers { watcher.resume() }
+    for watcher in effects.watchers { watcher.resume(returning: true) }
   }
 
   /// Sends one batch in a task of its own, which holds the batcher weakly (a batch of submitted
@@ -244,7 +260,7 @@ final class BatcherStorage<Item: Hashable & Sendable, Output: Sendable>: Sendabl
   private func start(_ batch: BatchAction<Item>.Batch) {
     let send = self.send
     Task { [weak self] in
-      let result: Result<[Item: Output], any Error>
+      let result: Result<@Sendable (Int) -> Output?, any Error>
       do {
         result = .success(try await send(batch.items))
       } catch {
@@ -274,15 +290,16 @@ final class BatcherStorage<Item: Hashable & Sendable, Output: Sendable>: Sendabl
     case endedBatches(Int)
   }
 
-  /// Returns once `condition` holds; resumed by the event that makes it hold, not by polling.
-  func waitUntil(_ condition: Condition) async {
-    await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-      let ready = state.withLock { state -> Bool in
-        if state.holds(condition) { return true }
-        state.watchers.append((condition, continuation))
-        return false
+  /// Returns `true` once `condition` holds (at once if it does), resumed by the event that makes
+  /// it hold, not by polling; or `false` after `timeout` of real time (`nil`: no limit).
+  func waitUntil(_ condition: Condition, timeout: Duration?) async -> Bool {
+    let id = state.withLock { $0.watchers.makeID() }
+    return await waitBounded(
+      id: id, timeout: timeout, withdraw: { [weak self] id in self?.state.withLock { $0.watchers.remove(id: id) } }
+    ) { continuation in
+      state.withLock { state in
+        state.watchers.add(id: id, condition, continuation, holdsNow: state.holds(condition))
       }
-      if ready { continuation.resume() }
     }
   }
 }

@@ -244,7 +244,7 @@ public final class RateLimiter: Sendable {
   }
 
   /// Returns once at least `count` requests wait in ``acquire(cost:isolation:)``; resumed by the
-  /// request that makes the count, not by polling. For PaceTesting's `waitUntilWaiting(count:)`.
+  /// request that makes the count, not by polling. For PaceTesting's `waitForWaiters(_:)`.
   ///
   /// - Returns: `true` once they wait, or `false` after `timeout` of real time (`nil`: no limit).
   package func waitUntilWaitingCount(_ count: Int, timeout: Duration?) async -> Bool {

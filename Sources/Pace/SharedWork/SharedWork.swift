@@ -70,21 +70,23 @@ public final class KeyedSharedWork<Key: Hashable & Sendable, Value: Sendable>: S
   /// How many callers wait for `key`'s run; 0 when none is in flight.
   public func callerCount(for key: Key) -> Int { storage.callerCount(for: key) }
 
-  /// Returns once at least `count` callers wait for `key`'s run; resumed by the call that makes
-  /// the count, not by polling. For tests.
-  package func waitUntilCallerCount(_ count: Int, for key: Key) async {
-    await storage.waitUntil(.callers(key, atLeast: count))
+  /// Returns `true` once at least `count` callers wait for `key`'s run, resumed by the call
+  /// that makes the count, not by polling; `false` after `timeout` of real time. For
+  /// PaceTesting's `waitForCallers(_:for:timeout:)`.
+  package func waitUntilCallerCount(_ count: Int, for key: Key, timeout: Duration?) async -> Bool {
+    await storage.waitUntil(.callers(key, atLeast: count), timeout: timeout)
   }
 
-  /// Returns once at least `count` calls have reached the instance (joined a run, started one,
-  /// reused a result or been refused); for tests.
-  package func waitUntilCallCount(_ count: Int) async {
-    await storage.waitUntil(.calls(atLeast: count))
+  /// Returns `true` once at least `count` calls have reached the instance (joined a run, started
+  /// one, reused a result or been refused); `false` after `timeout`. For PaceTesting's
+  /// `waitForCalls(_:timeout:)`.
+  package func waitUntilCallCount(_ count: Int, timeout: Duration?) async -> Bool {
+    await storage.waitUntil(.calls(atLeast: count), timeout: timeout)
   }
 
   /// Returns once no run is in flight; for tests.
   package func waitUntilIdle() async {
-    await storage.waitUntil(.idle)
+    _ = await storage.waitUntil(.idle, timeout: nil)
   }
 }
 
@@ -152,18 +154,20 @@ public final class SharedWork<Value: Sendable>: Sendable {
   /// How many callers wait for the run in flight; 0 when none is.
   public var callerCount: Int { storage.callerCount(for: Only()) }
 
-  /// Returns once at least `count` callers wait for the run; for tests.
-  package func waitUntilCallerCount(_ count: Int) async {
-    await storage.waitUntil(.callers(Only(), atLeast: count))
+  /// Returns `true` once at least `count` callers wait for the run; `false` after `timeout`.
+  /// For PaceTesting's `waitForCallers(_:timeout:)`.
+  package func waitUntilCallerCount(_ count: Int, timeout: Duration?) async -> Bool {
+    await storage.waitUntil(.callers(Only(), atLeast: count), timeout: timeout)
   }
 
-  /// Returns once at least `count` calls have reached the instance; for tests.
-  package func waitUntilCallCount(_ count: Int) async {
-    await storage.waitUntil(.calls(atLeast: count))
+  /// Returns `true` once at least `count` calls have reached the instance; `false` after
+  /// `timeout`. For PaceTesting's `waitForCalls(_:timeout:)`.
+  package func waitUntilCallCount(_ count: Int, timeout: Duration?) async -> Bool {
+    await storage.waitUntil(.calls(atLeast: count), timeout: timeout)
   }
 
   /// Returns once no run is in flight; for tests.
   package func waitUntilIdle() async {
-    await storage.waitUntil(.idle)
+    _ = await storage.waitUntil(.idle, timeout: nil)
   }
 }

@@ -1,14 +1,26 @@
 /// The driver of ``KeyedSharedWork`` and ``SharedWork``: takes the lock, asks the
 /// ``SharedWorkMachine``, releases the lock, then starts or cancels a run's task and resumes the
 /// callers. The user's operation runs in the run's task, never under the lock.
+///
+/// On a ``TestScheduler`` a run's task is one the scheduler follows (``TrackedTask``), as a
+/// pacer's invocation is: counted in as it starts, out as it ends or waits on the scheduler. A
+/// followed caller waiting for a run is counted out while it waits, and in by whatever resumes
+/// it, so that PaceTesting's `settle` waits for the run rather than for its callers.
 final class SharedWorkStorage<Key: Hashable & Sendable, Value: Sendable>: Sendable {
   typealias Continuation = UnsafeContinuation<Value, any Error>
   typealias Operation = @Sendable () async throws -> Value
 
-  /// One run in flight: its task (once started) and its callers' continuations.
+  /// A caller waiting for a run: its continuation, and whether a ``TestScheduler`` follows its
+  /// task (it is counted out while it waits).
+  struct Caller {
+    let continuation: Continuation
+    let tracked: Bool
+  }
+
+  /// One run in flight: its task (once started) and its callers.
   struct Run {
     var task: Task<Void, Never>?
-    var continuations: [UInt64: Continuation]
+    var continuations: [UInt64: Caller]
   }
 
   /// What a test waits for.
@@ -21,12 +33,6 @@ final class SharedWorkStorage<Key: Hashable & Sendable, Value: Sendable>: Sendab
     case idle
   }
 
-  /// A test waiting for a condition.
-  struct Watcher {
-    let condition: Condition
-    let continuation: UnsafeContinuation<Void, Never>
-  }
-
   struct State {
     var machine: SharedWorkMachine<Key>
     var runs: [UInt64: Run] = [:]
@@ -35,24 +41,21 @@ final class SharedWorkStorage<Key: Hashable & Sendable, Value: Sendable>: Sendab
     var lastCaller: UInt64 = 0
     /// How many calls have reached the machine (joined, started, reused or refused).
     var calls = 0
-    /// Tests waiting for a number of callers; empty outside tests.
-    var watchers: [Watcher] = []
+    /// Tests waiting for a condition; empty outside tests.
+    var watchers = ConditionWaiters<Condition>()
 
-    mutating func takeSatisfiedWatchers() -> [UnsafeContinuation<Void, Never>] {
-      if watchers.isEmpty { return [] }
-      var ready: [UnsafeContinuation<Void, Never>] = []
-      watchers.removeAll { watcher in
-        let isMet =
-          switch watcher.condition {
-          case .callers(let key, let count): machine.callerCount(for: key) >= count
-          case .calls(let count): calls >= count
-          case .idle: machine.runningCount == 0
-          }
-        guard isMet else { return false }
-        ready.append(watcher.continuation)
-        return true
+    func holds(_ condition: Condition) -> Bool {
+      switch condition {
+      case .callers(let key, let count): machine.callerCount(for: key) >= count
+      case .calls(let count): calls >= count
+      case .idle: machine.runningCount == 0
       }
-      return ready
+    }
+
+    mutating func takeSatisfiedWatchers() -> [UnsafeContinuation<Bool, Never>] {
+      var waiting = watchers
+      defer { watchers = waiting }
+      return waiting.takeReady(holds: holds)
     }
   }
 
@@ -63,9 +66,12 @@ final class SharedWorkStorage<Key: Hashable & Sendable, Value: Sendable>: Sendab
     /// Resume these callers with this result.
     var resume: [Continuation] = []
     var result: Result<Value, any Error>?
+    /// How many of them a ``TestScheduler`` follows, and counted out while they waited: counted
+    /// in before they are resumed.
+    var countIn = 0
     /// Cancel this run's task.
     var cancel: Task<Void, Never>?
-    var watchers: [UnsafeContinuation<Void, Never>] = []
+    var watchers: [UnsafeContinuation<Bool, Never>] = []
   }
 
   let clock: AsyncClock
@@ -90,9 +96,11 @@ final class SharedWorkStorage<Key: Hashable & Sendable, Value: Sendable>: Sendab
       return state.lastCaller
     }
     let clock = self.clock
+    let tracked = clock.testScheduler?.followsCurrentTask ?? false
     return try await withTaskCancellationHandler(
       operation: {
         try await withUnsafeThrowingContinuation(isolation: isolation) { (continuation: Continuation) in
+          var waits = false
           let effects = state.withLock { state -> Effects in
             state.calls += 1
             guard !Task.isCancelled else {
@@ -103,10 +111,13 @@ final class SharedWorkStorage<Key: Hashable & Sendable, Value: Sendable>: Sendab
             switch state.machine.call(key, caller: caller, now: clock.now()) {
             case .start(let run, let forget):
               for old in forget { state.kept[old] = nil }
-              state.runs[run] = Run(task: nil, continuations: [caller: continuation])
+              state.runs[run] = Run(
+                task: nil, continuations: [caller: Caller(continuation: continuation, tracked: tracked)])
               effects.start = run
+              waits = true
             case .join(let run):
-              state.runs[run]?.continuations[caller] = continuation
+              state.runs[run]?.continuations[caller] = Caller(continuation: continuation, tracked: tracked)
+              waits = state.runs[run] != nil
             case .reuse(let run):
               effects.resume = [continuation]
               // The machine reuses only a run whose result was kept; never leave a caller hanging.
@@ -119,6 +130,9 @@ final class SharedWorkStorage<Key: Hashable & Sendable, Value: Sendable>: Sendab
           }
           if let run = effects.start { start(run, key: key, operation: operation) }
           carryOut(effects)
+          // Counted out after the run it waits for was counted in: the count never reads zero
+          // while something is on its way.
+          if tracked, waits { clock.testScheduler?.activityStopped() }
         }
       },
       onCancel: {
@@ -127,12 +141,17 @@ final class SharedWorkStorage<Key: Hashable & Sendable, Value: Sendable>: Sendab
             return Effects()
           }
           var effects = Effects(result: .failure(CancellationError()))
+          let leaving: Caller?
           if cancelsRun {
             let entry = state.runs.removeValue(forKey: run)
-            effects.resume = entry?.continuations[caller].map { [$0] } ?? []
+            leaving = entry?.continuations[caller]
             effects.cancel = entry?.task
-          } else if let continuation = state.runs[run]?.continuations.removeValue(forKey: caller) {
-            effects.resume = [continuation]
+          } else {
+            leaving = state.runs[run]?.continuations.removeValue(forKey: caller)
+          }
+          if let leaving {
+            effects.resume = [leaving.continuation]
+            effects.countIn = leaving.tracked ? 1 : 0
           }
           effects.watchers = state.takeSatisfiedWatchers()
           return effects
@@ -146,7 +165,8 @@ final class SharedWorkStorage<Key: Hashable & Sendable, Value: Sendable>: Sendab
   /// Starts the run's task with the lock released, then installs its handle under the lock; if
   /// the run was cancelled in between, the task is cancelled instead.
   private func start(_ run: UInt64, key: Key, operation: @escaping Operation) {
-    let task = Task { [weak self] in
+    let scheduler = clock.testScheduler
+    let perform = { @Sendable [weak self] in
       let result: Result<Value, any Error>
       do {
         result = .success(try await operation())
@@ -154,6 +174,15 @@ final class SharedWorkStorage<Key: Hashable & Sendable, Value: Sendable>: Sendab
         result = .failure(error)
       }
       self?.finished(run, key: key, result: result)
+      scheduler?.activityStopped()
+    }
+    let task: Task<Void, Never>
+    if let scheduler {
+      // Counted in before it can run, out by itself once its callers have been counted in.
+      scheduler.activityStarted()
+      task = TrackedTask.start(on: scheduler) { Task(operation: perform) }
+    } else {
+      task = Task(operation: perform)
     }
     let installed = state.withLock { state in
       guard state.runs[run] != nil else { return false }
@@ -174,8 +203,10 @@ final class SharedWorkStorage<Key: Hashable & Sendable, Value: Sendable>: Sendab
       else { return Effects() }
       for old in forget { state.kept[old] = nil }
       if keep, case .success(let value) = result { state.kept[run] = value }
-      let continuations = state.runs.removeValue(forKey: run)?.continuations.values.map { $0 } ?? []
-      return Effects(resume: continuations, result: result, watchers: state.takeSatisfiedWatchers())
+      let callers = state.runs.removeValue(forKey: run)?.continuations.values.map { $0 } ?? []
+      return Effects(
+        resume: callers.map(\.continuation), result: result, countIn: callers.filter(\.tracked).count,
+        watchers: state.takeSatisfiedWatchers())
     }
     carryOut(effects)
   }
@@ -183,24 +214,29 @@ final class SharedWorkStorage<Key: Hashable & Sendable, Value: Sendable>: Sendab
   /// Performs the effects with the lock released.
   private func carryOut(_ effects: Effects) {
     effects.cancel?.cancel()
+    if effects.countIn > 0, let scheduler = clock.testScheduler {
+      for _ in 0..<effects.countIn { scheduler.activityStarted() }
+    }
     if let result = effects.result {
       for continuation in effects.resume { continuation.resume(with: result) }
     }
-    for watcher in effects.watchers { watcher.resume() }
+    for watcher in effects.watchers { watcher.resume(returning: true) }
   }
 
   var runningCount: Int { state.withLock { $0.machine.runningCount } }
 
   func callerCount(for key: Key) -> Int { state.withLock { $0.machine.callerCount(for: key) } }
 
-  /// Returns once `condition` holds; resumed by the event that makes it hold, not by polling.
-  func waitUntil(_ condition: Condition) async {
-    await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-      let ready = state.withLock { state in
-        state.watchers.append(Watcher(condition: condition, continuation: continuation))
-        return state.takeSatisfiedWatchers()
+  /// Returns `true` once `condition` holds (at once if it does), resumed by the event that makes
+  /// it hold, not by polling; or `false` after `timeout` of real time (`nil`: no limit).
+  func waitUntil(_ condition: Condition, timeout: Duration?) async -> Bool {
+    let id = state.withLock { $0.watchers.makeID() }
+    return await waitBounded(
+      id: id, timeout: timeout, withdraw: { [weak self] id in self?.state.withLock { $0.watchers.remove(id: id) } }
+    ) { continuation in
+      state.withLock { state in
+        state.watchers.add(id: id, condition, continuation, holdsNow: state.holds(condition))
       }
-      for watcher in ready { watcher.resume() }
     }
   }
 }

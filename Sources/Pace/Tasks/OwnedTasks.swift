@@ -26,23 +26,25 @@
 /// - starts on the caller's actor, like `Task { }` (a main-actor method spawns main-actor work);
 /// - is cancelled when the `OwnedTasks` is released (with its owner) or by ``cancelAll()``, so a
 ///   task that waits for a result holds nothing but what it captured;
-/// - is awaited by a test with ``waitForAll()`` (or PaceTesting's bounded `waitForAll(timeout:)`
-///   and `TestScheduler.settle(by:awaiting:)`).
+/// - is awaited by a test with PaceTesting's `waitForAll(timeout:)` (which fails the test when the
+///   tasks do not end in time) or `TestScheduler.settle(by:awaiting:)`; production code that must
+///   await them (an app draining its work before it suspends) calls ``waitUntilAllEnded()``, which
+///   waits as long as they run.
 ///
 /// Capture the owner weakly (`[weak self]`), and read the result into a local before touching
 /// `self`: in `self?.items = try await results.value` the `self?` is evaluated, and held
 /// strongly, before the `await`, so the owner lives until the result comes.
 ///
-/// Made with ``init(trackedBy:)`` and the model's clock, the tasks are also followed by a
+/// Made with ``init(clock:)`` and the model's clock, the tasks are also followed by a
 /// ``TestScheduler`` passed as that clock: PaceTesting's `settle(by:)` lets each one run to its
-/// next wait on the scheduler (a sleep on it, a `RateLimiter` permit) or its end before it moves
-/// time, as it does for the pacers' invocations. In the app, with any other clock, they are
-/// plain tasks.
+/// next wait on the scheduler (a sleep on it, a `RateLimiter` permit, a shared run) or its end
+/// before it moves time, as it does for the pacers' invocations. In the app, with any other
+/// clock, they are plain tasks.
 public final class OwnedTasks: Sendable {
   private struct State {
     var nextID: UInt64 = 0
     var running: [UInt64: Task<Void, Never>] = [:]
-    /// Waiters of ``waitForAll()``, resumed with `true` once `running` is empty, or with `false`
+    /// Waiters of ``waitUntilAllEnded()``, resumed with `true` once `running` is empty, or with `false`
     /// by their timeout.
     var idleWaiters: [UInt64: UnsafeContinuation<Bool, Never>] = [:]
 
@@ -65,16 +67,23 @@ public final class OwnedTasks: Sendable {
   /// object that spawns them, and pass the clock the object was given.
   ///
   /// On a `TestScheduler`, each task counts as running from its spawn until it ends, except
-  /// while it waits on that scheduler: sleeping on it, or waiting in `acquire` of a
-  /// ``RateLimiter`` or ``KeyedRateLimiter`` on it. PaceTesting's `settle(by:)` waits for the
-  /// running ones before it moves time, so a test sees exactly what ran by each instant. A task
-  /// that awaits anything else (another task's value, a real request) keeps `settle` waiting
-  /// until its time limit fails the test: follow only the tasks that wait on the clock.
+  /// while it waits on that scheduler: sleeping on it, waiting in `acquire` of a
+  /// ``RateLimiter`` or ``KeyedRateLimiter`` on it, or waiting for the run of a ``SharedWork`` or
+  /// ``KeyedSharedWork`` on it. PaceTesting's `settle(by:)` waits for the running ones before it
+  /// moves time, so a test sees exactly what ran by each instant. A task that awaits anything
+  /// else (another task's value, a real request, its own `async let` children) keeps `settle`
+  /// waiting until its time limit fails the test: follow only the tasks that wait on the clock.
   ///
   /// - Parameter clock: The clock the owner was given; any other clock than a `TestScheduler`
   ///   makes this the same as ``init()``.
-  public init<C: Clock>(trackedBy clock: C) where C.Duration == Duration {
+  public init<C: Clock>(clock: C) where C.Duration == Duration {
     scheduler = clock as? TestScheduler
+  }
+
+  /// An empty set of tasks that a ``TestScheduler`` given as `clock` follows.
+  @available(*, deprecated, renamed: "init(clock:)")
+  public convenience init<C: Clock>(trackedBy clock: C) where C.Duration == Duration {
+    self.init(clock: clock)
   }
 
   deinit {
@@ -99,7 +108,7 @@ public final class OwnedTasks: Sendable {
       // `withValue` runs its closure once, before it returns, and nothing else uses `work`: it
       // is still sent to the one task, as `sending` asks.
       nonisolated(unsafe) let work = work
-      task = TestScheduler.$tracking.withValue(scheduler) { Task(operation: work) }
+      task = TrackedTask.start(on: scheduler) { Task(operation: work) }
     } else {
       task = Task(operation: work)
     }
@@ -125,16 +134,28 @@ public final class OwnedTasks: Sendable {
   }
 
   /// Returns once every task spawned so far, and every task those spawn meanwhile, has ended;
-  /// at once if none runs.
+  /// at once if none runs. It waits as long as the tasks run: for production code (an app
+  /// draining its work before it suspends).
   ///
-  /// Tests call it to await the work a view model started and did not expose. It waits as long
-  /// as the work does: PaceTesting's `waitForAll(timeout:)` fails the test instead of waiting
-  /// for work that needs time the test has not advanced.
-  public func waitForAll() async {
+  /// A test calls PaceTesting's `waitForAll(timeout:)` instead, which records a failure when the
+  /// tasks still run after its time limit: work that needs virtual time the test has not
+  /// advanced never ends, and this wait would hang the test. The name says "until all ended",
+  /// not "wait for", so that a test does not reach for it by accident.
+  public func waitUntilAllEnded() async {
     _ = await waitUntilIdle(timeout: nil)
   }
 
-  /// ``waitForAll()`` for at most `timeout` of real time; `false` if the tasks still run then.
+  /// Returns once every task spawned so far has ended, however long that takes.
+  @available(
+    *, deprecated,
+    message:
+      "waits with no time limit, and hangs a test whose tasks wait for time it has not advanced: in a test call waitForAll(timeout:) from PaceTesting; in the app, waitUntilAllEnded()"
+  )
+  public func waitForAll() async {
+    await waitUntilAllEnded()
+  }
+
+  /// ``waitUntilAllEnded()`` for at most `timeout` of real time; `false` if the tasks still run then.
   package func waitUntilIdle(timeout: Duration?) async -> Bool {
     let id = state.withLock { $0.makeID() }
     let timer = timeout.map { timeout in

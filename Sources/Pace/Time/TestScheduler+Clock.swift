@@ -48,7 +48,7 @@ extension TestScheduler: Clock {
     let sleeper = VirtualSleeper()
     // A task Pace started on this scheduler waits here rather than runs: counted out while it
     // sleeps, and in again by whatever wakes it, before it can run.
-    let tracked = Self.tracking === self
+    let tracked = followsCurrentTask
     try await withTaskCancellationHandler {
       try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
         guard sleeper.begin(continuation) else {

@@ -54,7 +54,7 @@ public final class TestScheduler: PaceScheduler {
     /// through (a `RateLimiter` or `KeyedRateLimiter` permit).
     var suspendedCallers = 0
     /// Tests waiting for work to be scheduled, for tasks to sleep or for callers to wait
-    /// (PaceTesting's `waitUntilPending`, `waitForSleepers`, `waitForSuspendedCallers`): work is
+    /// (PaceTesting's `waitForPending`, `waitForSleepers`, `waitForSuspendedCallers`): work is
     /// often scheduled from another task, so a test cannot know it has been without being told.
     var pendingWaiters = CountWaiters()
     var sleeperWaiters = CountWaiters()
@@ -228,11 +228,7 @@ public final class TestScheduler: PaceScheduler {
     state.withLock { $0[what].current }
   }
 
-  // MARK: Activity (for PaceTesting's `settle`)
-
-  /// The scheduler that counts the current task's activity: set for the tasks that Pace's async
-  /// pacers start on this scheduler, so that their sleeps on it count as waiting, not running.
-  @TaskLocal package static var tracking: TestScheduler?
+  // MARK: Activity (for PaceTesting's `settle`; the tasks it follows are `TrackedTask`s)
 
   /// Counts work in as able to run: a pacer's invocation as it starts, or a tracked task as the
   /// scheduler wakes it. Called by whoever makes the work runnable, before it can run, so the

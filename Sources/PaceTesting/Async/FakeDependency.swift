@@ -39,19 +39,14 @@ public final class FakeDependency<Input: Sendable, Output: Sendable>: Sendable {
     }
   }
 
-  private struct State {
-    var calls: [Call] = []
-    /// Calls that are sleeping on the scheduler, or past their sleep.
-    var settled = 0
-    var waiters = CountWaiters()
-  }
-
   /// The scheduler whose time stamps the calls and measures the latency.
   public let scheduler: TestScheduler
   /// How long each call takes to answer, in the scheduler's time.
   public let latency: Duration
   private let respond: @Sendable (Input) throws -> Output
-  private let state = LockedState(State())
+  private let recorded = LockedState<[Call]>([])
+  /// Calls that are sleeping on the scheduler, or past their sleep.
+  private let settledCalls = WaitableCount()
 
   /// A fake that answers with `respond(input)` after `latency` of `scheduler`'s time.
   ///
@@ -71,13 +66,13 @@ public final class FakeDependency<Input: Sendable, Output: Sendable>: Sendable {
   /// Records the call, sleeps `latency` on the scheduler, then answers.
   public func callAsFunction(_ input: Input) async throws -> Output {
     let start = scheduler.now
-    state.withLock { $0.calls.append(Call(input: input, start: start)) }
+    recorded.withLock { $0.append(Call(input: input, start: start)) }
     // Counted once its sleep is scheduled, so that a test advancing after `waitForCalls`
     // wakes it.
     if latency > .zero {
-      try await scheduler.sleep(until: start.advanced(by: latency), whenScheduled: { [self] in callSettled() })
+      try await scheduler.sleep(until: start.advanced(by: latency), whenScheduled: { [self] in settledCalls.add() })
     } else {
-      callSettled()
+      settledCalls.add()
     }
     return try respond(input)
   }
@@ -88,10 +83,10 @@ public final class FakeDependency<Input: Sendable, Output: Sendable>: Sendable {
   }
 
   /// Every call so far, oldest first.
-  public var calls: [Call] { state.withLock { $0.calls } }
+  public var calls: [Call] { recorded.withLock { $0 } }
 
   /// The inputs of the calls so far, oldest first.
-  public var inputs: [Input] { state.withLock { $0.calls.map(\.input) } }
+  public var inputs: [Input] { recorded.withLock { $0.map(\.input) } }
 
   /// Returns once at least `count` calls have been made (and, with a latency, are sleeping on
   /// the scheduler, so that advancing it answers them); at once if they have.
@@ -107,29 +102,15 @@ public final class FakeDependency<Input: Sendable, Output: Sendable>: Sendable {
   ///   - line: Where to report a failure.
   ///   - column: Where to report a failure.
   public func waitForCalls(
-    _ count: Int,
-    timeout: Duration = .seconds(30),
-    fileID: String = #fileID,
-    filePath: StaticString = #filePath,
-    line: UInt = #line,
-    column: UInt = #column
+    _ count: Int, timeout: Duration = .seconds(30),
+    fileID: String = #fileID, filePath: StaticString = #filePath, line: UInt = #line, column: UInt = #column
   ) async {
-    let id = state.withLock { $0.waiters.makeID() }
-    let reached = await waitBounded(
-      id: id, timeout: timeout, withdraw: { [weak self] id in self?.state.withLock { $0.waiters.remove(id: id) } }
-    ) { continuation in
-      state.withLock { state in
-        state.waiters.add(id: id, count: count, continuation, current: state.settled)
-      }
-    }
-    guard reached else {
-      let calls = self.calls.map { "\($0.input)@\($0.start)" }
-      reportFailure(
-        "FakeDependency.waitForCalls(\(count)): waited \(timeout) of real time for \(count) call(s), saw"
-          + " \(calls.count) \(calls) (now is \(scheduler.now)): the code under test never made them",
-        at: FailureLocation(fileID: fileID, filePath: filePath, line: line, column: column))
-      return
-    }
+    await waitFor(
+      "FakeDependency.waitForCalls(\(count))", count, "call(s)", timeout: timeout,
+      at: FailureLocation(fileID: fileID, filePath: filePath, line: line, column: column),
+      until: { await settledCalls.waitUntil(atLeast: count, timeout: $0) },
+      saw: { "\(calls.count) \(calls.map { "\($0.input)@\($0.start)" }) (now is \(scheduler.now))" },
+      hint: "the code under test never made them")
   }
 
   /// ``waitForCalls(_:timeout:fileID:filePath:line:column:)`` with its default time limit: the
@@ -137,14 +118,6 @@ public final class FakeDependency<Input: Sendable, Output: Sendable>: Sendable {
   @_disfavoredOverload
   public func waitForCalls(_ count: Int) async {
     await waitForCalls(count, timeout: .seconds(30))
-  }
-
-  private func callSettled() {
-    let ready = state.withLock { state in
-      state.settled += 1
-      return state.waiters.takeReady(current: state.settled)
-    }
-    for waiter in ready { waiter.resume(returning: true) }
   }
 }
 

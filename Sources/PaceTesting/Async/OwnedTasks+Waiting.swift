@@ -23,18 +23,13 @@ extension OwnedTasks {
   ///   - line: Where to report a failure.
   ///   - column: Where to report a failure.
   public func waitForAll(
-    timeout: Duration,
-    fileID: String = #fileID,
-    filePath: StaticString = #filePath,
-    line: UInt = #line,
-    column: UInt = #column
+    timeout: Duration = .seconds(30),
+    fileID: String = #fileID, filePath: StaticString = #filePath, line: UInt = #line, column: UInt = #column
   ) async {
-    guard await waitUntilIdle(timeout: timeout) else {
-      reportFailure(
-        "OwnedTasks: \(count) task(s) still running after \(timeout) of real time: they wait for virtual time not"
-          + " advanced yet, or for something else",
-        at: FailureLocation(fileID: fileID, filePath: filePath, line: line, column: column))
-      return
-    }
+    await waitFor(
+      "OwnedTasks.waitForAll", 0, "task(s) running", timeout: timeout,
+      at: FailureLocation(fileID: fileID, filePath: filePath, line: line, column: column),
+      until: { await waitUntilIdle(timeout: $0) }, saw: { "\(count)" },
+      hint: "they wait for virtual time not advanced yet, or for something else")
   }
 }

@@ -2,7 +2,7 @@ extension TestScheduler {
   /// Moves time forward by `duration` (or, with `nil`, until nothing is scheduled), letting
   /// the work that Pace's async pacers start on this scheduler run to its next wait at every
   /// step, then awaits the tasks in `tasks`: an `await` that replaces each
-  /// `waitForSleepers`/`waitUntilPending` between the steps of a test.
+  /// `waitForSleepers`/`waitForPending` between the steps of a test.
   ///
   /// ```swift
   /// @MainActor @Test func theResultsArriveAfterThePauseAndTheRequest() async {
@@ -23,7 +23,7 @@ extension TestScheduler {
   /// this scheduler is left half-way: the scheduler counts as *running*
   ///
   /// - each invocation that an `AsyncDebouncer` or `AsyncThrottler` on this scheduler starts;
-  /// - each task of an `OwnedTasks(trackedBy:)` and each `Task(trackedBy:)` given this scheduler
+  /// - each task of an `OwnedTasks(clock:)` and each `Task(clock:)` given this scheduler
   ///   as their clock (a view model's own tasks, made with the clock it was given);
   ///
   /// from the moment it starts until it ends, except while it waits on this scheduler: sleeping
@@ -47,8 +47,8 @@ extension TestScheduler {
   /// **What it cannot see.** A task that is not counted (a plain `Task { }`, the tasks of an
   /// `OwnedTasks()` made without a clock) is not waited for while it runs: such a task that
   /// sleeps or waits for a permit on the scheduler must have done so before a step advances past
-  /// the instant it waits for. Make it with the clock (`Task(trackedBy: clock)`,
-  /// `OwnedTasks(trackedBy: clock)`), or wait for it with `waitForSleepers(_:)` or
+  /// the instant it waits for. Make it with the clock (`Task(clock: clock)`,
+  /// `OwnedTasks(clock: clock)`), or wait for it with `waitForSleepers(_:)` or
   /// `waitForSuspendedCallers(_:)`. And a counted task that awaits something else (another
   /// task's value, a real request) keeps the count up: the settle fails after `timeout`. The
   /// tasks of `tasks` are awaited to their end only in step 3, so they must end within the time

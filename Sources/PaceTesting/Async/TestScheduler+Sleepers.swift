@@ -36,12 +36,8 @@ extension TestScheduler {
   ///   - line: Where to report a failure.
   ///   - column: Where to report a failure.
   public func waitForSleepers(
-    _ count: Int = 1,
-    timeout: Duration = .seconds(30),
-    fileID: String = #fileID,
-    filePath: StaticString = #filePath,
-    line: UInt = #line,
-    column: UInt = #column
+    _ count: Int = 1, timeout: Duration = .seconds(30),
+    fileID: String = #fileID, filePath: StaticString = #filePath, line: UInt = #line, column: UInt = #column
   ) async {
     await wait(
       "waitForSleepers(\(count))", count, .sleepers, "task(s) sleeping on the scheduler", timeout,
@@ -62,7 +58,7 @@ extension TestScheduler {
   ///   let limiter = RateLimiter(permits: 10, per: .seconds(1), burst: 1, clock: scheduler)
   ///   try await limiter.acquire()
   ///   let second = Task { try await limiter.acquire() }
-  ///   await scheduler.waitUntilPending(1)           // its permit is due at 100 ms
+  ///   await scheduler.waitForPending(1)             // its permit is due at 100 ms
   ///   #expect(scheduler.pendingDeadlines == [PaceInstant(.milliseconds(100))])
   ///   scheduler.advance(by: .milliseconds(100))
   ///   try await second.value
@@ -82,17 +78,22 @@ extension TestScheduler {
   ///   - filePath: Where to report a failure.
   ///   - line: Where to report a failure.
   ///   - column: Where to report a failure.
-  public func waitUntilPending(
-    _ count: Int = 1,
-    timeout: Duration = .seconds(30),
-    fileID: String = #fileID,
-    filePath: StaticString = #filePath,
-    line: UInt = #line,
-    column: UInt = #column
+  public func waitForPending(
+    _ count: Int = 1, timeout: Duration = .seconds(30),
+    fileID: String = #fileID, filePath: StaticString = #filePath, line: UInt = #line, column: UInt = #column
   ) async {
     await wait(
-      "waitUntilPending(\(count))", count, .pending, "work item(s) scheduled", timeout,
+      "waitForPending(\(count))", count, .pending, "work item(s) scheduled", timeout,
       FailureLocation(fileID: fileID, filePath: filePath, line: line, column: column))
+  }
+
+  /// Returns once at least `count` work items are scheduled; `waitForPending(_:timeout:)`.
+  @available(*, deprecated, renamed: "waitForPending(_:timeout:fileID:filePath:line:column:)")
+  public func waitUntilPending(
+    _ count: Int = 1, timeout: Duration = .seconds(30),
+    fileID: String = #fileID, filePath: StaticString = #filePath, line: UInt = #line, column: UInt = #column
+  ) async {
+    await waitForPending(count, timeout: timeout, fileID: fileID, filePath: filePath, line: line, column: column)
   }
 }
 
@@ -131,12 +132,8 @@ extension TestScheduler {
   ///   - line: Where to report a failure.
   ///   - column: Where to report a failure.
   public func waitForSuspendedCallers(
-    _ count: Int = 1,
-    timeout: Duration = .seconds(30),
-    fileID: String = #fileID,
-    filePath: StaticString = #filePath,
-    line: UInt = #line,
-    column: UInt = #column
+    _ count: Int = 1, timeout: Duration = .seconds(30),
+    fileID: String = #fileID, filePath: StaticString = #filePath, line: UInt = #line, column: UInt = #column
   ) async {
     await wait(
       "waitForSuspendedCallers(\(count))", count, .suspendedCallers, "caller(s) suspended in a rate limiter on it",
@@ -150,25 +147,24 @@ extension TestScheduler {
     await waitForSleepers(count, timeout: .seconds(30))
   }
 
-  /// `waitUntilPending(_:timeout:fileID:filePath:line:column:)` with its default time limit:
-  /// the signature of earlier releases, kept for code compiled against it.
+  /// `waitForPending(_:timeout:fileID:filePath:line:column:)` with its default time limit: the
+  /// signature of earlier releases, kept for code compiled against it.
   @_disfavoredOverload
+  @available(*, deprecated, renamed: "waitForPending(_:timeout:fileID:filePath:line:column:)")
   public func waitUntilPending(_ count: Int = 1) async {
-    await waitUntilPending(count, timeout: .seconds(30))
+    await waitForPending(count, timeout: .seconds(30))
   }
 
   private func wait(
     _ call: String, _ count: Int, _ what: WaitedCount, _ noun: String, _ timeout: Duration,
     _ location: FailureLocation
   ) async {
-    guard await waitUntil(count, of: what, timeout: timeout) else {
-      var message =
-        "TestScheduler.\(call): waited \(timeout) of real time for \(count) \(noun), saw \(self.count(of: what))"
-        + " (now is \(now)"
-      if what == .pending { message += ", pending deadlines: \(pendingDeadlines)" }
-      message += "): the code under test never got there, or waits for something else"
-      reportFailure(message, at: location)
-      return
-    }
+    await waitFor(
+      "TestScheduler.\(call)", count, noun, timeout: timeout, at: location,
+      until: { await waitUntil(count, of: what, timeout: $0) },
+      saw: {
+        "\(self.count(of: what)) (now is \(now)"
+          + (what == .pending ? ", pending deadlines: \(pendingDeadlines))" : ")")
+      })
   }
 }

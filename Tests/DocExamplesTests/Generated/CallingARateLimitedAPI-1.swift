@@ -27,7 +27,7 @@ struct DocExample_CallingARateLimitedAPI_1 {
 
     init(requests: PacedRequests = PacedRequests()) {
       self.requests = requests
-      users = Batcher(maxCount: 100, maxWait: .milliseconds(10)) { ids in
+      users = Batcher(maximumCount: 100, maximumWait: .milliseconds(10)) { ids in
         var components = URLComponents(url: API.base.appendingPathComponent("users"), resolvingAgainstBaseURL: false)!
         components.queryItems = [URLQueryItem(name: "ids", value: ids.map(String.init).joined(separator: ","))]
         let (data, _) = try await URLSession.shared.data(for: URLRequest(url: components.url!), pacedBy: requests)
@@ -57,7 +57,7 @@ struct DocExample_CallingARateLimitedAPI_1 {
   }
 
   @MainActor func example() async throws {
-    let events = Batcher<String, Void>(maxCount: 50, maxWait: .seconds(30), bufferCapacity: 1_000, overflow: .dropOldest) {
+    let events = Batcher<String, Void>(maximumCount: 50, maximumWait: .seconds(30), bufferCapacity: 1_000, overflow: .dropOldest) {
       events in print("uploading \(events.count) events")
     }
     try await events.submit("screen opened")

@@ -15,7 +15,7 @@ struct DocExample_CallingARateLimitedAPI_5 {
       budget: RetryBudget(clock: scheduler),
       clock: scheduler,
       unixTime: { .seconds(1_800_000_000) + scheduler.now.offset })
-    let attempts = LockedRecorder<Int>(clock: scheduler)
+    let attempts = LockedRecorder<Int>(scheduler: scheduler)
     let call = Task {
       try await requests.send(key: "https://api.example.com", idempotent: true) {
         attempts.record(attempts.count + 1)

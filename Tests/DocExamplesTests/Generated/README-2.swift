@@ -9,7 +9,7 @@ import Testing
 struct DocExample_README_2 {
   @Test func searchIsDebounced() {
     let scheduler = TestScheduler()
-    let searches = LockedRecorder<String>(clock: scheduler)
+    let searches = LockedRecorder<String>(scheduler: scheduler)
     let search = Debouncer<String>(for: .milliseconds(300), scheduler: scheduler) { q in
       searches.record(q)
     }

@@ -20,7 +20,7 @@ struct DocExample_RateLimiter_4 {
 
     init(clock: some Clock<Duration>, upload: @escaping @Sendable (String) async throws -> Void) {
       limiter = RateLimiter(limit: .slidingWindow(permits: 3, per: .seconds(10)), clock: clock)  // never 4 in 10 s
-      tasks = OwnedTasks(trackedBy: clock)    // a TestScheduler clock follows the uploads
+      tasks = OwnedTasks(clock: clock)    // a TestScheduler clock follows the uploads
       self.upload = upload
     }
 

@@ -9,7 +9,7 @@ import Testing
 struct DocExample_TestScheduler_1 {
   @Test func searchWaitsForTheUserToStopTyping() {
     let scheduler = TestScheduler()
-    let searches = LockedRecorder<String>(clock: scheduler)
+    let searches = LockedRecorder<String>(scheduler: scheduler)
     let search = Debouncer<String>(for: .milliseconds(300), scheduler: scheduler) { query in
       searches.record(query)
     }

@@ -94,7 +94,7 @@ struct DocExample_TestingAViewModel_1 {
     let model = SearchModel(clock: scheduler, api: api.search)
 
     let pressed = Task { await model.searchNow("swiftu") }
-    await scheduler.waitUntilPending(1)          // the call reached the debouncer
+    await scheduler.waitForPending(1)          // the call reached the debouncer
     #expect(model.search.nextInvocation == .milliseconds(300))
     scheduler.advance(by: .milliseconds(300))    // the search starts
     await scheduler.waitForSleepers(1)

@@ -326,7 +326,7 @@ final class AsyncWorkPacer<Machine: PacerStateMachine, Output: Sendable>: Sendab
       // On virtual time the scheduler counts the invocation as running until it ends, or while
       // it sleeps on the scheduler, so that PaceTesting's `settle` knows when to move time.
       scheduler.activityStarted()
-      task = TestScheduler.$tracking.withValue(scheduler) {
+      task = TrackedTask.start(on: scheduler) {
         Task {
           await invoke()
           scheduler.activityStopped()

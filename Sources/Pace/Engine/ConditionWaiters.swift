@@ -1,0 +1,49 @@
+/// Tests waiting for a condition on a primitive's state (`Condition`: "at least 3 callers wait
+/// for this key", "no run is in flight"), each with an id that its time limit withdraws it by:
+/// ``CountWaiters`` for conditions other than one count. Kept under the primitive's lock.
+package struct ConditionWaiters<Condition> {
+  private struct Entry {
+    let id: UInt64
+    let condition: Condition
+    let continuation: UnsafeContinuation<Bool, Never>
+  }
+
+  private var nextID: UInt64 = 0
+  private var entries: [Entry] = []
+
+  package init() {}
+
+  /// A new waiter's id, made before it waits so that its time limit can withdraw it.
+  package mutating func makeID() -> UInt64 {
+    nextID &+= 1
+    return nextID
+  }
+
+  /// Adds a waiter for `condition`; `false` (not added) when it `holdsNow`, and the caller
+  /// resumes the continuation with `true`.
+  package mutating func add(
+    id: UInt64, _ condition: Condition, _ continuation: UnsafeContinuation<Bool, Never>, holdsNow: Bool
+  ) -> Bool {
+    guard !holdsNow else { return false }
+    entries.append(Entry(id: id, condition: condition, continuation: continuation))
+    return true
+  }
+
+  /// Takes the waiters whose condition holds now.
+  package mutating func takeReady(holds: (Condition) -> Bool) -> [UnsafeContinuation<Bool, Never>] {
+    if entries.isEmpty { return [] }
+    var ready: [UnsafeContinuation<Bool, Never>] = []
+    entries.removeAll { entry in
+      guard holds(entry.condition) else { return false }
+      ready.append(entry.continuation)
+      return true
+    }
+    return ready
+  }
+
+  /// Takes the waiter `id` out, when its time limit is up; `nil` if it was resumed already.
+  package mutating func remove(id: UInt64) -> UnsafeContinuation<Bool, Never>? {
+    guard let index = entries.firstIndex(where: { $0.id == id }) else { return nil }
+    return entries.remove(at: index).continuation
+  }
+}
