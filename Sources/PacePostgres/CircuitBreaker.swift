@@ -22,7 +22,7 @@ public struct CircuitBreaker: Sendable, Hashable {
   /// second of its recovery.
   ///
   /// The values are checked where the breaker is used: a store's or a debouncer's initialiser
-  /// throws ``PacePostgresError/rateOutOfRange(_:)`` for a threshold that is not positive or a
+  /// throws ``PacePostgresError/invalidSetting(name:value:rule:)`` for a threshold that is not positive or a
   /// cool-down that is not positive or is `Int64.max` nanoseconds or more.
   public init(failureThreshold: Int = 5, coolDown: Duration = .milliseconds(500)) {
     self.failureThreshold = failureThreshold
@@ -31,11 +31,11 @@ public struct CircuitBreaker: Sendable, Hashable {
 }
 
 extension CircuitBreaker {
-  /// Throws ``PacePostgresError/rateOutOfRange(_:)`` naming the setting if the breaker cannot work
+  /// Throws ``PacePostgresError/invalidSetting(name:value:rule:)`` naming the setting if the breaker cannot work
   /// as configured.
   func check(of owner: String) throws(PacePostgresError) {
     guard failureThreshold > 0 else {
-      throw .rateOutOfRange("\(owner): circuitBreaker.failureThreshold must be positive; got \(failureThreshold)")
+      throw .invalid("\(owner).circuitBreaker.failureThreshold", failureThreshold, "must be positive")
     }
     try checkSetting("circuitBreaker.coolDown", coolDown, of: owner)
   }

@@ -1,26 +1,29 @@
 #if PostgreSQL
-/// How decisions waiting for the database are gathered into batches, apart from any clock, lock,
-/// task or connection: requests come in, batches and lane instructions come out.
+/// How a rate-limit store's decisions waiting for the database are gathered into batches, apart
+/// from any clock, lock, task or connection: requests come in, batches and lane instructions come
+/// out. (Not Pace's `Batcher`'s machine, which gathers a user's items.)
 ///
-/// A lane is a task that sends one batch at a time on one connection, and parks on that
-/// connection's event loop while it has nothing to send. A request that finds a lane idle wakes
-/// it, so a lone caller waits for nothing but its own round trip; while every lane is busy,
-/// requests queue, and the next lane to finish takes up to ``maxBatch`` of them at once.
-struct BatchMachine<ID: Hashable & Sendable>: Sendable {
+/// A lane is a task that sends one batch at a time on one connection. The store's `run()` starts
+/// every lane, each waiting (parked) without a connection until work comes; a lane that has sent a
+/// batch parks on its connection's event loop, holding the connection, until it gives it back
+/// (``unpark()``). A request that finds a lane holding a connection parked wakes it, so a lone
+/// caller waits for nothing but its own round trip; a lane without one is woken only when no lane
+/// is on its way to ask for work (``finished()``), so that a lone caller who asks again at once is
+/// sent on the connection it used rather than on a second one. While every lane is busy, requests
+/// queue, and the next lane to ask takes up to ``maximumBatch`` of them at once.
+struct DecisionBatchMachine<ID: Hashable & Sendable>: Sendable {
   /// What the driver does after a request came in.
   enum Submitted: Sendable, Equatable {
-    /// Nothing: a busy lane takes the request when it finishes.
+    /// Nothing: a busy lane takes the request when it asks for work.
     case queued
-    /// Wake one parked lane.
-    case wakeLane
-    /// Start one more lane.
-    case startLane
+    /// Wake one parked lane that holds a connection.
+    case wakeHoldingLane
+    /// Wake one parked lane that holds no connection: it takes one.
+    case wakeIdleLane
   }
 
   /// The most requests sent in one round trip. Positive.
-  let maxBatch: Int
-  /// The most lanes, hence connections, used at once. Positive.
-  let maxLanes: Int
+  let maximumBatch: Int
   /// Requests not yet sent, in call order, behind ``head``; with the ones that left before they
   /// were sent still in place (no longer in ``waiting``), skipped when a batch is taken.
   private var entries: [ID] = []
@@ -30,35 +33,33 @@ struct BatchMachine<ID: Hashable & Sendable>: Sendable {
   private var waiting: Set<ID> = []
   /// Requests not yet sent, in call order (for tests: O(n)).
   var queue: [ID] { entries[head...].filter(waiting.contains) }
-  /// Lanes started; a lane is never ended: it parks while idle (holding its connection until it
-  /// lingered, see ``unpark()``).
-  private(set) var lanes = 0
-  /// Lanes parked until a request comes (or woken, on their way to ``next()``).
-  private(set) var parked = 0
+  /// Lanes parked holding a connection until a request comes (or woken, on their way to ``next()``).
+  private(set) var parkedHolding = 0
+  /// Lanes parked without a connection until a request comes (or woken, on their way to ``next()``).
+  private(set) var parkedIdle = 0
+  /// Lanes parked, with a connection or without.
+  var parked: Int { parkedHolding + parkedIdle }
   /// Lanes whose batch was just answered, on their way to ask for the next (``next(finishing:)``,
-  /// then ``park(finishing:)``): a request meanwhile waits for one of them rather than starting a
-  /// lane, so that a lone caller who asks again before its lane has parked is not sent on a new
-  /// lane, which would take another connection.
+  /// then ``park(holding:finishing:)``): a request meanwhile waits for one of them rather than
+  /// waking a lane without a connection, which would take another connection.
   private(set) var finishing = 0
 
-  init(maxBatch: Int, maxLanes: Int) {
-    precondition(maxBatch > 0, "BatchMachine: maxBatch must be positive (got \(maxBatch))")
-    precondition(maxLanes > 0, "BatchMachine: maxLanes must be positive (got \(maxLanes))")
-    self.maxBatch = maxBatch
-    self.maxLanes = maxLanes
+  init(maximumBatch: Int) {
+    precondition(maximumBatch > 0, "DecisionBatchMachine: maximumBatch must be positive (got \(maximumBatch))")
+    self.maximumBatch = maximumBatch
   }
 
   /// A request comes in. An `id` is not submitted again while it waits.
   mutating func submit(_ id: ID) -> Submitted {
     entries.append(id)
     waiting.insert(id)
-    if parked > 0 {
-      parked -= 1
-      return .wakeLane
+    if parkedHolding > 0 {
+      parkedHolding -= 1
+      return .wakeHoldingLane
     }
-    if lanes < maxLanes, finishing == 0 {
-      lanes += 1
-      return .startLane
+    if parkedIdle > 0, finishing == 0 {
+      parkedIdle -= 1
+      return .wakeIdleLane
     }
     return .queued
   }
@@ -68,8 +69,8 @@ struct BatchMachine<ID: Hashable & Sendable>: Sendable {
     finishing += 1
   }
 
-  /// A lane asks for its next batch: the oldest requests, up to ``maxBatch``, or nil if there are
-  /// none. A lane that ``finished()`` says so (`finishing`): taking a batch ends its finishing.
+  /// A lane asks for its next batch: the oldest requests, up to ``maximumBatch``, or nil if there
+  /// are none. A lane that ``finished()`` says so (`finishing`): taking a batch ends its finishing.
   mutating func next(finishing isFinishing: Bool = false) -> [ID]? {
     guard !waiting.isEmpty else {
       entries.removeAll(keepingCapacity: entries.count < 1024)
@@ -77,8 +78,8 @@ struct BatchMachine<ID: Hashable & Sendable>: Sendable {
       return nil
     }
     var batch: [ID] = []
-    batch.reserveCapacity(Swift.min(maxBatch, waiting.count))
-    while batch.count < maxBatch, head < entries.count {
+    batch.reserveCapacity(Swift.min(maximumBatch, waiting.count))
+    while batch.count < maximumBatch, head < entries.count {
       let id = entries[head]
       head += 1
       if waiting.remove(id) != nil { batch.append(id) }
@@ -92,21 +93,22 @@ struct BatchMachine<ID: Hashable & Sendable>: Sendable {
     return batch
   }
 
-  /// A lane with nothing to do parks, unless a request came meanwhile: false means "take it". A
-  /// lane that ``finished()`` says so (`finishing`): its finishing ends either way.
-  mutating func park(finishing isFinishing: Bool = false) -> Bool {
+  /// A lane with nothing to do parks, `holding` a connection or not, unless a request came
+  /// meanwhile: false means "take it". A lane that ``finished()`` says so (`finishing`): its
+  /// finishing ends either way.
+  mutating func park(holding: Bool, finishing isFinishing: Bool = false) -> Bool {
     if isFinishing { finishing -= 1 }
     guard waiting.isEmpty else { return false }
-    parked += 1
+    if holding { parkedHolding += 1 } else { parkedIdle += 1 }
     return true
   }
 
-  /// A parked lane leaves its parking without a request, to give its pool connection back after it
-  /// lingered idle: it is busy until it asks for work again (``next()``, then ``park()``), so that
-  /// no caller counts on it to be woken meanwhile.
+  /// A lane parked holding a connection leaves its parking without a request, to give the pool
+  /// connection back after it lingered idle: it is busy until it asks for work again (``next()``,
+  /// then ``park(holding:finishing:)``), so that no caller counts on it to be woken meanwhile.
   mutating func unpark() {
-    precondition(parked > 0, "BatchMachine: unpark() without a parked lane")
-    parked -= 1
+    precondition(parkedHolding > 0, "DecisionBatchMachine: unpark() without a lane parked holding a connection")
+    parkedHolding -= 1
   }
 
   /// Requests left before they were sent (they timed out or were cancelled): O(1) each, whatever

@@ -6,7 +6,7 @@ import Pace
 import PostgresNIO
 
 /// What a store knows of its fleet: its own id in the heartbeat table, the instance count it
-/// learned, and, under ``PostgresRateLimitStore/UnavailablePolicy/shareLimit(among:)``, each key's
+/// learned, and, under ``PostgresRateLimitStore/FailureMode/shareLimit(among:)``, each key's
 /// share while the database is away. Shared by every copy of the store.
 final class FleetMembership: Sendable {
   private struct State {
@@ -31,7 +31,7 @@ final class FleetMembership: Sendable {
   /// At most one warning per this interval about heartbeats that fail while the database answers.
   private let heartbeatReport = OccasionalReport(every: .seconds(60))
 
-  init(_ policy: PostgresRateLimitStore.UnavailablePolicy, table: String, factory: any MetricsFactory) {
+  init(_ policy: PostgresRateLimitStore.FailureMode, table: String, factory: any MetricsFactory) {
     if case .shareLimit(let size) = policy { self.size = size } else { self.size = nil }
     instances = Gauge(label: "pace_rate_limit_fleet_instances", dimensions: [("table", table)], factory: factory)
     if let size { instances.record(size.assumedCount) }
@@ -98,7 +98,7 @@ final class FleetMembership: Sendable {
 }
 
 extension PostgresRateLimitStore {
-  /// The instance count ``UnavailablePolicy/shareLimit(among:)`` divides each limit by now: the
+  /// The instance count ``FailureMode/shareLimit(among:)`` divides each limit by now: the
   /// count learned from the heartbeats (see ``heartbeat()``), or the configured one until then;
   /// nil under the other policies.
   public var fleetSize: Int? { fleet.size == nil ? nil : fleet.count }
@@ -138,7 +138,7 @@ extension PostgresRateLimitStore {
   /// Registers this store in the heartbeat table and counts the instances that registered within
   /// the fleet's live span (three heartbeat intervals; ``FleetSize/liveSpan``), this one included.
   /// ``run()`` calls it every ``FleetSize/heartbeatInterval`` under
-  /// ``UnavailablePolicy/shareLimit(among:)`` with a learned count; call it yourself if you do not
+  /// ``FailureMode/shareLimit(among:)`` with a learned count; call it yourself if you do not
   /// run the store as a service.
   ///
   /// - Returns: How many instances are live; the policy divides each limit by it from now on.
@@ -209,7 +209,7 @@ extension PostgresRateLimitStore {
   }
 }
 
-extension PostgresRateLimitStore.UnavailablePolicy {
+extension PostgresRateLimitStore.FailureMode {
   /// What the fallback warning says the policy does.
   func description(fleet: FleetMembership) -> String {
     switch self {

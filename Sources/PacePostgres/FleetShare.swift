@@ -3,7 +3,7 @@ import Pace
 
 extension PostgresRateLimitStore {
   /// How many instances share the database's limits, for the
-  /// ``UnavailablePolicy/shareLimit(among:)`` failure policy: a configured count, or one the
+  /// ``FailureMode/shareLimit(among:)`` failure policy: a configured count, or one the
   /// store learns while the database is healthy.
   ///
   /// ```swift
@@ -62,7 +62,7 @@ extension PostgresRateLimitStore {
 /// fleet still allow something, and then `n` shares allow up to `n` per window (or `n` bursts of
 /// one) where the limit says fewer.
 struct ShareLimit: Hashable, Sendable {
-  let policy: RateLimit.Policy
+  let algorithm: RateLimit.Algorithm
   /// The share's permits: per `interval` for a token bucket (whose interval is the limit's times
   /// `n`), per window for the window policies.
   let permits: Int64
@@ -75,21 +75,26 @@ struct ShareLimit: Hashable, Sendable {
     precondition(instances > 0, "ShareLimit: instances must be positive (got \(instances))")
     let n = Int64(instances)
     guard let interval = limit.interval.wholeMicroseconds, interval > 0 else {
-      throw .rateOutOfRange("interval \(limit.interval) is not a positive number of microseconds below Int64.max")
+      throw .invalid(
+        "PostgresRateLimitStore.tryAcquire.limit", limit,
+        "must have a positive interval of fewer than Int64.max microseconds")
     }
-    policy = limit.policy
-    switch limit.policy {
+    algorithm = limit.algorithm
+    switch limit.algorithm {
     case .tokenBucket:
       let (scaled, overflow) = interval.multipliedReportingOverflow(by: n)
       guard !overflow, scaled < Int64.max / 4 else {
-        throw .rateOutOfRange("\(limit) divided among \(instances) instances overflows 64-bit microseconds")
+        throw .invalid(
+          "PostgresRateLimitStore.tryAcquire.limit", limit,
+          "must fit in 64-bit microseconds divided among \(instances) instances (its interval times \(instances))")
       }
       self.permits = Int64(limit.permits)
       self.interval = scaled
       self.burst = max(1, Int64(limit.burst) / n)
     case .slidingWindow, .fixedWindow:
       guard interval < Int64.max / 4 else {
-        throw .rateOutOfRange("\(limit) has a window above Int64.max / 4 microseconds")
+        throw .invalid(
+          "PostgresRateLimitStore.tryAcquire.limit", limit, "must have a window below Int64.max / 4 microseconds")
       }
       self.permits = max(1, Int64(limit.permits) / n)
       self.interval = interval
@@ -176,7 +181,7 @@ struct FleetShareState: Sendable {
   }
 
   private static func fresh(_ share: ShareLimit) -> Tally {
-    switch share.policy {
+    switch share.algorithm {
     case .tokenBucket: .bucket(tat: 0)
     case .slidingWindow: .sliding(grants: [], head: 0, used: 0)
     case .fixedWindow: .fixed(window: .min, count: 0)

@@ -220,7 +220,7 @@ extension PostgresDebouncer {
   func settle(_ claim: Claim, deadLetter lastError: String?) async throws -> Bool {
     let (client, logger, statements) = (client, logger, settleStatements)
     let (key, token, attempt) = (claim.key, claim.token, claim.attempt)
-    let (through, quiet, maxWait) = (claim.through ?? 0, quietMicroseconds, maxWaitMicroseconds)
+    let (through, quiet, maximumWait) = (claim.through ?? 0, quietMicroseconds, maximumWaitMicroseconds)
     return try await boundedTransaction(client: client, logger: logger) { connection in
       var binds = PostgresBindings()
       binds.append(key)
@@ -237,7 +237,7 @@ extension PostgresDebouncer {
       binds = PostgresBindings()
       binds.append(key)
       binds.append(quiet)
-      binds.append(maxWait)
+      binds.append(maximumWait)
       for try await _ in try await statements.reschedule.query(binds, on: connection, logger: logger) {}
       binds = PostgresBindings(key)
       for try await _ in try await statements.forget.query(binds, on: connection, logger: logger) {}

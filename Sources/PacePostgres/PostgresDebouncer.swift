@@ -10,14 +10,14 @@ import ServiceLifecycle
 /// quiet period lead to one execution of the handler, with all their payloads merged.
 ///
 /// lodash's `debounce(wait, { maxWait })` moved into tables: a call records its payload and
-/// pushes the key's due time to `quiet` after it, but never past `maxWait` after the period's first
-/// call. Workers (``run()`` on each instance, or the debouncer as a `Service` in a `ServiceGroup`)
+/// pushes the key's due time to `quiet` after it, but never past `maximumWait` after the period's
+/// first call. Workers (``run()`` on each instance, or the debouncer as a `Service` in a `ServiceGroup`)
 /// claim due keys with `FOR UPDATE SKIP LOCKED` and a lease that a running handler renews, merge
 /// the payloads in call order with ``merge``, run the handler, then delete exactly the payloads
 /// they merged.
 ///
 /// ```swift
-/// let reindex = try PostgresDebouncer<[Int]>(client: client, quiet: .seconds(2), maxWait: .seconds(30), merge: .append) {
+/// let reindex = try PostgresDebouncer<[Int]>(client: client, quiet: .seconds(2), maximumWait: .seconds(30), merge: .append) {
 ///   key, documentIDs in try await search.reindex(documentIDs)
 /// }
 /// // On every instance, the client and the worker run in one ServiceGroup, or in the framework's
@@ -42,7 +42,10 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
   /// How long after a key's last call its execution is due.
   public let quiet: Duration
   /// The longest an execution waits after its period's first call; nil for no limit.
-  public let maxWait: Duration?
+  public let maximumWait: Duration?
+  /// The longest an execution waits after its period's first call: ``maximumWait``.
+  @available(*, deprecated, renamed: "maximumWait")
+  public var maxWait: Duration? { maximumWait }
   /// How long a claimed execution is reserved to its instance; a running handler renews it
   /// every third of it.
   public let lease: Duration
@@ -69,11 +72,11 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
   /// When calls stop going to an unavailable database.
   public let circuitBreaker: CircuitBreaker
   /// What a call does while the database is unavailable.
-  public let whenUnavailable: UnavailablePolicy
+  public let whenUnavailable: FailureMode
 
-  /// What ``call(_:_:)`` does while the database cannot record it: it is unreachable, read-only,
-  /// out of connections, or does not answer within ``timeout``.
-  public enum UnavailablePolicy: Sendable, Hashable {
+  /// The failure mode: what ``call(_:_:)`` does while the database cannot record it: it is
+  /// unreachable, read-only, out of connections, or does not answer within ``timeout``.
+  public enum FailureMode: Sendable, Hashable {
     /// Throw ``PacePostgresError/unavailable(reason:)``, at once while the breaker is open: the
     /// caller decides. The default.
     case throwError
@@ -81,6 +84,10 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
     /// the database answers; a call beyond `capacity` throws. Positive.
     case keepLocally(capacity: Int)
   }
+
+  /// What a call does while the database is unavailable: ``FailureMode``.
+  @available(*, deprecated, renamed: "FailureMode")
+  public typealias UnavailablePolicy = FailureMode
 
   let keys: TableName
   let calls: TableName
@@ -94,7 +101,7 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
   let outbox: DebouncerOutbox
   let retryPolicy: DebouncerRetryPolicy
   let quietMicroseconds: Int64
-  let maxWaitMicroseconds: Int64?
+  let maximumWaitMicroseconds: Int64?
   let leaseMicroseconds: Int64
 
   /// A debouncer with a PostgreSQL client of its own, made from `configuration` (the one the app
@@ -115,7 +122,7 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
     configuration: PostgresClient.Configuration,
     table: String = "pace_debounce",
     quiet: Duration,
-    maxWait: Duration? = nil,
+    maximumWait: Duration? = nil,
     lease: Duration = .seconds(30),
     merge: Merge<Payload> = .latest,
     maximumPayloadBytes: Int = 64 * 1024,
@@ -127,14 +134,14 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
     maximumConcurrentExecutions: Int = 16,
     shutdownGracePeriod: Duration = .seconds(10),
     circuitBreaker: CircuitBreaker = CircuitBreaker(),
-    whenUnavailable: UnavailablePolicy = .throwError,
+    whenUnavailable: FailureMode = .throwError,
     logger: Logger = Logger(label: "pace.postgres.debouncer", factory: { _ in SwiftLogNoOpLogHandler() }),
     metricsFactory: any MetricsFactory = MetricsSystem.factory,
     perform: @escaping @Sendable (_ key: String, _ payload: Payload) async throws -> Void
   ) throws(PacePostgresError) {
     try self.init(
       client: PostgresClient(configuration: configuration, backgroundLogger: logger), table: table, quiet: quiet,
-      maxWait: maxWait, lease: lease, merge: merge, maximumPayloadBytes: maximumPayloadBytes,
+      maximumWait: maximumWait, lease: lease, merge: merge, maximumPayloadBytes: maximumPayloadBytes,
       pollInterval: pollInterval, timeout: timeout, maximumAttempts: maximumAttempts, retryBackoff: retryBackoff,
       maximumRetryBackoff: maximumRetryBackoff, maximumConcurrentExecutions: maximumConcurrentExecutions,
       shutdownGracePeriod: shutdownGracePeriod, circuitBreaker: circuitBreaker, whenUnavailable: whenUnavailable,
@@ -150,7 +157,7 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
   ///   - table: The keys' table, `name` or `schema.name`; the payloads go in `<table>_calls`, the
   ///     dead letters in `<table>_dead`.
   ///   - quiet: The quiet period. Not negative.
-  ///   - maxWait: The longest wait after a period's first call; nil (the default) for none. Not
+  ///   - maximumWait: The longest wait after a period's first call; nil (the default) for none. Not
   ///     shorter than `quiet`.
   ///   - lease: How long an instance holds a claimed execution without renewing it; 30 seconds by
   ///     default. Positive.
@@ -176,14 +183,14 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
   ///   - metricsFactory: Where the metrics go; `MetricsSystem.factory` by default.
   ///   - perform: The handler: the key and its merged payload.
   /// - Throws: ``PacePostgresError/invalidTableName(_:)`` if `table` is not a plain identifier;
-  ///   ``PacePostgresError/rateOutOfRange(_:)`` naming the setting if a duration is out of its range
-  ///   (every one must also be below `Int64.max` nanoseconds, about 292 years) or a count is not
-  ///   positive.
+  ///   ``PacePostgresError/invalidSetting(name:value:rule:)`` naming the setting if a duration is
+  ///   out of its range (every one must also be below `Int64.max` nanoseconds, about 292 years),
+  ///   `maximumWait` is shorter than `quiet`, or a count is not positive.
   public init(
     client: PostgresClient,
     table: String = "pace_debounce",
     quiet: Duration,
-    maxWait: Duration? = nil,
+    maximumWait: Duration? = nil,
     lease: Duration = .seconds(30),
     merge: Merge<Payload> = .latest,
     maximumPayloadBytes: Int = 64 * 1024,
@@ -195,7 +202,7 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
     maximumConcurrentExecutions: Int = 16,
     shutdownGracePeriod: Duration = .seconds(10),
     circuitBreaker: CircuitBreaker = CircuitBreaker(),
-    whenUnavailable: UnavailablePolicy = .throwError,
+    whenUnavailable: FailureMode = .throwError,
     logger: Logger = Logger(label: "pace.postgres.debouncer", factory: { _ in SwiftLogNoOpLogHandler() }),
     metricsFactory: any MetricsFactory = MetricsSystem.factory,
     perform: @escaping @Sendable (_ key: String, _ payload: Payload) async throws -> Void
@@ -204,10 +211,10 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
     // conversion of a duration beyond `Int64.max` seconds would call, traps).
     let owner = "PostgresDebouncer"
     try checkSetting("quiet", quiet, of: owner, zeroAllowed: true)
-    if let maxWait {
-      try checkSetting("maxWait", maxWait, of: owner, zeroAllowed: true)
-      guard maxWait >= quiet else {
-        throw .rateOutOfRange("\(owner): maxWait \(maxWait) is shorter than quiet \(quiet)")
+    if let maximumWait {
+      try checkSetting("maximumWait", maximumWait, of: owner, zeroAllowed: true)
+      guard maximumWait >= quiet else {
+        throw .invalid("\(owner).maximumWait", maximumWait, "must not be shorter than quiet (\(quiet))")
       }
     }
     try checkSetting("lease", lease, of: owner)
@@ -218,26 +225,29 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
     try circuitBreaker.check(of: owner)
     if let retryBackoff { try checkSetting("retryBackoff", retryBackoff, of: owner, zeroAllowed: true) }
     if case .keepLocally(let capacity) = whenUnavailable, capacity <= 0 {
-      throw .rateOutOfRange("\(owner): keepLocally's capacity must be positive; got \(capacity)")
+      throw .invalid("\(owner).whenUnavailable.keepLocally.capacity", capacity, "must be positive")
     }
     for (name, count) in [
       ("maximumPayloadBytes", maximumPayloadBytes), ("maximumAttempts", maximumAttempts),
       ("maximumConcurrentExecutions", maximumConcurrentExecutions),
     ] where count <= 0 {
-      throw .rateOutOfRange("\(owner): \(name) must be positive; got \(count)")
+      throw .invalid("\(owner).\(name)", count, "must be positive")
     }
     // A zero quiet period would retry a failing key at every poll.
     let firstRetry = retryBackoff ?? max(quiet, pollInterval)
     let longestRetry = max(maximumRetryBackoff, firstRetry)
     guard let quietMicroseconds = quiet.wholeMicroseconds, let leaseMicroseconds = lease.wholeMicroseconds,
-      maxWait.map({ $0.wholeMicroseconds != nil }) ?? true, longestRetry.wholeMicroseconds != nil
-    else { throw .rateOutOfRange("quiet, maxWait, lease and the retry backoff must fit in 64-bit microseconds") }
+      maximumWait.map({ $0.wholeMicroseconds != nil }) ?? true, longestRetry.wholeMicroseconds != nil
+    else {
+      throw .invalid(
+        "\(owner).retryBackoff", longestRetry, "with quiet, maximumWait and lease, must fit in 64-bit microseconds")
+    }
     self.client = client
     self.keys = try TableName(table)
     self.calls = try TableName(table + "_calls")
     self.deadLetters = try TableName(table + "_dead")
     self.quiet = quiet
-    self.maxWait = maxWait
+    self.maximumWait = maximumWait
     self.lease = lease
     self.merge = merge
     self.maximumPayloadBytes = maximumPayloadBytes
@@ -263,7 +273,7 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
     self.retryPolicy = DebouncerRetryPolicy(
       maximumAttempts: maximumAttempts, backoff: Backoff(base: firstRetry, cap: longestRetry))
     self.quietMicroseconds = quietMicroseconds
-    self.maxWaitMicroseconds = maxWait?.wholeMicroseconds
+    self.maximumWaitMicroseconds = maximumWait?.wholeMicroseconds
     self.leaseMicroseconds = leaseMicroseconds
   }
 
@@ -275,8 +285,8 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
   ///
   /// - Parameter timeout: How long to wait for a connection and the migration lock; 30 seconds by
   ///   default. Positive.
-  /// - Throws: ``PacePostgresError/rateOutOfRange(_:)`` if `timeout` is not positive or is
-  ///   `Int64.max` nanoseconds or more; ``PacePostgresError/unavailable(reason:)`` if the database
+  /// - Throws: ``PacePostgresError/invalidSetting(name:value:rule:)`` if `timeout` is not positive
+  ///   or is `Int64.max` nanoseconds or more; ``PacePostgresError/unavailable(reason:)`` if the database
   ///   did not answer within `timeout` or could not be reached; the database's own error if it
   ///   refused a statement.
   public func migrate(timeout: Duration = .seconds(30)) async throws {
@@ -364,13 +374,13 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
   /// Records a call for `key` with `payload`, from any instance: one statement.
   ///
   /// While the database is unavailable, ``whenUnavailable`` says what happens: with
-  /// ``UnavailablePolicy/throwError`` the call throws, at once while the ``circuitBreaker`` is
-  /// open; with ``UnavailablePolicy/keepLocally(capacity:)`` it is kept in this instance's outbox
+  /// ``FailureMode/throwError`` the call throws, at once while the ``circuitBreaker`` is
+  /// open; with ``FailureMode/keepLocally(capacity:)`` it is kept in this instance's outbox
   /// and returns, and the kept calls are recorded in call order once the database answers (by the
   /// next call that reaches it, or by the worker, ``run()``); a call that finds the outbox full
   /// throws. Kept calls live in this process's memory: a process that exits loses them.
   ///
-  /// - Throws: `InvalidInput` for a key outside `KeyPolicy` (the key is stored in Unicode NFC) or
+  /// - Throws: `InvalidInput` for a key outside `InputRules` (the key is stored in Unicode NFC) or
   ///   ``PacePostgresError/payloadTooLarge(bytes:limit:)`` before anything is recorded;
   ///   ``PacePostgresError/unavailable(reason:)`` if the database could not be reached and the
   ///   call was not kept (the reason says whether the breaker is open or the outbox full). After
@@ -416,7 +426,7 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
     var binds = PostgresBindings()
     binds.append(call.key)
     binds.append(quietMicroseconds)
-    binds.append(maxWaitMicroseconds)
+    binds.append(maximumWaitMicroseconds)
     binds.append(ByteBuffer(bytes: call.json))
     let (client, logger, statement) = (
       client, logger, PreparedSQL("call", table: keys, names: statementNames, sql: callSQL)
@@ -455,7 +465,7 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
     }
   }
 
-  /// `$1` key, `$2` quiet and `$3` maxWait in microseconds (NULL: none), `$4` the payload. The key's
+  /// `$1` key, `$2` quiet and `$3` maximumWait in microseconds (NULL: none), `$4` the payload. The key's
   /// row lock orders the calls of one key, so their ids are committed in order.
   var callSQL: String {
     """
@@ -578,13 +588,13 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
   /// Failed executions are retried or dead-lettered as in ``run()``.
   ///
   /// - Parameter limit: The most keys claimed. Positive.
-  /// - Throws: ``PacePostgresError/rateOutOfRange(_:)`` if `limit` is not positive;
+  /// - Throws: ``PacePostgresError/invalidSetting(name:value:rule:)`` if `limit` is not positive;
   ///   ``PacePostgresError/unavailable(reason:)`` if the claim could not reach the database; the
   ///   database's error if it refused the claim.
   @discardableResult
   public func runDue(limit: Int = 16) async throws -> Int {
     guard limit > 0 else {
-      throw PacePostgresError.rateOutOfRange("PostgresDebouncer.runDue: limit must be positive; got \(limit)")
+      throw PacePostgresError.invalid("PostgresDebouncer.runDue.limit", limit, "must be positive")
     }
     let claims = try await claim(limit: limit)
     return await withTaskGroup(of: Bool.self) { group in
@@ -653,4 +663,82 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
 
 /// A `ServiceGroup` runs the worker (``PostgresDebouncer/run()``) and shuts it down gracefully.
 extension PostgresDebouncer: Service {}
+
+extension PostgresDebouncer {
+  /// ``init(configuration:table:quiet:maximumWait:lease:merge:maximumPayloadBytes:pollInterval:timeout:maximumAttempts:retryBackoff:maximumRetryBackoff:maximumConcurrentExecutions:shutdownGracePeriod:circuitBreaker:whenUnavailable:logger:metricsFactory:perform:)``
+  /// under its 0.3.0 name: `maxWait` is `maximumWait`.
+  @available(
+    *, deprecated,
+    renamed:
+      "init(configuration:table:quiet:maximumWait:lease:merge:maximumPayloadBytes:pollInterval:timeout:maximumAttempts:retryBackoff:maximumRetryBackoff:maximumConcurrentExecutions:shutdownGracePeriod:circuitBreaker:whenUnavailable:logger:metricsFactory:perform:)"
+  )
+  public init(
+    configuration: PostgresClient.Configuration,
+    table: String = "pace_debounce",
+    quiet: Duration,
+    maxWait: Duration?,
+    lease: Duration = .seconds(30),
+    merge: Merge<Payload> = .latest,
+    maximumPayloadBytes: Int = 64 * 1024,
+    pollInterval: Duration = .milliseconds(100),
+    timeout: Duration = .seconds(5),
+    maximumAttempts: Int = 5,
+    retryBackoff: Duration? = nil,
+    maximumRetryBackoff: Duration = .seconds(300),
+    maximumConcurrentExecutions: Int = 16,
+    shutdownGracePeriod: Duration = .seconds(10),
+    circuitBreaker: CircuitBreaker = CircuitBreaker(),
+    whenUnavailable: FailureMode = .throwError,
+    logger: Logger = Logger(label: "pace.postgres.debouncer", factory: { _ in SwiftLogNoOpLogHandler() }),
+    metricsFactory: any MetricsFactory = MetricsSystem.factory,
+    perform: @escaping @Sendable (_ key: String, _ payload: Payload) async throws -> Void
+  ) throws(PacePostgresError) {
+    try self.init(
+      configuration: configuration, table: table, quiet: quiet, maximumWait: maxWait, lease: lease, merge: merge,
+      maximumPayloadBytes: maximumPayloadBytes, pollInterval: pollInterval, timeout: timeout,
+      maximumAttempts: maximumAttempts, retryBackoff: retryBackoff, maximumRetryBackoff: maximumRetryBackoff,
+      maximumConcurrentExecutions: maximumConcurrentExecutions, shutdownGracePeriod: shutdownGracePeriod,
+      circuitBreaker: circuitBreaker, whenUnavailable: whenUnavailable, logger: logger,
+      metricsFactory: metricsFactory, perform: perform)
+
+  }
+
+  /// ``init(client:table:quiet:maximumWait:lease:merge:maximumPayloadBytes:pollInterval:timeout:maximumAttempts:retryBackoff:maximumRetryBackoff:maximumConcurrentExecutions:shutdownGracePeriod:circuitBreaker:whenUnavailable:logger:metricsFactory:perform:)``
+  /// under its 0.3.0 name: `maxWait` is `maximumWait`.
+  @available(
+    *, deprecated,
+    renamed:
+      "init(client:table:quiet:maximumWait:lease:merge:maximumPayloadBytes:pollInterval:timeout:maximumAttempts:retryBackoff:maximumRetryBackoff:maximumConcurrentExecutions:shutdownGracePeriod:circuitBreaker:whenUnavailable:logger:metricsFactory:perform:)"
+  )
+  public init(
+    client: PostgresClient,
+    table: String = "pace_debounce",
+    quiet: Duration,
+    maxWait: Duration?,
+    lease: Duration = .seconds(30),
+    merge: Merge<Payload> = .latest,
+    maximumPayloadBytes: Int = 64 * 1024,
+    pollInterval: Duration = .milliseconds(100),
+    timeout: Duration = .seconds(5),
+    maximumAttempts: Int = 5,
+    retryBackoff: Duration? = nil,
+    maximumRetryBackoff: Duration = .seconds(300),
+    maximumConcurrentExecutions: Int = 16,
+    shutdownGracePeriod: Duration = .seconds(10),
+    circuitBreaker: CircuitBreaker = CircuitBreaker(),
+    whenUnavailable: FailureMode = .throwError,
+    logger: Logger = Logger(label: "pace.postgres.debouncer", factory: { _ in SwiftLogNoOpLogHandler() }),
+    metricsFactory: any MetricsFactory = MetricsSystem.factory,
+    perform: @escaping @Sendable (_ key: String, _ payload: Payload) async throws -> Void
+  ) throws(PacePostgresError) {
+    try self.init(
+      client: client, table: table, quiet: quiet, maximumWait: maxWait, lease: lease, merge: merge,
+      maximumPayloadBytes: maximumPayloadBytes, pollInterval: pollInterval, timeout: timeout,
+      maximumAttempts: maximumAttempts, retryBackoff: retryBackoff, maximumRetryBackoff: maximumRetryBackoff,
+      maximumConcurrentExecutions: maximumConcurrentExecutions, shutdownGracePeriod: shutdownGracePeriod,
+      circuitBreaker: circuitBreaker, whenUnavailable: whenUnavailable, logger: logger,
+      metricsFactory: metricsFactory, perform: perform)
+
+  }
+}
 #endif

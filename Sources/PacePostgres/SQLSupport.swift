@@ -28,13 +28,13 @@ struct TableName: Sendable, Hashable, CustomStringConvertible {
     "\"" + String("\(name)_\(suffix)".map { $0 == "." ? "_" : $0 }) + "\""
   }
 
-  /// The table where a rate-limit store keeps the keys of a window `policy`, beside this one (in
+  /// The table where a rate-limit store keeps the keys of a window `algorithm`, beside this one (in
   /// its schema): `name_sliding` or `name_fixed`.
   ///
   /// - Throws: ``PacePostgresError/invalidTableName(_:)`` if that name is longer than PostgreSQL's
   ///   63 bytes.
-  func companion(_ policy: StoredLimit.Policy) throws(PacePostgresError) -> TableName {
-    switch policy {
+  func companion(_ algorithm: StoredLimit.Algorithm) throws(PacePostgresError) -> TableName {
+    switch algorithm {
     case .tokenBucket: self
     case .slidingWindow: try TableName(name + "_sliding")
     case .fixedWindow: try TableName(name + "_fixed")
@@ -54,15 +54,16 @@ extension Duration {
 
 /// Checks a configured duration: positive (or, with `zeroAllowed`, not negative) and below
 /// `Int64.max` nanoseconds, about 292 years, the longest a timer, a sleep or a SQL interval takes
-/// without a trap; ``PacePostgresError/rateOutOfRange(_:)`` names the setting otherwise.
+/// without a trap; ``PacePostgresError/invalidSetting(name:value:rule:)`` names the setting
+/// (`owner.name`), its value and the rule otherwise.
 func checkSetting(
   _ name: String, _ duration: Duration, of owner: String, zeroAllowed: Bool = false
 ) throws(PacePostgresError) {
   let inRange = zeroAllowed ? duration >= .zero : duration > .zero
   guard inRange, duration.wholeMicroseconds != nil else {
-    throw .rateOutOfRange(
-      "\(owner): \(name) must be \(zeroAllowed ? "0 or more" : "positive") and below Int64.max nanoseconds "
-        + "(about 292 years); got \(duration)")
+    throw .invalid(
+      "\(owner).\(name)", duration,
+      "must be \(zeroAllowed ? "0 or more" : "positive") and below Int64.max nanoseconds (about 292 years)")
   }
 }
 

@@ -8,8 +8,8 @@ import Pace
 /// of 1 would get and takes nothing (``takes`` is false), so a request-chosen cost of 0 never
 /// passes a key that would deny cost 1.
 struct StoredLimit: Hashable, Sendable {
-  /// The policy's table and arithmetic in the batch function (`policies` there).
-  enum Policy: Int16, Sendable {
+  /// The algorithm's table and arithmetic in the batch function (`policies` there).
+  enum Algorithm: Int16, Sendable {
     /// GCRA in the store's table: ``StoredLimit/amount`` is the checked cost's increment of the
     /// TAT, ``StoredLimit/capacity`` the burst's tolerance.
     case tokenBucket = 0
@@ -21,7 +21,7 @@ struct StoredLimit: Hashable, Sendable {
     case fixedWindow = 2
   }
 
-  let policy: Policy
+  let algorithm: Algorithm
   /// The checked cost, as the policy counts it.
   let amount: Int64
   /// What the key may hold, as the policy counts it.
@@ -38,37 +38,41 @@ struct StoredLimit: Hashable, Sendable {
   static func checkedCost(_ cost: Int) -> Int { Swift.max(cost, 1) }
 
   /// The stored form of `cost` under `limit`, or the error that rejects it. `cost` is in
-  /// `0...limit.burst` (`KeyPolicy` checked it); a window rounds up to a whole microsecond, so
+  /// `0...limit.burst` (`InputRules` checked it); a window rounds up to a whole microsecond, so
   /// that rounding never lets more through than the limit.
   init(cost: Int, limit: RateLimit) throws(PacePostgresError) {
-    switch limit.policy {
+    switch limit.algorithm {
     case .tokenBucket:
       let arithmetic = try GCRA(cost: Self.checkedCost(cost), limit: limit)
-      self.init(policy: .tokenBucket, amount: arithmetic.increment, capacity: arithmetic.tolerance, window: 0)
+      self.init(algorithm: .tokenBucket, amount: arithmetic.increment, capacity: arithmetic.tolerance, window: 0)
     case .slidingWindow, .fixedWindow:
       guard cost >= 0, cost <= limit.burst else {
-        throw .rateOutOfRange("cost \(cost) is outside 0...\(limit.burst), the burst of \(limit)")
+        throw .invalid(
+          "PostgresRateLimitStore.tryAcquire.cost", cost, "must be in 0...\(limit.burst), the burst of \(limit)")
       }
       // `paceNanoseconds` saturates rather than trapping: a window of `Int64.max` ns is refused.
       let nanoseconds = limit.interval.paceNanoseconds
       let (whole, fraction) = nanoseconds.quotientAndRemainder(dividingBy: 1000)
       let window = whole + (fraction > 0 ? 1 : 0)
       guard nanoseconds > 0, nanoseconds != .max, window < Int64.max / 4 else {
-        throw .rateOutOfRange("window \(limit.interval) is not positive or too long for 64-bit microseconds")
+        throw .invalid(
+          "PostgresRateLimitStore.tryAcquire.limit", limit,
+          "must have a positive window that fits in 64-bit microseconds")
       }
-      guard limit.policy == .fixedWindow || limit.permits <= Self.maximumSlidingPermits else {
-        throw .rateOutOfRange(
-          "\(limit): a sliding window in PostgreSQL holds at most \(Self.maximumSlidingPermits) permits "
+      guard limit.algorithm == .fixedWindow || limit.permits <= Self.maximumSlidingPermits else {
+        throw .invalid(
+          "PostgresRateLimitStore.tryAcquire.limit", limit,
+          "must be a sliding window of at most \(Self.maximumSlidingPermits) permits in PostgreSQL "
             + "(a row keeps each grant's time); use a fixed window or a token bucket for larger quotas")
       }
       self.init(
-        policy: limit.policy == .slidingWindow ? .slidingWindow : .fixedWindow,
+        algorithm: limit.algorithm == .slidingWindow ? .slidingWindow : .fixedWindow,
         amount: Int64(Self.checkedCost(cost)), capacity: Int64(limit.permits), window: window)
     }
   }
 
-  init(policy: Policy, amount: Int64, capacity: Int64, window: Int64) {
-    self.policy = policy
+  init(algorithm: Algorithm, amount: Int64, capacity: Int64, window: Int64) {
+    self.algorithm = algorithm
     self.amount = amount
     self.capacity = capacity
     self.window = window
@@ -81,7 +85,7 @@ enum StoredDecision {
   static func decision(cost: Int, limit: RateLimit, answer: DecisionAnswer) throws(PacePostgresError)
     -> RateLimitDecision
   {
-    switch limit.policy {
+    switch limit.algorithm {
     case .tokenBucket:
       // A cost of 0 is granted at the current TAT (nothing added): its `remaining` is every
       // permit available now; denied, it waits as cost 1 does.
@@ -93,6 +97,8 @@ enum StoredDecision {
         return .allowed(remaining: Swift.max(0, limit.permits - Int(used) - cost))
       }
       // The wait the function computed, at least a microsecond; a window's length if it has none.
+      // The largest `Int64` is the end of the timeline: no wait lets the request through.
+      if answer.wait == .max { return .limited(retryAfter: RateLimitDecision.never) }
       let stored = try StoredLimit(cost: cost, limit: limit)
       return .limited(retryAfter: .microseconds(Swift.max(1, answer.wait ?? stored.window)))
     }

@@ -43,13 +43,13 @@ extension PostgresRateLimitStore {
     /// - Parameters:
     ///   - durability: Whether the tables are logged; ``Durability/logged`` by default.
     ///   - fillfactor: The percentage of each page that inserts fill, 10 to 100; 70 by default.
-    /// - Throws: ``PacePostgresError/rateOutOfRange(_:)``, naming `fillfactor`, if it is outside
+    /// - Throws: ``PacePostgresError/invalidSetting(name:value:rule:)``, naming `fillfactor`, if it is outside
     ///   10...100 (PostgreSQL's range).
     public init(durability: Durability = .logged, fillfactor: Int = 70) throws(PacePostgresError) {
       guard (10...100).contains(fillfactor) else {
-        throw .rateOutOfRange(
-          "PostgresRateLimitStore.TableOptions: fillfactor must be 10...100 (a percentage of each page); got \(fillfactor)"
-        )
+        throw .invalid(
+          "PostgresRateLimitStore.TableOptions.fillfactor", fillfactor,
+          "must be in 10...100 (a percentage of each page)")
       }
       self.init(checkedDurability: durability, fillfactor: fillfactor)
     }

@@ -3,36 +3,45 @@
 import Testing
 
 /// The store's pure parts, driven directly: no database, no clock.
-@Suite("BatchMachine and DenialCacheState")
+@Suite("DecisionBatchMachine and DenialCacheState")
 struct BatchingAndDenialCacheTests {
   let start = ContinuousClock().now
 
-  @Test func aLoneCallerStartsALaneAndWaitsForNothingElse() {
-    var machine = BatchMachine<Int>(maxBatch: 4, maxLanes: 2)
+  /// Two lanes as the store's `run()` starts them: parked without a connection.
+  static func twoIdleLanes(maximumBatch: Int) -> DecisionBatchMachine<Int> {
+    var machine = DecisionBatchMachine<Int>(maximumBatch: maximumBatch)
+    for _ in 0..<2 { _ = machine.park(holding: false) }
+    return machine
+  }
+
+  @Test func aLoneCallerWakesALaneAndWaitsForNothingElse() {
+    var machine = Self.twoIdleLanes(maximumBatch: 4)
+    #expect(machine.parkedIdle == 2)
     let answer1 = machine.submit(1)
-    #expect(answer1 == .startLane)
+    #expect(answer1 == .wakeIdleLane)
     let answer2 = machine.next()
     #expect(answer2 == [1])
     let answer3 = machine.next()
     #expect(answer3 == nil)
-    let answer4 = machine.park()
+    // Its batch answered, the lane parks holding its connection.
+    let answer4 = machine.park(holding: true)
     #expect(answer4)
-    // The parked lane is woken by the next caller, which is sent alone at once.
+    // The lane that holds a connection is woken by the next caller, which is sent alone at once.
     let answer5 = machine.submit(2)
-    #expect(answer5 == .wakeLane)
+    #expect(answer5 == .wakeHoldingLane)
     let answer6 = machine.next()
     #expect(answer6 == [2])
   }
 
   @Test func callersWhileEveryLaneIsBusyGatherIntoBatchesInCallOrder() {
-    var machine = BatchMachine<Int>(maxBatch: 3, maxLanes: 2)
+    var machine = Self.twoIdleLanes(maximumBatch: 3)
     var actions = [machine.submit(0)]
     let first = machine.next()
     actions.append(machine.submit(1))
     let second = machine.next()
-    #expect(actions == [.startLane, .startLane])
+    #expect(actions == [.wakeIdleLane, .wakeIdleLane])
     #expect(first == [0] && second == [1])
-    // Both lanes busy: callers queue, and a lane that finishes takes a full batch, oldest first.
+    // Both lanes busy: callers queue, and a lane that asks takes a full batch, oldest first.
     let queued = (2..<9).map { machine.submit($0) }
     #expect(queued.allSatisfy { $0 == .queued })
     let batches = [machine.next(), machine.next(), machine.next(), machine.next()]
@@ -40,30 +49,32 @@ struct BatchingAndDenialCacheTests {
   }
 
   @Test func aLaneDoesNotParkWhileWorkIsQueued() {
-    var machine = BatchMachine<Int>(maxBatch: 8, maxLanes: 1)
+    var machine = DecisionBatchMachine<Int>(maximumBatch: 8)
+    // The lane has not parked yet: the request waits for it.
     let answer7 = machine.submit(1)
-    #expect(answer7 == .startLane)
-    let answer8 = machine.park()
+    #expect(answer7 == .queued)
+    let answer8 = machine.park(holding: false)
     #expect(!answer8)
     let answer9 = machine.next()
     #expect(answer9 == [1])
-    let answer10 = machine.park()
+    let answer10 = machine.park(holding: true)
     #expect(answer10)
-    #expect(machine.parked == 1)
+    #expect(machine.parked == 1 && machine.parkedHolding == 1)
     let answer11 = machine.submit(2)
-    #expect(answer11 == .wakeLane)
+    #expect(answer11 == .wakeHoldingLane)
     #expect(machine.parked == 0)
   }
 
   @Test func aLaneThatGivesBackItsConnectionIsBusyUntilItAsksAgain() {
-    var machine = BatchMachine<Int>(maxBatch: 4, maxLanes: 1)
-    let started = machine.submit(1)
-    #expect(started == .startLane)
+    var machine = DecisionBatchMachine<Int>(maximumBatch: 4)
+    _ = machine.park(holding: false)
+    let woken = machine.submit(1)
+    #expect(woken == .wakeIdleLane)
     let first = machine.next()
     #expect(first == [1])
     let none = machine.next()
     #expect(none == nil)
-    let parked = machine.park()
+    let parked = machine.park(holding: true)
     #expect(parked)
     // It lingered idle: it leaves its parking to give its connection back.
     machine.unpark()
@@ -71,42 +82,42 @@ struct BatchingAndDenialCacheTests {
     // A request meanwhile is queued for it, not a wake for a lane that is not parked.
     let queued = machine.submit(2)
     #expect(queued == .queued)
-    let parksWithWork = machine.park()
+    let parksWithWork = machine.park(holding: false)
     #expect(!parksWithWork)
     let second = machine.next()
     #expect(second == [2])
-    let parkedAgain = machine.park()
+    let parkedAgain = machine.park(holding: false)
     #expect(parkedAgain)
-    let woken = machine.submit(3)
-    #expect(woken == .wakeLane)
+    let wokenAgain = machine.submit(3)
+    #expect(wokenAgain == .wakeIdleLane)
   }
 
   @Test func aCallerWhoAsksAgainBeforeItsLaneParksWaitsForThatLane() {
-    var machine = BatchMachine<Int>(maxBatch: 4, maxLanes: 2)
-    let started = machine.submit(1)
-    #expect(started == .startLane)
+    var machine = Self.twoIdleLanes(maximumBatch: 4)
+    let woken = machine.submit(1)
+    #expect(woken == .wakeIdleLane)
     let first = machine.next()
     #expect(first == [1])
     // Its answer is out; the caller asks again before the lane has looked for work.
     machine.finished()
     let again = machine.submit(2)
-    #expect(again == .queued, "no second lane, hence no second connection, for a lone caller")
+    #expect(again == .queued, "no second lane woken, hence no second connection, for a lone caller")
     let second = machine.next(finishing: true)
     #expect(second == [2])
     #expect(machine.finishing == 0)
-    // Finished with nothing waiting: it parks, and the next caller wakes it.
+    // Finished with nothing waiting: it parks holding its connection, and the next caller wakes it.
     machine.finished()
-    let parked = machine.park(finishing: true)
+    let parked = machine.park(holding: true, finishing: true)
     #expect(parked && machine.finishing == 0)
-    let woken = machine.submit(3)
-    #expect(woken == .wakeLane)
-    // While the lane is busy, a caller starts the second lane.
+    let wokenAgain = machine.submit(3)
+    #expect(wokenAgain == .wakeHoldingLane)
+    // While that lane is busy (not finishing), a caller wakes the second lane.
     let more = machine.submit(4)
-    #expect(more == .startLane)
+    #expect(more == .wakeIdleLane)
   }
 
   @Test func requestsThatLeaveBeforeTheyAreSentAreForgotten() {
-    var machine = BatchMachine<Int>(maxBatch: 8, maxLanes: 1)
+    var machine = DecisionBatchMachine<Int>(maximumBatch: 8)
     _ = machine.submit(1)
     _ = machine.submit(2)
     _ = machine.submit(3)
@@ -118,7 +129,7 @@ struct BatchingAndDenialCacheTests {
   /// Removals anywhere in the queue, batches taken between them: call order kept, nothing sent
   /// twice or lost, against a plain array as the reference.
   @Test func removalsKeepCallOrderAgainstAReferenceQueue() {
-    var machine = BatchMachine<Int>(maxBatch: 5, maxLanes: 1)
+    var machine = DecisionBatchMachine<Int>(maximumBatch: 5)
     var reference: [Int] = []
     var sent: [Int] = []
     var generator = SystemRandomNumberGenerator()
@@ -149,9 +160,9 @@ struct BatchingAndDenialCacheTests {
   /// 200,000 callers queued, then all but the last cancelled one at a time: each removal is O(1)
   /// (a removal that scanned the queue would take 2 · 10^10 steps here, far beyond the time limit).
   @Test(.timeLimit(.minutes(1))) func cancellingQueuedCallersOneAtATimeIsLinearInTotal() {
-    var machine = BatchMachine<Int>(maxBatch: 64, maxLanes: 1)
+    var machine = DecisionBatchMachine<Int>(maximumBatch: 64)
     _ = machine.submit(-1)
-    _ = machine.next()  // the one lane is busy: the rest queue
+    _ = machine.next()  // no lane is parked: the rest queue
     for id in 0..<200_000 { _ = machine.submit(id) }
     for id in 0..<199_999 { machine.remove(CollectionOfOne(id)) }
     #expect(machine.next() == [199_999])
@@ -208,7 +219,7 @@ struct BatchingAndDenialCacheTests {
     #expect(answer18 == nil)
     // The same numbers under another policy are another limit.
     let window = DenialCacheState.Entry(
-      key: "k", limit: StoredLimit(policy: .slidingWindow, amount: 10, capacity: 100, window: 0))
+      key: "k", limit: StoredLimit(algorithm: .slidingWindow, amount: 10, capacity: 100, window: 0))
     #expect(cache.retryAfter(window, now: start) == nil)
   }
 
@@ -246,7 +257,7 @@ struct BatchingAndDenialCacheTests {
 extension DenialCacheState.Entry {
   /// A token bucket's entry, by its GCRA arithmetic.
   init(key: String, increment: Int64, tolerance: Int64) {
-    self.init(key: key, limit: StoredLimit(policy: .tokenBucket, amount: increment, capacity: tolerance, window: 0))
+    self.init(key: key, limit: StoredLimit(algorithm: .tokenBucket, amount: increment, capacity: tolerance, window: 0))
   }
 }
 #endif

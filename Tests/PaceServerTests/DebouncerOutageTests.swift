@@ -57,7 +57,7 @@ struct DebouncerOutageTests {
   }
 
   func debouncer(
-    _ client: PostgresClient, journal: Journal, policy: PostgresDebouncer<[Int]>.UnavailablePolicy,
+    _ client: PostgresClient, journal: Journal, policy: PostgresDebouncer<[Int]>.FailureMode,
     table: String = "pace_debounce"
   ) throws -> PostgresDebouncer<[Int]> {
     try PostgresDebouncer<[Int]>(

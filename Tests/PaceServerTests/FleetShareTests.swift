@@ -5,12 +5,13 @@ import Logging
 import MetricsTestKit
 import Pace
 @testable import PacePostgres
+import PaceTestSupport
 import PostgresNIO
 import Testing
 
 /// Each key's share of its limit while the database is away, driven directly: exact decisions at
 /// exact instants (microseconds of the Unix epoch), no clock.
-@Suite("FleetShareState")
+@Suite("FleetShareState", .offThePool)
 struct FleetShareStateTests {
   /// Some instant well after the epoch, at the start of a 10 s window.
   let t0: Int64 = 1_800_000_000_000_000
@@ -22,9 +23,9 @@ struct FleetShareStateTests {
     #expect(bucket.permits == 30 && bucket.interval == 3 * s && bucket.burst == 10)  // the exact rate: 10/s
     #expect(try ShareLimit(RateLimit(permits: 30, per: .seconds(1), burst: 2), instances: 3).burst == 1)
     #expect(try ShareLimit(RateLimit(permits: 30, per: .seconds(1), burst: 31), instances: 3).burst == 10)
-    #expect(try ShareLimit(.slidingWindow(10, per: .seconds(1)), instances: 3).permits == 3)
-    #expect(try ShareLimit(.fixedWindow(2, per: .seconds(1)), instances: 3).permits == 1)
-    #expect(try ShareLimit(.fixedWindow(2, per: .seconds(1)), instances: 1).permits == 2)
+    #expect(try ShareLimit(.slidingWindow(permits: 10, per: .seconds(1)), instances: 3).permits == 3)
+    #expect(try ShareLimit(.fixedWindow(permits: 2, per: .seconds(1)), instances: 3).permits == 1)
+    #expect(try ShareLimit(.fixedWindow(permits: 2, per: .seconds(1)), instances: 1).permits == 2)
     // Hostile limits: an error, never a trap.
     #expect(throws: PacePostgresError.self) {
       try ShareLimit(RateLimit(permits: 1, per: .seconds(Int64.max / 2_000_000)), instances: 1_000_000)
@@ -70,7 +71,7 @@ struct FleetShareStateTests {
   }
 
   @Test func aSlidingWindowShareCountsEachGrantForAWindow() throws {
-    let limit = RateLimit.slidingWindow(6, per: .seconds(10))
+    let limit = RateLimit.slidingWindow(permits: 6, per: .seconds(10))
     let share = try ShareLimit(limit, instances: 3)  // 2 in any 10 s
     var state = FleetShareState(capacity: 10)
     func decide(_ cost: Int, at now: Int64) -> RateLimitDecision {
@@ -88,7 +89,7 @@ struct FleetShareStateTests {
 
   /// Many grants expiring at once: dropped in bulk, and the window still counts the live ones.
   @Test func aSlidingWindowShareDropsExpiredGrantsInBulk() throws {
-    let limit = RateLimit.slidingWindow(200, per: .seconds(10))
+    let limit = RateLimit.slidingWindow(permits: 200, per: .seconds(10))
     let share = try ShareLimit(limit, instances: 1)
     var state = FleetShareState(capacity: 10)
     func decide(_ cost: Int, at now: Int64) -> RateLimitDecision {
@@ -104,7 +105,7 @@ struct FleetShareStateTests {
   }
 
   @Test func aFixedWindowShareStartsAgainAtEachWindowOfTheEpoch() throws {
-    let limit = RateLimit.fixedWindow(6, per: .seconds(10))
+    let limit = RateLimit.fixedWindow(permits: 6, per: .seconds(10))
     let share = try ShareLimit(limit, instances: 2)  // 3 per window
     var state = FleetShareState(capacity: 10)
     func decide(_ cost: Int, at now: Int64) -> RateLimitDecision {
@@ -129,6 +130,88 @@ struct FleetShareStateTests {
     _ = state.decide(key: "k4", cost: 1, share: share, limitInterval: .seconds(1), now: t0)
     _ = state.decide(key: "k5", cost: 1, share: share, limitInterval: .seconds(1), now: t0)
     #expect(state.tallies.count == 1)  // full, none idle: all forgotten, then k5
+  }
+
+  /// Limits whose shares' arithmetic is whole microseconds for every fleet of 1 to 5 (a token
+  /// bucket's `interval × n / permits`, a window's length), where the shares' microseconds and the
+  /// reference model's nanoseconds compute the same integers.
+  static let differentialLimits: [RateLimit] = [
+    RateLimit(permits: 4, per: .seconds(2)),
+    RateLimit(permits: 10, per: .seconds(1), burst: 7),
+    RateLimit(permits: 3, per: .milliseconds(300), burst: 9),
+    .slidingWindow(permits: 12, per: .seconds(1)),
+    .slidingWindow(permits: 5, per: .milliseconds(700)),
+    .fixedWindow(permits: 8, per: .seconds(1)),
+    .fixedWindow(permits: 2, per: .milliseconds(250)),
+  ]
+
+  /// The share the article states for one of `n` instances: a token bucket of `r` per `T` with a
+  /// burst of `b` is `r` per `n × T` with a burst of `max(1, ⌊b / n⌋)`; a window of `N` per `T`
+  /// is `max(1, ⌊N / n⌋)` per `T`, aligned as the limit's.
+  static func statedShare(of limit: RateLimit, among n: Int) -> RateLimit {
+    switch limit.algorithm {
+    case .tokenBucket: RateLimit(permits: limit.permits, per: limit.interval * n, burst: max(1, limit.burst / n))
+    case .slidingWindow: .slidingWindow(permits: max(1, limit.permits / n), per: limit.interval)
+    case .fixedWindow: .fixedWindow(permits: max(1, limit.permits / n), per: limit.interval)
+    }
+  }
+
+  /// The fleet share's arithmetic (``ShareLimit`` and ``FleetShareState``, the fourth copy of
+  /// each algorithm's arithmetic, beside memory's, the SQL's and the reference model's) against
+  /// the reference model, on seeded random timelines: `n` instances (1 to 5), each deciding its
+  /// own requests for a few keys, each key with its own limit, at random instants with random
+  /// costs from 0 to the limit's burst. Every decision of every instance is the reference model's
+  /// decision of the stated share (``statedShare(of:among:)``) of that key on that instance,
+  /// exactly: `remaining` and `retryAfter` to the microsecond. A cost above the share's burst but
+  /// not the limit's is denied for the limit's interval and takes nothing.
+  @Test(arguments: [1, 2, 3] as [UInt64])
+  func eachInstancesShareDecidesAsTheReferenceModelOfItsStatedShare(seed: UInt64) throws {
+    var random = SeededGenerator(seed: seed)
+    // Allowed, limited and over-the-share answers, by algorithm: the timelines must reach them all.
+    var seen: [RateLimit.Algorithm: [String: Int]] = [:]
+    for n in 1...5 {
+      let keys = (0..<Self.differentialLimits.count).map { "key-\($0)" }
+      let limitOf = Dictionary(uniqueKeysWithValues: zip(keys, Self.differentialLimits.shuffled(using: &random)))
+      var instances = (0..<n).map { _ in FleetShareState(capacity: 1000) }
+      var models: [Int: [String: RateLimitReferenceModel]] = [:]
+      var now = t0 + Int64.random(in: 0..<1_000_000, using: &random)
+      for step in 0..<fuzzRuns(3000) {
+        switch Int.random(in: 0..<10, using: &random) {
+        case 0..<3: break  // at the same instant
+        case 3..<5: now += Int64.random(in: 1..<1000, using: &random)
+        case 5..<9: now += Int64.random(in: 1000..<300_000, using: &random)
+        default: now += Int64.random(in: 300_000..<(2_000_000 * Int64(n)), using: &random)
+        }
+        let instance = Int.random(in: 0..<n, using: &random)
+        let key = keys.randomElement(using: &random)!
+        let limit = limitOf[key]!
+        let cost = Int.random(in: 0...limit.burst, using: &random)
+        let share = try ShareLimit(limit, instances: n)
+        let actual = instances[instance].decide(
+          key: key, cost: cost, share: share, limitInterval: limit.interval, now: now)
+        let stated = Self.statedShare(of: limit, among: n)
+        let expected: RateLimitDecision
+        if cost > stated.burst {
+          expected = .limited(retryAfter: limit.interval)
+          seen[limit.algorithm, default: [:]]["above the share", default: 0] += 1
+        } else {
+          var model = models[instance]?[key] ?? RateLimitReferenceModel(limit: stated)
+          expected = model.tryAcquire(cost: cost, at: PaceInstant(nanoseconds: now * 1000))
+          models[instance, default: [:]][key] = model
+          seen[limit.algorithm, default: [:]][expected.isAllowed ? "allowed" : "limited", default: 0] += 1
+        }
+        #expect(
+          actual == expected,
+          "seed \(seed), \(n) instances, step \(step): instance \(instance), \(key) (\(limit), share \(stated)) cost \(cost) at \(now)"
+        )
+        if actual != expected { return }
+      }
+    }
+    for algorithm in [RateLimit.Algorithm.tokenBucket, .slidingWindow, .fixedWindow] {
+      for answer in ["allowed", "limited", "above the share"] {
+        #expect(seen[algorithm, default: [:]][answer, default: 0] >= 20, "\(algorithm) \(answer): \(seen)")
+      }
+    }
   }
 
   /// Three instances' shares on a seeded random timeline: in every span from the start, the fleet

@@ -83,6 +83,41 @@ struct PostgresBatchingTests {
     }
   }
 
+  /// Everything long-lived is the store's `run()`'s: a decision before it is sent alone and starts
+  /// no lane and no watchdog; `run()` starts both lanes and the watchdog, which have ended when it
+  /// returns; after it, decisions follow the failure mode; a second `run()` returns at once.
+  @Test func theLanesAndTheWatchdogAreOwnedByRun() async throws {
+    try await TestDatabase.withClients { clients in
+      let store = try PostgresRateLimitStore(
+        client: clients[0], table: TestDatabase.uniqueTable("rl"), whenUnavailable: .deny(retryAfter: .seconds(7)),
+        timeout: .seconds(30))
+      try await store.migrate()
+      let limit = RateLimit(permits: 2, per: .seconds(3600))
+      let lanes: @Sendable () -> Int = { store.batcher.state.withLock { $0.laneTasks.count } }
+      let watchdog: @Sendable () -> Bool = { store.batcher.state.withLock { $0.watchdog != nil } }
+      #expect(try await store.tryAcquire("k", cost: 1, limit: limit) == .allowed(remaining: 1))
+      #expect(try await store.tryAcquire("k", cost: 1, limit: limit) == .allowed(remaining: 0))
+      #expect(try await store.tryAcquire("k", cost: 1, limit: limit) == .limited(retryAfter: .seconds(3600)))
+      #expect(store.batcher.batchesSent == 3, "each alone, one round trip each")
+      #expect(!store.batcher.isRunning && lanes() == 0 && !watchdog(), "a decision started nothing")
+      #expect(store.batcher.connectionsTaken == 0, "no lane took a connection")
+      try await TestDatabase.running(store) {
+        #expect(store.batcher.isRunning && lanes() == PostgresRateLimitStore.lanes && watchdog())
+        #expect(try await store.tryAcquire("other", cost: 1, limit: limit) == .allowed(remaining: 1))
+        #expect(store.batcher.connectionsTaken == 1, "a lane took a connection and keeps it")
+        // The denial the database gave before run() is still answered locally.
+        guard case .limited = try await store.tryAcquire("k", cost: 1, limit: limit) else {
+          Issue.record("a denied key was granted")
+          return
+        }
+      }
+      #expect(!store.batcher.isRunning)
+      #expect(store.batcher.state.withLock { $0.parkedLanes.isEmpty && $0.waiters.isEmpty })
+      #expect(try await store.tryAcquire("new", cost: 1, limit: limit) == .limited(retryAfter: .seconds(7)))
+      try await store.run()  // a store runs once: it returns at once
+    }
+  }
+
   /// 200 callers at once on one store, half on one key: the key's 100 permits are granted exactly
   /// once each, in far fewer round trips than decisions.
   @Test func concurrentCallersShareRoundTrips() async throws {
@@ -90,24 +125,26 @@ struct PostgresBatchingTests {
       let store = try PostgresRateLimitStore(
         client: clients[0], table: TestDatabase.uniqueTable("rl"), timeout: .seconds(60))
       try await store.migrate()
-      let limit = slow
-      let decisions = try await withThrowingTaskGroup(of: (Int, RateLimitDecision).self) { group in
-        for attempt in 0..<200 {
-          group.addTask {
-            (attempt, try await store.tryAcquire(attempt % 2 == 0 ? "hot" : "key-\(attempt)", cost: 1, limit: limit))
+      try await TestDatabase.running(store) {
+        let limit = slow
+        let decisions = try await withThrowingTaskGroup(of: (Int, RateLimitDecision).self) { group in
+          for attempt in 0..<200 {
+            group.addTask {
+              (attempt, try await store.tryAcquire(attempt % 2 == 0 ? "hot" : "key-\(attempt)", cost: 1, limit: limit))
+            }
           }
+          return try await group.reduce(into: []) { $0.append($1) }
         }
-        return try await group.reduce(into: []) { $0.append($1) }
+        let hot = decisions.filter { $0.0 % 2 == 0 }.compactMap { _, decision -> Int? in
+          if case .allowed(let remaining) = decision { return remaining }
+          return nil
+        }
+        #expect(hot.sorted() == Array(0..<100))
+        #expect(decisions.filter { $0.0 % 2 == 1 }.allSatisfy { $0.1 == .allowed(remaining: 99) })
+        let batches = store.batcher.batchesSent
+        print("200 concurrent decisions in \(batches) batches")
+        #expect(batches < 200)
       }
-      let hot = decisions.filter { $0.0 % 2 == 0 }.compactMap { _, decision -> Int? in
-        if case .allowed(let remaining) = decision { return remaining }
-        return nil
-      }
-      #expect(hot.sorted() == Array(0..<100))
-      #expect(decisions.filter { $0.0 % 2 == 1 }.allSatisfy { $0.1 == .allowed(remaining: 99) })
-      let batches = store.batcher.batchesSent
-      print("200 concurrent decisions in \(batches) batches")
-      #expect(batches < 200)
     }
   }
 
@@ -120,25 +157,27 @@ struct PostgresBatchingTests {
       let store = try PostgresRateLimitStore(
         client: clients[0], table: TestDatabase.uniqueTable("rl"), timeout: .seconds(30))
       try await store.migrate()
-      let limit = RateLimit(permits: 1_000_000, per: .seconds(1))
-      #expect(try await store.tryAcquire("warm", cost: 1, limit: limit).isAllowed)
-      let (batches, taken) = (store.batcher.batchesSent, store.batcher.connectionsTaken)
-      for attempt in 0..<200 {
-        #expect(try await store.tryAcquire("k\(attempt % 7)", cost: 1, limit: limit).isAllowed)
+      try await TestDatabase.running(store) {
+        let limit = RateLimit(permits: 1_000_000, per: .seconds(1))
+        #expect(try await store.tryAcquire("warm", cost: 1, limit: limit).isAllowed)
+        let (batches, taken) = (store.batcher.batchesSent, store.batcher.connectionsTaken)
+        for attempt in 0..<200 {
+          #expect(try await store.tryAcquire("k\(attempt % 7)", cost: 1, limit: limit).isAllowed)
+        }
+        #expect(store.batcher.batchesSent - batches == 200, "one round trip per lone decision")
+        // A lease per decision would take 200; a pause longer than the linger on a loaded machine, a few.
+        #expect(store.batcher.connectionsTaken - taken < 10)
+        // The pool's only connection comes back to it once the lane has lingered idle.
+        let clock = ContinuousClock()
+        let asked = clock.now
+        let rows = try await clients[0].query("SELECT 1")
+        for try await _ in rows {}
+        #expect(asked.duration(to: clock.now) < .seconds(20))
+        let takenBefore = store.batcher.connectionsTaken
+        #expect(try await store.tryAcquire("k0", cost: 1, limit: limit).isAllowed)
+        #expect(store.batcher.connectionsTaken == takenBefore + 1)
+        await store.shutdown()
       }
-      #expect(store.batcher.batchesSent - batches == 200, "one round trip per lone decision")
-      // A lease per decision would take 200; a pause longer than the linger on a loaded machine, a few.
-      #expect(store.batcher.connectionsTaken - taken < 10)
-      // The pool's only connection comes back to it once the lane has lingered idle.
-      let clock = ContinuousClock()
-      let asked = clock.now
-      let rows = try await clients[0].query("SELECT 1")
-      for try await _ in rows {}
-      #expect(asked.duration(to: clock.now) < .seconds(20))
-      let takenBefore = store.batcher.connectionsTaken
-      #expect(try await store.tryAcquire("k0", cost: 1, limit: limit).isAllowed)
-      #expect(store.batcher.connectionsTaken == takenBefore + 1)
-      await store.shutdown()
     }
   }
 
@@ -149,26 +188,28 @@ struct PostgresBatchingTests {
       let store = try PostgresRateLimitStore(
         client: clients[0], table: TestDatabase.uniqueTable("rl"), timeout: .seconds(30))
       try await store.migrate()
-      let limit = RateLimit(permits: 1_000_000, per: .seconds(1))
-      let before = store.batcher.batchesSent
-      let allowed = try await withThrowingTaskGroup(of: Int.self) { group in
-        for caller in 0..<64 {
-          group.addTask {
-            var allowed = 0
-            for _ in 0..<20 {
-              if try await store.tryAcquire("c\(caller)", cost: 1, limit: limit).isAllowed { allowed += 1 }
+      try await TestDatabase.running(store) {
+        let limit = RateLimit(permits: 1_000_000, per: .seconds(1))
+        let before = store.batcher.batchesSent
+        let allowed = try await withThrowingTaskGroup(of: Int.self) { group in
+          for caller in 0..<64 {
+            group.addTask {
+              var allowed = 0
+              for _ in 0..<20 {
+                if try await store.tryAcquire("c\(caller)", cost: 1, limit: limit).isAllowed { allowed += 1 }
+              }
+              return allowed
             }
-            return allowed
           }
+          return try await group.reduce(0, +)
         }
-        return try await group.reduce(0, +)
+        let batches = store.batcher.batchesSent - before
+        print("64 callers × 20 decisions in \(batches) round trips")
+        #expect(allowed == 1280)
+        #expect(batches < 640)
+        #expect(store.batcher.connectionsTaken < 10, "two lanes, each keeping its connection while busy")
+        await store.shutdown()
       }
-      let batches = store.batcher.batchesSent - before
-      print("64 callers × 20 decisions in \(batches) round trips")
-      #expect(allowed == 1280)
-      #expect(batches < 640)
-      #expect(store.batcher.connectionsTaken < 10, "two lanes, each keeping its connection while busy")
-      await store.shutdown()
     }
   }
 
@@ -182,47 +223,49 @@ struct PostgresBatchingTests {
       let store = try PostgresRateLimitStore(client: clients[0], table: table, timeout: .seconds(30))
       let other = try PostgresRateLimitStore(client: clients[1], table: table, timeout: .seconds(30))
       try await store.migrate()
-      let limit = RateLimit(permits: 2, per: .seconds(3600))
-      #expect(try await store.tryAcquire("k", cost: 2, limit: limit) == .allowed(remaining: 0))
-      let before = store.batcher.batchesSent
-      let clock = ContinuousClock()
-      let started = clock.now
-      let denied = try await withThrowingTaskGroup(of: Int.self) { group in
-        for _ in 0..<8 {
-          group.addTask {
-            var denied = 0
-            for _ in 0..<20_000 {
-              if try await !store.tryAcquire("k", cost: 1, limit: limit).isAllowed { denied += 1 }
+      try await TestDatabase.running(store) {
+        let limit = RateLimit(permits: 2, per: .seconds(3600))
+        #expect(try await store.tryAcquire("k", cost: 2, limit: limit) == .allowed(remaining: 0))
+        let before = store.batcher.batchesSent
+        let clock = ContinuousClock()
+        let started = clock.now
+        let denied = try await withThrowingTaskGroup(of: Int.self) { group in
+          for _ in 0..<8 {
+            group.addTask {
+              var denied = 0
+              for _ in 0..<20_000 {
+                if try await !store.tryAcquire("k", cost: 1, limit: limit).isAllowed { denied += 1 }
+              }
+              return denied
             }
-            return denied
           }
+          return try await group.reduce(0, +)
         }
-        return try await group.reduce(0, +)
+        let elapsed = clock.now - started
+        let batches = store.batcher.batchesSent - before
+        print("denied hot key: \(Int(Double(denied) / (elapsed / .seconds(1)))) decisions/s, \(batches) round trips")
+        #expect(denied == 160_000)
+        #expect(batches <= 8)
+        // The local answer is the database's, never later: another instance asks the database
+        // itself first, so the local answer, given after it, can only be shorter.
+        guard case .limited(let remote) = try await other.tryAcquire("k", cost: 1, limit: limit),
+          case .limited(let local) = try await store.tryAcquire("k", cost: 1, limit: limit)
+        else {
+          Issue.record("a denied key was granted")
+          return
+        }
+        #expect(local <= remote && remote - local < .seconds(1), "local \(local), database \(remote)")
+        // A cost of 0 is checked as cost 1: denied too, answered locally with cost 1's wait.
+        guard case .limited(let query) = try await store.tryAcquire("k", cost: 0, limit: limit) else {
+          Issue.record("a cost of 0 passed a key that denies cost 1")
+          return
+        }
+        #expect(query <= local)
+        #expect(store.batcher.batchesSent - before == batches)
+        // Another cost or another limit is the database's to decide.
+        #expect(try await !store.tryAcquire("k", cost: 2, limit: limit).isAllowed)
+        #expect(store.batcher.batchesSent - before == batches + 1)
       }
-      let elapsed = clock.now - started
-      let batches = store.batcher.batchesSent - before
-      print("denied hot key: \(Int(Double(denied) / (elapsed / .seconds(1)))) decisions/s, \(batches) round trips")
-      #expect(denied == 160_000)
-      #expect(batches <= 8)
-      // The local answer is the database's, never later: another instance asks the database
-      // itself first, so the local answer, given after it, can only be shorter.
-      guard case .limited(let remote) = try await other.tryAcquire("k", cost: 1, limit: limit),
-        case .limited(let local) = try await store.tryAcquire("k", cost: 1, limit: limit)
-      else {
-        Issue.record("a denied key was granted")
-        return
-      }
-      #expect(local <= remote && remote - local < .seconds(1), "local \(local), database \(remote)")
-      // A cost of 0 is checked as cost 1: denied too, answered locally with cost 1's wait.
-      guard case .limited(let query) = try await store.tryAcquire("k", cost: 0, limit: limit) else {
-        Issue.record("a cost of 0 passed a key that denies cost 1")
-        return
-      }
-      #expect(query <= local)
-      #expect(store.batcher.batchesSent - before == batches)
-      // Another cost or another limit is the database's to decide.
-      #expect(try await !store.tryAcquire("k", cost: 2, limit: limit).isAllowed)
-      #expect(store.batcher.batchesSent - before == batches + 1)
     }
   }
 
@@ -243,35 +286,37 @@ struct PostgresBatchingTests {
         client: client, table: TestDatabase.uniqueTable("rl"), whenUnavailable: .deny(retryAfter: .seconds(7)),
         directConnection: direct)
       try await store.migrate()
-      let limit = RateLimit(permits: 1_000_000, per: .seconds(1))
-      let connections: @Sendable () async throws -> Int = {
-        let rows = try await client.query(
-          "SELECT count(*)::int FROM pg_stat_activity WHERE application_name = \(application)")
-        var count = 0
-        for try await value in rows.decode(Int.self) { count = value }
-        return count
-      }
-      // Concurrent decisions open more than one lane.
-      try await withThrowingTaskGroup(of: Void.self) { group in
-        for caller in 0..<64 {
-          group.addTask {
-            let decision = try await store.tryAcquire("k\(caller % 8)", cost: 1, limit: limit)
-            #expect(decision.isAllowed)
-          }
+      try await TestDatabase.running(store) {
+        let limit = RateLimit(permits: 1_000_000, per: .seconds(1))
+        let connections: @Sendable () async throws -> Int = {
+          let rows = try await client.query(
+            "SELECT count(*)::int FROM pg_stat_activity WHERE application_name = \(application)")
+          var count = 0
+          for try await value in rows.decode(Int.self) { count = value }
+          return count
         }
-        try await group.waitForAll()
+        // Concurrent decisions open more than one lane.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+          for caller in 0..<64 {
+            group.addTask {
+              let decision = try await store.tryAcquire("k\(caller % 8)", cost: 1, limit: limit)
+              #expect(decision.isAllowed)
+            }
+          }
+          try await group.waitForAll()
+        }
+        let open = try await connections()
+        #expect(open >= 1)
+        await store.shutdown()
+        // The server notices a closed connection a moment after the client closed it.
+        var left = open
+        for _ in 0..<100 where left > 0 {
+          try await Task.sleep(for: .milliseconds(20))  // real-time: the server's own bookkeeping
+          left = try await connections()
+        }
+        #expect(left == 0, "\(left) of \(open) connections still open after shutdown")
+        #expect(try await store.tryAcquire("k0", cost: 1, limit: limit) == .limited(retryAfter: .seconds(7)))
       }
-      let open = try await connections()
-      #expect(open >= 1)
-      await store.shutdown()
-      // The server notices a closed connection a moment after the client closed it.
-      var left = open
-      for _ in 0..<100 where left > 0 {
-        try await Task.sleep(for: .milliseconds(20))  // real-time: the server's own bookkeeping
-        left = try await connections()
-      }
-      #expect(left == 0, "\(left) of \(open) connections still open after shutdown")
-      #expect(try await store.tryAcquire("k0", cost: 1, limit: limit) == .limited(retryAfter: .seconds(7)))
     }
   }
 }

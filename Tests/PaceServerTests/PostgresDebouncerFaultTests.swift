@@ -73,7 +73,7 @@ struct PostgresDebouncerFaultTests {
     _ client: PostgresClient,
     table: String,
     quiet: Duration = .milliseconds(50),
-    maxWait: Duration? = nil,
+    maximumWait: Duration? = nil,
     lease: Duration = .seconds(5),
     maximumAttempts: Int = 5,
     retryBackoff: Duration? = .milliseconds(50),
@@ -83,7 +83,7 @@ struct PostgresDebouncerFaultTests {
     perform: @escaping @Sendable (String, [Int]) async throws -> Void
   ) throws -> PostgresDebouncer<[Int]> {
     try PostgresDebouncer<[Int]>(
-      client: client, table: table, quiet: quiet, maxWait: maxWait, lease: lease, merge: .append,
+      client: client, table: table, quiet: quiet, maximumWait: maximumWait, lease: lease, merge: .append,
       pollInterval: .milliseconds(20), timeout: timeout, maximumAttempts: maximumAttempts, retryBackoff: retryBackoff,
       shutdownGracePeriod: shutdownGracePeriod, logger: observed.logger, metricsFactory: observed.metrics,
       perform: perform)
@@ -327,13 +327,13 @@ struct PostgresDebouncerFaultTests {
     }
   }
 
-  // real-time: one key's handler takes 4 s; another key with a maxWait of 300 ms runs meanwhile.
+  // real-time: one key's handler takes 4 s; another key with a maximumWait of 300 ms runs meanwhile.
   @Test func aSlowHandlerDoesNotDelayAnotherKeyPastItsMaxWait() async throws {
     let journal = Journal()
     let table = TestDatabase.uniqueTable("dbf")
     try await TestDatabase.withClients { clients in
       let debouncer = try debouncer(
-        clients[0], table: table, quiet: .milliseconds(100), maxWait: .milliseconds(300)
+        clients[0], table: table, quiet: .milliseconds(100), maximumWait: .milliseconds(300)
       ) { key, payload in
         await journal.started(key)
         if key == "slow" { try await Task.sleep(for: .seconds(4)) }  // real-time: outlasts the other key
@@ -347,7 +347,7 @@ struct PostgresDebouncerFaultTests {
         let calledAt = clock.now
         try await debouncer.call("fast", [2])
         #expect(try await eventually { await journal.ran("fast") == [[2]] })
-        // Generous: maxWait is 300 ms; the old batch waited for the slow key's 4 s.
+        // Generous: maximumWait is 300 ms; the old batch waited for the slow key's 4 s.
         #expect(clock.now - calledAt < .seconds(2))
         #expect(await journal.finished == ["fast"], "the slow key was still running")
         #expect(try await eventually { await journal.ran("slow") == [[1]] })

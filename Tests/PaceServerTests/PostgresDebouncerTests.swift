@@ -42,13 +42,13 @@ struct PostgresDebouncerTests {
     _ clients: [PostgresClient],
     table: String,
     quiet: Duration = .milliseconds(400),
-    maxWait: Duration? = nil,
+    maximumWait: Duration? = nil,
     lease: Duration = .seconds(2),
     executions: Executions
   ) throws -> [PostgresDebouncer<[Int]>] {
     try clients.map { client in
       try PostgresDebouncer<[Int]>(
-        client: client, table: table, quiet: quiet, maxWait: maxWait, lease: lease, merge: .append,
+        client: client, table: table, quiet: quiet, maximumWait: maximumWait, lease: lease, merge: .append,
         pollInterval: .milliseconds(20)
       ) { key, payload in try await executions.record(key, payload) }
     }
@@ -108,13 +108,13 @@ struct PostgresDebouncerTests {
     }
   }
 
-  // real-time: calls every 40 ms for 1.2 s never leave a quiet period of 300 ms, so only maxWait
+  // real-time: calls every 40 ms for 1.2 s never leave a quiet period of 300 ms, so only maximumWait
   // (500 ms) makes them run; every payload is executed exactly once.
-  @Test func maxWaitBoundsTheDelayOfAContinuousStream() async throws {
+  @Test func maximumWaitBoundsTheDelayOfAContinuousStream() async throws {
     let executions = Executions()
     try await TestDatabase.withClients(2, connections: 4) { clients in
       let debouncers = try debouncers(
-        clients, table: TestDatabase.uniqueTable("db"), quiet: .milliseconds(300), maxWait: .milliseconds(500),
+        clients, table: TestDatabase.uniqueTable("db"), quiet: .milliseconds(300), maximumWait: .milliseconds(500),
         executions: executions)
       try await debouncers[0].migrate()
       try await running(debouncers) {
@@ -125,7 +125,7 @@ struct PostgresDebouncerTests {
         #expect(try await eventually { await executions.payloads.count == 30 })
       }
       let all = await executions.all
-      #expect(all.count >= 2, "maxWait should have run the stream before it ended: \(all)")
+      #expect(all.count >= 2, "maximumWait should have run the stream before it ended: \(all)")
       #expect(all.flatMap(\.payload) == Array(0..<30))
     }
   }

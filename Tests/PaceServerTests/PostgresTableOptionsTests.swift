@@ -106,9 +106,9 @@ struct PostgresTableOptionsTests {
   @Test(arguments: [Int.min, -1, 0, 9, 101, 1000, Int.max])
   func aFillFactorOutsideItsRangeIsAClearError(fillfactor: Int) {
     #expect(
-      throws: PacePostgresError.rateOutOfRange(
-        "PostgresRateLimitStore.TableOptions: fillfactor must be 10...100 (a percentage of each page); got \(fillfactor)"
-      )
+      throws: PacePostgresError.invalidSetting(
+        name: "PostgresRateLimitStore.TableOptions.fillfactor", value: "\(fillfactor)",
+        rule: "must be in 10...100 (a percentage of each page)")
     ) {
       try TableOptions(durability: .unlogged, fillfactor: fillfactor)
     }
@@ -128,8 +128,8 @@ struct PostgresTableOptionsTests {
       let tables = try Self.tables(table)
       let base = PostgresWindowPolicyTests.base
       let limits: [RateLimit] = [
-        RateLimit(permits: 2, per: .seconds(3600)), .slidingWindow(2, per: .seconds(3600)),
-        .fixedWindow(2, per: .seconds(3600)),
+        RateLimit(permits: 2, per: .seconds(3600)), .slidingWindow(permits: 2, per: .seconds(3600)),
+        .fixedWindow(permits: 2, per: .seconds(3600)),
       ]
       // Each policy's key charged once, under logged tables.
       let first = try PostgresRateLimitStore(client: client, table: table)
@@ -174,8 +174,8 @@ struct PostgresTableOptionsTests {
   func grantsOnKeysThatHaveRowsAreHOTUpdates(options: TableOptions) async throws {
     let table = TestDatabase.uniqueTable("rl")
     let limits: [RateLimit] = [
-      RateLimit(permits: 1_000_000, per: .seconds(1)), .slidingWindow(1000, per: .seconds(1)),
-      .fixedWindow(1_000_000, per: .seconds(3600)),
+      RateLimit(permits: 1_000_000, per: .seconds(1)), .slidingWindow(permits: 1000, per: .seconds(1)),
+      .fixedWindow(permits: 1_000_000, per: .seconds(3600)),
     ]
     let (keys, rounds) = (10, 4)
     // The decisions' connections close with their client, which sends their statistics.

@@ -34,7 +34,7 @@ struct PostgresWindowPolicyTests {
   @Test(arguments: PostgresRateLimitStore.TableOptions.underTest)
   func aSlidingWindowCountsEveryGrantForItsWindow(options: PostgresRateLimitStore.TableOptions) async throws {
     try await withStore(options: options) { store, _ async throws in
-      let limit = RateLimit.slidingWindow(3, per: .seconds(10))
+      let limit = RateLimit.slidingWindow(permits: 3, per: .seconds(10))
       func at(_ seconds: Double, _ cost: Int) async throws -> RateLimitDecision {
         try await store.tryAcquire("k", cost: cost, limit: limit, databaseNow: Self.base + Self.seconds(seconds))
       }
@@ -58,7 +58,7 @@ struct PostgresWindowPolicyTests {
   @Test(arguments: PostgresRateLimitStore.TableOptions.underTest)
   func aFixedWindowCountsPerWindowAlignedToTheEpoch(options: PostgresRateLimitStore.TableOptions) async throws {
     try await withStore(options: options) { store, _ async throws in
-      let limit = RateLimit.fixedWindow(3, per: .seconds(10))
+      let limit = RateLimit.fixedWindow(permits: 3, per: .seconds(10))
       func at(_ instant: Int64, _ cost: Int, key: String = "k") async throws -> RateLimitDecision {
         try await store.tryAcquire(key, cost: cost, limit: limit, databaseNow: instant)
       }
@@ -82,8 +82,8 @@ struct PostgresWindowPolicyTests {
   /// throw and take nothing; a cost of 0 takes nothing and answers as cost 1 would: the permits
   /// available now, or cost 1's `retryAfter` on a key that denies cost 1.
   @Test(arguments: [
-    RateLimit(permits: 2, per: .seconds(3600)), .slidingWindow(2, per: .seconds(3600)),
-    .fixedWindow(2, per: .seconds(3600)),
+    RateLimit(permits: 2, per: .seconds(3600)), .slidingWindow(permits: 2, per: .seconds(3600)),
+    .fixedWindow(permits: 2, per: .seconds(3600)),
   ])
   func theCostRuleHoldsForEveryPolicy(limit: RateLimit) async throws {
     try await withStore { store, _ async throws in
@@ -106,7 +106,7 @@ struct PostgresWindowPolicyTests {
       let later = start + Self.seconds(1)
       let costOne = try await store.tryAcquire("k", cost: 1, limit: limit, databaseNow: later)
       // The token bucket gives a permit back every 1800 s; the windows free both at 3600 s.
-      let wait: Duration = limit.policy == .tokenBucket ? .seconds(1799) : .seconds(3599)
+      let wait: Duration = limit.algorithm == .tokenBucket ? .seconds(1799) : .seconds(3599)
       #expect(costOne == .limited(retryAfter: wait))
       for _ in 0..<3 {
         #expect(try await store.tryAcquire("k", cost: 0, limit: limit, databaseNow: later) == costOne)
@@ -120,14 +120,42 @@ struct PostgresWindowPolicyTests {
     }
   }
 
+  /// "Never" has one spelling: at the end of the timeline, a request whose grant could not be
+  /// recorded (a TAT, an expiry or a window's end past the largest bigint) is refused with
+  /// `RateLimitDecision.never` for every algorithm, and takes nothing; so is a key whose stored
+  /// TAT is there already.
+  @Test(arguments: [
+    RateLimit(permits: 1, per: .seconds(1)), .slidingWindow(permits: 1, per: .seconds(1)),
+    .fixedWindow(permits: 1, per: .seconds(1)),
+  ])
+  func aRefusalAtTheEndOfTheTimelineIsNever(limit: RateLimit) async throws {
+    try await withStore { store, client async throws in
+      let end = Int64.max - 10
+      for cost in [1, 0] {
+        #expect(
+          try await store.tryAcquire("k", cost: cost, limit: limit, databaseNow: end)
+            == .limited(retryAfter: RateLimitDecision.never))
+      }
+      // Nothing was taken: the key is fresh at the base.
+      #expect(try await store.tryAcquire("k", cost: 0, limit: limit, databaseNow: Self.base) == .allowed(remaining: 1))
+      guard limit.algorithm == .tokenBucket else { return }
+      try await client.query(
+        PostgresQuery(unsafeSQL: "INSERT INTO \(store.tableName) (key, tat) VALUES ('far', \(Int64.max - 5))"))
+      #expect(
+        try await store.tryAcquire("far", cost: 1, limit: limit, databaseNow: Self.base)
+          == .limited(retryAfter: RateLimitDecision.never))
+      #expect(try await store.tryAcquire("far", cost: 1, limit: limit) == .limited(retryAfter: RateLimitDecision.never))
+    }
+  }
+
   /// Window limits the store cannot count are a thrown error, never a trap or a blow-up: a window
   /// too long for 64-bit microseconds, a sliding window of more permits than a row keeps.
   @Test func windowLimitsOutOfRangeAreAClearError() async throws {
     try await withStore { store, _ async throws in
       let refused: [RateLimit] = [
-        .slidingWindow(1, per: .seconds(Int64.max)), .fixedWindow(1, per: .seconds(Int64.max) * 4),
-        .fixedWindow(1, per: .seconds(Int64.max / 1000)), .slidingWindow(Int.max, per: .seconds(1)),
-        .slidingWindow(StoredLimit.maximumSlidingPermits + 1, per: .seconds(1)),
+        .slidingWindow(permits: 1, per: .seconds(Int64.max)), .fixedWindow(permits: 1, per: .seconds(Int64.max) * 4),
+        .fixedWindow(permits: 1, per: .seconds(Int64.max / 1000)), .slidingWindow(permits: Int.max, per: .seconds(1)),
+        .slidingWindow(permits: StoredLimit.maximumSlidingPermits + 1, per: .seconds(1)),
       ]
       for limit in refused {
         await #expect(throws: PacePostgresError.self, "\(limit)") {
@@ -136,11 +164,11 @@ struct PostgresWindowPolicyTests {
       }
       // In range at the edges: a nanosecond window counts a microsecond; the most permits a
       // sliding window holds, taken at once; any count in a fixed window.
-      #expect(try await store.tryAcquire("k", cost: 1, limit: .fixedWindow(1, per: .nanoseconds(1))).isAllowed)
-      let widest = RateLimit.slidingWindow(StoredLimit.maximumSlidingPermits, per: .seconds(3600))
+      #expect(try await store.tryAcquire("k", cost: 1, limit: .fixedWindow(permits: 1, per: .nanoseconds(1))).isAllowed)
+      let widest = RateLimit.slidingWindow(permits: StoredLimit.maximumSlidingPermits, per: .seconds(3600))
       #expect(try await store.tryAcquire("k", cost: widest.permits, limit: widest) == .allowed(remaining: 0))
       #expect(try await store.tryAcquire("k", cost: 0, limit: widest).isAllowed == false)
-      let fixed = RateLimit.fixedWindow(Int.max, per: .seconds(36_000_000))
+      let fixed = RateLimit.fixedWindow(permits: Int.max, per: .seconds(36_000_000))
       #expect(try await store.tryAcquire("k", cost: Int.max, limit: fixed) == .allowed(remaining: 0))
       #expect(try await !store.tryAcquire("k", cost: 1, limit: fixed).isAllowed)
     }
@@ -153,8 +181,8 @@ struct PostgresWindowPolicyTests {
       let plans: [(String, RateLimit)] = [
         ("free", RateLimit(permits: 2, per: .seconds(3600))),
         ("paid", RateLimit(permits: 5, per: .seconds(3600))),
-        ("sliding", .slidingWindow(3, per: .seconds(3600))),
-        ("fixed", .fixedWindow(1, per: .seconds(3600))),
+        ("sliding", .slidingWindow(permits: 3, per: .seconds(3600))),
+        ("fixed", .fixedWindow(permits: 1, per: .seconds(3600))),
       ]
       // Each key six times, interleaved as callers would come.
       let requests = try (0..<6).flatMap { _ in
@@ -206,9 +234,10 @@ struct PostgresWindowPolicyTests {
     try await withStore { store, _ async throws in
       let plans: [String: RateLimit] = [
         "free": RateLimit(permits: 2, per: .seconds(3600)), "paid": RateLimit(permits: 5, per: .seconds(3600)),
-        "sliding": .slidingWindow(3, per: .seconds(3600)), "fixed": .fixedWindow(1, per: .seconds(36_000_000)),
+        "sliding": .slidingWindow(permits: 3, per: .seconds(3600)),
+        "fixed": .fixedWindow(permits: 1, per: .seconds(36_000_000)),
       ]
-      let limiter = KeyedRateLimiter<String>(limits: { plans[$0]! }, store: store)
+      let limiter = StoreBackedRateLimiter<String>(limits: { plans[$0]! }, store: store)
       for (key, limit) in plans {
         #expect(limiter.limit(for: key) == limit)
         var remaining: [Int] = []
@@ -226,17 +255,19 @@ struct PostgresWindowPolicyTests {
 
   /// A window key that another transaction inserts while a batch decides it: the batch waits for
   /// that transaction, then decides against the committed row (full: denied), not a row of its own.
-  @Test(arguments: [RateLimit.slidingWindow(2, per: .seconds(10)), .fixedWindow(2, per: .seconds(10))])
+  @Test(arguments: [
+    RateLimit.slidingWindow(permits: 2, per: .seconds(10)), .fixedWindow(permits: 2, per: .seconds(10)),
+  ])
   func aWindowKeyInsertedMeanwhileIsDecidedAgainstItsRow(limit: RateLimit) async throws {
     try await TestDatabase.withClients(2) { clients in
       let table = try TableName(TestDatabase.uniqueTable("rl"))
       let store = try PostgresRateLimitStore(client: clients[0], table: table.name)
       try await store.migrate()
       let stored = try StoredLimit(cost: 1, limit: limit)
-      let windows = try table.companion(stored.policy)
+      let windows = try table.companion(stored.algorithm)
       let now = Self.base
       let row =
-        limit.policy == .slidingWindow
+        limit.algorithm == .slidingWindow
         ? "(key, expires, grants) VALUES ('x', \(now + stored.window), '{\(now),\(now)}')"
         : "(key, window_end, used) VALUES ('x', \(now + stored.window), 2)"
       try await clients[1].withConnection { other in
@@ -306,8 +337,9 @@ struct PostgresWindowPolicyTests {
         try await store.tryAcquire("old", cost: 1, limit: hourly, databaseNow: Self.base)
           == .limited(retryAfter: .seconds(3600)))
       #expect(try await store.tryAcquire("old", cost: 1, limit: hourly, databaseNow: charged) == .allowed(remaining: 0))
-      #expect(try await store.tryAcquire("new", cost: 1, limit: .slidingWindow(1, per: .seconds(1))).isAllowed)
-      #expect(try await store.tryAcquire("new", cost: 1, limit: .fixedWindow(1, per: .seconds(1_000_000))).isAllowed)
+      #expect(try await store.tryAcquire("new", cost: 1, limit: .slidingWindow(permits: 1, per: .seconds(1))).isAllowed)
+      #expect(
+        try await store.tryAcquire("new", cost: 1, limit: .fixedWindow(permits: 1, per: .seconds(1_000_000))).isAllowed)
       // The old table's columns are as they were.
       let columns = try await client.query(
         PostgresQuery(
@@ -322,11 +354,13 @@ struct PostgresWindowPolicyTests {
   /// A window decision's waits are bounded by its caller's budget as a token bucket's are: behind
   /// a table lock, a row lock held by another session and a slow trigger on the window's table,
   /// the failure policy answers and nothing is charged later.
-  @Test(arguments: [RateLimit.slidingWindow(3, per: .seconds(30_000)), .fixedWindow(3, per: .seconds(36_000_000))])
+  @Test(arguments: [
+    RateLimit.slidingWindow(permits: 3, per: .seconds(30_000)), .fixedWindow(permits: 3, per: .seconds(36_000_000)),
+  ])
   func aWindowDecisionIsBoundedByItsCallersBudget(limit: RateLimit) async throws {
     try await TestDatabase.withClients(2, connections: 8) { clients in
       let table = TestDatabase.uniqueTable("bw")
-      let windows = "\(table)_\(limit.policy == .slidingWindow ? "sliding" : "fixed")"
+      let windows = "\(table)_\(limit.algorithm == .slidingWindow ? "sliding" : "fixed")"
       let store = try PostgresRateLimitStore(
         client: clients[0], table: table, whenUnavailable: .allow, timeout: .milliseconds(400),
         circuitBreaker: CircuitBreaker(failureThreshold: 1000))
@@ -385,8 +419,8 @@ struct PostgresWindowPolicyTests {
       let past = Self.seconds(1000)  // 1970: long over on the database's clock
       let future = Self.base + Self.seconds(100 * 365 * 86_400)  // a century after the base
       let limits: [RateLimit] = [
-        RateLimit(permits: 1, per: .seconds(60)), .slidingWindow(1, per: .seconds(60)),
-        .fixedWindow(1, per: .seconds(60)),
+        RateLimit(permits: 1, per: .seconds(60)), .slidingWindow(permits: 1, per: .seconds(60)),
+        .fixedWindow(permits: 1, per: .seconds(60)),
       ]
       for (index, limit) in limits.enumerated() {
         for key in 0..<3 {
@@ -409,7 +443,9 @@ struct PostgresWindowPolicyTests {
   /// The denial cache stays exact for the window policies, on the database's own clock: a denied
   /// key is answered locally, never longer than the database would say, cost 0 with it; another
   /// policy or cost of the same key is the database's to decide.
-  @Test(arguments: [RateLimit.slidingWindow(2, per: .seconds(3600)), .fixedWindow(2, per: .seconds(36_000_000))])
+  @Test(arguments: [
+    RateLimit.slidingWindow(permits: 2, per: .seconds(3600)), .fixedWindow(permits: 2, per: .seconds(36_000_000)),
+  ])
   func theDenialCacheIsExactForWindows(limit: RateLimit) async throws {
     try await withStore { store, _ async throws in
       #expect(try await store.tryAcquire("k", cost: 2, limit: limit) == .allowed(remaining: 0))
@@ -450,10 +486,10 @@ struct PostgresDifferentialTests {
     RateLimit(permits: 4, per: .seconds(2)),
     RateLimit(permits: 10, per: .seconds(1), burst: 3),
     RateLimit(permits: 3, per: .milliseconds(300), burst: 5),
-    .slidingWindow(3, per: .seconds(1)),
-    .slidingWindow(5, per: .milliseconds(700)),
-    .fixedWindow(4, per: .seconds(1)),
-    .fixedWindow(2, per: .milliseconds(250)),
+    .slidingWindow(permits: 3, per: .seconds(1)),
+    .slidingWindow(permits: 5, per: .milliseconds(700)),
+    .fixedWindow(permits: 4, per: .seconds(1)),
+    .fixedWindow(permits: 2, per: .milliseconds(250)),
   ]
 
   @Test(arguments: [1, 2, 3] as [UInt64], PostgresRateLimitStore.TableOptions.underTest)
@@ -470,7 +506,7 @@ struct PostgresDifferentialTests {
       var memory = MemoryLimits(limitOf: limitOf)
       var now = PostgresWindowPolicyTests.base + Int64.random(in: 0..<1_000_000, using: &random)
       // Allowed, limited and refused answers, by policy: the timeline must reach all of them.
-      var seen: [RateLimit.Policy: [String: Int]] = [:]
+      var seen: [RateLimit.Algorithm: [String: Int]] = [:]
       for step in 0..<fuzzRuns(400) {
         switch Int.random(in: 0..<10, using: &random) {
         case 0..<3: break  // at the same instant
@@ -499,19 +535,19 @@ struct PostgresDifferentialTests {
           if actual != expected.model || expected.engine != expected.model || expected.keyed != expected.model {
             return
           }
-          seen[limitOf[key]!.policy, default: [:]][actual.isAllowed ? "allowed" : "limited", default: 0] += 1
+          seen[limitOf[key]!.algorithm, default: [:]][actual.isAllowed ? "allowed" : "limited", default: 0] += 1
         case (.failure(let expected as InvalidInput), .failure(let actual as InvalidInput)):
           #expect(actual == expected)
-          seen[limitOf[key]!.policy, default: [:]]["refused", default: 0] += 1
+          seen[limitOf[key]!.algorithm, default: [:]]["refused", default: 0] += 1
         default:
           Issue.record("seed \(seed), step \(step): memory \(expected), store \(actual)")
           return
         }
       }
       print("seed \(seed): \(seen)")
-      for policy in [RateLimit.Policy.tokenBucket, .slidingWindow, .fixedWindow] {
-        #expect(seen[policy, default: [:]]["allowed", default: 0] >= 20, "\(policy): \(seen)")
-        #expect(seen[policy, default: [:]]["limited", default: 0] >= 5, "\(policy): \(seen)")
+      for algorithm in [RateLimit.Algorithm.tokenBucket, .slidingWindow, .fixedWindow] {
+        #expect(seen[algorithm, default: [:]]["allowed", default: 0] >= 20, "\(algorithm): \(seen)")
+        #expect(seen[algorithm, default: [:]]["limited", default: 0] >= 5, "\(algorithm): \(seen)")
       }
     }
   }
@@ -528,33 +564,35 @@ extension PostgresDifferentialTests {
       let store = try PostgresRateLimitStore(
         client: clients[0], table: TestDatabase.uniqueTable("rl"), tableOptions: options, timeout: .seconds(30))
       try await store.migrate()
-      var random = SeededGenerator(seed: seed)
-      let keys = (0..<Self.limits.count).map { "key-\($0)" }
-      let limitOf = Dictionary(uniqueKeysWithValues: zip(keys, Self.limits.shuffled(using: &random)))
-      var memory = MemoryLimits(limitOf: limitOf)
-      var now = PostgresWindowPolicyTests.base + Int64.random(in: 0..<1_000_000, using: &random)
-      let batchesBefore = store.batcher.batchesSent
-      var decisions = 0
-      for round in 0..<fuzzRuns(120) {
-        now += [0, 1, 999, 50_000, 250_000, 1_000_000].randomElement(using: &random)!
-        let requests = keys.shuffled(using: &random).prefix(Int.random(in: 1...keys.count, using: &random))
-          .map { key in (key, Int.random(in: 0...limitOf[key]!.burst, using: &random)) }
-        var expected: [String: RateLimitDecision] = [:]
-        for (key, cost) in requests { expected[key] = try memory.decide(key, cost: cost, at: now).model }
-        let instant = now
-        let actual = try await withThrowingTaskGroup(of: (String, RateLimitDecision).self) { group in
-          for (key, cost) in requests {
-            group.addTask {
-              (key, try await store.tryAcquire(key, cost: cost, limit: limitOf[key]!, databaseNow: instant))
+      try await TestDatabase.running(store) {
+        var random = SeededGenerator(seed: seed)
+        let keys = (0..<Self.limits.count).map { "key-\($0)" }
+        let limitOf = Dictionary(uniqueKeysWithValues: zip(keys, Self.limits.shuffled(using: &random)))
+        var memory = MemoryLimits(limitOf: limitOf)
+        var now = PostgresWindowPolicyTests.base + Int64.random(in: 0..<1_000_000, using: &random)
+        let batchesBefore = store.batcher.batchesSent
+        var decisions = 0
+        for round in 0..<fuzzRuns(120) {
+          now += [0, 1, 999, 50_000, 250_000, 1_000_000].randomElement(using: &random)!
+          let requests = keys.shuffled(using: &random).prefix(Int.random(in: 1...keys.count, using: &random))
+            .map { key in (key, Int.random(in: 0...limitOf[key]!.burst, using: &random)) }
+          var expected: [String: RateLimitDecision] = [:]
+          for (key, cost) in requests { expected[key] = try memory.decide(key, cost: cost, at: now).model }
+          let instant = now
+          let actual = try await withThrowingTaskGroup(of: (String, RateLimitDecision).self) { group in
+            for (key, cost) in requests {
+              group.addTask {
+                (key, try await store.tryAcquire(key, cost: cost, limit: limitOf[key]!, databaseNow: instant))
+              }
             }
+            return try await group.reduce(into: [String: RateLimitDecision]()) { $0[$1.0] = $1.1 }
           }
-          return try await group.reduce(into: [String: RateLimitDecision]()) { $0[$1.0] = $1.1 }
+          decisions += requests.count
+          #expect(actual == expected, "\(options), seed \(seed), round \(round) at \(now)")
+          if actual != expected { return }
         }
-        decisions += requests.count
-        #expect(actual == expected, "\(options), seed \(seed), round \(round) at \(now)")
-        if actual != expected { return }
+        #expect(store.batcher.batchesSent - batchesBefore < decisions, "the requests shared batches")
       }
-      #expect(store.batcher.batchesSent - batchesBefore < decisions, "the requests shared batches")
     }
   }
 }

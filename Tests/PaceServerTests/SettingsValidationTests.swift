@@ -1,7 +1,7 @@
 #if PostgreSQL && Hummingbird
 import Foundation
 import Pace
-import PaceHTTP
+import PaceHTTPServer
 @testable import PacePostgres
 import PostgresNIO
 import Testing
@@ -18,12 +18,35 @@ struct SettingsValidationTests {
       configuration: .init(host: "127.0.0.1", username: "nobody", password: nil, database: nil, tls: .disable))
   }
 
-  static func isOutOfRange(_ error: any Error) -> Bool {
-    guard case .rateOutOfRange = error as? PacePostgresError else { return false }
-    return true
+  /// Whether `error` is `.invalidSetting` naming a setting whose path ends with `setting`.
+  static func isInvalid(_ error: any Error, _ setting: String) -> Bool {
+    guard case .invalidSetting(let name, _, _) = error as? PacePostgresError else { return false }
+    return name.hasSuffix("." + setting)
   }
 
-  /// The GCRA arithmetic: a rate whose microseconds are 0 or overflow is `.rateOutOfRange`.
+  /// The error names the setting, its value and its rule, in one line that reads as the rule.
+  @Test func anInvalidSettingSaysWhichValueBreaksWhichRule() throws {
+    let error = PacePostgresError.invalidSetting(
+      name: "PostgresRateLimitStore.TableOptions.fillfactor", value: "5", rule: "must be in 10...100")
+    #expect("\(error)" == "PostgresRateLimitStore: TableOptions.fillfactor must be in 10...100 (got 5)")
+    let thrown = #expect(throws: PacePostgresError.self) {
+      try PostgresRateLimitStore(client: Self.client(), timeout: .zero)
+    }
+    #expect(
+      thrown.map { "\($0)" }
+        == "PostgresRateLimitStore: timeout must be positive and below Int64.max nanoseconds (about 292 years) (got 0.0 seconds)"
+    )
+    let short = #expect(throws: PacePostgresError.self) {
+      try PostgresDebouncer<Int>(client: Self.client(), quiet: .seconds(2), maximumWait: .seconds(1)) { _, _ in }
+    }
+    #expect(
+      short
+        == .invalidSetting(
+          name: "PostgresDebouncer.maximumWait", value: "1.0 seconds",
+          rule: "must not be shorter than quiet (2.0 seconds)"))
+  }
+
+  /// The GCRA arithmetic: a rate whose microseconds are 0 or overflow is `.invalidSetting` naming the limit.
   @Test func theArithmeticOfAnExtremeRateThrows() throws {
     for interval in Self.edges.dropFirst() {
       #expect(throws: PacePostgresError.self, "\(interval)") {
@@ -58,7 +81,7 @@ struct SettingsValidationTests {
           _ = try make()
           #expect(accepted, "\(name) \(duration) was accepted")
         } catch {
-          #expect(!accepted && Self.isOutOfRange(error), "\(name) \(duration): \(error)")
+          #expect(!accepted && Self.isInvalid(error, name), "\(name) \(duration): \(error)")
           #expect("\(error)".contains(name))
         }
       }
@@ -71,7 +94,9 @@ struct SettingsValidationTests {
     typealias Make = (Duration) throws -> PostgresDebouncer<Int>
     let settings: [(name: String, zeroAllowed: Bool, make: Make)] = [
       ("quiet", true, { try PostgresDebouncer<Int>(client: client, quiet: $0) { _, _ in } }),
-      ("maxWait", true, { try PostgresDebouncer<Int>(client: client, quiet: .zero, maxWait: $0) { _, _ in } }),
+      (
+        "maximumWait", true, { try PostgresDebouncer<Int>(client: client, quiet: .zero, maximumWait: $0) { _, _ in } }
+      ),
       ("lease", false, { try PostgresDebouncer<Int>(client: client, quiet: .zero, lease: $0) { _, _ in } }),
       (
         "pollInterval", false,
@@ -97,13 +122,13 @@ struct SettingsValidationTests {
           _ = try setting.make(duration)
           #expect(accepted, "\(setting.name) \(duration) was accepted")
         } catch {
-          #expect(!accepted && Self.isOutOfRange(error), "\(setting.name) \(duration): \(error)")
+          #expect(!accepted && Self.isInvalid(error, setting.name), "\(setting.name) \(duration): \(error)")
           #expect("\(error)".contains(setting.name), "\(error)")
         }
       }
     }
     #expect(throws: PacePostgresError.self) {
-      try PostgresDebouncer<Int>(client: client, quiet: .seconds(2), maxWait: .seconds(1)) { _, _ in }
+      try PostgresDebouncer<Int>(client: client, quiet: .seconds(2), maximumWait: .seconds(1)) { _, _ in }
     }
     #expect(throws: PacePostgresError.self) {
       try PostgresDebouncer<Int>(client: client, quiet: .zero, maximumAttempts: 0) { _, _ in }
@@ -155,7 +180,8 @@ struct SettingsValidationTests {
           try make()
           #expect(accepted, "\(breaker) was accepted")
         } catch {
-          #expect(!accepted && Self.isOutOfRange(error), "\(breaker): \(error)")
+          let setting = breaker.failureThreshold > 0 ? "circuitBreaker.coolDown" : "circuitBreaker.failureThreshold"
+          #expect(!accepted && Self.isInvalid(error, setting), "\(breaker): \(error)")
           #expect("\(error)".contains("circuitBreaker"))
         }
       }
@@ -179,10 +205,11 @@ struct SettingsValidationTests {
     }
   }
 
-  /// The synchronous `tryAcquire` on a store-backed limiter answers from memory, never a trap.
+  /// The synchronous `tryAcquire` on a limiter made with a store (deprecated) answers from
+  /// memory, never a trap.
   @Test func tryAcquireOnAStoreBackedLimiterAnswersFromMemory() throws {
     let store = try PostgresRateLimitStore(client: Self.client())
-    let limiter = KeyedRateLimiter(permits: 2, per: .seconds(3600), store: store)
+    let limiter = KeyedRateLimiter(sharing: StoreBackedRateLimiter(permits: 2, per: .seconds(3600), store: store))
     #expect(limiter.tryAcquire("k") == .allowed(remaining: 1))
     #expect(limiter.tryAcquire("k") == .allowed(remaining: 0))
     #expect(!limiter.tryAcquire("k").isAllowed)

@@ -1,5 +1,6 @@
 #if PostgreSQL && Hummingbird
 import Foundation
+@testable import PacePostgres
 import PostgresNIO
 import Testing
 
@@ -50,6 +51,31 @@ enum TestDatabase {
       )
     }
     return try await running(clients) { try await body(clients) }
+  }
+
+  /// Runs `store` (its ``PostgresRateLimitStore/run()``: the lanes, the watchdog, the purge) while
+  /// `body` runs, from the moment its lanes run, then stops it and waits for `run()` to return.
+  static func running<Result: Sendable>(
+    _ store: PostgresRateLimitStore, _ body: @Sendable () async throws -> Result
+  ) async throws -> Result {
+    let (started, start) = AsyncStream<Void>.makeStream()
+    let run = Task {
+      defer { start.finish() }  // also when run() returns at once
+      try await store.run(started: {
+        start.yield()
+        start.finish()
+      })
+    }
+    for await _ in started {}
+    let result: Swift.Result<Result, any Error>
+    do {
+      result = .success(try await body())
+    } catch {
+      result = .failure(error)
+    }
+    run.cancel()
+    try await run.value
+    return try result.get()
   }
 
   /// Runs `clients` while `body` runs, then stops them, waiting at most 10 s for each to stop: a

@@ -23,12 +23,19 @@ struct DocExample_SharedRateLimitsAndDebouncing_1 {
     let configuration = PostgresClient.Configuration(host: "127.0.0.1", username: "pace", password: nil, database: "pace", tls: .disable)
     let logger = Logger(label: "api")
     let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+    // The store's decisions go on connections of their own to the same server, which reconnect as
+    // soon as the database is back (a pool waits out its reconnection backoff, which grows with the
+    // outage).
+    let direct = PostgresConnection.Configuration(
+      host: "127.0.0.1", username: "pace", password: nil, database: "pace", tls: .disable)
     // While the database is down, each instance limits alone, in memory.
     let fallback = KeyedRateLimiter<String>(permits: 100, per: .seconds(60))
-    let store = try PostgresRateLimitStore(client: client, whenUnavailable: .fallback(fallback), logger: logger)
-    let limiter = KeyedRateLimiter(permits: 100, per: .seconds(60), store: store)
+    let store = try PostgresRateLimitStore(
+      client: client, whenUnavailable: .fallback(fallback), directConnection: direct, logger: logger)
+    // Every instance's decisions are the store's: it offers only the shared, asynchronous decision.
+    let limiter = StoreBackedRateLimiter(permits: 100, per: .seconds(60), store: store)
     let reindex = try PostgresDebouncer<[Int]>(
-      client: client, quiet: .seconds(2), maxWait: .seconds(30), merge: .append, logger: logger
+      client: client, quiet: .seconds(2), maximumWait: .seconds(30), merge: .append, logger: logger
     ) { _, ids in try await search.reindex(ids) }
 
     // Known API keys have a bucket each; every unknown key shares one, so inventing keys gains nothing.
@@ -47,9 +54,9 @@ struct DocExample_SharedRateLimitsAndDebouncing_1 {
       try await store.migrate()
       try await reindex.migrate()
     }
-    // The client, the store's purge, the debouncer's worker and the server, shut down in reverse
-    // order on SIGTERM or SIGINT: the server stops taking requests, the worker drains, the client
-    // closes last.
+    // The client, the store (its lanes, watchdog and purge), the debouncer's worker and the server,
+    // shut down in reverse order on SIGTERM or SIGINT: the server stops taking requests, the worker
+    // drains, the client closes last.
     let services = ServiceGroup(
       services: [client, store, reindex, app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
     try await services.run()

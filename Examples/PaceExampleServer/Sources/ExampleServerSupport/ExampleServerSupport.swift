@@ -124,7 +124,7 @@ public struct LocalReindexer: Reindexer {
 
   public init(logger: Logger) {
     debouncer = Debouncer<[Int]>(
-      for: .seconds(2), maxWait: .seconds(10), merge: .append, scheduler: .queue(.global())
+      for: .seconds(2), maximumWait: .seconds(10), merge: .append, scheduler: .queue(.global())
     ) {
       logger.info("reindexing documents", metadata: ["documents": "\($0)"])
     }
@@ -140,7 +140,7 @@ public struct SharedReindexer: Reindexer {
 
   public init(client: PostgresClient, logger: Logger) throws {
     debouncer = try PostgresDebouncer<[Int]>(
-      client: client, quiet: .seconds(2), maxWait: .seconds(10), merge: .append, logger: logger
+      client: client, quiet: .seconds(2), maximumWait: .seconds(10), merge: .append, logger: logger
     ) { _, ids in
       logger.info("reindexing documents", metadata: ["documents": "\(ids)"])
     }

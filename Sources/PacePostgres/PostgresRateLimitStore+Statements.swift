@@ -1,0 +1,288 @@
+#if PostgreSQL
+import PostgresNIO
+
+extension PostgresRateLimitStore {
+  /// The statement that makes one token-bucket decision on `table`: for benchmarks and for reading
+  /// (the batch function, which the store calls for every batch, one decision too, makes each
+  /// token-bucket decision with the same arithmetic; the window policies are decided there only). `$1` key, `$2` `cost × T` and `$3` `τ` in
+  /// microseconds (see <doc:SharedRateLimitsAndDebouncing>), `$4` the budget in microseconds,
+  /// `$5` the same budget as a `lock_timeout` setting (`"250ms"`).
+  ///
+  /// - Throws: ``PacePostgresError/invalidTableName(_:)`` if `table` is not a plain identifier.
+  public static func decisionStatement(table: String) throws(PacePostgresError) -> String {
+    decisionSQL(table: try TableName(table))
+  }
+
+  /// One batch: `$1` keys, `$2` policies (``StoredLimit/Algorithm``), `$3` checked amounts, `$4`
+  /// capacities, `$5` windows, `$6` whether each takes its permits, `$7` the batch's budget in
+  /// microseconds, `$8` the instants to decide at (empty: the database's clock; tests only); a row
+  /// per decision, by its 1-based index in the arrays.
+  static func batchSQL(table: TableName) -> String {
+    """
+    SELECT * FROM \(functionName(table: table))($1::text[], $2::smallint[], $3::bigint[], $4::bigint[], \
+    $5::bigint[], $6::boolean[], $7::bigint, $8::bigint[])
+    """
+  }
+
+  /// The binds of ``batchSQL(table:)`` for `requests`, in order, with `budget` in microseconds.
+  static func batchBindings(_ requests: [DecisionRequest], budget: Int64) -> PostgresBindings {
+    var binds = PostgresBindings()
+    binds.append(requests.map(\.key))
+    binds.append(requests.map(\.limit.algorithm.rawValue))
+    binds.append(requests.map(\.limit.amount))
+    binds.append(requests.map(\.limit.capacity))
+    binds.append(requests.map(\.limit.window))
+    binds.append(requests.map(\.takes))
+    binds.append(budget)
+    // The database's clock decides, unless a test chose the instants: `Int64.min` stands for the
+    // database's clock among chosen ones.
+    let chosen = requests.contains { $0.databaseNow != nil }
+    binds.append(chosen ? requests.map { $0.databaseNow ?? .min } : [Int64]())
+    return binds
+  }
+
+  /// The function that decides a batch: in array order, each decision by its policy, in one
+  /// transaction. The token bucket's decisions are those of ``decisionSQL(table:)``.
+  ///
+  /// A loop rather than one statement over `unnest`, because one `INSERT … ON CONFLICT` cannot
+  /// touch a row twice, and a key may come twice in a batch. Each decision locks its row with
+  /// `SELECT … FOR UPDATE` (or inserts it if there is none), reads the clock once the row is held,
+  /// and writes only when it grants: the single statement's arithmetic and order, in plain
+  /// statements whose plans PL/pgSQL keeps, which cost the database less than running the
+  /// five-CTE statement once per element. A key inserted by another transaction between the look
+  /// and the insert is looked at again, locked this time. A decision that takes nothing (a cost of
+  /// 0, answered as cost 1 would be) writes nothing.
+  ///
+  /// - Token bucket, in the store's table: granted if `max(tat, now) + amount - now <= capacity`,
+  ///   the new TAT `max(tat, now) + amount`.
+  /// - Sliding window, in the `_sliding` table: a log of grant times in order, one entry per permit;
+  ///   the entries younger than the window (`g > now - window`) are a suffix, found by binary search
+  ///   (`width_bucket`), `used` is their number; granted if `used + amount <= capacity`, which
+  ///   keeps them and appends `amount` entries of `now`; denied, the wait is until the entry whose
+  ///   expiry frees enough: the `(used + amount - capacity)`-th oldest, plus the window, less now.
+  /// - Fixed window, in the `_fixed` table: the window ends at the next multiple of its length
+  ///   after now (floor division from the Unix epoch); `used` is the row's count if the row names
+  ///   that window, else 0; granted if `used + amount <= capacity`; denied, the wait is until the
+  ///   window ends.
+  ///
+  /// Each decision gets what is left of the batch's budget as its `lock_timeout` (set again only
+  /// when that value, in milliseconds, changes), and one that holds its row after the budget takes
+  /// nothing and answers `late`, as the single statement does: a batch whose callers stopped
+  /// waiting takes nothing. A lock timeout fails the whole batch (its transaction takes nothing),
+  /// and its callers follow the failure policy. A batch that took something and ends after its
+  /// budget (a slow trigger, say) raises `query_canceled`, which undoes it: whatever PostgreSQL
+  /// waited on, nothing is taken for a caller who was answered by the policy. The budget is always
+  /// measured on the database's clock, also when a test chose the instants the policies decide at.
+  ///
+  /// The store calls it for every batch, one decision too: its statement names no table, so the
+  /// statement's preparation (a transaction of its own, before the budget's clock starts) never
+  /// waits for the table's lock; every wait for the table comes after the `lock_timeout` is set.
+  static func functionSQL(table: TableName) throws(PacePostgresError) -> String {
+    let clock = "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint"
+    let sliding = try table.companion(StoredLimit.Algorithm.slidingWindow)
+    let fixed = try table.companion(StoredLimit.Algorithm.fixedWindow)
+    return """
+      CREATE OR REPLACE FUNCTION \(functionName(table: table))(
+        keys text[], policies smallint[], amounts bigint[], capacities bigint[], windows bigint[],
+        takes boolean[], budget bigint, nows bigint[]
+      ) RETURNS TABLE (
+        o_index int, o_granted bigint, o_current bigint, o_now bigint, o_late boolean, o_used bigint, o_wait bigint
+      )
+      LANGUAGE plpgsql AS $pace$
+      #variable_conflict use_column
+      DECLARE
+        started bigint := (extract(epoch FROM transaction_timestamp()) * 1000000)::bigint;
+        elapsed bigint;
+        timeout bigint := -1;
+        held bigint;
+        held_used bigint;
+        held_grants bigint[];
+        live bigint[];
+        row_found boolean;
+        real_clock bigint;
+        clock bigint;
+        window_ends bigint;
+        counted bigint;
+        charged boolean := false;
+      BEGIN
+        FOR i IN 1 .. coalesce(array_length(keys, 1), 0) LOOP
+          o_index := i;
+          o_granted := NULL;
+          o_current := NULL;
+          o_used := NULL;
+          o_wait := NULL;
+          elapsed := \(clock) - started;
+          IF elapsed > budget THEN
+            o_now := started + elapsed;
+            o_late := true;
+          ELSE
+            IF greatest(1, (budget - elapsed) / 1000) <> timeout THEN
+              timeout := greatest(1, (budget - elapsed) / 1000);
+              PERFORM set_config('lock_timeout', timeout::text || 'ms', true);
+            END IF;
+            LOOP
+              -- Again from the start when a key was inserted meanwhile: nothing of the last look stays.
+              o_granted := NULL;
+              o_current := NULL;
+              o_used := NULL;
+              o_wait := NULL;
+              IF policies[i] = 0 THEN
+                SELECT r.tat INTO held FROM \(table) AS r WHERE r.key = keys[i] FOR UPDATE;
+              ELSIF policies[i] = 1 THEN
+                SELECT r.grants INTO held_grants FROM \(sliding) AS r WHERE r.key = keys[i] FOR UPDATE;
+              ELSE
+                SELECT r.window_end, r.used INTO held, held_used FROM \(fixed) AS r WHERE r.key = keys[i] FOR UPDATE;
+              END IF;
+              row_found := FOUND;
+              real_clock := \(clock);
+              clock := coalesce(nullif(nows[i], -9223372036854775808), real_clock);
+              o_now := clock;
+              o_late := real_clock - started > budget;
+              EXIT WHEN o_late;
+              IF policies[i] = 0 THEN
+                IF NOT row_found THEN
+                  held := clock;
+                END IF;
+                -- Denied, or at the end of the timeline, where the new TAT would pass the largest
+                -- bigint: the client reads the latter from `held` as a refusal no wait lets through.
+                IF GREATEST(held, clock) > 9223372036854775807 - amounts[i]
+                  OR GREATEST(held, clock) - clock > capacities[i] - amounts[i] THEN
+                  o_current := held;
+                  EXIT;
+                END IF;
+                o_granted := GREATEST(held, clock) + CASE WHEN takes[i] THEN amounts[i] ELSE 0 END;
+                EXIT WHEN NOT takes[i];
+                IF row_found THEN
+                  UPDATE \(table) AS r SET tat = o_granted WHERE r.key = keys[i];
+                ELSE
+                  INSERT INTO \(table) AS r (key, tat) VALUES (keys[i], o_granted) ON CONFLICT (key) DO NOTHING;
+                  CONTINUE WHEN NOT FOUND;
+                END IF;
+              ELSIF policies[i] = 1 THEN
+                -- The log is in order (see below): the entries that left the window are a prefix,
+                -- found by binary search.
+                held_grants := coalesce(held_grants, '{}');
+                live := held_grants[width_bucket(clock - windows[i], held_grants) + 1:];
+                counted := cardinality(live);
+                o_used := counted;
+                IF clock > 9223372036854775807 - windows[i] THEN
+                  -- The end of the timeline: a grant's expiry would pass the largest bigint. No
+                  -- wait lets it through (a wait of the largest bigint says so).
+                  o_wait := 9223372036854775807;
+                  EXIT;
+                END IF;
+                IF counted + amounts[i] > capacities[i] THEN
+                  o_wait := live[counted + amounts[i] - capacities[i]] + windows[i] - clock;
+                  EXIT;
+                END IF;
+                o_granted := clock;
+                EXIT WHEN NOT takes[i];
+                live := live || array_fill(clock, ARRAY[amounts[i]::int]);
+                IF counted > 0 AND live[counted] > clock THEN
+                  -- The clock went back: the log is kept in order all the same.
+                  live := ARRAY(SELECT g FROM unnest(live) AS g ORDER BY g);
+                END IF;
+                IF row_found THEN
+                  UPDATE \(sliding) AS r SET grants = live, expires = greatest(r.expires, clock + windows[i])
+                  WHERE r.key = keys[i];
+                ELSE
+                  INSERT INTO \(sliding) AS r (key, expires, grants)
+                  VALUES (keys[i], clock + windows[i], live)
+                  ON CONFLICT (key) DO NOTHING;
+                  CONTINUE WHEN NOT FOUND;
+                END IF;
+              ELSE
+                -- Floor division, so that instants before the epoch fall in their own window too.
+                window_ends := clock - ((clock % windows[i]) + windows[i]) % windows[i];
+                IF window_ends > 9223372036854775807 - windows[i] THEN
+                  -- The end of the timeline: the window would end past the largest bigint. No wait
+                  -- lets it through (a wait of the largest bigint says so).
+                  o_used := 0;
+                  o_wait := 9223372036854775807;
+                  EXIT;
+                END IF;
+                window_ends := window_ends + windows[i];
+                counted := CASE WHEN row_found AND held = window_ends THEN held_used ELSE 0 END;
+                o_used := counted;
+                -- Not `counted + amounts[i]`, which overflows for a window of `Int64.max` permits.
+                IF amounts[i] > capacities[i] - counted THEN
+                  o_wait := window_ends - clock;
+                  EXIT;
+                END IF;
+                o_granted := window_ends;
+                EXIT WHEN NOT takes[i];
+                IF row_found THEN
+                  UPDATE \(fixed) AS r SET window_end = window_ends, used = counted + amounts[i] WHERE r.key = keys[i];
+                ELSE
+                  INSERT INTO \(fixed) AS r (key, window_end, used) VALUES (keys[i], window_ends, amounts[i])
+                  ON CONFLICT (key) DO NOTHING;
+                  CONTINUE WHEN NOT FOUND;
+                END IF;
+              END IF;
+              charged := true;
+              EXIT;
+            END LOOP;
+          END IF;
+          RETURN NEXT;
+        END LOOP;
+        -- A write that took longer than the budget (a slow trigger, a slow plan, a wait on
+        -- anything but a lock) is undone: the callers stopped waiting, so the batch takes nothing.
+        IF charged AND \(clock) - started > budget THEN
+          RAISE EXCEPTION 'pace: the batch ran past its budget of % microseconds', budget
+            USING ERRCODE = 'query_canceled';
+        END IF;
+      END
+      $pace$
+      """
+  }
+
+  /// The decision. `$1` key, `$2` the cost's increment of the TAT, `$3` the burst tolerance, `$4`
+  /// the statement's budget, all in microseconds; `$5` the budget as a `lock_timeout` setting.
+  ///
+  /// The clock that decides is read after the row is locked: `locked` is a materialized CTE, read
+  /// when the `ON CONFLICT` clause first asks for it, once the row is locked, so decisions on one
+  /// key see non-decreasing clocks in the order they hold the row (read before the lock, a
+  /// statement that waited would decide, and report `remaining`, with an older clock than the
+  /// statement before it). `proposed` is the clock of a new row, which no other statement holds.
+  /// `granted` holds the new TAT and the clock it was computed with if the permits were taken
+  /// (a TAT of `proposed + $2` is the new row's, or a locked clock equal to `proposed`);
+  /// otherwise `denied` reads the row's current TAT (`FOR SHARE` reads the latest committed
+  /// version, not the statement's snapshot), to say when the request would be allowed.
+  ///
+  /// `started` is the transaction's start, when the statement's first message arrived: a wait for
+  /// the table's lock comes after it (`statement_timestamp()` would be read after that wait, when
+  /// the statement's last message is processed).
+  ///
+  /// The statement gives up when its caller does: `proposed` sets this transaction's
+  /// `lock_timeout` before the row is locked, and a statement that starts deciding after its
+  /// budget (it waited for the row, or for the table's lock before it could run at all) takes
+  /// nothing and answers `late`, so a decision nobody waits for any more never takes permits.
+  static func decisionSQL(table: TableName) -> String {
+    """
+    WITH proposed AS MATERIALIZED (
+      SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint AS now,
+        (extract(epoch FROM transaction_timestamp()) * 1000000)::bigint AS started,
+        set_config('lock_timeout', $5, true) AS lock_timeout
+    ), locked AS MATERIALIZED (
+      SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint AS now
+    ), granted AS (
+      INSERT INTO \(table) AS r (key, tat)
+      SELECT $1, proposed.now + $2 FROM proposed WHERE proposed.now - proposed.started <= $4
+      ON CONFLICT (key) DO UPDATE
+        SET tat = GREATEST(r.tat, (SELECT now FROM locked)) + $2
+        WHERE GREATEST(r.tat, (SELECT now FROM locked)) + $2 - (SELECT now FROM locked) <= $3
+          AND (SELECT now FROM locked) - (SELECT started FROM proposed) <= $4
+      RETURNING r.tat, CASE WHEN r.tat = (SELECT now FROM proposed) + $2
+        THEN (SELECT now FROM proposed) ELSE (SELECT now FROM locked) END AS now
+    ), denied AS (
+      SELECT r.tat FROM \(table) AS r
+      WHERE r.key = $1 AND NOT EXISTS (SELECT 1 FROM granted)
+      FOR SHARE
+    )
+    SELECT (SELECT tat FROM granted), (SELECT tat FROM denied),
+      COALESCE((SELECT now FROM granted), (SELECT now FROM locked)),
+      (SELECT now FROM locked) - (SELECT started FROM proposed) > $4
+    """
+  }
+}
+#endif
