@@ -35,7 +35,7 @@ The baselines' dumps are kept in .build/api-breaks/VERSION-COMMIT/ (per release,
 baseline makes new dumps), and the digester's output in .build/api-breaks/VERSION-COMMIT/digester.log.
 Times on 2 cores: the products without traits, the first time (the baseline checked out, built and
 dumped by the digester), about 2 minutes plus the current build; with the dumps kept and the build
-warm, 20 seconds; the server products with .build-server warm, under a minute. `--log` re-reads a
+warm, 20 seconds; the server products with .build-server warm, about 2 minutes. `--log` re-reads a
 kept output at once, without building anything.
 
 usage: check-api-breaks.py [--log FILE] [--no-server]
