@@ -33,7 +33,7 @@ the digester check the baseline out again on every run.
 
 The baselines' dumps are kept in .build/api-breaks/VERSION-COMMIT/ (per release, so a new
 baseline makes new dumps), and the digester's output in .build/api-breaks/VERSION-COMMIT/digester.log.
-Times on 2 cores: the products without traits, the first time (the baseline checked out, built and
+(digester-no-server.log after `--no-server`). Times on 2 cores: the products without traits, the first time (the baseline checked out, built and
 dumped by the digester), about 2 minutes plus the current build; with the dumps kept and the build
 warm, 20 seconds; the server products with .build-server warm, about 2 minutes. `--log` re-reads a
 kept output at once, without building anything.
@@ -269,9 +269,10 @@ def main():
             output += diagnose(commit, version_text, SERVER_PRODUCTS, work / "server-digests",
                                ["--scratch-path", SERVER_SCRATCH, "--traits", ",".join(SERVER_TRAITS),
                                 "-Xswiftc", "-warnings-as-errors"])
-        (work / "digester.log").write_text(output)
-        print(f"the digester's output is kept in {(work / 'digester.log').relative_to(ROOT)}: "
-              f"`{Path(__file__).relative_to(ROOT)} --log {(work / 'digester.log').relative_to(ROOT)}` "
+        # A run without the server products keeps its output apart, so that the whole run's stays.
+        log = (work / ("digester-no-server.log" if "--no-server" in sys.argv else "digester.log")).relative_to(ROOT)
+        (ROOT / log).write_text(output)
+        print(f"the digester's output is kept in {log}: `{Path(__file__).relative_to(ROOT)} --log {log}` "
               f"re-checks CHANGELOG.md against it without building")
     found = breaks_by_module(output)
     breaks = [message for _, message in found]
