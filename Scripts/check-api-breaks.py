@@ -32,11 +32,11 @@ A product the baseline does not have (new since the baseline, such as PaceHTTPCl
 the digester check the baseline out again on every run.
 
 The baselines' dumps are kept in .build/api-breaks/VERSION-COMMIT/ (per release, so a new
-baseline makes new dumps), and the digester's output in .build/api-breaks/VERSION-COMMIT/digester.log.
-(digester-no-server.log after `--no-server`). Times on 2 cores: the products without traits, the first time (the baseline checked out, built and
-dumped by the digester), about 2 minutes plus the current build; with the dumps kept and the build
-warm, 20 seconds; the server products with .build-server warm, about 2 minutes. `--log` re-reads a
-kept output at once, without building anything.
+baseline makes new dumps), and the digester's output in .build/api-breaks/VERSION-COMMIT/digester.log
+(digester-no-server.log after `--no-server`). Times on 2 cores: the products without traits, the
+first time (the baseline checked out, built and dumped by the digester), about 2 minutes plus the
+current build; with the dumps kept and the build warm, 20 seconds; the server products with
+.build-server warm, about 2 minutes. `--log` re-reads a kept output at once, without building.
 
 usage: check-api-breaks.py [--log FILE] [--no-server]
   --log FILE    read the digester's output from FILE (for example the kept digester.log) instead of
