@@ -27,8 +27,9 @@ public final class LockedRecorder<Value: Sendable>: Sendable {
   }
 
   /// A recorder that stamps each value with `clock`'s time.
+  @_disfavoredOverload
   @available(*, deprecated, renamed: "init(scheduler:)")
-  public convenience init(clock: (any PaceScheduler)?) {
+  public convenience init(clock: (any PaceScheduler)? = nil) {
     self.init(scheduler: clock)
   }
 

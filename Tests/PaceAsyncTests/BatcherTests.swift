@@ -445,6 +445,60 @@ final class BatchLog: Sendable {
     #expect(await sent.next() == ["open", "tap", "tap"])
   }
 
+  /// Events need not be `Hashable`: a batcher of items without output takes any `Sendable` item.
+  @Test func itemsThatAreNotHashableAreSubmitted() async throws {
+    struct Tap: Sendable { let point: (x: Int, y: Int) }
+    let sent = Signals<[Int]>()
+    let taps = Batcher<Tap, Void>(maximumCount: 2, maximumWait: .seconds(30), clock: scheduler) { taps in
+      sent.post(taps.map(\.point.x))
+    }
+    try await taps.submit(Tap(point: (1, 1)))
+    try await taps.submit(Tap(point: (1, 1)))  // two taps at one point are two taps
+    #expect(await sent.next() == [1, 1])
+  }
+
+  /// A failed batch's submitted items reach `onFailure` with the error, once, outside the lock;
+  /// its loaders get the error themselves, and are not reported again.
+  @Test func aFailedBatchReportsTheItemsNobodyWaitsFor() async throws {
+    struct UploadFailed: Error {}
+    let failures = Signals<([Int], Bool)>()
+    let batcher = Batcher<Int, Int>(
+      maximumCount: 3, maximumWait: .seconds(1), clock: scheduler,
+      onFailure: { items, error in failures.post((items, error is UploadFailed)) }
+    ) { _ in throw UploadFailed() }
+    try await batcher.submit(1)
+    let loader = Task { try await batcher.load(2) }
+    _ = await batcher.waitUntilLoaderCount(1)
+    try await batcher.submit(3)  // the third item: the batch is sent
+    await #expect(throws: UploadFailed.self) { try await loader.value }
+    let (items, isTheError) = await failures.next()
+    #expect(items == [1, 3])
+    #expect(isTheError)
+    await batcher.waitForEndedBatches(1)
+  }
+
+  /// The analytics example's retry: `send` tries again before anyone is told.
+  @Test func aSendThatRetriesDeliversWithoutAFailure() async throws {
+    struct Offline: Error {}
+    let attempts = LockedRecorder<Int>(scheduler: scheduler)
+    let failures = LockedRecorder<[String]>()
+    let analytics = Batcher<String, Void>(
+      maximumCount: 2, maximumWait: .seconds(30), clock: scheduler, onFailure: { events, _ in failures.record(events) }
+    ) { events in
+      for attempt in 1...3 {
+        attempts.record(attempt)
+        if attempt < 2 { continue }  // the first attempt fails (offline), the second delivers
+        return
+      }
+      throw Offline()
+    }
+    try await analytics.submit("open")
+    try await analytics.submit("tap")
+    await analytics.waitForEndedBatches(1)
+    #expect(attempts.values == [1, 2])
+    #expect(failures.count == 0)
+  }
+
   @Test func aMaxWaitBeyondTheTimelineSaturates() async throws {
     let log = BatchLog(scheduler: scheduler)
     let batcher = Batcher<Int, Int>(maximumCount: 2, maximumWait: .seconds(Int64.max), clock: scheduler, send: log.send)

@@ -77,4 +77,16 @@ import Testing
       }
     }
   }
+
+  /// `decide(cost:)`: the decision of `tryAcquire(cost:)` for a cost from outside, which throws
+  /// where `tryAcquire` would trap, and takes nothing then.
+  @Test func decideThrowsForACostNoWaitWouldGrant() throws {
+    let limiter = RateLimiter(permits: 2, per: .seconds(1), clock: TestScheduler())
+    #expect(throws: InvalidInput.negativeCost(-1)) { try limiter.decide(cost: -1) }
+    #expect(throws: InvalidInput.costAboveBurst(cost: 3, burst: 2)) { try limiter.decide(cost: 3) }
+    #expect(limiter.availablePermits == 2)
+    #expect(try limiter.decide(cost: 0) == .allowed(remaining: 2))
+    #expect(try limiter.decide(cost: 2) == .allowed(remaining: 0))
+    #expect(try limiter.decide() == .limited(retryAfter: .milliseconds(500)))
+  }
 }

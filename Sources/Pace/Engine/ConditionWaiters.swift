@@ -1,6 +1,7 @@
 /// Tests waiting for a condition on a primitive's state (`Condition`: "at least 3 callers wait
-/// for this key", "no run is in flight"), each with an id that its time limit withdraws it by:
-/// ``CountWaiters`` for conditions other than one count. Kept under the primitive's lock.
+/// for this key", "no run is in flight"), each with an id that its time limit withdraws it by.
+/// Kept in the primitive's state, under its lock; ``LockedState/waitUntil(_:in:timeout:holds:)``
+/// waits on them.
 package struct ConditionWaiters<Condition> {
   private struct Entry {
     let id: UInt64
@@ -45,5 +46,31 @@ package struct ConditionWaiters<Condition> {
   package mutating func remove(id: UInt64) -> UnsafeContinuation<Bool, Never>? {
     guard let index = entries.firstIndex(where: { $0.id == id }) else { return nil }
     return entries.remove(at: index).continuation
+  }
+}
+
+extension LockedState {
+  /// Waits until `condition` holds on the state: `true` once it does (at once if it does now),
+  /// resumed by whoever changes the state and takes the ready waiters from `waiters`, not by
+  /// polling; `false` after `timeout` of real time (`nil`: no limit).
+  ///
+  /// - Parameters:
+  ///   - condition: What to wait for.
+  ///   - waiters: Where in the state the waiters are kept.
+  ///   - timeout: The real time to wait at most.
+  ///   - holds: Whether `condition` holds on the state now, asked under the lock.
+  package func waitUntil<Condition>(
+    _ condition: Condition, in waiters: any WritableKeyPath<State, ConditionWaiters<Condition>> & Sendable,
+    timeout: Duration?, holds: (State, Condition) -> Bool
+  ) async -> Bool {
+    let id = withLock { $0[keyPath: waiters].makeID() }
+    return await waitBounded(
+      id: id, timeout: timeout, withdraw: { [weak self] id in self?.withLock { $0[keyPath: waiters].remove(id: id) } }
+    ) { continuation in
+      withLock { state in
+        let holdsNow = holds(state, condition)
+        return state[keyPath: waiters].add(id: id, condition, continuation, holdsNow: holdsNow)
+      }
+    }
   }
 }

@@ -1,46 +1,21 @@
-/// Tests waiting for a count to reach a number (PaceTesting's `waitFor…` and `waitUntil…`
-/// helpers): kept in the state of whatever counts, under its lock, and resumed with the lock
-/// released: `true` once the count is reached, `false` by their time limit.
-package struct CountWaiters {
-  private struct Entry {
-    let id: UInt64
-    let count: Int
-    let continuation: UnsafeContinuation<Bool, Never>
-  }
+/// Tests waiting for a count to reach a number (PaceTesting's `waitFor…` helpers): kept in the
+/// state of whatever counts, under its lock, and resumed with the lock released: `true` once the
+/// count is reached, `false` by their time limit. ``ConditionWaiters`` whose condition is "at
+/// least this many".
+package typealias CountWaiters = ConditionWaiters<Int>
 
-  private var nextID: UInt64 = 0
-  private var entries: [Entry] = []
-
-  package init() {}
-
-  /// A new waiter's id, made before it waits so that its time limit can withdraw it.
-  package mutating func makeID() -> UInt64 {
-    nextID &+= 1
-    return nextID
-  }
-
+extension ConditionWaiters where Condition == Int {
   /// Adds a waiter for `count`; `false` (not added) when `current` reaches it already, and the
   /// caller resumes the continuation with `true`.
   package mutating func add(
     id: UInt64, count: Int, _ continuation: UnsafeContinuation<Bool, Never>, current: Int
   ) -> Bool {
-    guard current < count else { return false }
-    entries.append(Entry(id: id, count: count, continuation: continuation))
-    return true
+    add(id: id, count, continuation, holdsNow: current >= count)
   }
 
   /// Takes the waiters whose count `current` reaches.
   package mutating func takeReady(current: Int) -> [UnsafeContinuation<Bool, Never>] {
-    if entries.isEmpty { return [] }
-    let ready = entries.filter { $0.count <= current }.map(\.continuation)
-    if !ready.isEmpty { entries.removeAll { $0.count <= current } }
-    return ready
-  }
-
-  /// Takes the waiter `id` out, when its time limit is up; `nil` if it was resumed already.
-  package mutating func remove(id: UInt64) -> UnsafeContinuation<Bool, Never>? {
-    guard let index = entries.firstIndex(where: { $0.id == id }) else { return nil }
-    return entries.remove(at: index).continuation
+    takeReady { $0 <= current }
   }
 }
 

@@ -412,14 +412,7 @@ final class RateLimiterEngine<Counter: RateLimitCounting & Sendable>: Sendable {
 
   /// Returns once at least `count` requests wait, or `false` after `timeout`.
   func waitUntilWaitingCount(_ count: Int, timeout: Duration?) async -> Bool {
-    let id = state.withLock { $0.watchers.makeID() }
-    return await waitBounded(
-      id: id, timeout: timeout, withdraw: { [weak self] id in self?.state.withLock { $0.watchers.remove(id: id) } }
-    ) { continuation in
-      state.withLock { state in
-        state.watchers.add(id: id, count: count, continuation, current: state.machine.waitingCount)
-      }
-    }
+    await state.waitUntil(count, in: \.watchers, timeout: timeout) { $0.machine.waitingCount >= $1 }
   }
 
   /// The decision for `cost` (not negative) now, taking the permits if it is allowed.

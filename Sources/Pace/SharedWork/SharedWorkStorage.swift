@@ -230,13 +230,6 @@ final class SharedWorkStorage<Key: Hashable & Sendable, Value: Sendable>: Sendab
   /// Returns `true` once `condition` holds (at once if it does), resumed by the event that makes
   /// it hold, not by polling; or `false` after `timeout` of real time (`nil`: no limit).
   func waitUntil(_ condition: Condition, timeout: Duration?) async -> Bool {
-    let id = state.withLock { $0.watchers.makeID() }
-    return await waitBounded(
-      id: id, timeout: timeout, withdraw: { [weak self] id in self?.state.withLock { $0.watchers.remove(id: id) } }
-    ) { continuation in
-      state.withLock { state in
-        state.watchers.add(id: id, condition, continuation, holdsNow: state.holds(condition))
-      }
-    }
+    await state.waitUntil(condition, in: \.watchers, timeout: timeout) { $0.holds($1) }
   }
 }

@@ -25,11 +25,14 @@ extension TestScheduler {
   /// - each invocation that an `AsyncDebouncer` or `AsyncThrottler` on this scheduler starts;
   /// - each task of an `OwnedTasks(clock:)` and each `Task(clock:)` given this scheduler
   ///   as their clock (a view model's own tasks, made with the clock it was given);
+  /// - each run that a `SharedWork` or `KeyedSharedWork` on this scheduler starts;
   ///
   /// from the moment it starts until it ends, except while it waits on this scheduler: sleeping
-  /// on it (`sleep(for:)`, a `FakeDependency`'s latency), or waiting in `acquire` of a
-  /// `RateLimiter` or `KeyedRateLimiter` whose clock it is. Whatever makes such work runnable (a
-  /// timer firing in `advance`, a sleep waking or being cancelled, a permit granted) counts it in
+  /// on it (`sleep(for:)`, a `FakeDependency`'s latency), waiting in `acquire` of a
+  /// `RateLimiter` or `KeyedRateLimiter` whose clock it is, or waiting for the run of a
+  /// `SharedWork` or `KeyedSharedWork` whose clock it is. Whatever makes such work runnable (a
+  /// timer firing in `advance`, a sleep waking or being cancelled, a permit granted, a run ending)
+  /// counts it in
   /// before it can run, and the work counts itself out as it waits or ends, so the count never
   /// reads zero while something is on its way. So a request that a rate limiter grants at an
   /// instant runs, within the settle, to its next wait or its end. Settling is:
@@ -38,19 +41,22 @@ extension TestScheduler {
   /// 2. advance to the next deadline (timers and sleeps), if it is within `duration`, running
   ///    the work due there, and go back to 1;
   /// 3. advance to the end of `duration`; then await every task of `tasks`
-  ///    (`OwnedTasks.waitForAll()`), and wait again until nothing counted runs.
+  ///    (`OwnedTasks.waitForAll(timeout:)`), and wait again until nothing counted runs.
   ///
   /// Every wait is bounded: after `timeout` of real time it fails the test, naming what still
   /// runs, and returns. Without `duration`, at most `limit` of virtual time passes; work still
   /// scheduled beyond it (a repeating timer) fails the test.
   ///
   /// **What it cannot see.** A task that is not counted (a plain `Task { }`, the tasks of an
-  /// `OwnedTasks()` made without a clock) is not waited for while it runs: such a task that
+  /// `OwnedTasks()` made without a clock, and the children of a counted task: its `async let`s,
+  /// its task group's tasks, the plain tasks it starts, since Swift tells nobody when they start
+  /// or end) is not waited for while it runs: such a task that
   /// sleeps or waits for a permit on the scheduler must have done so before a step advances past
   /// the instant it waits for. Make it with the clock (`Task(clock: clock)`,
   /// `OwnedTasks(clock: clock)`), or wait for it with `waitForSleepers(_:)` or
   /// `waitForSuspendedCallers(_:)`. And a counted task that awaits something else (another
-  /// task's value, a real request) keeps the count up: the settle fails after `timeout`. The
+  /// task's value, its own children, a real request) keeps the count up: the settle fails after
+  /// `timeout`, saying how many still run. The
   /// tasks of `tasks` are awaited to their end only in step 3, so they must end within the time
   /// the settle advances.
   ///

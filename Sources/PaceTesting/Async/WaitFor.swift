@@ -26,7 +26,12 @@ func waitFor(
 /// A count that tests wait for (calls made, values recorded), resumed by the change that makes
 /// it rather than by polling.
 final class WaitableCount: Sendable {
-  private let state = LockedState((value: 0, waiters: CountWaiters()))
+  private struct State {
+    var value = 0
+    var waiters = CountWaiters()
+  }
+
+  private let state = LockedState(State())
 
   /// The count now.
   var value: Int { state.withLock { $0.value } }
@@ -43,15 +48,7 @@ final class WaitableCount: Sendable {
   /// Returns `true` once the count is at least `count` (at once if it is), `false` after
   /// `timeout` of real time.
   func waitUntil(atLeast count: Int, timeout: Duration) async -> Bool {
-    let id = state.withLock { $0.waiters.makeID() }
-    return await waitBounded(
-      id: id, timeout: timeout, withdraw: { [weak self] id in self?.state.withLock { $0.waiters.remove(id: id) } }
-    ) { continuation in
-      state.withLock { state in
-        let value = state.value
-        return state.waiters.add(id: id, count: count, continuation, current: value)
-      }
-    }
+    await state.waitUntil(count, in: \.waiters, timeout: timeout) { $0.value >= $1 }
   }
 }
 

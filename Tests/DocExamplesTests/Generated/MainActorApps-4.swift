@@ -16,7 +16,7 @@ struct DocExample_MainActorApps_4 {
   @MainActor final class ResultsModel {
     private(set) var items: [Item] = []
     private let search: AsyncDebouncer<String, [Item]>
-    /// The deliveries: cancelled with the model, awaited by tests (`await model.tasks.waitForAll()`).
+    /// The deliveries: cancelled with the model, awaited by tests (`await model.tasks.waitForAll(timeout: .seconds(30))`).
     let tasks = OwnedTasks()
 
     init(service: any SearchService, clock: some Clock<Duration> = ContinuousClock()) {
