@@ -198,3 +198,67 @@ extension UpdateCoalescer {
   @available(*, deprecated, renamed: "isPending(for:)")
   @MainActor public func isPending(_ target: Target) -> Bool { isPending(for: target) }
 }
+
+// MARK: A time source a task sleeps on is a `clock:`; maximums are spelled out (Batcher).
+
+extension Task where Failure == Never {
+  /// Starts `operation` in a new task that a ``TestScheduler`` given as `clock` follows.
+  @available(*, deprecated, renamed: "init(clock:priority:operation:)")
+  @discardableResult
+  public init<C: Clock>(
+    trackedBy clock: C, priority: TaskPriority? = nil,
+    @_inheritActorContext operation: sending @escaping @isolated(any) () async -> Success
+  ) where C.Duration == Duration { self.init(clock: clock, priority: priority, operation: operation) }
+}
+
+extension Task where Failure == any Error {
+  /// Starts throwing `operation` in a new task that a ``TestScheduler`` given as `clock` follows.
+  @available(*, deprecated, renamed: "init(clock:priority:operation:)")
+  @discardableResult
+  public init<C: Clock>(
+    trackedBy clock: C, priority: TaskPriority? = nil,
+    @_inheritActorContext operation: sending @escaping @isolated(any) () async throws -> Success
+  ) where C.Duration == Duration { self.init(clock: clock, priority: priority, operation: operation) }
+}
+
+extension OwnedTasks {
+  /// An empty set of tasks that a ``TestScheduler`` given as `clock` follows.
+  @available(*, deprecated, renamed: "init(clock:)")
+  public convenience init<C: Clock>(trackedBy clock: C) where C.Duration == Duration {
+    self.init(clock: clock)
+  }
+}
+
+extension Batcher where Item: Hashable {
+  /// A batcher sending with `send`, which returns each item's output.
+  @available(
+    *, deprecated,
+    renamed: "init(maximumCount:maximumWait:maximumInFlight:bufferCapacity:overflow:clock:onFailure:send:)"
+  )
+  public convenience init<C: Clock>(
+    maxCount: Int, maxWait: Duration, maxInFlight: Int = 1, bufferCapacity: Int = 10_000,
+    overflow: BatchOverflow = .suspend, clock: C = ContinuousClock(),
+    send: @escaping @Sendable ([Item]) async throws -> [Item: Output]
+  ) where C.Duration == Duration {
+    self.init(
+      maximumCount: maxCount, maximumWait: maxWait, maximumInFlight: maxInFlight, bufferCapacity: bufferCapacity,
+      overflow: overflow, clock: clock, send: send)
+  }
+}
+
+extension Batcher where Item: Hashable, Output == Void {
+  /// A batcher for items that have no output: `send` delivers a batch or throws.
+  @available(
+    *, deprecated,
+    renamed: "init(maximumCount:maximumWait:maximumInFlight:bufferCapacity:overflow:clock:onFailure:send:)"
+  )
+  public convenience init<C: Clock>(
+    maxCount: Int, maxWait: Duration, maxInFlight: Int = 1, bufferCapacity: Int = 10_000,
+    overflow: BatchOverflow = .suspend, clock: C = ContinuousClock(),
+    send: @escaping @Sendable ([Item]) async throws -> Void
+  ) where C.Duration == Duration {
+    self.init(
+      maximumCount: maxCount, maximumWait: maxWait, maximumInFlight: maxInFlight, bufferCapacity: bufferCapacity,
+      overflow: overflow, clock: clock, send: send)
+  }
+}

@@ -80,12 +80,6 @@ public final class OwnedTasks: Sendable {
     scheduler = clock as? TestScheduler
   }
 
-  /// An empty set of tasks that a ``TestScheduler`` given as `clock` follows.
-  @available(*, deprecated, renamed: "init(clock:)")
-  public convenience init<C: Clock>(trackedBy clock: C) where C.Duration == Duration {
-    self.init(clock: clock)
-  }
-
   deinit {
     // The owner is gone: nothing the tasks deliver has anywhere to go.
     let tasks = state.withLock { state in Array(state.running.values) }

@@ -42,16 +42,6 @@ extension Task where Failure == Never {
     self = Self.following(clock) { Task(priority: priority, operation: operation) }
   }
 
-  /// Starts `operation` in a new task that a ``TestScheduler`` given as `clock` follows.
-  @_disfavoredOverload
-  @available(*, deprecated, renamed: "init(clock:priority:operation:)")
-  @discardableResult
-  public init<C: Clock>(
-    trackedBy clock: C, priority: TaskPriority? = nil,
-    @_inheritActorContext operation: sending @escaping @isolated(any) () async -> Success
-  ) where C.Duration == Duration {
-    self.init(clock: clock, priority: priority, operation: operation)
-  }
 }
 
 extension Task where Failure == any Error {
@@ -73,16 +63,6 @@ extension Task where Failure == any Error {
     self = Self.following(clock) { Task(priority: priority, operation: operation) }
   }
 
-  /// Starts throwing `operation` in a new task that a ``TestScheduler`` given as `clock` follows.
-  @_disfavoredOverload
-  @available(*, deprecated, renamed: "init(clock:priority:operation:)")
-  @discardableResult
-  public init<C: Clock>(
-    trackedBy clock: C, priority: TaskPriority? = nil,
-    @_inheritActorContext operation: sending @escaping @isolated(any) () async throws -> Success
-  ) where C.Duration == Duration {
-    self.init(clock: clock, priority: priority, operation: operation)
-  }
 }
 
 extension Task {
