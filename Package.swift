@@ -28,6 +28,7 @@ let package = Package(
     .library(name: "PacePostgres", targets: ["PacePostgres"]),
     .library(name: "PaceHummingbird", targets: ["PaceHummingbird"]),
     .library(name: "PaceVapor", targets: ["PaceVapor"]),
+    .library(name: "PaceHTTPServer", targets: ["PaceHTTPServer"]),
     .library(name: "PaceAsyncHTTPClient", targets: ["PaceAsyncHTTPClient"]),
   ],
   // Server side: apps never resolve, fetch or build postgres-nio, Hummingbird or Vapor, because
@@ -166,21 +167,24 @@ let package = Package(
       ],
       swiftSettings: swiftSettings
     ),
-    // The rate-limit middlewares' decision-to-response logic, in no framework's types: both
-    // middlewares translate its status, fields and body, so their answers are the same bytes.
+    // What every framework's rate-limit middleware shares, in no framework's types: the policies,
+    // client addresses, long keys, the decision-to-response logic and the middleware's API. Both
+    // middlewares only translate their request and response, so their answers are the same bytes.
     .target(
-      name: "PaceHTTP",
+      name: "PaceHTTPServer",
       dependencies: [
         "Pace",
         .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Hummingbird", "Vapor"])),
         .product(name: "Metrics", package: "swift-metrics", condition: .when(traits: ["Hummingbird", "Vapor"])),
+        // `SocketAddress`, a connection's peer on both frameworks.
+        .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Hummingbird", "Vapor"])),
       ],
       swiftSettings: swiftSettings
     ),
     .target(
       name: "PaceHummingbird",
       dependencies: [
-        "Pace", "PaceHTTP",
+        "Pace", "PaceHTTPServer",
         .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
         .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["Hummingbird"])),
         // `SocketAddress`, for `ClientAddress` (Hummingbird's own dependency).
@@ -193,7 +197,7 @@ let package = Package(
     .target(
       name: "PaceVapor",
       dependencies: [
-        "Pace", "PaceHTTP", "PaceEventLoops",
+        "Pace", "PaceHTTPServer", "PaceEventLoops",
         .product(name: "Vapor", package: "vapor", condition: .when(traits: ["Vapor"])),
         .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Vapor"])),
         .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Vapor"])),
@@ -310,7 +314,7 @@ let package = Package(
     .testTarget(
       name: "PaceServerTests",
       dependencies: [
-        "Pace", "PacePostgres", "PaceHummingbird", "PaceHTTP", "PaceVapor", "PaceEventLoops",
+        "Pace", "PacePostgres", "PaceHummingbird", "PaceHTTPServer", "PaceVapor", "PaceEventLoops",
         "pace-postgres-test-instance",
         // Seeded fuzzing of the client-address parser, which needs no trait; the reference models.
         "PaceTestSupport",

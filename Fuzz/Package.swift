@@ -3,7 +3,7 @@ import PackageDescription
 
 // libFuzzer targets for Pace's parsers, kept out of the main package so that `swift build` and
 // `swift test` stay fast and need no sanitizer runtime. Sources/Pace, Sources/CPaceSupport,
-// Sources/PaceMarbles, Sources/PaceHTTP, Sources/PaceHTTPClient and Sources/PaceTool are symlinks
+// Sources/PaceMarbles, Sources/PaceHTTPServer, Sources/PaceHTTPClient and Sources/PaceTool are symlinks
 // to the main package's sources, compiled here with the fuzzer's instrumentation; see
 // CONTRIBUTING.md for the commands.
 //
@@ -35,7 +35,7 @@ let package = Package(
     .target(name: "CPaceSupport"),
     .target(name: "PaceMarbles", dependencies: ["Pace"], swiftSettings: swiftSettings),
     // Its framework-free part only: the middlewares' code is behind traits this package never sets.
-    .target(name: "PaceHTTP", dependencies: ["Pace"], swiftSettings: swiftSettings),
+    .target(name: "PaceHTTPServer", dependencies: ["Pace"], swiftSettings: swiftSettings),
     .target(
       name: "PaceHTTPClient",
       dependencies: ["Pace", .product(name: "RawStructuredFieldValues", package: "swift-http-structured-headers")],
@@ -50,7 +50,7 @@ let package = Package(
     .executableTarget(name: "FuzzTraceReader", dependencies: ["PaceTool"], swiftSettings: fuzzTargetSettings),
     .executableTarget(name: "FuzzDurationText", dependencies: ["PaceMarbles"], swiftSettings: fuzzTargetSettings),
     .executableTarget(name: "FuzzMarbleParser", dependencies: ["PaceMarbles"], swiftSettings: fuzzTargetSettings),
-    .executableTarget(name: "FuzzClientAddress", dependencies: ["PaceHTTP"], swiftSettings: fuzzTargetSettings),
+    .executableTarget(name: "FuzzClientAddress", dependencies: ["PaceHTTPServer"], swiftSettings: fuzzTargetSettings),
     .executableTarget(name: "FuzzRateLimitFields", dependencies: ["PaceHTTPClient"], swiftSettings: fuzzTargetSettings),
   ],
   swiftLanguageModes: [.v6]

@@ -1,10 +1,13 @@
 import Pace
 
-/// What a rate-limit middleware does with a key longer than `KeyPolicy.maximumBytes`.
-package enum LongKeyRule: Sendable, Hashable {
-  /// Counts the request against `sha256:` and the key's SHA-256 in hexadecimal (71 bytes).
+/// What a rate-limit middleware does with a key longer than `InputRules.maximumKeyBytes` (an API
+/// key, a JWT): count it under its digest, or refuse it.
+public enum LongKeyHandling: Sendable, Hashable {
+  /// Counts the request against `sha256:` and the key's SHA-256 in hexadecimal (71 bytes). A
+  /// short key that itself starts with `sha256:` is hashed too, so no key can be chosen to share a
+  /// long key's bucket. The default.
   case hash
-  /// Answers `400 Bad Request`, as the limiter does.
+  /// Answers `400 Bad Request`, naming the key's length, as the limiter does.
   case refuse
 
   /// The prefix of a hashed key.
@@ -19,7 +22,7 @@ package enum LongKeyRule: Sendable, Hashable {
   package func limiterKey(for key: String) -> String {
     guard self == .hash else { return key }
     do throws(InvalidInput) {
-      try KeyPolicy.check(key: key)
+      try InputRules.check(key: key)
       return key.hasPrefix(Self.hashedPrefix) ? Self.hashed(key) : key
     } catch .keyTooLong {
       return Self.hashed(key)

@@ -19,7 +19,8 @@ package struct RateLimitGate: Sendable {
   /// One policy: its name, its limiter, its counters.
   package struct Policy: Sendable {
     package var name: String { template.policyName }
-    package let limiter: KeyedRateLimiter<String>
+    /// Where the policy's decisions are made.
+    package let decider: PolicyLimiter
     let responses: ResponseMetrics
     /// The fields of the limiter's one limit, made once: the name quoted and the policy member
     /// written, so that a request only writes its own state.
@@ -27,14 +28,14 @@ package struct RateLimitGate: Sendable {
 
     /// The limit of `key`: the limiter's, or its plan's for a limiter with limits per key.
     package func limit(for key: String) -> RateLimit {
-      limiter.limit(for: key)
+      decider.limit(for: key)
     }
 
     /// The fields for `key`, whose limit is `limit`.
     func fields(for key: String, limit: RateLimit) -> RateLimitFields {
       // Only a fixed window's `t` needs the window's end: the other policies never ask the clock.
-      guard case .fixedWindow = limit.policy else { return template.with(limit: limit, windowEndsIn: nil) }
-      return template.with(limit: limit, windowEndsIn: limiter.timeUntilWindowEnds(for: key))
+      guard case .fixedWindow = limit.algorithm else { return template.with(limit: limit, windowEndsIn: nil) }
+      return template.with(limit: limit, windowEndsIn: decider.timeUntilWindowEnds(for: key))
     }
   }
 
@@ -60,22 +61,24 @@ package struct RateLimitGate: Sendable {
   }
 
   package let policies: [Policy]
-  package let longKeys: LongKeyRule
+  package let longKeys: LongKeyHandling
   package let logger: Logger
   private let invalidReport = OccasionalReport(every: .seconds(10))
 
   /// - Precondition: at least one policy, no two with the same name, each name printable ASCII.
   package init(
-    policies: [(name: String, limiter: KeyedRateLimiter<String>)], longKeys: LongKeyRule, logger: Logger,
+    policies: [(name: String, decider: PolicyLimiter)], longKeys: LongKeyHandling, logger: Logger,
     metricsFactory: any MetricsFactory
   ) {
     precondition(!policies.isEmpty, "RateLimitMiddleware: give it at least one policy")
     precondition(
       Set(policies.map(\.name)).count == policies.count, "RateLimitMiddleware: each policy needs a name of its own")
     self.policies = policies.map {
+      // A limiter with limits per key has no one limit: each key's own replaces the placeholder.
       Policy(
-        limiter: $0.limiter, responses: ResponseMetrics(policy: $0.name, factory: metricsFactory),
-        template: RateLimitFields(limit: $0.limiter.limit, policyName: $0.name))
+        decider: $0.decider, responses: ResponseMetrics(policy: $0.name, factory: metricsFactory),
+        template: RateLimitFields(
+          limit: $0.decider.uniformLimit ?? RateLimit(permits: .max, per: .nanoseconds(1)), policyName: $0.name))
     }
     self.longKeys = longKeys
     self.logger = logger
@@ -111,11 +114,11 @@ package struct RateLimitGate: Sendable {
     precondition(policies.count == 1, "one charge per policy")
     guard let key else { return .proceed(fields: []) }
     let policy = policies[0]
-    guard cost >= 1, policy.limiter.decidesInMemory else { return nil }
+    guard cost >= 1, let limiter = policy.decider.decidingInMemory else { return nil }
     let asked = ask(policy, key: key, cost: cost)
     if let invalid = check(asked) { return invalid }
-    // `check` passed the key and cost through `KeyPolicy`: the in-memory `decide` would do no more.
-    return outcome(policy.limiter.tryAcquire(asked.key, cost: cost), asked)
+    // `check` passed the key and cost through `InputRules`: the in-memory `decide` would do no more.
+    return outcome(limiter.tryAcquire(asked.key, cost: cost), asked)
   }
 
   /// What one policy's `decision` on `asked` answers.
@@ -165,8 +168,8 @@ package struct RateLimitGate: Sendable {
   /// The `400` for a key or cost no limiter takes; nil for one that may be asked.
   private func check(_ asked: Asked) -> RateLimitOutcome? {
     do throws(InvalidInput) {
-      try KeyPolicy.check(cost: asked.cost, limit: asked.limit)
-      try KeyPolicy.check(key: asked.key)
+      try InputRules.check(cost: asked.cost, limit: asked.limit)
+      try InputRules.check(key: asked.key)
       return nil
     } catch {
       return invalid(error.description, policy: asked.policy)
@@ -203,7 +206,7 @@ package struct RateLimitGate: Sendable {
 
   private func decide(_ policy: Policy, _ key: String, cost: Int) async throws -> RateLimitDecision {
     do {
-      return try await policy.limiter.decide(key, cost: cost)
+      return try await policy.decider.decide(key, cost: cost)
     } catch let reason as InvalidInput {
       throw LimiterRefusal(policy: policy, reason: reason)
     } catch is CancellationError {

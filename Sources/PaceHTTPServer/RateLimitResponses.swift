@@ -138,7 +138,7 @@ package struct RateLimitFields: Hashable, Sendable {
   /// `"name";r=remaining;t=seconds` for a key with `remaining` permits left.
   package func stateValue(remaining: Int) -> String {
     let untilWhole: Duration
-    switch limit.policy {
+    switch limit.algorithm {
     case .tokenBucket:
       // In saturating nanoseconds: `Duration`'s own product traps on a long interval (`Int64.max`
       // seconds, say) times a burst.

@@ -1,99 +1,33 @@
 #if Hummingbird
 import HTTPTypes
 import Hummingbird
-import NIOCore
-import PaceHTTP
+import PaceHTTPServer
 
-/// A request's client, as a rate-limit key: the connection's peer, or what a trusted proxy
-/// forwards; each IPv6 client keyed by its /64.
-///
-/// The context must know the peer (`RemoteAddressRequestContext`):
-///
-/// ```swift
-/// // Behind load balancers in 10.0.0.0/8 that append the client's address to X-Forwarded-For:
-/// let client = ClientAddress(trustedProxies: ["10.0.0.0/8", "fd00::/8"])
-/// let router = Router(context: AppContext.self)
-/// router.add(middleware: RateLimitMiddleware(limit: RateLimit(permits: 100, per: .seconds(60)), key: client.key))
-/// ```
-///
-/// A client that sends a new address with each request would get a new bucket with each, so the
-/// forwarding header is read only for a connection from a trusted proxy: from the right, past
-/// the trusted ranges, the first address that is not a proxy's. An entry that is no address
-/// means a proxy misbehaved; the peer is the key then.
-///
-/// A client holds many addresses at once: an IPv6 customer is given a /64 (2^64 addresses), so
-/// IPv6 addresses are keyed by their first ``ipv6PrefixLength`` bits (64 by default), IPv4 by
-/// their first ``ipv4PrefixLength`` (32, the whole address). An IPv4-mapped IPv6 address
-/// (`::ffff:192.0.2.1`) is its IPv4 address.
-public struct ClientAddress: Sendable, Hashable {
-  private let rule: ClientAddressRule
-
-  /// The connection's peer address; every forwarding header is ignored.
-  public static let peer = ClientAddress(trustedProxies: [])
-
-  /// The ranges whose forwarding header is believed, as CIDR text (`10.0.0.0/8`).
-  public var trustedProxies: [String] { rule.trustedProxies.map(\.description) }
-  /// How many leading bits of an IPv4 address name a client.
-  public var ipv4PrefixLength: Int { rule.ipv4PrefixLength }
-  /// How many leading bits of an IPv6 address name a client.
-  public var ipv6PrefixLength: Int { rule.ipv6PrefixLength }
-
-  /// A client address read through the proxies in `trustedProxies`.
-  ///
-  /// - Parameters:
-  ///   - trustedProxies: CIDR ranges (`10.0.0.0/8`, `2001:db8::/32`) or single addresses, IPv4 or
-  ///     IPv6; an entry that does not parse is left out.
-  ///   - header: The header the proxies write: `X-Forwarded-For` by default, or `Forwarded`.
-  ///     Only that one is read: a client could write the other.
-  ///   - ipv4PrefixLength: The leading bits of an IPv4 address that name a client, 0...32; 32 by
-  ///     default.
-  ///   - ipv6PrefixLength: The leading bits of an IPv6 address that name a client, 0...128; 64 by
-  ///     default.
-  public init(
-    trustedProxies: [String] = [], header: ForwardingHeader = .xForwardedFor, ipv4PrefixLength: Int = 32,
-    ipv6PrefixLength: Int = 64
-  ) {
-    rule = ClientAddressRule(
-      trustedProxies: trustedProxies.compactMap { IPAddressRange($0) }, header: header.header,
-      ipv4PrefixLength: ipv4PrefixLength, ipv6PrefixLength: ipv6PrefixLength)
-  }
-
+extension ClientAddress {
   /// The client's IP address, or nil if the connection has none (a Unix socket, a test).
+  ///
+  /// The context must know the peer (`RemoteAddressRequestContext`):
+  ///
+  /// ```swift
+  /// // Behind load balancers in 10.0.0.0/8 that append the client's address to X-Forwarded-For:
+  /// let client = ClientAddress(trustedProxies: ["10.0.0.0/8", "fd00::/8"])
+  /// let router = Router(context: AppContext.self)
+  /// router.add(middleware: RateLimitMiddleware(limit: RateLimit(permits: 100, per: .seconds(60)), key: client.key))
+  /// ```
   public func address(of request: Request, context: some RemoteAddressRequestContext) -> String? {
-    clientAddress(request, context)?.description
+    address(peer: context.remoteAddress) { forwarded(request) }
   }
 
   /// The key a request counts against: `ip:` and the client's address (`ip:192.0.2.1`), or its
   /// network when the prefix is shorter (`ip:2001:db8:1:2::/64`); `ip:unknown` (one bucket
   /// shared by every such request) when the connection has no address.
   public func key<C: RemoteAddressRequestContext>(_ request: Request, _ context: C) -> String? {
-    if let peer = context.remoteAddress, case .v4 = peer, let text = peer.ipAddress,
-      let key = rule.peerKey(ipv4Text: text)
-    {
-      return key
-    }
-    return rule.key(for: clientAddress(request, context))
+    key(peer: context.remoteAddress) { forwarded(request) }
   }
 
-  private func clientAddress(_ request: Request, _ context: some RemoteAddressRequestContext) -> IPAddress? {
-    let peer = context.remoteAddress?.ipAddress.flatMap { IPAddress($0) }
-    let values = rule.trustedProxies.isEmpty ? [] : request.headers[values: HTTPField.Name(rule.header.name)!]
-    return rule.clientAddress(peer: peer, values: values)
-  }
-
-  /// The forwarding header trusted proxies write.
-  public enum ForwardingHeader: Sendable, Hashable {
-    /// `X-Forwarded-For: client, proxy1`.
-    case xForwardedFor
-    /// `Forwarded: for=client, for="[2001:db8::1]:4711"` (RFC 7239).
-    case forwarded
-
-    var header: PaceHTTP.ForwardingHeader {
-      switch self {
-      case .xForwardedFor: .xForwardedFor
-      case .forwarded: .forwarded
-      }
-    }
+  /// The field lines of the forwarding header trusted proxies write.
+  private func forwarded(_ request: Request) -> [String] {
+    request.headers[values: HTTPField.Name(forwardingHeaderName)!]
   }
 }
 #endif

@@ -1,107 +1,24 @@
 #if Vapor
-import NIOCore
-import PaceHTTP
+import PaceHTTPServer
 import Vapor
 
-/// A request's client, as a rate-limit key: the connection's peer, or what a trusted proxy
-/// forwards; each IPv6 client keyed by its /64. The default key of ``RateLimitMiddleware``.
-///
-/// Vapor's `Request.peerAddress` believes `Forwarded` and `X-Forwarded-For` from any client, so a
-/// client that sends a new address with each request gets a new bucket with each. This reads the
-/// forwarding header only for a connection from a proxy you named, by address or range:
-///
-/// ```swift
-/// // Behind load balancers in 10.0.0.0/8 that append the client's address to X-Forwarded-For:
-/// let address = ClientAddress(trustedProxies: ["10.0.0.0/8", "fd00::/8"])
-/// app.grouped(RateLimitMiddleware(limit: limit, key: address.key))
-/// ```
-///
-/// The header is read from the right, past the trusted ranges: the first address that is not a
-/// proxy's is the client. An entry that is no address means a proxy misbehaved; the peer is the
-/// key then.
-///
-/// A client holds many addresses at once: an IPv6 customer is given a /64 (2^64 addresses), so
-/// IPv6 addresses are keyed by their first ``ipv6PrefixLength`` bits (64 by default), IPv4 by
-/// their first ``ipv4PrefixLength`` (32, the whole address). An IPv4-mapped IPv6 address
-/// (`::ffff:192.0.2.1`) is its IPv4 address.
-public struct ClientAddress: Sendable, Hashable {
-  private let rule: ClientAddressRule
-
-  /// The ranges whose forwarding header is believed: `10.0.0.0/8`, or an address alone for a
-  /// range of one.
-  public var trustedProxies: Set<String> { Set(rule.trustedProxies.map(\.description)) }
-  /// How many leading bits of an IPv4 address name a client.
-  public var ipv4PrefixLength: Int { rule.ipv4PrefixLength }
-  /// How many leading bits of an IPv6 address name a client.
-  public var ipv6PrefixLength: Int { rule.ipv6PrefixLength }
-
-  /// The connection's peer address; every forwarding header is ignored.
-  public static let peer = ClientAddress()
-
-  /// A client address read through the proxies in `trustedProxies`.
-  ///
-  /// - Parameters:
-  ///   - trustedProxies: CIDR ranges (`10.0.0.0/8`, `2001:db8::/32`) or single addresses, IPv4 or
-  ///     IPv6; an entry that does not parse is left out.
-  ///   - header: The header the proxies write: `X-Forwarded-For` by default, or `Forwarded`.
-  ///     Only that one is read: a client could write the other.
-  ///   - ipv4PrefixLength: The leading bits of an IPv4 address that name a client, 0...32; 32 by
-  ///     default.
-  ///   - ipv6PrefixLength: The leading bits of an IPv6 address that name a client, 0...128; 64 by
-  ///     default.
-  public init(
-    trustedProxies: [String] = [], header: ForwardingHeader = .xForwardedFor, ipv4PrefixLength: Int = 32,
-    ipv6PrefixLength: Int = 64
-  ) {
-    rule = ClientAddressRule(
-      trustedProxies: trustedProxies.compactMap { IPAddressRange($0) }, header: header.header,
-      ipv4PrefixLength: ipv4PrefixLength, ipv6PrefixLength: ipv6PrefixLength)
-  }
-
-  /// The client as a trusted proxy reports it, through `X-Forwarded-For`.
-  ///
-  /// - Parameter trustedProxies: IP addresses or CIDR ranges, IPv4 or IPv6. An entry that does
-  ///   not parse is left out.
-  public static func forwarded(byTrustedProxies trustedProxies: [String]) -> ClientAddress {
-    ClientAddress(trustedProxies: trustedProxies)
-  }
-
+extension ClientAddress {
   /// The client's IP address, or nil if the connection has none (a Unix socket, an in-memory test).
   public func address(of request: Request) -> String? {
-    clientAddress(request)?.description
+    address(peer: request.remoteAddress) { request.headers[forwardingHeaderName] }
   }
 
   /// The key ``RateLimitMiddleware`` counts a request against: `ip:` and the client's address
   /// (`ip:192.0.2.1`), or its network when the prefix is shorter (`ip:2001:db8:1:2::/64`);
   /// `ip:unknown` (one bucket shared by every such request) when the connection has none.
+  ///
+  /// ```swift
+  /// // Behind load balancers in 10.0.0.0/8 that append the client's address to X-Forwarded-For:
+  /// let address = ClientAddress(trustedProxies: ["10.0.0.0/8", "fd00::/8"])
+  /// app.grouped(RateLimitMiddleware(limit: limit, key: address.key))
+  /// ```
   public func key(_ request: Request) -> String? {
-    if let peer = request.remoteAddress, case .v4 = peer, let text = peer.ipAddress,
-      let key = rule.peerKey(ipv4Text: text)
-    {
-      return key
-    }
-    return rule.key(for: clientAddress(request))
-  }
-
-  private func clientAddress(_ request: Request) -> IPAddress? {
-    let peer = request.remoteAddress?.ipAddress.flatMap { IPAddress($0) }
-    let values = rule.trustedProxies.isEmpty ? [] : request.headers[rule.header.name]
-    return rule.clientAddress(peer: peer, values: values)
-  }
-
-  /// The forwarding header trusted proxies write.
-  public enum ForwardingHeader: Sendable, Hashable {
-    /// `X-Forwarded-For: client, proxy1`.
-    case xForwardedFor
-    /// `Forwarded: for=client, for="[2001:db8::1]:4711"` (RFC 7239).
-    case forwarded
-
-    var header: PaceHTTP.ForwardingHeader {
-      switch self {
-      case .xForwardedFor: .xForwardedFor
-      case .forwarded: .forwarded
-      }
-    }
+    key(peer: request.remoteAddress) { request.headers[forwardingHeaderName] }
   }
 }
 #endif

@@ -30,7 +30,7 @@ import Testing
   func limiters() async throws -> [(String, KeyedRateLimiter<String>, FakeStore?)] {
     let memory = KeyedRateLimiter<String>(limit: Self.limit, clock: scheduler)
     let store = FakeStore(limit: Self.limit, clock: scheduler)
-    let backed = KeyedRateLimiter<String>(limit: Self.limit, clock: scheduler, store: store)
+    let backed: KeyedRateLimiter<String> = .legacy(limit: Self.limit, clock: scheduler, store: store)
     for limiter in [memory, backed] { #expect(try await limiter.decide("k", cost: 3) == .allowed(remaining: 0)) }
     return [("in memory", memory, nil), ("with a store", backed, store)]
   }

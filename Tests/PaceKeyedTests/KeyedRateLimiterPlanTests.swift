@@ -25,7 +25,9 @@ import Testing
   @Test func aFixedWindowKeySaysWhenItsWindowEnds() {
     let scheduler = TestScheduler()
     let limiter = KeyedRateLimiter<String>(
-      limits: { $0 == "hourly" ? .fixedWindow(5, per: .seconds(3600)) : .slidingWindow(5, per: .seconds(60)) },
+      limits: {
+        $0 == "hourly" ? .fixedWindow(permits: 5, per: .seconds(3600)) : .slidingWindow(permits: 5, per: .seconds(60))
+      },
       clock: scheduler)
     #expect(limiter.timeUntilWindowEnds(for: "hourly") == .seconds(3600))
     scheduler.advance(by: .milliseconds(3_600_500))
@@ -33,7 +35,7 @@ import Testing
     #expect(limiter.timeUntilWindowEnds(for: "sliding") == nil)
     #expect(
       KeyedRateLimiter<String>(permits: 1, per: .seconds(1), clock: scheduler).timeUntilWindowEnds(for: "k") == nil)
-    let real = KeyedRateLimiter<String>(limit: .fixedWindow(1, per: .seconds(1)))
+    let real = KeyedRateLimiter<String>(limit: .fixedWindow(permits: 1, per: .seconds(1)))
     let untilNextSecond = Duration.nanoseconds(1_000_000_000 - unixTimeNanoseconds() % 1_000_000_000)
     let answer = real.timeUntilWindowEnds(for: "k") ?? .zero
     // Real time: a generous 100 ms.
@@ -136,7 +138,7 @@ import Testing
       }
     }
     let store = Store()
-    let limiter = KeyedRateLimiter<String>(limits: Self.plan, clock: scheduler, store: store)
+    let limiter: KeyedRateLimiter<String> = .legacy(limits: Self.plan, clock: scheduler, store: store)
     #expect(try await limiter.decide("free-1") == .allowed(remaining: 1))
     #expect(try await limiter.decide("paid-1", cost: 5) == .allowed(remaining: 0))
     try await limiter.acquire("paid-2", cost: 2)
@@ -147,15 +149,16 @@ import Testing
   }
 
   /// A uniform limiter answers its limit for every key; a per-key one has no one limit, and its
-  /// `limit` says so with a limit no key has.
+  /// `limit` (deprecated for that reason) says so with a limit no key has.
   @Test func theLimitProperty() {
     let uniform = KeyedRateLimiter<String>(limit: Self.paid, clock: scheduler)
-    #expect(uniform.limit == Self.paid)
+    #expect(uniform.oneLimit == Self.paid)
     #expect(uniform.limit(for: "anyone") == Self.paid)
     let legacy = KeyedRateLimiter<String>(permits: 10, per: .seconds(1), burst: 5, clock: scheduler)
-    #expect(legacy.limit == Self.paid)
+    #expect(legacy.oneLimit == Self.paid)
     let perKey = KeyedRateLimiter<String>(limits: Self.plan, clock: scheduler)
-    #expect(perKey.limit == RateLimit(permits: .max, per: .nanoseconds(1)))
+    #expect(perKey.oneLimit == RateLimit(permits: .max, per: .nanoseconds(1)))
+    #expect(perKey.limit(for: "free-1") == Self.free && perKey.limit(for: "paid-1") == Self.paid)
   }
 
   #if compiler(>=6.2)  // Task.immediate

@@ -37,7 +37,7 @@ import Testing
     #expect(try await limiter.decide(1) == .limited(retryAfter: .seconds(1)))
   }
 
-  /// `tryAcquire` on a store-backed limiter cannot wait for the store: it decides in this
+  /// `tryAcquire` on a limiter made with a store (deprecated) cannot wait for the store: it decides in this
   /// process's memory under the same limit (as the `.fallback` policy does), never asks the store,
   /// and never traps; `decide` asks the store.
   @Test func theSynchronousDecisionOfAStoreBackedLimiterIsTheProcesssOwn() async throws {
@@ -49,7 +49,7 @@ import Testing
       }
     }
     let store = Store()
-    let limiter = KeyedRateLimiter<Int>(permits: 2, per: .seconds(1), clock: scheduler, store: store)
+    let limiter: KeyedRateLimiter<Int> = .legacy(permits: 2, per: .seconds(1), clock: scheduler, store: store)
     #expect(limiter.tryAcquire(1) == .allowed(remaining: 1))
     #expect(limiter.tryAcquire(1) == .allowed(remaining: 0))
     #expect(limiter.tryAcquire(1) == .limited(retryAfter: .milliseconds(500)))
@@ -68,15 +68,16 @@ import Testing
     try await limiter.acquire(2)  // another key is not held up
     scheduler.advance(to: ms(100))
     #expect(limiter.waitingCount == 2)
+    #expect(limiter.waitingCount(for: 1) == 2 && limiter.waitingCount(for: 2) == 0)
     #expect(try await !limiter.decide(1).isAllowed)  // nor does tryAcquire overtake
     scheduler.advance(to: ms(500))
     try await large.value
-    #expect(limiter.waitingCount == 1)
+    #expect(limiter.waitingCount == 1 && limiter.waitingCount(for: 1) == 1)
     scheduler.advance(to: ms(599))
     #expect(limiter.waitingCount == 1)
     scheduler.advance(to: ms(600))
     try await small.value
-    #expect(limiter.waitingCount == 0)
+    #expect(limiter.waitingCount == 0 && limiter.waitingCount(for: 1) == 0)
     scheduler.advance(by: .seconds(2))
     #expect(limiter.trackedKeyCount == 0)
   }
@@ -120,24 +121,11 @@ import Testing
 
   @Test func aStoreBackedLimiterAsksTheStore() async throws {
     let store = FakeStore(clock: scheduler)
-    let limiter = KeyedRateLimiter<String>(permits: 2, per: .seconds(1), clock: scheduler, store: store)
+    let limiter: KeyedRateLimiter<String> = .legacy(permits: 2, per: .seconds(1), clock: scheduler, store: store)
     #expect(try await limiter.decide("k") == .allowed(remaining: 1))
     #expect(try await limiter.decide("k") == .allowed(remaining: 0))
     #expect(try await limiter.decide("k") == .limited(retryAfter: .milliseconds(500)))
     #expect(store.asked.withLock { $0 } == Array(repeating: RateLimit(permits: 2, per: .seconds(1)), count: 3))
     #expect(limiter.trackedKeyCount == 0)  // the state is the store's
-  }
-
-  @Test func aStoreBackedAcquirePollsAfterEachRetryAfter() async throws {
-    let store = FakeStore(clock: scheduler)
-    let limiter = KeyedRateLimiter<String>(permits: 2, per: .seconds(1), clock: scheduler, store: store)
-    _ = try await limiter.decide("k", cost: 2)
-    let waiting = Task { try await limiter.acquire("k") }
-    // The waiter asks, is told 500 ms, and sleeps that long on the limiter's clock.
-    while store.asked.withLock({ $0.count }) < 2 || scheduler.pendingDeadlines.isEmpty { await Task.yield() }
-    #expect(scheduler.pendingDeadlines.contains(ms(500)))
-    scheduler.advance(to: ms(500))
-    try await waiting.value
-    #expect(store.asked.withLock { $0.count } == 3)
   }
 }

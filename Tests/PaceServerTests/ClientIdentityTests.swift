@@ -1,5 +1,5 @@
 import Pace
-import PaceHTTP
+import PaceHTTPServer
 import PaceTestSupport
 import Testing
 
@@ -49,29 +49,29 @@ struct LongKeyTests {
   @Test func aKeyOverTheLimitIsHashedWithAPrefix() {
     let long = String(repeating: "x", count: 1025)
     #expect(
-      LongKeyRule.hash.limiterKey(for: long)
+      LongKeyHandling.hash.limiterKey(for: long)
         == "sha256:c6d8e9905300876046729949cc95c2385221270d389176f7234fe7ac00c4e430")
     #expect(
-      LongKeyRule.hash.limiterKey(for: String(repeating: "x", count: 1024)) == String(repeating: "x", count: 1024))
-    #expect(LongKeyRule.refuse.limiterKey(for: long) == long)
+      LongKeyHandling.hash.limiterKey(for: String(repeating: "x", count: 1024)) == String(repeating: "x", count: 1024))
+    #expect(LongKeyHandling.refuse.limiterKey(for: long) == long)
   }
 
   /// A short key cannot be the hashed form of a long one: keys that start with the prefix are
   /// hashed too.
   @Test func aShortKeyCannotImpersonateALongOne() {
     let long = String(repeating: "x", count: 1025)
-    let impersonation = LongKeyRule.hash.limiterKey(for: long)
-    #expect(LongKeyRule.hash.limiterKey(for: impersonation) != impersonation)
+    let impersonation = LongKeyHandling.hash.limiterKey(for: long)
+    #expect(LongKeyHandling.hash.limiterKey(for: impersonation) != impersonation)
     #expect(
-      LongKeyRule.hash.limiterKey(for: "sha256:abc")
+      LongKeyHandling.hash.limiterKey(for: "sha256:abc")
         == "sha256:67e9bc3cfd2163c2978358dfe00d2f912cd4ee0c99f077c3583b39b48aebb124")
   }
 
   /// Empty keys and keys with NUL are the limiter's to refuse, whatever their length.
   @Test func invalidKeysAreLeftForTheLimiter() {
-    #expect(LongKeyRule.hash.limiterKey(for: "") == "")
+    #expect(LongKeyHandling.hash.limiterKey(for: "") == "")
     let withNUL = "a\u{0}" + String(repeating: "x", count: 2000)
-    #expect(LongKeyRule.hash.limiterKey(for: withNUL) == withNUL)
+    #expect(LongKeyHandling.hash.limiterKey(for: withNUL) == withNUL)
   }
 }
 

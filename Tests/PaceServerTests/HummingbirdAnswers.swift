@@ -13,14 +13,17 @@ func hummingbirdAnswers(_ limiter: KeyedRateLimiter<String>, _ probes: [Probe]) 
 
 /// Runs `probes` in order through PaceHummingbird's middlewares as `server` says.
 func hummingbirdAnswers(_ server: ProbeServer, _ probes: [Probe]) async throws -> [Answer] {
-  let cost = HTTPField.Name(Probe.costField)!
-  let policies = server.policies.map { policy in
-    let key = HTTPField.Name(policy.keyField)!
-    return RateLimitPolicy<BasicRequestContext>(
-      policy.name, limiter: policy.limiter, cost: { request, _ in request.headers[cost].flatMap { Int($0) } ?? 1 },
-      key: { request, _ in request.headers[key] })
+  let costField = HTTPField.Name(Probe.costField)!
+  let cost: @Sendable ((Request, BasicRequestContext)) -> Int = { $0.0.headers[costField].flatMap { Int($0) } ?? 1 }
+  let policies = server.policies.map { policy -> RateLimitPolicy<BasicRequestContext> in
+    var key: (@Sendable ((Request, BasicRequestContext)) -> String?)?
+    if let field = policy.keyField.flatMap({ HTTPField.Name($0) }) { key = { input in input.0.headers[field] } }
+    switch policy.limiter {
+    case .inMemory(let limiter): return RateLimitPolicy(policy.name, limiter: limiter, key: key, cost: cost)
+    case .storeBacked(let limiter): return RateLimitPolicy(policy.name, limiter: limiter, key: key, cost: cost)
+    }
   }
-  let longKeys: LongKeyPolicy = server.refusesLongKeys ? .refuse : .hash
+  let longKeys: LongKeyHandling = server.refusesLongKeys ? .refuse : .hash
   let router = Router()
   if server.nested {
     for policy in policies { router.add(middleware: RateLimitMiddleware(policies: [policy], longKeys: longKeys)) }

@@ -203,7 +203,7 @@ struct PostgresRateLimitStoreTests {
       // The fallback's own limit applies (here a smaller one, as for one of several instances).
       let fallback = KeyedRateLimiter<String>(permits: 2, per: .seconds(3600))
       let local = try PostgresRateLimitStore(client: client, whenUnavailable: .fallback(fallback), timeout: timeout)
-      let shared = KeyedRateLimiter(permits: 100, per: .seconds(3600), store: local)
+      let shared = StoreBackedRateLimiter(permits: 100, per: .seconds(3600), store: local)
       #expect(try await shared.decide("k") == .allowed(remaining: 1))
       #expect(try await shared.decide("k") == .allowed(remaining: 0))
       #expect(try await shared.decide("k").isAllowed == false)

@@ -6,6 +6,7 @@ import InMemoryLogging
 import Logging
 import MetricsTestKit
 import Pace
+import PaceHTTPServer
 import PaceHummingbird
 import PacePostgres
 import PostgresNIO
@@ -16,8 +17,16 @@ struct RateLimitMiddlewareTests {
   static let apiKey = HTTPField.Name("X-API-Key")!
 
   func application(_ limiter: KeyedRateLimiter<String>) -> some ApplicationProtocol {
+    application(RateLimitMiddleware(limiter: limiter) { request, _ in request.headers[Self.apiKey] })
+  }
+
+  func application(_ limiter: StoreBackedRateLimiter<String>) -> some ApplicationProtocol {
+    application(RateLimitMiddleware(limiter: limiter) { request, _ in request.headers[Self.apiKey] })
+  }
+
+  func application(_ middleware: RateLimitMiddleware<BasicRequestContext>) -> some ApplicationProtocol {
     let router = Router()
-    router.add(middleware: RateLimitMiddleware(limiter: limiter) { request, _ in request.headers[Self.apiKey] })
+    router.add(middleware: middleware)
     router.get("/") { _, _ in "ok" }
     return Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
   }
@@ -52,7 +61,7 @@ struct RateLimitMiddlewareTests {
   /// one: virtual time, windows of 10 s from the scheduler's origin.
   @Test func aFixedWindowsFieldsSayWhenTheWindowEnds() async throws {
     let scheduler = TestScheduler()
-    let limiter = KeyedRateLimiter<String>(limit: .fixedWindow(2, per: .seconds(10)), clock: scheduler)
+    let limiter = KeyedRateLimiter<String>(limit: .fixedWindow(permits: 2, per: .seconds(10)), clock: scheduler)
     scheduler.advance(by: .milliseconds(3_500))
     try await application(limiter).test(.live) { client in
       let first = try await client.execute(uri: "/", method: .get, headers: [Self.apiKey: "a"])
@@ -77,8 +86,13 @@ struct RateLimitMiddlewareTests {
     {
       _, _ in "k"
     }
-    #expect(middleware.limit == RateLimit(permits: 5, per: .seconds(1), burst: 2))
-    #expect(try await middleware.limiter.decide("k") == .allowed(remaining: 1))
+    #expect(middleware.policyName == "default" && middleware.policies.count == 1)
+    guard case .inMemory(let limiter) = middleware.policies[0].decider else {
+      Issue.record("a limit alone is decided in memory")
+      return
+    }
+    #expect(limiter.limit(for: "k") == RateLimit(permits: 5, per: .seconds(1), burst: 2))
+    #expect(try await limiter.decide("k") == .allowed(remaining: 1))
   }
 
   /// Two instances, each its own server and pool, share one key's limit through PostgreSQL.
@@ -87,7 +101,7 @@ struct RateLimitMiddlewareTests {
       let table = TestDatabase.uniqueTable("rl")
       let stores = try clients.map { try PostgresRateLimitStore(client: $0, table: table, timeout: .seconds(30)) }
       try await stores[0].migrate()
-      let limiters = stores.map { KeyedRateLimiter(permits: 3, per: .seconds(3600), store: $0) }
+      let limiters = stores.map { StoreBackedRateLimiter(permits: 3, per: .seconds(3600), store: $0) }
       try await application(limiters[0]).test(.live) { one in
         try await application(limiters[1]).test(.live) { two in
           var statuses: [HTTPResponse.Status] = []
@@ -105,30 +119,28 @@ struct RateLimitMiddlewareTests {
 
   /// A server whose cost and key come from the request, as in issue 19's reports.
   func hostileApplication(
-    _ limiter: KeyedRateLimiter<String>, logs: InMemoryLogHandler, metrics: TestMetrics
+    _ limiter: PolicyLimiter, logs: InMemoryLogHandler, metrics: TestMetrics
   ) -> some ApplicationProtocol {
-    let router = Router()
-    router.add(
-      middleware: RateLimitMiddleware(
-        limiter: limiter, longKeys: .refuse, logger: Logger(label: "test", factory: { _ in logs }),
-        metricsFactory: metrics,
-        cost: { request, _ in request.headers[Self.cost].flatMap { Int($0) } ?? 1 },
-        key: { request, _ in request.headers[Self.apiKey].map { "key:\($0)" } }))
-    router.get("/") { _, _ in "ok" }
-    return Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
+    let policy = RateLimitPolicy<BasicRequestContext>(
+      name: "default", decider: limiter, key: { input in input.0.headers[Self.apiKey].map { "key:\($0)" } },
+      cost: { input in input.0.headers[Self.cost].flatMap { Int($0) } ?? 1 })
+    return application(
+      RateLimitMiddleware(
+        policies: [policy], longKeys: .refuse, logger: Logger(label: "test", factory: { _ in logs }),
+        metricsFactory: metrics))
   }
 
   /// Hostile requests get a 400 with the reason, never a crash or an empty 500, in memory and
-  /// through PostgreSQL alike (long keys refused, as `LongKeyPolicy.refuse` says); a limiter that
+  /// through PostgreSQL alike (long keys refused, as `LongKeyHandling.refuse` says); a limiter that
   /// cannot decide gets a 503.
   @Test func hostileRequestsGet400InMemoryAndThroughPostgreSQL() async throws {
     try await TestDatabase.withClients { clients in
       let store = try PostgresRateLimitStore(
         client: clients[0], table: TestDatabase.uniqueTable("rl"), timeout: .seconds(30))
       try await store.migrate()
-      let limiters = [
-        KeyedRateLimiter<String>(permits: 3, per: .seconds(3600)),
-        KeyedRateLimiter(permits: 3, per: .seconds(3600), store: store),
+      let limiters: [PolicyLimiter] = [
+        .inMemory(KeyedRateLimiter(permits: 3, per: .seconds(3600))),
+        .storeBacked(StoreBackedRateLimiter(permits: 3, per: .seconds(3600), store: store)),
       ]
       for limiter in limiters {
         let logs = InMemoryLogHandler()
@@ -163,7 +175,7 @@ struct RateLimitMiddlewareTests {
     let port = try TestDatabase.closedPort()
     try await TestDatabase.withClients(port: port) { clients in
       let store = try PostgresRateLimitStore(client: clients[0], timeout: .milliseconds(200))
-      let limiter = KeyedRateLimiter(permits: 3, per: .seconds(3600), store: store)
+      let limiter = PolicyLimiter.storeBacked(StoreBackedRateLimiter(permits: 3, per: .seconds(3600), store: store))
       let logs = InMemoryLogHandler()
       let metrics = TestMetrics()
       try await hostileApplication(limiter, logs: logs, metrics: metrics).test(.live) { client in

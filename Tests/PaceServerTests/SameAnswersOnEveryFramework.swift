@@ -1,6 +1,6 @@
 #if PostgreSQL && Hummingbird && Vapor
 import Pace
-import PaceHTTP
+import PaceHTTPServer
 import Testing
 
 /// One request of a table that runs through every framework's middleware.
@@ -38,12 +38,25 @@ struct Probe: Sendable, CustomStringConvertible {
   }
 }
 
-/// One policy of a server that the probes run through: keyed on one request header, with the
-/// cost from `X-Cost`.
+/// One policy of a server that the probes run through: keyed on one request header (or on the
+/// client's address, the default key), with the cost from `X-Cost`.
 struct ProbePolicy: Sendable {
   var name: String
-  var limiter: KeyedRateLimiter<String>
-  var keyField: String
+  var limiter: PolicyLimiter
+  /// The request header of the key; nil for the default key, the client's address.
+  var keyField: String?
+
+  init(name: String, limiter: KeyedRateLimiter<String>, keyField: String?) {
+    self.name = name
+    self.limiter = .inMemory(limiter)
+    self.keyField = keyField
+  }
+
+  init(name: String, limiter: StoreBackedRateLimiter<String>, keyField: String?) {
+    self.name = name
+    self.limiter = .storeBacked(limiter)
+    self.keyField = keyField
+  }
 }
 
 /// The middlewares the probes run through, alike on every framework.
@@ -52,7 +65,7 @@ struct ProbeServer: Sendable {
   var policies: [ProbePolicy]
   /// One middleware with every policy, or one middleware per policy, the first outermost.
   var nested = false
-  /// Whether keys over `KeyPolicy.maximumBytes` are refused rather than hashed.
+  /// Whether keys over `InputRules.maximumKeyBytes` are refused rather than hashed.
   var refusesLongKeys = false
 
   /// One policy named "default" on `X-API-Key`.
@@ -60,6 +73,11 @@ struct ProbeServer: Sendable {
     ProbeServer(
       policies: [ProbePolicy(name: "default", limiter: limiter, keyField: Probe.keyField)],
       refusesLongKeys: refusesLongKeys)
+  }
+
+  /// One policy named "default" on `X-API-Key`, decided by `limiter`'s store.
+  static func single(_ limiter: StoreBackedRateLimiter<String>) -> ProbeServer {
+    ProbeServer(policies: [ProbePolicy(name: "default", limiter: limiter, keyField: Probe.keyField)])
   }
 }
 
@@ -76,6 +94,27 @@ struct Answer: Hashable, Sendable {
 struct FailingStore: RateLimitStore {
   struct Down: Error {}
   func tryAcquire(_ key: String, cost: Int, limit: RateLimit) async throws -> RateLimitDecision { throw Down() }
+}
+
+/// A store that decides as one shared limiter in memory would, on virtual time: what every
+/// instance of a server sharing it sees, and what it was asked.
+final class SharedMemoryStore: RateLimitStore {
+  let scheduler = TestScheduler()
+  private let asked = LockedState<[String]>([])
+  private let memory: KeyedRateLimiter<String>
+
+  init(limits: @escaping @Sendable (String) -> RateLimit) {
+    memory = KeyedRateLimiter(limits: limits, clock: scheduler)
+  }
+
+  /// Every key the store was asked about, in order.
+  var keys: [String] { asked.withLock { $0 } }
+
+  func tryAcquire(_ key: String, cost: Int, limit: RateLimit) async throws -> RateLimitDecision {
+    asked.withLock { $0.append(key) }
+    #expect(limit == memory.limit(for: key), "the store is asked with the key's own limit")
+    return memory.tryAcquire(key, cost: cost)
+  }
 }
 
 @Suite("The rate-limit middlewares answer alike on Hummingbird and Vapor", .timeLimit(.minutes(2)))
@@ -267,7 +306,7 @@ struct SameAnswersOnEveryFramework {
           name: "per-client", limiter: KeyedRateLimiter(permits: 5, per: .seconds(3600), clock: TestScheduler()),
           keyField: Probe.clientField),
         ProbePolicy(
-          name: "shared", limiter: KeyedRateLimiter(permits: 5, per: .seconds(60), store: RacingStore()),
+          name: "shared", limiter: StoreBackedRateLimiter(permits: 5, per: .seconds(60), store: RacingStore()),
           keyField: Probe.keyField),
       ])
     }
@@ -287,7 +326,7 @@ struct SameAnswersOnEveryFramework {
           name: "per-client", limiter: KeyedRateLimiter(permits: 5, per: .seconds(3600), clock: TestScheduler()),
           keyField: Probe.clientField),
         ProbePolicy(
-          name: "shared", limiter: KeyedRateLimiter(permits: 5, per: .seconds(60), store: FailingStore()),
+          name: "shared", limiter: StoreBackedRateLimiter(permits: 5, per: .seconds(60), store: FailingStore()),
           keyField: Probe.keyField),
       ])
     }
@@ -298,14 +337,63 @@ struct SameAnswersOnEveryFramework {
   }
 
   @Test func aLimiterThatCannotDecideGetsTheSame503() async throws {
-    let probes = [Probe(key: "a")]
-    func limiter() -> KeyedRateLimiter<String> {
-      KeyedRateLimiter(permits: 3, per: .seconds(60), store: FailingStore())
+    let answers = try await sameAnswers(
+      .single(StoreBackedRateLimiter(permits: 3, per: .seconds(60), store: FailingStore())), [Probe(key: "a")])
+    #expect(answers.first?.status == 503 && answers.first?.fields["Retry-After"] == "1")
+  }
+
+  /// A store-backed limiter: every decision is the store's (the table's answers, a cost above
+  /// the burst refused before the store is asked), the same on both frameworks.
+  @Test func aStoreBackedLimiterAnswersFromItsStore() async throws {
+    var stores: [SharedMemoryStore] = []
+    func server() -> ProbeServer {
+      let store = SharedMemoryStore { _ in RateLimit(permits: 3, per: .seconds(3600)) }
+      stores.append(store)
+      return .single(StoreBackedRateLimiter(limit: RateLimit(permits: 3, per: .seconds(3600)), store: store))
     }
-    let hummingbird = try await hummingbirdAnswers(limiter(), probes)
-    let vapor = try await vaporAnswers(limiter(), probes)
-    #expect(hummingbird == vapor)
-    #expect(vapor.first?.status == 503 && vapor.first?.fields["Retry-After"] == "1")
+    let answers = try await sameAnswers(server(), Self.probes)
+    #expect(answers.map(\.status) == [200, 200, 200, 429, 400, 400, 200, 200, 200, 200, 429])
+    #expect(answers[3].fields["Retry-After"] == "1200")
+    #expect(answers[3].body == "Too many requests (policy \"default\"): retry after 1200 s\n")
+    // Neither the negative cost nor the cost above the burst reached the store; the request
+    // without a key did not either.
+    let long = "sha256:" + SHA256.hex(String(repeating: "x", count: 1025))
+    for store in stores { #expect(store.keys == ["a", "a", "a", "a", long, "b", "b", "b"]) }
+  }
+
+  /// A store-backed limiter with a plan per key: each key's limit goes to the store, and the
+  /// fields report it.
+  @Test func aStoreBackedPlanReportsEachKeysOwnLimit() async throws {
+    let plan: @Sendable (String) -> RateLimit = { key in
+      key.hasPrefix("paid-") ? RateLimit(permits: 10, per: .seconds(60)) : RateLimit(permits: 2, per: .seconds(3600))
+    }
+    let answers = try await sameAnswers(
+      .single(StoreBackedRateLimiter(limits: plan, store: SharedMemoryStore(limits: plan))),
+      [Probe(key: "paid-1"), Probe(key: "free-1"), Probe(key: "free-1", cost: "3"), Probe(key: "free-1")])
+    #expect(answers.map(\.status) == [200, 200, 400, 200])
+    #expect(answers[0].fields["RateLimit-Policy"] == "\"default\";q=10;w=60")
+    #expect(answers[1].fields["RateLimit-Policy"] == "\"default\";q=2;w=3600")
+    #expect(answers[2].body == "Bad request: the cost 3 is above the burst 2\n")
+    #expect(answers[3].fields["RateLimit"] == "\"default\";r=0;t=3600")
+  }
+
+  /// A policy without a key counts a request against its client's address: in the frameworks'
+  /// test modes a request has none, so every one is `ip:unknown`, on both alike.
+  @Test func aPolicyWithoutAKeyCountsTheClientsAddress() async throws {
+    var stores: [SharedMemoryStore] = []
+    func server() -> ProbeServer {
+      let store = SharedMemoryStore { _ in RateLimit(permits: 2, per: .seconds(60)) }
+      stores.append(store)
+      return ProbeServer(policies: [
+        ProbePolicy(
+          name: "per-address", limiter: StoreBackedRateLimiter(permits: 2, per: .seconds(60), store: store),
+          keyField: nil)
+      ])
+    }
+    let answers = try await sameAnswers(server(), [Probe(key: "a"), Probe(key: "b"), Probe(key: nil)])
+    #expect(answers.map(\.status) == [200, 200, 429])
+    #expect(answers[2].fields["RateLimit"] == "\"per-address\";r=0;t=30")
+    for store in stores { #expect(store.keys == ["ip:unknown", "ip:unknown", "ip:unknown"]) }
   }
 }
 
@@ -362,7 +450,9 @@ struct RateLimitFieldsTests {
   /// one has left a sliding window by then; a fixed window ends sooner), and `retryAfter` when
   /// limited.
   @Test func windowPoliciesReportTheirWindow() {
-    for limit in [RateLimit.slidingWindow(3, per: .seconds(10)), RateLimit.fixedWindow(3, per: .seconds(10))] {
+    for limit in [
+      RateLimit.slidingWindow(permits: 3, per: .seconds(10)), RateLimit.fixedWindow(permits: 3, per: .seconds(10)),
+    ] {
       let window = RateLimitFields(limit: limit, policyName: "uploads")
       #expect(window.policyValue == "\"uploads\";q=3;w=10")
       #expect(window.stateValue(remaining: 2) == "\"uploads\";r=2;t=10")
@@ -374,7 +464,7 @@ struct RateLimitFieldsTests {
   /// A fixed window whose end the limiter knows: `t` of a key with permits taken is that end,
   /// never beyond the window.
   @Test func aFixedWindowReportsItsEnd() {
-    let limit = RateLimit.fixedWindow(3, per: .seconds(10))
+    let limit = RateLimit.fixedWindow(permits: 3, per: .seconds(10))
     let fields = { RateLimitFields(limit: limit, policyName: "uploads", windowEndsIn: $0) }
     #expect(fields(.milliseconds(3_200)).stateValue(remaining: 2) == "\"uploads\";r=2;t=4")
     #expect(fields(.milliseconds(3_200)).stateValue(remaining: 3) == "\"uploads\";r=3;t=0")
@@ -385,7 +475,8 @@ struct RateLimitFieldsTests {
   /// Several policies: one member each, in order, and `Retry-After` from the one that denied.
   @Test func severalPoliciesAreOneListEach() {
     let perIP = RateLimitFields(limit: RateLimit(permits: 100, per: .seconds(60)), policyName: "per-ip")
-    let perKey = RateLimitFields(limit: RateLimit.fixedWindow(5_000, per: .seconds(3600)), policyName: "per-key")
+    let perKey = RateLimitFields(
+      limit: RateLimit.fixedWindow(permits: 5_000, per: .seconds(3600)), policyName: "per-key")
     let states: [(RateLimitFields, RateLimitDecision)] = [
       (perIP, .allowed(remaining: 40)), (perKey, .limited(retryAfter: .seconds(1234))),
     ]

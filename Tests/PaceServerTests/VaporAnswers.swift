@@ -12,12 +12,16 @@ func vaporAnswers(_ limiter: KeyedRateLimiter<String>, _ probes: [Probe]) async 
 
 /// Runs `probes` in order through PaceVapor's middlewares as `server` says.
 func vaporAnswers(_ server: ProbeServer, _ probes: [Probe]) async throws -> [Answer] {
-  let policies = server.policies.map { policy in
-    RateLimitPolicy(
-      policy.name, limiter: policy.limiter, key: { request in request.headers.first(name: policy.keyField) },
-      cost: { request in request.headers.first(name: Probe.costField).flatMap { Int($0) } ?? 1 })
+  let cost: @Sendable (Request) -> Int = { $0.headers.first(name: Probe.costField).flatMap { Int($0) } ?? 1 }
+  let policies = server.policies.map { policy -> RateLimitPolicy in
+    var key: (@Sendable (Request) -> String?)?
+    if let field = policy.keyField { key = { request in request.headers.first(name: field) } }
+    switch policy.limiter {
+    case .inMemory(let limiter): return RateLimitPolicy(policy.name, limiter: limiter, key: key, cost: cost)
+    case .storeBacked(let limiter): return RateLimitPolicy(policy.name, limiter: limiter, key: key, cost: cost)
+    }
   }
-  let longKeys: LongKeyPolicy = server.refusesLongKeys ? .refuse : .hash
+  let longKeys: LongKeyHandling = server.refusesLongKeys ? .refuse : .hash
   return try await withApp { app in
     let middlewares =
       server.nested

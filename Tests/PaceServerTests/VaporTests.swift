@@ -70,7 +70,7 @@ struct VaporTests {
         requestLoops.record(request.eventLoop)
         return "client"
       }
-      let limiter = KeyedRateLimiter<String>(permits: 2, per: .seconds(60), store: store)
+      let limiter = StoreBackedRateLimiter<String>(permits: 2, per: .seconds(60), store: store)
       let middleware =
         policies == 1
         ? RateLimitMiddleware(limiter: limiter, key: key)
@@ -114,7 +114,7 @@ struct VaporTests {
         "with a store",
         { keys in
           RateLimitMiddleware(
-            limiter: KeyedRateLimiter(permits: 2, per: .seconds(60), store: MemoryStore()), key: headerKey(keys))
+            limiter: StoreBackedRateLimiter(permits: 2, per: .seconds(60), store: MemoryStore()), key: headerKey(keys))
         }
       ),
       (
@@ -258,7 +258,7 @@ struct VaporTests {
           for (app, store) in zip([one, two], stores) {
             app.grouped(
               RateLimitMiddleware(
-                limiter: KeyedRateLimiter(permits: 3, per: .seconds(3600), store: store),
+                limiter: StoreBackedRateLimiter(permits: 3, per: .seconds(3600), store: store),
                 key: { $0.headers.first(name: "X-API-Key") })
             ).get { _ in "ok" }
           }
@@ -301,7 +301,7 @@ struct VaporTests {
       })
     do {
       try await app.asyncBoot()
-      let limiter = KeyedRateLimiter(permits: 1, per: .seconds(3600), store: store)
+      let limiter = StoreBackedRateLimiter(permits: 1, per: .seconds(3600), store: store)
       #expect(try await limiter.decide("k") == .allowed(remaining: 0))
       try await debouncer.call("doc", [1])
       try await debouncer.call("doc", [2])
@@ -342,7 +342,7 @@ struct VaporTests {
       })
     do {
       try await app.asyncBoot()
-      let limiter = KeyedRateLimiter(permits: 1, per: .seconds(3600), store: store)
+      let limiter = StoreBackedRateLimiter(permits: 1, per: .seconds(3600), store: store)
       #expect(try await limiter.decide("k") == .allowed(remaining: 0))
       #expect(try await limiter.decide("k").isAllowed == false)
       try await debouncer.call("doc", [1])

@@ -1,4 +1,4 @@
-import PaceHTTP
+import PaceHTTPServer
 
 /// libFuzzer entry point: any bytes, as text, as an address, a range and a forwarding header
 /// (both kinds) from a trusted proxy. An address must read back from its own spelling; a key

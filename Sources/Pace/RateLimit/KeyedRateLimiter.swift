@@ -183,7 +183,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   ///   - store: Where the buckets live and the decisions are made.
   @available(
     *, deprecated,
-    message: "StoreBackedRateLimiter(permits:per:burst:clock:store:) offers only the store's decision; this tryAcquire decides in memory"
+    message: "Use StoreBackedRateLimiter(permits:per:burst:clock:store:): this tryAcquire decides in memory"
   )
   public convenience init<C: Clock>(
     permits: Int, per interval: Duration, burst: Int? = nil, clock: C = ContinuousClock(),
@@ -212,7 +212,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   ///   - store: Where the buckets live and the decisions are made.
   @available(
     *, deprecated,
-    message: "StoreBackedRateLimiter(limit:clock:store:) offers only the store's decision; this tryAcquire decides in memory"
+    message: "Use StoreBackedRateLimiter(limit:clock:store:): this tryAcquire decides in memory"
   )
   public convenience init<C: Clock>(
     limit: RateLimit, clock: C = ContinuousClock(), store: some RateLimitStore<Key>
@@ -252,7 +252,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   ///   - store: Where the buckets live and the decisions are made.
   @available(
     *, deprecated,
-    message: "StoreBackedRateLimiter(limits:clock:store:) offers only the store's decision; this tryAcquire decides in memory"
+    message: "Use StoreBackedRateLimiter(limits:clock:store:): this tryAcquire decides in memory"
   )
   public convenience init<C: Clock>(
     limits: @escaping @Sendable (Key) -> RateLimit, clock: C = ContinuousClock(), store: some RateLimitStore<Key>

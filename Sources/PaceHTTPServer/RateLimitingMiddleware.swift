@@ -1,0 +1,215 @@
+#if Hummingbird || Vapor
+import Logging
+import Metrics
+import Pace
+
+/// A framework's rate-limit middleware: PaceHummingbird's and PaceVapor's `RateLimitMiddleware`.
+///
+/// Everything but the translation of a request and a response is here, once: the initialisers
+/// (with the same labels in the same order on every framework), the policies and what the
+/// middleware answers. Allowed requests go on with the IETF rate-limit fields added; limited ones
+/// get `429 Too Many Requests` with `Retry-After`. The fields follow
+/// [draft-ietf-httpapi-ratelimit-headers-10](https://datatracker.ietf.org/doc/draft-ietf-httpapi-ratelimit-headers/10/):
+///
+/// ```
+/// RateLimit-Policy: "default";q=100;w=60
+/// RateLimit: "default";r=42;t=35
+/// ```
+///
+/// Several policies in one middleware are all asked before any is charged: a request one of them
+/// denies is charged by none, and its `429` names that policy. Middlewares stacked on one route
+/// each add their members to the lists, the outer one's first; an outer one charges before an
+/// inner one decides.
+///
+/// Every request gets an answer, never a crash or an empty `500`:
+///
+/// | The limiter… | Response |
+/// |---|---|
+/// | allows the request | the route's response, with the fields |
+/// | denies it | `429 Too Many Requests`, `Retry-After` and the fields |
+/// | refuses the key or the cost (`InvalidInput`: empty, NUL, a negative cost, a cost above the burst; a key over `InputRules.maximumKeyBytes` only under ``LongKeyHandling/refuse``) | `400 Bad Request`, with the reason as plain text |
+/// | cannot decide (its store throws) | `503 Service Unavailable`, `Retry-After: 1` |
+///
+/// A store with a failure mode decides before that. Invalid requests and failures are logged to
+/// `logger` (invalid requests at most one line per 10 s, with how many it stands for) and counted
+/// in `pace_http_rate_limit_responses_total`, with dimensions `policy` and `outcome` (`allowed`,
+/// `limited`, `invalid`, `unavailable`).
+public protocol RateLimitingMiddleware: Sendable {
+  /// What a policy reads a request's key and cost from: the framework's request (and context).
+  /// Not `Input`, which a framework's middleware protocol may name (Hummingbird's does).
+  associatedtype PolicyInput
+
+  /// The middleware's policies and gate, read by PaceHTTPServer only.
+  var _rateLimitState: RateLimitMiddlewareState<PolicyInput> { get }
+
+  /// The middleware made of `state`: what every initialiser comes to.
+  init(_rateLimitState: RateLimitMiddlewareState<PolicyInput>)
+}
+
+/// A logger that discards, every middleware's default: a library is silent until the application
+/// passes its own.
+@usableFromInline package let silentRateLimitLogger = Logger(
+  label: "pace.http.ratelimit", factory: { _ in SwiftLogNoOpLogHandler() })
+
+/// What a rate-limit middleware holds, in no framework's types: its policies, what it does with
+/// long keys, and the gate that asks the limiters and says what to answer. Opaque outside
+/// PaceHTTPServer.
+public struct RateLimitMiddlewareState<Input>: Sendable {
+  package let policies: [RateLimitPolicy<Input>]
+  package let longKeys: LongKeyHandling
+  package let gate: RateLimitGate
+
+  /// - Precondition: at least one policy, no two with the same name, each name printable ASCII.
+  init(
+    policies: [RateLimitPolicy<Input>], longKeys: LongKeyHandling, logger: Logger, metricsFactory: any MetricsFactory
+  ) {
+    self.policies = policies
+    self.longKeys = longKeys
+    gate = RateLimitGate(
+      policies: policies.map { ($0.name, $0.decider) }, longKeys: longKeys, logger: logger,
+      metricsFactory: metricsFactory)
+  }
+
+  /// What the policy at `index` makes of `input`: its key (the client's address, `clientKey`, for
+  /// a policy without a key of its own) and its cost. Read once per request: they are user code.
+  package func charge(_ index: Int, _ input: Input, clientKey: (Input) -> String?) -> RateLimitGate.Charge {
+    let policy = policies[index]
+    return RateLimitGate.Charge(key: policy.key.map { $0(input) } ?? clientKey(input), cost: policy.cost(input))
+  }
+
+  /// What to do with `input`: the whole answer, for the framework to translate.
+  ///
+  /// - Throws: `CancellationError` only, when the request's task is cancelled.
+  package func outcome(_ input: Input, clientKey: (Input) -> String?) async throws -> RateLimitOutcome {
+    guard policies.count > 1 else {
+      // One policy, the usual case: no list of charges.
+      let charge = charge(0, input, clientKey: clientKey)
+      return try await gate.outcome(key: charge.key, cost: charge.cost)
+    }
+    return try await gate.outcome(policies.indices.map { charge($0, input, clientKey: clientKey) })
+  }
+}
+
+extension RateLimitingMiddleware {
+  /// The policies, in the order a request meets them and the fields list them.
+  public var policies: [RateLimitPolicy<PolicyInput>] { _rateLimitState.policies }
+  /// What happens to a key longer than `InputRules.maximumKeyBytes`.
+  public var longKeys: LongKeyHandling { _rateLimitState.longKeys }
+  /// Where invalid requests and limiter failures are logged.
+  public var logger: Logger { _rateLimitState.gate.logger }
+  /// The first policy's name in the `RateLimit-Policy` and `RateLimit` fields.
+  public var policyName: String { policies[0].name }
+
+  /// The first policy's limiter, for a policy made with a `KeyedRateLimiter` or a limit.
+  @available(*, deprecated, message: "Keep the limiter you gave the middleware: it may be a StoreBackedRateLimiter")
+  public var limiter: KeyedRateLimiter<String> { policies[0].limiter }
+
+  /// The first policy's limit, for a limiter with one limit; a limiter with limits per key has
+  /// none (this then answers a limit no key has), and reports each key's own in the fields.
+  @available(*, deprecated, message: "A limiter with limits per key has no one limit: use its limit(for:)")
+  public var limit: RateLimit { policies[0].decider.uniformLimit ?? RateLimit(permits: .max, per: .nanoseconds(1)) }
+
+  /// A middleware that limits each request by every one of `policies`.
+  ///
+  /// - Parameters:
+  ///   - policies: The limits, in order; at least one, each with a name of its own.
+  ///   - longKeys: What to do with a key over `InputRules.maximumKeyBytes`; hashed by default.
+  ///   - logger: Where to log invalid requests and failures; silent by default (pass the
+  ///     application's).
+  ///   - metricsFactory: Where to count responses; the process's `MetricsSystem` by default.
+  public init(
+    policies: [RateLimitPolicy<PolicyInput>],
+    longKeys: LongKeyHandling = .hash,
+    logger: Logger = silentRateLimitLogger,
+    metricsFactory: any MetricsFactory = MetricsSystem.factory
+  ) {
+    self.init(
+      _rateLimitState: RateLimitMiddlewareState(
+        policies: policies, longKeys: longKeys, logger: logger, metricsFactory: metricsFactory))
+  }
+
+  /// A middleware that takes permits from `limiter`, in this process's memory: each instance of
+  /// the server counts alone, so N instances allow up to N times its limit.
+  ///
+  /// - Parameters:
+  ///   - limiter: Where the decisions are made; its limit is the policy, or each key's own for a
+  ///     limiter with limits per key (`KeyedRateLimiter(limits:)`, a plan per API key).
+  ///   - policyName: The policy's name in the fields; `"default"` by default.
+  ///   - longKeys: What to do with a key over `InputRules.maximumKeyBytes`; hashed by default.
+  ///   - logger: Where to log invalid requests and failures; silent by default.
+  ///   - metricsFactory: Where to count responses; the process's `MetricsSystem` by default.
+  ///   - key: The key a request counts against, or nil to let it through unlimited; the client's
+  ///     address by default (``ClientAddress/peer``). Key on what the client cannot choose freely:
+  ///     a client that invents keys gets a fresh bucket with each. Before `cost`, so that a
+  ///     trailing closure is the key.
+  ///   - cost: How many permits a request takes; 1 by default. A request may choose it (a header,
+  ///     say): a negative cost or one above the burst is answered `400`; a cost of 0 asks without
+  ///     taking and is limited when a cost of 1 would be.
+  public init(
+    limiter: KeyedRateLimiter<String>,
+    policyName: String = "default",
+    longKeys: LongKeyHandling = .hash,
+    logger: Logger = silentRateLimitLogger,
+    metricsFactory: any MetricsFactory = MetricsSystem.factory,
+    key: (@Sendable (PolicyInput) -> String?)? = nil,
+    cost: @escaping @Sendable (PolicyInput) -> Int = { _ in 1 }
+  ) {
+    self.init(
+      policies: [RateLimitPolicy(policyName, limiter: limiter, key: key, cost: cost)], longKeys: longKeys,
+      logger: logger, metricsFactory: metricsFactory)
+  }
+
+  /// A middleware whose decisions are made by `limiter`'s store, shared by every instance of the
+  /// server that uses it.
+  ///
+  /// - Parameters:
+  ///   - limiter: Where the decisions are made; its limit is the policy, or each key's own.
+  ///   - policyName: The policy's name in the fields; `"default"` by default.
+  ///   - longKeys: What to do with a key over `InputRules.maximumKeyBytes`; hashed by default.
+  ///   - logger: Where to log invalid requests and failures (a store that cannot decide);
+  ///     silent by default.
+  ///   - metricsFactory: Where to count responses; the process's `MetricsSystem` by default.
+  ///   - key: The key a request counts against, or nil to let it through unlimited; the client's
+  ///     address by default.
+  ///   - cost: How many permits a request takes; 1 by default.
+  public init(
+    limiter: StoreBackedRateLimiter<String>,
+    policyName: String = "default",
+    longKeys: LongKeyHandling = .hash,
+    logger: Logger = silentRateLimitLogger,
+    metricsFactory: any MetricsFactory = MetricsSystem.factory,
+    key: (@Sendable (PolicyInput) -> String?)? = nil,
+    cost: @escaping @Sendable (PolicyInput) -> Int = { _ in 1 }
+  ) {
+    self.init(
+      policies: [RateLimitPolicy(policyName, limiter: limiter, key: key, cost: cost)], longKeys: longKeys,
+      logger: logger, metricsFactory: metricsFactory)
+  }
+
+  /// A middleware with its own in-memory limiter: each instance of the server counts alone, so N
+  /// instances allow up to N times `limit`.
+  ///
+  /// - Parameters:
+  ///   - limit: The limit per key.
+  ///   - policyName: The policy's name in the fields; `"default"` by default.
+  ///   - longKeys: What to do with a key over `InputRules.maximumKeyBytes`; hashed by default.
+  ///   - logger: Where to log invalid requests; silent by default.
+  ///   - metricsFactory: Where to count responses; the process's `MetricsSystem` by default.
+  ///   - key: The key a request counts against, or nil to let it through unlimited; the client's
+  ///     address by default.
+  ///   - cost: How many permits a request takes; 1 by default.
+  public init(
+    limit: RateLimit,
+    policyName: String = "default",
+    longKeys: LongKeyHandling = .hash,
+    logger: Logger = silentRateLimitLogger,
+    metricsFactory: any MetricsFactory = MetricsSystem.factory,
+    key: (@Sendable (PolicyInput) -> String?)? = nil,
+    cost: @escaping @Sendable (PolicyInput) -> Int = { _ in 1 }
+  ) {
+    self.init(
+      limiter: KeyedRateLimiter(limit: limit), policyName: policyName, longKeys: longKeys, logger: logger,
+      metricsFactory: metricsFactory, key: key, cost: cost)
+  }
+}
+#endif
