@@ -11,7 +11,9 @@ import Vapor
 
 func vaporCallsOf020(_ app: Application, request: Request, services: [any Service]) {
   let clients = ClientAddress.forwarded(byTrustedProxies: ["10.0.0.1"])
-  let proxies: Set<String> = clients.trustedProxies
+  // 0.4.0 breaks this, announced: `trustedProxies` is `[String]` on every framework, as its
+  // initialiser takes it (it was `Set<String>` on Vapor).
+  let proxies = Set(clients.trustedProxies)
   let address: String? = ClientAddress.peer.address(of: request)
   let key: String? = clients.key(request)
   let middleware = RateLimitMiddleware(

@@ -14,7 +14,9 @@ func vaporCallsOf030(_ app: Application) {
     trustedProxies: ["10.0.0.0/8", "fd00::/8"], header: .forwarded, ipv4PrefixLength: 32, ipv6PrefixLength: 64)
   _ = ClientAddress(ipv6PrefixLength: 128)
   let header: ClientAddress.ForwardingHeader = .xForwardedFor
-  let proxies: Set<String> = clients.trustedProxies
+  // 0.4.0 breaks this, announced: `trustedProxies` is `[String]` on every framework, as its
+  // initialiser takes it (it was `Set<String>` on Vapor).
+  let proxies = Set(clients.trustedProxies)
   let lengths = (clients.ipv4PrefixLength, clients.ipv6PrefixLength)
   _ = (header, proxies, lengths)
 
