@@ -19,8 +19,11 @@ import ServiceLifecycle
 /// <doc:SharedRateLimitsAndDebouncing>, which also gives each policy's cost per key).
 ///
 /// ```swift
-/// let store = try PostgresRateLimitStore(client: client, whenUnavailable: .allow, logger: logger)
-/// try await store.migrate()
+/// let store = try PostgresRateLimitStore(
+///   client: client, whenUnavailable: .allow, directConnection: connection, logger: logger)
+/// // The client and the store run as services: the store's run() owns its lanes and its purge.
+/// let services = ServiceGroup(services: [client, store], gracefulShutdownSignals: [.sigterm], logger: logger)
+/// try await store.migrate()  // once the client runs
 /// let decision = try await store.tryAcquire("api-key-42", cost: 1, limit: RateLimit(permits: 100, per: .seconds(60)))
 /// ```
 ///
