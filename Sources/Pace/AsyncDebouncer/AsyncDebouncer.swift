@@ -32,8 +32,10 @@
 /// it first suspends, and ``submit(_:)`` registers it synchronously. Releasing the debouncer
 /// cancels its timer and any work still running. Stored in a property of the object its
 /// operation uses, it takes that object as `owner:` (held weakly) or captures `[weak self]`.
-public final class AsyncDebouncer<Input: Sendable, Output: Sendable>: Sendable {
+public final class AsyncDebouncer<Input: Sendable, Output: Sendable>: AsyncPacedFunction {
   let pacer: AsyncWorkPacer<DebounceStateMachine<Input>, Output>
+  /// The driver that paces the calls: Pace's own.
+  public var _driver: any _PacingDriver { pacer }
 
   /// A debouncer of `operation`.
   ///
@@ -119,92 +121,15 @@ public final class AsyncDebouncer<Input: Sendable, Output: Sendable>: Sendable {
   }
 
   /// Calls the debounced function with `input` and waits for the result of the invocation that
-  /// covers the call.
-  ///
-  /// The call runs on the caller's actor until it is registered, so from the main actor a call
-  /// is registered before `call` first suspends: a ``TestScheduler`` advanced right after
-  /// starting it sees it.
-  ///
-  /// - Parameters:
-  ///   - input: The call's value.
-  ///   - isolation: The caller's actor; leave the default.
-  /// - Throws: `CancellationError` if the call is superseded, dropped, or cancelled, or if
-  ///   ``cancel()`` is called; otherwise whatever `operation` throws.
+  /// covers the call (``AsyncPacedFunction/call(_:isolation:)`` says how and when it throws).
   public func call(_ input: Input, isolation: isolated (any Actor)? = #isolation) async throws -> Output {
     try await pacer.call(input, isolation: isolation)
   }
 
-  /// Calls the debounced function with `input`; the same as ``call(_:isolation:)``.
-  ///
-  /// - Parameters:
-  ///   - input: The call's value.
-  ///   - isolation: The caller's actor; leave the default.
-  public func callAsFunction(_ input: Input, isolation: isolated (any Actor)? = #isolation) async throws -> Output {
-    try await pacer.call(input, isolation: isolation)
-  }
-
-  /// Calls the debounced function with `input` now, synchronously, and returns a task that gives
-  /// the result of the invocation that covers the call.
-  ///
-  /// The call is registered before `submit` returns, from any context, so the debouncer's state
-  /// (``isPending``, a ``TestScheduler``'s deadlines) already reflects it. Cancelling the task
-  /// cancels the call, as cancelling the caller of ``call(_:isolation:)`` does.
-  ///
-  /// - Parameter input: The call's value.
-  /// - Returns: A task whose value is the result; it throws what ``call(_:isolation:)`` throws.
+  /// Calls the debounced function with `input` now and returns a task that gives the result
+  /// (``AsyncPacedFunction/submit(_:)`` says when the call is registered).
   @discardableResult
   public func submit(_ input: Input) -> Task<Output, any Error> {
     pacer.submit(input)
-  }
-
-  /// Starts the pending invocation now; does nothing if nothing is pending.
-  public func flush() {
-    pacer.flush()
-  }
-
-  /// Drops the pending invocation and resets, so the next call may lead again; every waiting
-  /// caller throws `CancellationError`, and work in flight is cancelled.
-  public func cancel() {
-    pacer.cancel()
-  }
-
-  /// Whether an invocation will start: a value is pending and a caller still waits for it.
-  /// `false` once every caller covered by it has cancelled.
-  public var isPending: Bool {
-    pacer.isPending
-  }
-
-  /// When the pending invocation happens if no call arrives meanwhile; `nil` when nothing is
-  /// pending.
-  ///
-  /// Read this, not a ``TestScheduler``'s deadlines, to see when a burst ends: a call inside a
-  /// burst arms no timer (it costs no allocation), so the armed timer is the one the burst
-  /// started with, re-armed for the true deadline only when it fires. After calls at 0, 100,
-  /// 200 and 250 ms on a 300 ms debouncer, the timer is due at 300 ms and `nextInvocation` is
-  /// 550 ms.
-  public var nextInvocation: PaceInstant? {
-    pacer.nextInvocation
-  }
-}
-
-extension AsyncDebouncer where Input == Void {
-  /// Calls the debounced function and waits for the result of the invocation that covers it.
-  ///
-  /// - Parameter isolation: The caller's actor; leave the default.
-  public func call(isolation: isolated (any Actor)? = #isolation) async throws -> Output {
-    try await pacer.call((), isolation: isolation)
-  }
-
-  /// Calls the debounced function; the same as ``call(isolation:)``.
-  ///
-  /// - Parameter isolation: The caller's actor; leave the default.
-  public func callAsFunction(isolation: isolated (any Actor)? = #isolation) async throws -> Output {
-    try await pacer.call((), isolation: isolation)
-  }
-
-  /// Calls the debounced function now, synchronously; the same as ``submit(_:)``.
-  @discardableResult
-  public func submit() -> Task<Output, any Error> {
-    pacer.submit(())
   }
 }

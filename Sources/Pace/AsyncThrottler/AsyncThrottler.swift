@@ -25,8 +25,10 @@
 /// ``call(_:isolation:)`` registers the call on the caller's actor before it first suspends, and
 /// ``submit(_:)`` registers it synchronously. Stored in a property of the object its operation
 /// uses, it takes that object as `owner:` (held weakly) or captures `[weak self]`.
-public final class AsyncThrottler<Input: Sendable, Output: Sendable>: Sendable {
+public final class AsyncThrottler<Input: Sendable, Output: Sendable>: AsyncPacedFunction {
   let pacer: AsyncWorkPacer<ThrottleStateMachine<Input>, Output>
+  /// The driver that paces the calls: Pace's own.
+  public var _driver: any _PacingDriver { pacer }
 
   /// A throttler of `operation`.
   ///
@@ -105,87 +107,15 @@ public final class AsyncThrottler<Input: Sendable, Output: Sendable>: Sendable {
   }
 
   /// Calls the throttled function with `input` and waits for the result of the invocation that
-  /// covers the call.
-  ///
-  /// The call runs on the caller's actor until it is registered, so from the main actor a call
-  /// is registered before `call` first suspends: a ``TestScheduler`` advanced right after
-  /// starting it sees it.
-  ///
-  /// - Parameters:
-  ///   - input: The call's value.
-  ///   - isolation: The caller's actor; leave the default.
-  /// - Throws: `CancellationError` if the call is superseded, dropped, or cancelled, or if
-  ///   ``cancel()`` is called; otherwise whatever `operation` throws.
+  /// covers the call (``AsyncPacedFunction/call(_:isolation:)`` says how and when it throws).
   public func call(_ input: Input, isolation: isolated (any Actor)? = #isolation) async throws -> Output {
     try await pacer.call(input, isolation: isolation)
   }
 
-  /// Calls the throttled function with `input`; the same as ``call(_:isolation:)``.
-  ///
-  /// - Parameters:
-  ///   - input: The call's value.
-  ///   - isolation: The caller's actor; leave the default.
-  public func callAsFunction(_ input: Input, isolation: isolated (any Actor)? = #isolation) async throws -> Output {
-    try await pacer.call(input, isolation: isolation)
-  }
-
-  /// Calls the throttled function with `input` now, synchronously, and returns a task that gives
-  /// the result of the invocation that covers the call.
-  ///
-  /// The call is registered before `submit` returns, from any context, so the throttler's state
-  /// (``isPending``, a ``TestScheduler``'s deadlines) already reflects it. Cancelling the task
-  /// cancels the call, as cancelling the caller of ``call(_:isolation:)`` does.
-  ///
-  /// - Parameter input: The call's value.
-  /// - Returns: A task whose value is the result; it throws what ``call(_:isolation:)`` throws.
+  /// Calls the throttled function with `input` now and returns a task that gives the result
+  /// (``AsyncPacedFunction/submit(_:)`` says when the call is registered).
   @discardableResult
   public func submit(_ input: Input) -> Task<Output, any Error> {
     pacer.submit(input)
-  }
-
-  /// Starts the pending trailing invocation now; does nothing if nothing is pending. The open
-  /// window keeps its end.
-  public func flush() {
-    pacer.flush()
-  }
-
-  /// Drops the pending invocation and closes the window, so the next call may lead again; every
-  /// waiting caller throws `CancellationError`, and work in flight is cancelled.
-  public func cancel() {
-    pacer.cancel()
-  }
-
-  /// Whether a trailing invocation will start: a value is pending and a caller still waits for
-  /// it. `false` once every caller covered by it has cancelled.
-  public var isPending: Bool {
-    pacer.isPending
-  }
-
-  /// When the pending trailing invocation starts: the end of the open window; `nil` when
-  /// nothing will start.
-  public var nextInvocation: PaceInstant? {
-    pacer.nextInvocation
-  }
-}
-
-extension AsyncThrottler where Input == Void {
-  /// Calls the throttled function and waits for the result of the invocation that covers it.
-  ///
-  /// - Parameter isolation: The caller's actor; leave the default.
-  public func call(isolation: isolated (any Actor)? = #isolation) async throws -> Output {
-    try await pacer.call((), isolation: isolation)
-  }
-
-  /// Calls the throttled function; the same as ``call(isolation:)``.
-  ///
-  /// - Parameter isolation: The caller's actor; leave the default.
-  public func callAsFunction(isolation: isolated (any Actor)? = #isolation) async throws -> Output {
-    try await pacer.call((), isolation: isolation)
-  }
-
-  /// Calls the throttled function now, synchronously; the same as ``submit(_:)``.
-  @discardableResult
-  public func submit() -> Task<Output, any Error> {
-    pacer.submit(())
   }
 }

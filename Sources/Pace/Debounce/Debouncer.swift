@@ -38,8 +38,10 @@
 ///   }
 /// }
 /// ```
-public final class Debouncer<Value: Sendable>: Sendable {
+public final class Debouncer<Value: Sendable>: PacedFunction {
   @usableFromInline let pacer: Pacer<DebounceStateMachine<Value>>
+  /// The driver that paces the calls: Pace's own.
+  public var _driver: any _PacingDriver { pacer }
   /// Whether the owner of an `owner:` debouncer is gone; `nil` for a debouncer without an owner.
   @usableFromInline let ownerIsGone: (@Sendable () -> Bool)?
 
@@ -194,42 +196,6 @@ public final class Debouncer<Value: Sendable>: Sendable {
     if let ownerIsGone, ownerIsGone() { return cancel() }
     pacer.call(value)
   }
-
-  /// Records a call with `value`; the same as ``call(_:)``.
-  @inlinable
-  public func callAsFunction(_ value: Value) {
-    call(value)
-  }
-
-  /// Drops the pending invocation and resets, so the next call may lead again.
-  public func cancel() {
-    pacer.cancel()
-  }
-
-  /// Performs the pending invocation now; does nothing if nothing is pending.
-  ///
-  /// It runs synchronously when called on the scheduler (always on ``TestScheduler``),
-  /// otherwise it is dispatched there at once.
-  public func flush() {
-    pacer.flush()
-  }
-
-  /// Whether an invocation is waiting to happen.
-  public var isPending: Bool {
-    pacer.isPending
-  }
-
-  /// When the pending invocation happens if no call arrives meanwhile; `nil` when nothing is
-  /// pending.
-  ///
-  /// Read this, not a ``TestScheduler``'s deadlines, to see when a burst ends: a call inside a
-  /// burst arms no timer (it costs no allocation), so the armed timer is the one the burst
-  /// started with, re-armed for the true deadline only when it fires. After calls at 0, 100,
-  /// 200 and 250 ms on a 300 ms debouncer, the timer is due at 300 ms and `nextInvocation` is
-  /// 550 ms.
-  public var nextInvocation: PaceInstant? {
-    pacer.nextInvocation
-  }
 }
 
 extension Debouncer where Value == Void {
@@ -255,17 +221,5 @@ extension Debouncer where Value == Void {
     self.init(for: interval, edges: edges, maximumWait: maximumWait, scheduler: scheduler, owner: owner) { owner, _ in
       perform(owner)
     }
-  }
-
-  /// Records a call.
-  @inlinable
-  public func call() {
-    call(())
-  }
-
-  /// Records a call; the same as ``call()``.
-  @inlinable
-  public func callAsFunction() {
-    call(())
   }
 }

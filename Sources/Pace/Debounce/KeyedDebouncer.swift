@@ -27,8 +27,10 @@ import Dispatch
 /// Call it from any thread. `perform` runs on the scheduler, never under a lock, and may call
 /// the debouncer again; invocations of one key never overlap and arrive in order. Releasing the
 /// debouncer drops what is pending.
-public final class KeyedDebouncer<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+public final class KeyedDebouncer<Key: Hashable & Sendable, Value: Sendable>: KeyedPacedFunction {
   @usableFromInline let pacer: KeyedPacer<Key, DebounceStateMachine<Value>>
+  /// The driver that paces the calls: Pace's own.
+  public var _driver: any _KeyedPacingDriver<Key> { pacer }
 
   /// A keyed debouncer that runs `perform` on `scheduler`.
   ///
@@ -60,53 +62,5 @@ public final class KeyedDebouncer<Key: Hashable & Sendable, Value: Sendable>: Se
   @inlinable
   public func call(_ key: Key, _ value: Value) {
     pacer.call(key, value)
-  }
-
-  /// Records a call for `key` with `value`; the same as ``call(_:_:)``.
-  @inlinable
-  public func callAsFunction(_ key: Key, _ value: Value) {
-    pacer.call(key, value)
-  }
-
-  /// Performs `key`'s pending invocation now; does nothing if nothing is pending for it.
-  @inlinable
-  public func flush(_ key: Key) {
-    pacer.flush(key)
-  }
-
-  /// Performs every key's pending invocation now (before a graceful shutdown, say).
-  public func flushAll() {
-    pacer.flushAll()
-  }
-
-  /// Drops `key`'s pending invocation and forgets the key, so its next call may lead again.
-  @inlinable
-  public func cancel(_ key: Key) {
-    pacer.cancel(key)
-  }
-
-  /// Drops every pending invocation and forgets every key.
-  public func cancelAll() {
-    pacer.cancelAll()
-  }
-
-  /// Whether an invocation is waiting to happen for `key`.
-  @inlinable
-  public func isPending(for key: Key) -> Bool {
-    pacer.isPending(key)
-  }
-
-  /// How many keys hold state now: a burst in progress, or a pending invocation. Idle keys are
-  /// forgotten and not counted.
-  public var trackedKeyCount: Int {
-    pacer.trackedKeyCount
-  }
-}
-
-extension KeyedDebouncer where Value == Void {
-  /// Records a call for `key`.
-  @inlinable
-  public func call(_ key: Key) {
-    pacer.call(key, ())
   }
 }

@@ -73,7 +73,7 @@ final class Pacer<Machine: PacerStateMachine>: Sendable where Machine.Value: Sen
     carryOut(effects)
   }
 
-  func flush() {
+  @usableFromInline func flush() {
     let now = scheduler.now
     let (effects, timer) = state.withLock { state -> (Effects, (any PaceCancellable)?) in
       let effects = Self.apply(state.machine.flush(now: now).map(PacerAction.invoke) ?? .none, to: &state)
@@ -89,7 +89,7 @@ final class Pacer<Machine: PacerStateMachine>: Sendable where Machine.Value: Sen
     return state.timer.disarm()
   }
 
-  func cancel() {
+  @usableFromInline func cancel() {
     let timer = state.withLock { state -> (any PaceCancellable)? in
       _ = state.machine.cancel()
       // Any timer held goes, even one the machine no longer expects.
@@ -98,11 +98,11 @@ final class Pacer<Machine: PacerStateMachine>: Sendable where Machine.Value: Sen
     timer?.cancel()
   }
 
-  var isPending: Bool {
+  @usableFromInline var isPending: Bool {
     state.withLock { $0.machine.isPending }
   }
 
-  var nextInvocation: PaceInstant? {
+  @usableFromInline var nextInvocation: PaceInstant? {
     state.withLock { $0.machine.nextInvocation }
   }
 

@@ -23,8 +23,10 @@ import Dispatch
 ///
 /// Call it from any thread. `perform` runs on the scheduler, never under a lock, and may call
 /// the throttler again; invocations of one key never overlap and arrive in order.
-public final class KeyedThrottler<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+public final class KeyedThrottler<Key: Hashable & Sendable, Value: Sendable>: KeyedPacedFunction {
   @usableFromInline let pacer: KeyedPacer<Key, ThrottleStateMachine<Value>>
+  /// The driver that paces the calls: Pace's own.
+  public var _driver: any _KeyedPacingDriver<Key> { pacer }
 
   /// A keyed throttler that runs `perform` on `scheduler`.
   ///
@@ -54,52 +56,5 @@ public final class KeyedThrottler<Key: Hashable & Sendable, Value: Sendable>: Se
   @inlinable
   public func call(_ key: Key, _ value: Value) {
     pacer.call(key, value)
-  }
-
-  /// Records a call for `key` with `value`; the same as ``call(_:_:)``.
-  @inlinable
-  public func callAsFunction(_ key: Key, _ value: Value) {
-    pacer.call(key, value)
-  }
-
-  /// Performs `key`'s pending trailing invocation now; its open window keeps its end.
-  @inlinable
-  public func flush(_ key: Key) {
-    pacer.flush(key)
-  }
-
-  /// Performs every key's pending trailing invocation now.
-  public func flushAll() {
-    pacer.flushAll()
-  }
-
-  /// Drops `key`'s pending invocation and closes its window, so its next call may lead again.
-  @inlinable
-  public func cancel(_ key: Key) {
-    pacer.cancel(key)
-  }
-
-  /// Drops every pending invocation and closes every window.
-  public func cancelAll() {
-    pacer.cancelAll()
-  }
-
-  /// Whether a trailing invocation is waiting to happen for `key`.
-  @inlinable
-  public func isPending(for key: Key) -> Bool {
-    pacer.isPending(key)
-  }
-
-  /// How many keys hold state now: an open window. Idle keys are forgotten and not counted.
-  public var trackedKeyCount: Int {
-    pacer.trackedKeyCount
-  }
-}
-
-extension KeyedThrottler where Value == Void {
-  /// Records a call for `key`.
-  @inlinable
-  public func call(_ key: Key) {
-    pacer.call(key, ())
   }
 }

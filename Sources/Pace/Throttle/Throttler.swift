@@ -33,8 +33,10 @@
 ///   func payTapped() { pay?() }
 /// }
 /// ```
-public final class Throttler<Value: Sendable>: Sendable {
+public final class Throttler<Value: Sendable>: PacedFunction {
   @usableFromInline let pacer: Pacer<ThrottleStateMachine<Value>>
+  /// The driver that paces the calls: Pace's own.
+  public var _driver: any _PacingDriver { pacer }
   /// Whether the owner of an `owner:` throttler is gone; `nil` for a throttler without an owner.
   @usableFromInline let ownerIsGone: (@Sendable () -> Bool)?
 
@@ -168,34 +170,6 @@ public final class Throttler<Value: Sendable>: Sendable {
     if let ownerIsGone, ownerIsGone() { return cancel() }
     pacer.call(value)
   }
-
-  /// Records a call with `value`; the same as ``call(_:)``.
-  @inlinable
-  public func callAsFunction(_ value: Value) {
-    call(value)
-  }
-
-  /// Drops the pending invocation and closes the window, so the next call may lead again.
-  public func cancel() {
-    pacer.cancel()
-  }
-
-  /// Performs the pending trailing invocation now; does nothing if nothing is pending.
-  /// The open window keeps its end.
-  public func flush() {
-    pacer.flush()
-  }
-
-  /// Whether a trailing invocation is waiting to happen.
-  public var isPending: Bool {
-    pacer.isPending
-  }
-
-  /// When the pending trailing invocation happens: the end of the open window; `nil` when
-  /// nothing is pending.
-  public var nextInvocation: PaceInstant? {
-    pacer.nextInvocation
-  }
 }
 
 extension Throttler where Value == Void {
@@ -217,17 +191,5 @@ extension Throttler where Value == Void {
     perform: @escaping @MainActor @Sendable (_ owner: Owner) -> Void
   ) {
     self.init(for: interval, edges: edges, scheduler: scheduler, owner: owner) { owner, _ in perform(owner) }
-  }
-
-  /// Records a call.
-  @inlinable
-  public func call() {
-    call(())
-  }
-
-  /// Records a call; the same as ``call()``.
-  @inlinable
-  public func callAsFunction() {
-    call(())
   }
 }

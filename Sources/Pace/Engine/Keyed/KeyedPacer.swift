@@ -162,7 +162,7 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
     carryOut(effects, shard: index)
   }
 
-  func flushAll() {
+  @usableFromInline func flushAll() {
     let now = scheduler.now
     for index in shards.indices {
       let (effects, stale) = shards.withLock(index) { shard -> (Effects, (any PaceCancellable)?) in
@@ -234,7 +234,7 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
     }
   }
 
-  func cancelAll() {
+  @usableFromInline func cancelAll() {
     for index in shards.indices {
       shards.withLock(index) { shard -> (any PaceCancellable)? in
         shard.keys.removeAll()
@@ -253,7 +253,7 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
   }
 
   /// How many keys hold state.
-  var trackedKeyCount: Int {
+  @usableFromInline var trackedKeyCount: Int {
     shards.indices.reduce(0) { count, index in count + shards.withLock(index) { $0.keys.count } }
   }
 
