@@ -77,11 +77,14 @@ public struct ServerOptions: ParsableArguments, Sendable {
     return peer()
   }
 
-  /// A limiter in memory, or on `store`.
-  public func limiter(store: PostgresRateLimitStore? = nil) -> KeyedRateLimiter<String> {
-    let limit = self.limit
-    guard let store else { return KeyedRateLimiter(permits: limit.permits, per: limit.interval, burst: limit.burst) }
-    return KeyedRateLimiter(permits: limit.permits, per: limit.interval, burst: limit.burst, store: store)
+  /// A limiter in this process's memory: each instance counts alone.
+  public func limiter() -> KeyedRateLimiter<String> {
+    KeyedRateLimiter(limit: limit)
+  }
+
+  /// A limiter whose decisions are `store`'s, shared by every instance that uses the database.
+  public func limiter(store: PostgresRateLimitStore) -> StoreBackedRateLimiter<String> {
+    StoreBackedRateLimiter(limit: limit, store: store)
   }
 
   /// The store, which enforces the limit in each instance alone while the database is down,

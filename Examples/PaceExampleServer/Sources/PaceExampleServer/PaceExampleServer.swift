@@ -41,8 +41,7 @@ struct PaceExampleServer: AsyncParsableCommand {
     let logger = Logger(label: "pace-example-server")
     guard let url = options.postgresURL else {
       try await serve(
-        limiter: options.limiter(), reindexer: LocalReindexer(logger: logger), services: [], registry: registry,
-        logger: logger)
+        store: nil, reindexer: LocalReindexer(logger: logger), services: [], registry: registry, logger: logger)
       return
     }
     let client = ServerOptions.client(url, logger: logger)
@@ -58,21 +57,21 @@ struct PaceExampleServer: AsyncParsableCommand {
         "limits and debouncing shared through PostgreSQL",
         metadata: ["postgres.host": "\(url.host ?? "?")", "postgres.port": "\(url.port ?? 5432)"])
       try await serve(
-        limiter: options.limiter(store: store), reindexer: reindexer, services: [store, reindexer.debouncer],
-        registry: registry, logger: logger)
+        store: store, reindexer: reindexer, services: [store, reindexer.debouncer], registry: registry, logger: logger)
     }
   }
 
   /// Runs the application and `services` in one service group that shuts down gracefully on
-  /// SIGTERM and SIGINT: the server stops taking requests first, then the services stop.
+  /// SIGTERM and SIGINT: the server stops taking requests first, then the services stop. The
+  /// limit is decided in memory, or by `store` for every instance.
   func serve(
-    limiter: KeyedRateLimiter<String>,
+    store: PostgresRateLimitStore?,
     reindexer: any Reindexer,
     services: [any Service],
     registry: PrometheusCollectorRegistry,
     logger: Logger
   ) async throws {
-    let router = makeRouter(limiter: limiter, reindexer: reindexer, registry: registry, logger: logger)
+    let router = makeRouter(store: store, reindexer: reindexer, registry: registry, logger: logger)
     let app = Application(
       router: router, configuration: ApplicationConfiguration(address: .hostname(options.host, port: options.port)),
       logger: logger)
@@ -88,7 +87,7 @@ struct PaceExampleServer: AsyncParsableCommand {
   }
 
   func makeRouter(
-    limiter: KeyedRateLimiter<String>,
+    store: PostgresRateLimitStore?,
     reindexer: any Reindexer,
     registry: PrometheusCollectorRegistry,
     logger: Logger
@@ -103,12 +102,14 @@ struct PaceExampleServer: AsyncParsableCommand {
     }
     // The same answer with no limit, to measure the middleware beside (Scripts/middleware-benchmark.py).
     router.get("/bare") { _, _ in "Hello from Pace\n" }
-    let limited = router.group()
-      .add(
-        middleware: RateLimitMiddleware(limiter: limiter, logger: logger) { request, context in
-          // The peer's address, an IPv6 client keyed by its /64.
-          options.key(apiKey: request.headers[apiKey], peer: ClientAddress.peer.key(request, context) ?? "ip:unknown")
-        })
+    let key: @Sendable (Request, ExampleContext) -> String? = { request, context in
+      // The peer's address, an IPv6 client keyed by its /64.
+      options.key(apiKey: request.headers[apiKey], peer: ClientAddress.peer.key(request, context) ?? "ip:unknown")
+    }
+    let middleware =
+      store.map { RateLimitMiddleware(limiter: options.limiter(store: $0), logger: logger, key: key) }
+      ?? RateLimitMiddleware(limiter: options.limiter(), logger: logger, key: key)
+    let limited = router.group().add(middleware: middleware)
     limited.get("/") { _, _ in "Hello from Pace\n" }
     limited.post("/documents/:id/changed") { _, context -> HTTPResponse.Status in
       let id = try context.parameters.require("id", as: Int.self)

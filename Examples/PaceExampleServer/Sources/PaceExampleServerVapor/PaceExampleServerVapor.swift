@@ -54,22 +54,22 @@ struct PaceExampleServerVapor: AsyncParsableCommand {
   }
 
   func configure(_ app: Application, registry: PrometheusCollectorRegistry) throws {
-    let limiter: KeyedRateLimiter<String>
+    let store: PostgresRateLimitStore?
     let reindexer: any Reindexer
     if let url = options.postgresURL {
       let client = ServerOptions.client(url, logger: app.logger)
-      let store = try options.store(client: client, url: url, logger: app.logger)
-      let shared = try SharedReindexer(client: client, logger: app.logger)
+      let shared = try options.store(client: client, url: url, logger: app.logger)
+      let debounced = try SharedReindexer(client: client, logger: app.logger)
       // The client first, so that it closes last; the migrations once it runs.
       app.lifecycle.use(
-        ServiceLifecycleHandler(services: [client, store, shared.debouncer]) {
-          try await store.migrate()
-          try await shared.debouncer.migrate()
+        ServiceLifecycleHandler(services: [client, shared, debounced.debouncer]) {
+          try await shared.migrate()
+          try await debounced.debouncer.migrate()
         })
-      limiter = options.limiter(store: store)
-      reindexer = shared
+      store = shared
+      reindexer = debounced
     } else {
-      limiter = options.limiter()
+      store = nil
       reindexer = LocalReindexer(logger: app.logger)
     }
     app.get("metrics") { _ in
@@ -81,10 +81,12 @@ struct PaceExampleServerVapor: AsyncParsableCommand {
     app.get("bare") { _ in "Hello from Pace\n" }
     let options = self.options
     let address = ClientAddress(trustedProxies: trustedProxies)
+    let key: @Sendable (Request) -> String? = { request in
+      options.key(apiKey: request.headers.first(name: "X-API-Key"), peer: address.key(request) ?? "ip:unknown")
+    }
     let limited = app.grouped(
-      RateLimitMiddleware(limiter: limiter, logger: app.logger) { request in
-        options.key(apiKey: request.headers.first(name: "X-API-Key"), peer: address.key(request) ?? "ip:unknown")
-      })
+      store.map { RateLimitMiddleware(limiter: options.limiter(store: $0), logger: app.logger, key: key) }
+        ?? RateLimitMiddleware(limiter: options.limiter(), logger: app.logger, key: key))
     limited.get { _ in "Hello from Pace\n" }
     limited.post("documents", ":id", "changed") { request in
       guard let id = request.parameters.get("id", as: Int.self) else { throw Abort(.badRequest) }
