@@ -28,6 +28,32 @@ struct HummingbirdClientAddressTests {
     return Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
   }
 
+  /// A middleware given no key counts the peer's address, for a context that knows it.
+  @Test func withoutAKeyThePeerIsTheKey() async throws {
+    let router = Router(context: AddressContext.self)
+    router.add(middleware: RateLimitMiddleware(limit: RateLimit(permits: 1, per: .seconds(3600))))
+    router.get("/") { _, _ in "ok" }
+    let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
+    try await app.test(.live) { client in
+      let forwarded = HTTPField.Name("X-Forwarded-For")!
+      let first = try await client.execute(uri: "/", method: .get, headers: [forwarded: "198.51.100.1"])
+      let second = try await client.execute(uri: "/", method: .get, headers: [forwarded: "198.51.100.2"])
+      #expect(first.status == .ok && second.status == .tooManyRequests)
+    }
+  }
+
+  /// `forwarded(byTrustedProxies:)`, as on Vapor: through a trusted peer, each forwarded client
+  /// has its own key.
+  @Test func forwardedByTrustedProxiesReadsTheHeader() async throws {
+    try await application(.forwarded(byTrustedProxies: ["127.0.0.1"]), permits: 1).test(.live) { client in
+      let forwarded = HTTPField.Name("X-Forwarded-For")!
+      let first = try await client.execute(uri: "/", method: .get, headers: [forwarded: "198.51.100.1"])
+      let second = try await client.execute(uri: "/", method: .get, headers: [forwarded: "198.51.100.2"])
+      let again = try await client.execute(uri: "/", method: .get, headers: [forwarded: "198.51.100.1"])
+      #expect(first.status == .ok && second.status == .ok && again.status == .tooManyRequests)
+    }
+  }
+
   /// Without trusted proxies the peer is the client, whatever it forwards.
   @Test func thePeerIsTheClientByDefault() async throws {
     try await application(.peer, permits: 1).test(.live) { client in
