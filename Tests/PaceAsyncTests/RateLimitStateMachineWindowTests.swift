@@ -167,7 +167,8 @@ import Testing
     let late = PaceInstant(nanoseconds: .max - 5)
     var sliding = machine(.slidingWindow(permits: 1, per: window), now: late)
     #expect(sliding.tryAcquire(cost: 1, now: late) == .allowed(remaining: 0))
-    #expect(sliding.tryAcquire(cost: 1, now: late) == .limited(retryAfter: RateLimitDecision.never))  // back past the end
+    // The permit comes back past the end of the timeline: never.
+    #expect(sliding.tryAcquire(cost: 1, now: late) == .limited(retryAfter: RateLimitDecision.never))
     #expect(sliding.enqueue(id: 1, cost: 1, now: late) == .none)
     #expect(sliding.timerFired(now: .max) == .none)
     #expect(sliding.cancel(id: 1, now: .max) == RateLimitAction(refused: 1))
