@@ -189,7 +189,7 @@ public struct MarbleRun: Sendable {
   /// The output in marble notation on the input's grid.
   ///
   /// - Parameter offGrid: What to do with an output between two steps: an error by default.
-  public func outputDiagram(offGrid: OffGridPolicy = .reject) throws(MarbleRenderError) -> MarbleDiagram {
+  public func outputDiagram(offGrid: OffGridHandling = .reject) throws(MarbleRenderError) -> MarbleDiagram {
     try output.diagram(stepLength: stepLength, origin: origin, offGrid: offGrid)
   }
 }

@@ -62,7 +62,7 @@ extension MarbleTimeline: Equatable where Value: Equatable {}
 extension MarbleTimeline.Event: Equatable where Value: Equatable {}
 
 /// What to do with an event that falls between two steps of the grid.
-public enum OffGridPolicy: Sendable, Hashable {
+public enum OffGridHandling: Sendable, Hashable {
   /// Refuse to draw: ``MarbleRenderError/offGrid(value:instant:stepLength:)``. The default, so a
   /// diagram never hides when something really happened.
   case reject
@@ -73,7 +73,7 @@ public enum OffGridPolicy: Sendable, Hashable {
 
 /// Why a timeline cannot be drawn at a step length.
 public enum MarbleRenderError: Error, Hashable, CustomStringConvertible {
-  /// An event is not on the step grid (and the policy is ``OffGridPolicy/reject``).
+  /// An event is not on the step grid (and the handling is ``OffGridHandling/reject``).
   case offGrid(value: String, instant: PaceInstant, stepLength: Duration)
   /// An event is before the origin of the diagram.
   case beforeOrigin(value: String, instant: PaceInstant)
@@ -115,7 +115,7 @@ extension MarbleTimeline {
   /// Values are drawn with `String(describing:)`: a letter or digit as itself, anything else
   /// quoted; several events in one step form a `[group]`; the end is `|` or `^`. An event
   /// between grid lines is an error by default, or goes to the step that contains it with
-  /// ``OffGridPolicy/floor``. The diagram's length runs to its last event, and at most
+  /// ``OffGridHandling/floor``. The diagram's length runs to its last event, and at most
   /// ``MarbleDiagram/maximumLength`` steps: an event further out is an error.
   ///
   /// - Parameters:
@@ -123,7 +123,7 @@ extension MarbleTimeline {
   ///   - origin: The instant of step 0; `PaceInstant.zero` by default.
   ///   - offGrid: What to do with an event between two steps.
   public func diagram(
-    stepLength: Duration, origin: PaceInstant = .zero, offGrid: OffGridPolicy = .reject
+    stepLength: Duration, origin: PaceInstant = .zero, offGrid: OffGridHandling = .reject
   ) throws(MarbleRenderError) -> MarbleDiagram {
     let step = stepLength.paceNanoseconds
     guard step > 0 else { throw .nonPositiveStepLength(stepLength) }
@@ -188,3 +188,8 @@ extension MarbleDiagram {
     return timeline
   }
 }
+
+/// What to do with an event that falls between two steps of the grid: ``OffGridHandling``, its
+/// name before the glossary kept "policy" for a named limit.
+@available(*, deprecated, renamed: "OffGridHandling")
+public typealias OffGridPolicy = OffGridHandling
