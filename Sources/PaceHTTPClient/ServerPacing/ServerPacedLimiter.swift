@@ -107,6 +107,13 @@ public final class ServerPacedLimiter<Key: Hashable & Sendable>: Sendable {
 
   /// How many of `key`'s requests are in flight: acquired, and not yet recorded.
   public func inFlightCount(for key: Key) -> Int { storage.inFlightCount(for: key) }
+
+  /// How many requests wait for their key's turn, over every key (the glossary: a count without
+  /// `for:` is the total).
+  public var waitingCount: Int { storage.totalWaitingCount }
+
+  /// How many requests are in flight, over every key.
+  public var inFlightCount: Int { storage.totalInFlightCount }
 }
 
 /// Why ``ServerPacedLimiter`` refused to wait.
@@ -259,6 +266,14 @@ final class ServerPacingStorage<Key: Hashable & Sendable>: Sendable {
 
   func inFlightCount(for key: Key) -> Int {
     state.withLock { $0.keys[key]?.machine.inFlight ?? 0 }
+  }
+
+  var totalWaitingCount: Int {
+    state.withLock { $0.keys.values.reduce(0) { $0 + $1.machine.queue.count } }
+  }
+
+  var totalInFlightCount: Int {
+    state.withLock { $0.keys.values.reduce(0) { $0 + $1.machine.inFlight } }
   }
 
   private func timerFired(_ key: Key, generation: UInt64) {

@@ -43,6 +43,24 @@ import Testing
     #expect(limiter.inFlightCount(for: "k") == 2)
   }
 
+  /// A count without `for:` is the total over every key; with `for:`, the key's own.
+  @Test func theCountsWithoutAKeyAreTotals() async throws {
+    let limiter = ServerPacedLimiter<String>(localModel: .fixedWindow, clock: scheduler)
+    for key in ["a", "b"] {
+      try await limiter.acquire(key)  // each key's probe
+      limiter.record(ServerQuota(quota: 1, window: .seconds(10), remaining: 0, resetsIn: .seconds(5)), for: key)
+    }
+    let a = await waiting(limiter, "a", suspended: 1)
+    let b = await waiting(limiter, "b", suspended: 2)
+    #expect(limiter.waitingCount == 2 && limiter.waitingCount(for: "a") == 1)
+    #expect(limiter.inFlightCount == 0)
+    scheduler.advance(to: ms(5_000))
+    try await a.value
+    try await b.value
+    #expect(limiter.waitingCount == 0)
+    #expect(limiter.inFlightCount == 2 && limiter.inFlightCount(for: "b") == 1)
+  }
+
   /// Keys are paced apart: a blocked key holds none of the others.
   @Test func keysArePacedApart() async throws {
     let limiter = ServerPacedLimiter<String>(clock: scheduler)
