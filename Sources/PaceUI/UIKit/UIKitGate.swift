@@ -8,51 +8,15 @@ import UIKit
 import Pace
 
 extension UIControl: Enablable {}
-extension UIBarItem: Enablable {}
 
 extension UIControl {
-  /// The button-bashing guard: disables this control and `siblings` for `duration`, then
-  /// restores them. Call it first thing in the control's action.
-  ///
-  /// ```swift
-  /// // The button holds its action: capture it, and the controller holding the button, weakly.
-  /// openButton.addAction(UIAction { [weak self, weak openButton] _ in
-  ///   guard let self, let openButton else { return }
-  ///   openButton.disableTemporarily(siblings: [settingsButton])
-  ///   navigationController?.pushViewController(detail, animated: true)
-  /// }, for: .touchUpInside)
-  /// ```
-  ///
-  /// Overlapping calls keep a shared control disabled until the last one ends, and a control
-  /// that was disabled before stays disabled (see ``InteractionGate``). It disables the controls
-  /// rather than pacing a function, hence not a "debounce": for that, see ``Debouncer``.
-  ///
-  /// - Parameters:
-  ///   - duration: How long the controls stay disabled; 500 ms by default. Not negative.
-  ///   - siblings: Other controls or bar button items to disable with this one.
-  ///   - gate: The gate that keeps the count; the shared main-queue gate by default.
-  public func disableTemporarily(
-    for duration: Duration = .milliseconds(500),
-    siblings: [any Enablable] = [],
-    gate: InteractionGate = .shared
-  ) {
-    gate.close([self] + siblings, for: duration)
-  }
-
-  /// The old name of ``disableTemporarily(for:siblings:gate:)``, kept for source compatibility:
-  /// it disables controls, which "debounce" does not say.
-  ///
-  /// - Parameters:
-  ///   - delay: How long the controls stay disabled; 500 ms by default.
-  ///   - siblings: Other controls or bar button items to disable with this one.
-  ///   - gate: The gate that keeps the count; the shared main-queue gate by default.
+  /// The old name of `disableTemporarily(for:siblings:gate:)`, kept for source compatibility.
   @available(*, deprecated, renamed: "disableTemporarily(for:siblings:gate:)")
   public func debounce(
-    delay: Duration = .milliseconds(500),
-    siblings: [any Enablable] = [],
-    gate: InteractionGate = .shared
+    delay: Duration = .milliseconds(500), siblings: [any Enablable] = [], gate: InteractionGate = .shared
   ) {
     disableTemporarily(for: delay, siblings: siblings, gate: gate)
   }
 }
+extension UIBarItem: Enablable {}
 #endif
