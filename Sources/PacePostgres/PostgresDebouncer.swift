@@ -665,29 +665,22 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
 extension PostgresDebouncer: Service {}
 
 extension PostgresDebouncer {
-  /// ``init(configuration:table:quiet:maximumWait:lease:merge:maximumPayloadBytes:pollInterval:timeout:maximumAttempts:retryBackoff:maximumRetryBackoff:maximumConcurrentExecutions:shutdownGracePeriod:circuitBreaker:whenUnavailable:logger:metricsFactory:perform:)``
-  /// under its 0.3.0 name: `maxWait` is `maximumWait`.
+  // The initialisers under their 0.3.0 name, `maxWait` for `maximumWait`: they only forward, so
+  // they are written compactly. `maxWait` has no default, so a call naming neither label reaches
+  // the current initialisers alone.
+
+  /// The initialiser that runs a client of its own, under its 0.3.0 name: `maxWait` is `maximumWait`.
   @available(
     *, deprecated,
     renamed:
       "init(configuration:table:quiet:maximumWait:lease:merge:maximumPayloadBytes:pollInterval:timeout:maximumAttempts:retryBackoff:maximumRetryBackoff:maximumConcurrentExecutions:shutdownGracePeriod:circuitBreaker:whenUnavailable:logger:metricsFactory:perform:)"
   )
   public init(
-    configuration: PostgresClient.Configuration,
-    table: String = "pace_debounce",
-    quiet: Duration,
-    maxWait: Duration?,
-    lease: Duration = .seconds(30),
-    merge: Merge<Payload> = .latest,
-    maximumPayloadBytes: Int = 64 * 1024,
-    pollInterval: Duration = .milliseconds(100),
-    timeout: Duration = .seconds(5),
-    maximumAttempts: Int = 5,
-    retryBackoff: Duration? = nil,
-    maximumRetryBackoff: Duration = .seconds(300),
-    maximumConcurrentExecutions: Int = 16,
-    shutdownGracePeriod: Duration = .seconds(10),
-    circuitBreaker: CircuitBreaker = CircuitBreaker(),
+    configuration: PostgresClient.Configuration, table: String = "pace_debounce", quiet: Duration, maxWait: Duration?,
+    lease: Duration = .seconds(30), merge: Merge<Payload> = .latest, maximumPayloadBytes: Int = 64 * 1024,
+    pollInterval: Duration = .milliseconds(100), timeout: Duration = .seconds(5), maximumAttempts: Int = 5,
+    retryBackoff: Duration? = nil, maximumRetryBackoff: Duration = .seconds(300), maximumConcurrentExecutions: Int = 16,
+    shutdownGracePeriod: Duration = .seconds(10), circuitBreaker: CircuitBreaker = CircuitBreaker(),
     whenUnavailable: FailureMode = .throwError,
     logger: Logger = Logger(label: "pace.postgres.debouncer", factory: { _ in SwiftLogNoOpLogHandler() }),
     metricsFactory: any MetricsFactory = MetricsSystem.factory,
@@ -700,32 +693,20 @@ extension PostgresDebouncer {
       maximumConcurrentExecutions: maximumConcurrentExecutions, shutdownGracePeriod: shutdownGracePeriod,
       circuitBreaker: circuitBreaker, whenUnavailable: whenUnavailable, logger: logger,
       metricsFactory: metricsFactory, perform: perform)
-
   }
 
-  /// ``init(client:table:quiet:maximumWait:lease:merge:maximumPayloadBytes:pollInterval:timeout:maximumAttempts:retryBackoff:maximumRetryBackoff:maximumConcurrentExecutions:shutdownGracePeriod:circuitBreaker:whenUnavailable:logger:metricsFactory:perform:)``
-  /// under its 0.3.0 name: `maxWait` is `maximumWait`.
+  /// The initialiser on the app's client, under its 0.3.0 name: `maxWait` is `maximumWait`.
   @available(
     *, deprecated,
     renamed:
       "init(client:table:quiet:maximumWait:lease:merge:maximumPayloadBytes:pollInterval:timeout:maximumAttempts:retryBackoff:maximumRetryBackoff:maximumConcurrentExecutions:shutdownGracePeriod:circuitBreaker:whenUnavailable:logger:metricsFactory:perform:)"
   )
   public init(
-    client: PostgresClient,
-    table: String = "pace_debounce",
-    quiet: Duration,
-    maxWait: Duration?,
-    lease: Duration = .seconds(30),
-    merge: Merge<Payload> = .latest,
-    maximumPayloadBytes: Int = 64 * 1024,
-    pollInterval: Duration = .milliseconds(100),
-    timeout: Duration = .seconds(5),
-    maximumAttempts: Int = 5,
-    retryBackoff: Duration? = nil,
-    maximumRetryBackoff: Duration = .seconds(300),
-    maximumConcurrentExecutions: Int = 16,
-    shutdownGracePeriod: Duration = .seconds(10),
-    circuitBreaker: CircuitBreaker = CircuitBreaker(),
+    client: PostgresClient, table: String = "pace_debounce", quiet: Duration, maxWait: Duration?,
+    lease: Duration = .seconds(30), merge: Merge<Payload> = .latest, maximumPayloadBytes: Int = 64 * 1024,
+    pollInterval: Duration = .milliseconds(100), timeout: Duration = .seconds(5), maximumAttempts: Int = 5,
+    retryBackoff: Duration? = nil, maximumRetryBackoff: Duration = .seconds(300), maximumConcurrentExecutions: Int = 16,
+    shutdownGracePeriod: Duration = .seconds(10), circuitBreaker: CircuitBreaker = CircuitBreaker(),
     whenUnavailable: FailureMode = .throwError,
     logger: Logger = Logger(label: "pace.postgres.debouncer", factory: { _ in SwiftLogNoOpLogHandler() }),
     metricsFactory: any MetricsFactory = MetricsSystem.factory,
@@ -738,7 +719,6 @@ extension PostgresDebouncer {
       maximumConcurrentExecutions: maximumConcurrentExecutions, shutdownGracePeriod: shutdownGracePeriod,
       circuitBreaker: circuitBreaker, whenUnavailable: whenUnavailable, logger: logger,
       metricsFactory: metricsFactory, perform: perform)
-
   }
 }
 #endif
