@@ -330,7 +330,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   }
 
   /// How long until the fixed window that counts `key`'s requests now ends; `nil` unless `key`'s
-  /// limit is a ``RateLimit/Policy/fixedWindow``. Such windows start at whole multiples of the
+  /// limit is a ``RateLimit/Algorithm/fixedWindow``. Such windows start at whole multiples of the
   /// window in Unix time on a real clock (as a store's do, on the database's clock), so a
   /// store-backed limiter answers for the store's windows too, within the clocks' difference.
   ///

@@ -1,4 +1,4 @@
-/// The arithmetic of a token bucket (the ``RateLimit/Policy/tokenBucket`` policy), as a value type
+/// The arithmetic of a token bucket (the ``RateLimit/Algorithm/tokenBucket`` algorithm), as a value type
 /// with exact integer time.
 ///
 /// Credit is counted in *units*: a permit costs `unitsPerPermit` and `unitsPerNanosecond`

@@ -44,7 +44,7 @@ public final class RetryBudget: Sendable {
   ///   - minimumPerSecond: Retries allowed per second of the window whatever the requests; 1 by
   ///     default. Not negative.
   ///   - clock: The clock that measures the window: `ContinuousClock` by default, or a
-  ///     ``TestScheduler``.
+  ///     `TestScheduler`.
   @inlinable
   public convenience init<C: Clock>(
     ratio: Double = 0.1, window: Duration = .seconds(10), minimumPerSecond: Int = 1, clock: C = ContinuousClock()

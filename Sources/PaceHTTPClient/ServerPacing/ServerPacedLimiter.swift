@@ -23,7 +23,7 @@ import Pace
 /// - Once the server told its quota per window (or its quota and two resets, whose shortest step
 ///   is the window; or, telling only `Retry-After`, refused twice: the requests answered between
 ///   the first block's end and the second refusal are the quota), a local model of it
-///   (``RateLimit`` of `quota` per `window` under `localModel`, a sliding window by default)
+///   (`RateLimit` of `quota` per `window` under `localModel`, a sliding window by default)
 ///   counts every request started
 ///   since, and holds the next one until the model allows it. A sliding window of `q` per `w`
 ///   stays under a server's fixed window, sliding window or token bucket (of burst `q`) of the same
@@ -35,7 +35,7 @@ import Pace
 /// A cancelled request throws `CancellationError` at once and takes nothing.
 ///
 /// Keys are kept for the limiter's life (a client reaches few origins). Works on any clock whose
-/// duration is `Duration`; pass a ``TestScheduler`` for virtual time. Safe from any task; the lock
+/// duration is `Duration`; pass a `TestScheduler` for virtual time. Safe from any task; the lock
 /// is never held while a waiter is resumed.
 public final class ServerPacedLimiter<Key: Hashable & Sendable>: Sendable {
   /// The longest a request waits in ``acquire(_:isolation:)``.
@@ -55,7 +55,7 @@ public final class ServerPacedLimiter<Key: Hashable & Sendable>: Sendable {
   ///     `.fixedWindow` (windows ending where the server said its quota is whole again) or
   ///     `.tokenBucket`.
   ///   - clock: The clock that measures waits: `ContinuousClock` by default, or a
-  ///     ``TestScheduler``.
+  ///     `TestScheduler`.
   @inlinable
   public convenience init<C: Clock>(
     maximumWait: Duration = .seconds(60), localModel: RateLimit.Algorithm = .slidingWindow, clock: C = ContinuousClock()
@@ -135,7 +135,7 @@ public enum ServerPacingError: Error, Hashable, CustomStringConvertible {
   }
 }
 
-/// The driver of ``ServerPacedLimiter``: takes the lock, asks the key's ``ServerPacingMachine``,
+/// The driver of ``ServerPacedLimiter``: takes the lock, asks the key's `ServerPacingMachine`,
 /// releases the lock, then arms the key's timer and resumes the waiters.
 final class ServerPacingStorage<Key: Hashable & Sendable>: Sendable {
   typealias Continuation = UnsafeContinuation<Void, any Error>
@@ -161,7 +161,7 @@ final class ServerPacingStorage<Key: Hashable & Sendable>: Sendable {
     var cancelled: Continuation?
     var arm: TimerSlot.Ticket?
     var superseded: (any PaceCancellable)?
-    /// How many requests started waiting: told to a ``TestScheduler``.
+    /// How many requests started waiting: told to a `TestScheduler`.
     var waitingChange = 0
   }
 

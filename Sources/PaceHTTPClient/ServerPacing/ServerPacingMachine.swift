@@ -2,7 +2,7 @@ import Pace
 
 /// What one key of a ``ServerPacedLimiter`` does: which waiting requests may start, and when to
 /// look again, from what the server said and what is in flight. A value with exact integer time:
-/// `now` comes in with every event, and an ``Action`` comes out. It holds no task, continuation
+/// `now` comes in with every event, and an `Action` comes out. It holds no task, continuation
 /// or clock.
 ///
 /// A request may start when all of these allow it:
@@ -16,7 +16,7 @@ import Pace
 ///   left;
 /// - once the server told its quota per window (or told its quota and two resets, whose shortest
 ///   step is the window; or, telling only `Retry-After`, answered a quota of requests between the
-///   ends of two blocks), the local model (a ``RateLimit`` of that quota
+///   ends of two blocks), the local model (a `RateLimit` of that quota
 ///   and window under the limiter's policy, counting every request started since) allows one
 ///   more. A sliding model's window is widened by the longest recent round trip: the server
 ///   counts a request when it arrives, anywhere within a round trip of its start.
