@@ -242,31 +242,42 @@ final class DecisionBatcher: Sendable {
     let (client, logger) = (client, logger)
     var retried = false
     while true {
-      let now = ContinuousClock.now
-      let left = now.duration(to: request.deadline)
-      guard let budget = (left - margin).wholeMicroseconds, left - margin >= .milliseconds(1) else {
-        throw DatabaseTimeout()
-      }
-      let binds = PostgresRateLimitStore.batchBindings([request], budget: budget)
-      state.withLock { $0.batchesSent += 1 }
-      roundTrips.increment()
+      let left = ContinuousClock.now.duration(to: request.deadline)
+      guard left - margin >= .milliseconds(1) else { throw DatabaseTimeout() }
       do {
         return try await withTimeout(left) {
-          let sent = ContinuousClock.now
-          var answer: DecisionAnswer?
-          for try await row in try await statement.execute(binds, on: client, logger: logger) {
-            let (_, granted, current, now, late, used, wait) = try row.decode(
-              (Int, Int64?, Int64?, Int64, Bool, Int64?, Int64?).self)
-            answer = DecisionAnswer(
-              granted: granted, current: current, now: now, late: late, used: used, wait: wait, sent: sent)
+          try await client.withConnection { connection in
+            try await self.decideAlone(request, statement: statement, on: connection, logger: logger)
           }
-          guard let answer else { throw PacePostgresError.unavailable(reason: "the decision returned no row") }
-          return answer
         }
       } catch  where !retried && failureKind(of: error) == .retryOnce {
         retried = true
       }
     }
+  }
+
+  /// ``decideAlone(_:)``'s statement, on a connection it holds. The database's budget is what is
+  /// left of the deadline once the connection is held: the time a lease took is not the
+  /// database's to spend, or a statement whose caller had given up could still take its permits
+  /// when a lock it waited for went.
+  private func decideAlone(
+    _ request: DecisionRequest, statement: PreparedSQL, on connection: PostgresConnection, logger: Logger
+  ) async throws -> DecisionAnswer {
+    let left = ContinuousClock.now.duration(to: request.deadline) - margin
+    guard let budget = left.wholeMicroseconds, left >= .milliseconds(1) else { throw DatabaseTimeout() }
+    let binds = PostgresRateLimitStore.batchBindings([request], budget: budget)
+    state.withLock { $0.batchesSent += 1 }
+    roundTrips.increment()
+    let sent = ContinuousClock.now
+    var answer: DecisionAnswer?
+    for try await row in try await statement.execute(binds, on: connection, logger: logger) {
+      let (_, granted, current, now, late, used, wait) = try row.decode(
+        (Int, Int64?, Int64?, Int64, Bool, Int64?, Int64?).self)
+      answer = DecisionAnswer(
+        granted: granted, current: current, now: now, late: late, used: used, wait: wait, sent: sent)
+    }
+    guard let answer else { throw PacePostgresError.unavailable(reason: "the decision returned no row") }
+    return answer
   }
 
   /// Answers the waiters `ids` still waiting with `error`, and forgets those not yet sent.
