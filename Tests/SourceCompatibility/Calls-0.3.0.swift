@@ -146,7 +146,7 @@ final class ViewModelOf030 {
     tasks.spawn { self.count += 1 }
     Task(trackedBy: clock) { self.count += 1 }
     let task: Task<Int, any Error> = Task(trackedBy: clock, priority: .low) {
-      try await Task.sleep(for: .seconds(1))
+      try await Task.sleep(for: .seconds(1))  // real-time: a 0.3.0 call, type-checked, never run
       return 1
     }
     _ = task
