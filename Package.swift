@@ -242,7 +242,7 @@ let package = Package(
       swiftSettings: swiftSettings
     ),
     .testTarget(
-      name: "PaceCompositionTests", dependencies: ["Pace", "PaceTesting", "PaceTestSupport"],
+      name: "PaceCompositionTests", dependencies: ["Pace", "PaceTesting", "PaceTestSupport", "PaceUI"],
       swiftSettings: swiftSettings),
     .testTarget(
       name: "PaceUITests",

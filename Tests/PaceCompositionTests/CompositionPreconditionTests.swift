@@ -29,15 +29,6 @@ import Testing
     #expect(Self.message(result).contains("Fuser.coalesced: window must not be negative"))
   }
 
-  @Test func aNegativeGateDurationNamesTheParameter() async {
-    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-      await MainActor.run {
-        InteractionGate(scheduler: TestScheduler()).close([], for: .seconds(-1))
-      }
-    }
-    #expect(Self.message(result).contains("InteractionGate.close: duration must not be negative"))
-  }
-
   @Test func aNegativeUpdateCoalescerWindowNamesTheParameter() async {
     let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
       await MainActor.run {

@@ -232,3 +232,19 @@ func randomScreens(seed: UInt64, count: Int = 200) -> [Screen] {
     #expect(rendered == [])
   }
 }
+
+/// `Diffuser.intoEnabled`, on a control without UIKit.
+@Suite @MainActor struct IntoEnabledTests {
+  @Test func intoEnabledDiffusesABooleanIntoATarget() {
+    let button = FakeControl(isEnabled: false)
+    let render = Diffuser<Bool>.intoEnabled(button)
+    render.run(true)
+    #expect(button.isEnabled)
+    button.isEnabled = false
+    render.run(true)
+    #expect(!button.isEnabled, "unchanged state: no write")
+    render.run(false)
+    render.run(true)
+    #expect(button.isEnabled)
+  }
+}

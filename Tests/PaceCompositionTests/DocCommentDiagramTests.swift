@@ -1,6 +1,7 @@
 import Foundation
 import Pace
 import PaceTesting
+import PaceUI
 import Testing
 
 /// The marble diagrams in doc comments, checked against the engine like the articles' are
@@ -12,6 +13,13 @@ import Testing
   /// Every diagram block of Sources/Pace and Sources/PaceUI doc comments, verbatim (without the
   /// `/// ` prefix), with the file it is in. Each has a test below.
   static let checked: [(file: String, diagram: String)] = [
+    (
+      "Shared/ControlGate.swift",
+      """
+      taps       a--------b-------
+      isEnabled  ____-----____----   (`_`: disabled for 4 steps after each tap)
+      """
+    ),
     (
       "Debounce/Debouncer.swift",
       """
@@ -26,13 +34,6 @@ import Testing
       renders      c    ---d---
       """
     ),
-    (
-      "Gate/InteractionGate.swift",
-      """
-      taps       a--------b-------
-      isEnabled  ____-----____----   (`_`: disabled for 4 steps after each tap)
-      """
-    ),
   ]
 
   @Test func debouncerDocComment() {
@@ -41,17 +42,12 @@ import Testing
       equals: "-------c-------d--")
   }
 
-  @Test func coalescingDiffuserDocComment() {
-    // A CoalescingDiffuser is a Coalescer with `.latest` and no window in front of a diffuser.
-    expectMarbles("[abc]---d---", step: step, through: { $0.coalescer() }, equals: "c    ---d---")
-  }
-
-  @Test func interactionGateDocComment() {
+  @Test func controlGateDocComment() {
     final class Control: Enablable {
       var isEnabled = true
     }
     let scheduler = TestScheduler()
-    let gate = InteractionGate(scheduler: scheduler)
+    let gate = ControlGate(scheduler: scheduler)
     let control = Control()
     let taps: Set = [0, 9]
     var enabled = ""
@@ -61,6 +57,11 @@ import Testing
       enabled += control.isEnabled ? "-" : "_"
     }
     #expect(enabled == "____-----____----")
+  }
+
+  @Test func coalescingDiffuserDocComment() {
+    // A CoalescingDiffuser is a Coalescer with `.latest` and no window in front of a diffuser.
+    expectMarbles("[abc]---d---", step: step, through: { $0.coalescer() }, equals: "c    ---d---")
   }
 
   /// Finds the diagram blocks of the doc comments: fenced blocks without a language whose lines

@@ -17,7 +17,7 @@ final class RecordingNSTableView: NSTableView {
 @Suite @MainActor struct AppKitGlueTests {
   @Test func disableTemporarilyDisablesTheControlAndItsSiblingsForTheDuration() {
     let scheduler = TestScheduler()
-    let gate = InteractionGate(scheduler: scheduler)
+    let gate = ControlGate(scheduler: scheduler)
     let button = NSButton()
     let field = NSTextField()
     button.disableTemporarily(for: .milliseconds(300), siblings: [field], gate: gate)

@@ -208,7 +208,7 @@ let uiKitLawSubjects: [FuserLawSubject] = [
 @Suite @MainActor struct UIKitGlueTests {
   @Test func disableTemporarilyDisablesTheControlAndItsSiblingsForTheDuration() {
     let scheduler = TestScheduler()
-    let gate = InteractionGate(scheduler: scheduler)
+    let gate = ControlGate(scheduler: scheduler)
     let button = UIButton()
     let other = UIButton()
     let barItem = UIBarButtonItem()
@@ -224,20 +224,26 @@ let uiKitLawSubjects: [FuserLawSubject] = [
     #expect(barItem.isEnabled)
   }
 
-  @Test func theOldDebounceSpellingStillDisablesTheControl() {
+  @Test(arguments: DeprecatedGateCall.allCases)
+  func theOldGateSpellingsStillDisableTheControl(_ call: DeprecatedGateCall) {
     let scheduler = TestScheduler()
-    let gate = InteractionGate(scheduler: scheduler)
     let button = UIButton()
-    // Called through a protocol, so that the deprecated spelling is tested without a warning.
-    (button as any DeprecatedGateSpelling).debounce(delay: .milliseconds(500), siblings: [], gate: gate)
+    let sibling = UIButton()
+    // Called through a protocol, so that the deprecated spellings are tested without a warning.
+    (button as any DeprecatedGateSpelling).disable(
+      for: .milliseconds(500), siblings: [sibling], by: call, on: scheduler)
+    #expect(!button.isEnabled)
+    #expect(!sibling.isEnabled)
+    scheduler.advance(to: ms(499))
     #expect(!button.isEnabled)
     scheduler.advance(to: ms(500))
     #expect(button.isEnabled)
+    #expect(sibling.isEnabled)
   }
 
   @Test func disableTemporarilyFromTheActionIgnoresTheBashing() {
     let scheduler = TestScheduler()
-    let gate = InteractionGate(scheduler: scheduler)
+    let gate = ControlGate(scheduler: scheduler)
     let button = UIButton()
     let pushes = Log<PaceInstant>()
     button.addAction(
@@ -488,10 +494,30 @@ let uiKitLawSubjects: [FuserLawSubject] = [
   }
 }
 
-/// The seed's spelling of `disableTemporarily(for:siblings:gate:)`, now deprecated; a protocol
-/// lets a test call it without a deprecation warning.
-@MainActor protocol DeprecatedGateSpelling {
-  func debounce(delay: Duration, siblings: [any Enablable], gate: InteractionGate)
+/// The 0.3.0 spellings of `disableTemporarily(for:siblings:gate:)`, now deprecated: the seed's
+/// `debounce(delay:siblings:gate:)`, and a gate of Pace's `InteractionGate` (moved to PaceUI as
+/// `ControlGate`).
+enum DeprecatedGateCall: CaseIterable, Sendable {
+  case debounceOnInteractionGate
+  case disableTemporarilyOnInteractionGate
 }
 
-extension UIControl: DeprecatedGateSpelling {}
+/// Lets a test call the deprecated spellings without a deprecation warning: the witness is
+/// deprecated, the requirement is not.
+@MainActor protocol DeprecatedGateSpelling {
+  func disable(
+    for duration: Duration, siblings: [any Enablable], by call: DeprecatedGateCall, on scheduler: TestScheduler)
+}
+
+extension UIControl: DeprecatedGateSpelling {
+  @available(*, deprecated)
+  func disable(
+    for duration: Duration, siblings: [any Enablable], by call: DeprecatedGateCall, on scheduler: TestScheduler
+  ) {
+    let gate = InteractionGate(scheduler: scheduler)
+    switch call {
+    case .debounceOnInteractionGate: debounce(delay: duration, siblings: siblings, gate: gate)
+    case .disableTemporarilyOnInteractionGate: disableTemporarily(for: duration, siblings: siblings, gate: gate)
+    }
+  }
+}

@@ -15,7 +15,7 @@ extension Enablable {
   /// ```
   ///
   /// Overlapping calls keep a shared control disabled until the last one ends, and a control
-  /// that was disabled before stays disabled (see `InteractionGate`). It disables the controls
+  /// that was disabled before stays disabled (see ``ControlGate``). It disables the controls
   /// rather than pacing a function, hence not a "debounce": for that, see `Debouncer`.
   ///
   /// - Parameters:
@@ -25,7 +25,24 @@ extension Enablable {
   public func disableTemporarily(
     for duration: Duration = .milliseconds(500),
     siblings: [any Enablable] = [],
-    gate: InteractionGate = .shared
+    gate: ControlGate = .shared
+  ) {
+    gate.close([self] + siblings, for: duration)
+  }
+
+  /// The 0.3.0 spelling with a gate of `Pace`'s deprecated `InteractionGate`, kept for source
+  /// compatibility: pass a ``ControlGate`` instead.
+  ///
+  /// - Parameters:
+  ///   - duration: How long the controls stay disabled; 500 ms by default. Not negative.
+  ///   - siblings: Other controls or items to disable with this one.
+  ///   - gate: The deprecated gate that keeps the count.
+  @available(*, deprecated, message: "pass a ControlGate (InteractionGate moved to PaceUI as ControlGate)")
+  @_disfavoredOverload
+  public func disableTemporarily(
+    for duration: Duration = .milliseconds(500),
+    siblings: [any Enablable] = [],
+    gate: InteractionGate
   ) {
     gate.close([self] + siblings, for: duration)
   }

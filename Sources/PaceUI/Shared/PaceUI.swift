@@ -1,9 +1,10 @@
 // PaceUI: the thin UIKit and AppKit glue over Pace.
 //
-// Everything with logic lives in `Pace` and is tested there on virtual time: `InteractionGate`
-// (the button-bashing guard behind `disableTemporarily(for:siblings:)`), `UpdateCoalescer` (behind
-// `setNeedsReloadData()`), `Fuser`, `Diffuser`, `Throttler` and `Debouncer`. The files here only
-// connect those types to framework objects, and each is compiled only where its framework exists:
+// Everything with logic is platform-independent and tested on virtual time: `Shared/ControlGate`
+// (the button-bashing guard behind `disableTemporarily(for:siblings:)`), and Pace's
+// `UpdateCoalescer` (behind `setNeedsReloadData()`), `Fuser`, `Diffuser`, `Throttler` and
+// `Debouncer`. The other files only connect those types to framework objects, and each is
+// compiled only where its framework exists:
 // `UIKit/` with `canImport(UIKit)` (not watchOS, which has no controls), `AppKit/` with
 // `canImport(AppKit)` (not Mac Catalyst), `Foundation/` (NotificationCenter) everywhere.
 //

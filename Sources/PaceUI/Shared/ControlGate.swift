@@ -1,15 +1,17 @@
+import Pace
+
 /// The button-bashing guard: disables a set of controls for a while after a tap, then restores
-/// them.
+/// them. `button.disableTemporarily(for:siblings:)` closes the shared gate.
 ///
 /// ```swift
 /// @objc func openDetail() {
-///   InteractionGate.shared.close([detailButton, settingsButton], for: .milliseconds(500))
+///   ControlGate.shared.close([detailButton, settingsButton], for: .milliseconds(500))
 ///   navigationController?.pushViewController(detail, animated: true)
 /// }
 /// ```
 ///
-/// `PaceUI` spells this `button.disableTemporarily(for:siblings:)`. The gate works on anything
-/// ``Enablable``, so its logic is tested without UIKit.
+/// The gate works on anything `Enablable` (a control, a bar button item, a menu item, a test
+/// double), so its logic is tested without UIKit, on a `TestScheduler`.
 ///
 /// Overlapping closures are counted per target: a target stays disabled until the last closure
 /// that covers it has ended. Then it gets back the `isEnabled` it had when the first of them
@@ -22,9 +24,9 @@
 /// isEnabled  ____-----____----   (`_`: disabled for 4 steps after each tap)
 /// ```
 @MainActor
-public final class InteractionGate {
+public final class ControlGate {
   /// The gate that `disableTemporarily(for:siblings:)` uses by default, on the main queue.
-  public static let shared = InteractionGate()
+  public static let shared = ControlGate()
 
   private struct Entry {
     /// Tells this entry from an older one for an object that had the same address.
@@ -50,7 +52,7 @@ public final class InteractionGate {
   /// A gate whose closures end on `scheduler`.
   ///
   /// - Parameter scheduler: Where the targets are re-enabled. It must run work on the main
-  ///   actor: `.main` (the default), or a ``TestScheduler`` advanced from the main actor in tests.
+  ///   actor: `.main` (the default), or a `TestScheduler` advanced from the main actor in tests.
   public init(scheduler: some PaceScheduler = .main) {
     self.scheduler = scheduler
   }
@@ -61,7 +63,7 @@ public final class InteractionGate {
   ///   - targets: The controls to disable; duplicates count once.
   ///   - duration: How long they stay disabled. Not negative.
   public func close(_ targets: [any Enablable], for duration: Duration) {
-    checkTiming("InteractionGate.close", interval: duration, parameter: "duration")
+    precondition(duration >= .zero, "ControlGate.close: duration must not be negative (got \(duration))")
     var covered: [(id: ObjectIdentifier, generation: UInt64)] = []
     for target in targets {
       let id = ObjectIdentifier(target)

@@ -2,7 +2,8 @@
 /// item, or a test double.
 ///
 /// `PaceUI` makes `UIControl`, `UIBarButtonItem` and `NSControl` conform; conform your own types
-/// to use them with ``InteractionGate``.
+/// to render into them with ``Diffuser/intoEnabled(_:)`` and to guard them with PaceUI's
+/// `disableTemporarily(for:siblings:)`.
 @MainActor
 public protocol Enablable: AnyObject {
   /// Whether the object accepts input.

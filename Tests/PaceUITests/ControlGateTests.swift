@@ -1,19 +1,13 @@
+import Pace
 import PaceTestSupport
+import PaceUIOnStandIns
 import Testing
 
-@testable import Pace
-
-/// A control without UIKit.
-@MainActor final class FakeControl: Enablable {
-  var isEnabled: Bool
-  init(isEnabled: Bool = true) { self.isEnabled = isEnabled }
-}
-
 /// The button-bashing guard on virtual time.
-@Suite @MainActor struct InteractionGateTests {
+@Suite @MainActor struct ControlGateTests {
   @Test func closeDisablesTheTargetsForExactlyTheDuration() {
     let scheduler = TestScheduler()
-    let gate = InteractionGate(scheduler: scheduler)
+    let gate = ControlGate(scheduler: scheduler)
     let button = FakeControl()
     let sibling = FakeControl()
     gate.close([button, sibling], for: .milliseconds(500))
@@ -33,7 +27,7 @@ import Testing
 
   @Test func aTargetThatWasAlreadyDisabledStaysDisabled() {
     let scheduler = TestScheduler()
-    let gate = InteractionGate(scheduler: scheduler)
+    let gate = ControlGate(scheduler: scheduler)
     let button = FakeControl()
     let disabledElsewhere = FakeControl(isEnabled: false)
     gate.close([button, disabledElsewhere], for: .milliseconds(100))
@@ -44,7 +38,7 @@ import Testing
 
   @Test func overlappingClosuresKeepASharedTargetDisabledUntilTheLastEnds() {
     let scheduler = TestScheduler()
-    let gate = InteractionGate(scheduler: scheduler)
+    let gate = ControlGate(scheduler: scheduler)
     let a = FakeControl()
     let b = FakeControl()
     let c = FakeControl()
@@ -64,7 +58,7 @@ import Testing
 
   @Test func duplicatesInOneClosureCountOnce() {
     let scheduler = TestScheduler()
-    let gate = InteractionGate(scheduler: scheduler)
+    let gate = ControlGate(scheduler: scheduler)
     let button = FakeControl()
     gate.close([button, button], for: .milliseconds(100))
     scheduler.advance(by: .milliseconds(100))
@@ -73,7 +67,7 @@ import Testing
 
   @Test func openAllRestoresEverythingNowAndCancelsTheTimers() {
     let scheduler = TestScheduler()
-    let gate = InteractionGate(scheduler: scheduler)
+    let gate = ControlGate(scheduler: scheduler)
     let a = FakeControl()
     let b = FakeControl()
     gate.close([a], for: .milliseconds(500))
@@ -87,7 +81,7 @@ import Testing
 
   @Test func aReleasedTargetIsForgotten() {
     let scheduler = TestScheduler()
-    let gate = InteractionGate(scheduler: scheduler)
+    let gate = ControlGate(scheduler: scheduler)
     let kept = FakeControl()
     weak var weakReleased: FakeControl?
     do {
@@ -102,7 +96,7 @@ import Testing
 
   @Test func aNewObjectAtAReleasedTargetsAddressIsNotConfusedWithIt() {
     let scheduler = TestScheduler()
-    let gate = InteractionGate(scheduler: scheduler)
+    let gate = ControlGate(scheduler: scheduler)
     // Release targets while closed and make new ones, which may reuse the addresses.
     for _ in 0..<50 {
       do { gate.close([FakeControl()], for: .milliseconds(500)) }
@@ -119,23 +113,20 @@ import Testing
     let scheduler = TestScheduler()
     let button = FakeControl()
     do {
-      let gate = InteractionGate(scheduler: scheduler)
+      let gate = ControlGate(scheduler: scheduler)
       gate.close([button], for: .milliseconds(200))
     }
     scheduler.advance(by: .milliseconds(200))
     #expect(button.isEnabled)
   }
 
-  @Test func intoEnabledDiffusesABooleanIntoATarget() {
-    let button = FakeControl(isEnabled: false)
-    let render = Diffuser<Bool>.intoEnabled(button)
-    render.run(true)
-    #expect(button.isEnabled)
-    button.isEnabled = false
-    render.run(true)
-    #expect(!button.isEnabled, "unchanged state: no write")
-    render.run(false)
-    render.run(true)
-    #expect(button.isEnabled)
+  @Test func aNegativeDurationNamesTheParameter() async {
+    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      await MainActor.run {
+        ControlGate(scheduler: TestScheduler()).close([], for: .seconds(-1))
+      }
+    }
+    let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+    #expect(message.contains("ControlGate.close: duration must not be negative"))
   }
 }
