@@ -242,6 +242,7 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
       throw .invalid(
         "\(owner).retryBackoff", longestRetry, "with quiet, maximumWait and lease, must fit in 64-bit microseconds")
     }
+    let logger = logger.naming(table: table)
     self.client = client
     self.keys = try TableName(table)
     self.calls = try TableName(table + "_calls")
@@ -259,8 +260,6 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
     self.maximumConcurrentExecutions = maximumConcurrentExecutions
     self.shutdownGracePeriod = shutdownGracePeriod
     self.perform = perform
-    var logger = logger
-    logger[metadataKey: "pace.table"] = "\(table)"
     self.logger = logger
     self.metrics = DebouncerMetrics(table: table, factory: metricsFactory)
     self.statementNames = StatementNames(logger: logger)

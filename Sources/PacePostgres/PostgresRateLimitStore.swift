@@ -165,6 +165,7 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
     try checkSetting("timeout", timeout, of: "PostgresRateLimitStore")
     try checkSetting("purgeInterval", purgeInterval, of: "PostgresRateLimitStore")
     try circuitBreaker.check(of: "PostgresRateLimitStore")
+    let logger = logger.naming(table: table)
     self.client = client
     self.tableName = try TableName(table)
     self.tableOptions = tableOptions
@@ -175,8 +176,6 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
     self.timeout = timeout
     self.circuitBreaker = circuitBreaker
     self.purgeInterval = purgeInterval
-    var logger = logger
-    logger[metadataKey: "pace.table"] = "\(table)"
     self.logger = logger
     self.health = StoreHealth(circuitBreaker, table: table, factory: metricsFactory)
     self.batcher = DecisionBatcher(

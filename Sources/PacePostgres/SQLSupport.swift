@@ -349,6 +349,16 @@ extension PreparedSQL {
 #if PostgreSQL
 import Logging
 
+extension Logger {
+  /// This logger with `table` in its metadata (`pace.table`): a store's and a debouncer's lines
+  /// say which tables they speak of, as an app may run several.
+  func naming(table: String) -> Logger {
+    var logger = self
+    logger[metadataKey: "pace.table"] = "\(table)"
+    return logger
+  }
+}
+
 /// An error as a log line's metadata: `error`, and what PostgresNIO's description of a `PSQLError`
 /// hides ("Generic description to prevent accidental leakage of sensitive data"): the server's
 /// SQLSTATE, message, detail and hint (`pace.sqlstate`, `pace.sql_message`, `pace.sql_detail`,
