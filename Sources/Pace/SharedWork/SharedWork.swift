@@ -40,9 +40,10 @@ public final class KeyedSharedWork<Key: Hashable & Sendable, Value: Sendable>: S
     self.init(reuse: reuse, clock: AsyncClock(clock))
   }
 
+  /// `type` is the public type the precondition's message names.
   @usableFromInline
-  init(reuse: Duration, clock: AsyncClock) {
-    precondition(reuse >= .zero, "KeyedSharedWork: reusingResultsFor must not be negative (got \(reuse))")
+  init(reuse: Duration, clock: AsyncClock, type: StaticString = "KeyedSharedWork") {
+    precondition(reuse >= .zero, "\(type): reusingResultsFor must not be negative (got \(reuse))")
     reuseDuration = reuse
     storage = SharedWorkStorage(reuse: reuse, clock: clock)
   }
@@ -109,7 +110,8 @@ public final class SharedWork<Value: Sendable>: Sendable {
     @usableFromInline init() {}
   }
 
-  let storage: SharedWorkStorage<Only, Value>
+  /// The work of the only key: this type is a ``KeyedSharedWork`` with one key.
+  let keyed: KeyedSharedWork<Only, Value>
 
   /// How long a successful result is reused after its run ends; `.zero` for never.
   public let reuseDuration: Duration
@@ -124,14 +126,13 @@ public final class SharedWork<Value: Sendable>: Sendable {
   @inlinable
   public convenience init<C: Clock>(reusingResultsFor reuse: Duration = .zero, clock: C = ContinuousClock())
   where C.Duration == Duration {
-    self.init(reuse: reuse, clock: AsyncClock(clock))
+    self.init(keyed: KeyedSharedWork(reuse: reuse, clock: AsyncClock(clock), type: "SharedWork"))
   }
 
   @usableFromInline
-  init(reuse: Duration, clock: AsyncClock) {
-    precondition(reuse >= .zero, "SharedWork: reusingResultsFor must not be negative (got \(reuse))")
-    reuseDuration = reuse
-    storage = SharedWorkStorage(reuse: reuse, clock: clock)
+  init(keyed: KeyedSharedWork<Only, Value>) {
+    self.keyed = keyed
+    reuseDuration = keyed.reuseDuration
   }
 
   /// Returns the result of the run in flight, of a result still reused, or of a new run of
@@ -145,29 +146,29 @@ public final class SharedWork<Value: Sendable>: Sendable {
   public func run(
     isolation: isolated (any Actor)? = #isolation, _ operation: @escaping @Sendable () async throws -> Value
   ) async throws -> Value {
-    try await storage.run(Only(), isolation: isolation, operation: operation)
+    try await keyed.run(Only(), isolation: isolation, operation)
   }
 
   /// Whether a run is in flight.
-  public var isRunning: Bool { storage.runningCount > 0 }
+  public var isRunning: Bool { keyed.runningCount > 0 }
 
   /// How many callers wait for the run in flight; 0 when none is.
-  public var callerCount: Int { storage.callerCount(for: Only()) }
+  public var callerCount: Int { keyed.callerCount(for: Only()) }
 
   /// Returns `true` once at least `count` callers wait for the run; `false` after `timeout`.
   /// For PaceTesting's `waitForCallers(_:timeout:)`.
   package func waitUntilCallerCount(_ count: Int, timeout: Duration?) async -> Bool {
-    await storage.waitUntil(.callers(Only(), atLeast: count), timeout: timeout)
+    await keyed.waitUntilCallerCount(count, for: Only(), timeout: timeout)
   }
 
   /// Returns `true` once at least `count` calls have reached the instance; `false` after
   /// `timeout`. For PaceTesting's `waitForCalls(_:timeout:)`.
   package func waitUntilCallCount(_ count: Int, timeout: Duration?) async -> Bool {
-    await storage.waitUntil(.calls(atLeast: count), timeout: timeout)
+    await keyed.waitUntilCallCount(count, timeout: timeout)
   }
 
   /// Returns once no run is in flight; for tests.
   package func waitUntilIdle() async {
-    _ = await storage.waitUntil(.idle, timeout: nil)
+    await keyed.waitUntilIdle()
   }
 }
