@@ -118,21 +118,10 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
   func load(_ item: Item, key: BatchKey, isolation: isolated (any Actor)?) async throws -> Output {
     try Task.checkCancellation()
     let caller = nextCaller()
-    let clock = self.clock
     return try await withTaskCancellationHandler(
       operation: {
         try await withUnsafeThrowingContinuation(isolation: isolation) { (loader: Loader) in
-          let effects = state.withLock { state -> Effects in
-            guard !Task.isCancelled else {
-              var effects = Effects()
-              effects.failed = [(.load(loader), CancellationError())]
-              return effects
-            }
-            state.calls += 1
-            state.waiting[caller] = .load(loader)
-            return state.apply(state.machine.add(item, key: key, caller: caller, joins: true, now: clock.now()))
-          }
-          carryOut(effects)
+          add(item, key: key, from: caller, .load(loader))
         }
       },
       onCancel: {
@@ -156,22 +145,11 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
   func submit(_ item: Item, isolation: isolated (any Actor)?) async throws {
     try Task.checkCancellation()
     let caller = nextCaller()
-    let clock = self.clock
     let key = self.key(item)
     try await withTaskCancellationHandler(
       operation: {
         try await withUnsafeThrowingContinuation(isolation: isolation) { (submitter: Submitter) in
-          let effects = state.withLock { state -> Effects in
-            guard !Task.isCancelled else {
-              var effects = Effects()
-              effects.failed = [(.submit(submitter), CancellationError())]
-              return effects
-            }
-            state.calls += 1
-            state.waiting[caller] = .submit(submitter)
-            return state.apply(state.machine.add(item, key: key, caller: caller, joins: false, now: clock.now()))
-          }
-          carryOut(effects)
+          add(item, key: key, from: caller, .submit(submitter))
         }
       },
       onCancel: {
@@ -179,6 +157,24 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
       },
       isolation: isolation
     )
+  }
+
+  /// Hands `item` to the machine for `caller`, whose continuation waits for room (a `load` joins
+  /// an equal item already buffered); a caller whose task is cancelled already fails at once.
+  private func add(_ item: Item, key: BatchKey?, from caller: UInt64, _ continuation: Caller) {
+    let clock = self.clock
+    let joins = if case .load = continuation { true } else { false }
+    let effects = state.withLock { state -> Effects in
+      guard !Task.isCancelled else {
+        var effects = Effects()
+        effects.failed = [(continuation, CancellationError())]
+        return effects
+      }
+      state.calls += 1
+      state.waiting[caller] = continuation
+      return state.apply(state.machine.add(item, key: key, caller: caller, joins: joins, now: clock.now()))
+    }
+    carryOut(effects)
   }
 
   func flush() {
