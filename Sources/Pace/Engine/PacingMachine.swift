@@ -45,79 +45,39 @@ package struct PacingMachine<Value: Sendable>: Sendable {
   }
 
   package mutating func call(_ value: Value, now: PaceInstant) -> PacerAction<Value> {
-    switch kind {
-    case .debounce(var machine):
-      kind = .moved
-      defer { kind = .debounce(machine) }
-      return machine.call(value, now: now)
-    case .throttle(var machine):
-      kind = .moved
-      defer { kind = .throttle(machine) }
-      return machine.call(value, now: now)
-    case .coalesce(var machine):
-      kind = .moved
-      defer { kind = .coalesce(machine) }
-      return machine.call(value, now: now)
-    case .moved:
-      preconditionFailure("PacingMachine: reentrant use")
-    }
+    send(Call(value: value, now: now))
   }
 
   /// The timer armed by the latest ``PacerAction/schedule(at:)`` fired.
   package mutating func timerFired(now: PaceInstant) -> PacerAction<Value> {
-    switch kind {
-    case .debounce(var machine):
-      kind = .moved
-      defer { kind = .debounce(machine) }
-      return machine.timerFired(now: now)
-    case .throttle(var machine):
-      kind = .moved
-      defer { kind = .throttle(machine) }
-      return machine.timerFired(now: now)
-    case .coalesce(var machine):
-      kind = .moved
-      defer { kind = .coalesce(machine) }
-      return machine.timerFired(now: now)
-    case .moved:
-      preconditionFailure("PacingMachine: reentrant use")
-    }
+    send(TimerFired(now: now))
   }
 
   /// Takes the pending value for an invocation now, if there is one.
   package mutating func flush(now: PaceInstant) -> Value? {
-    switch kind {
-    case .debounce(var machine):
-      kind = .moved
-      defer { kind = .debounce(machine) }
-      return machine.flush(now: now)
-    case .throttle(var machine):
-      kind = .moved
-      defer { kind = .throttle(machine) }
-      return machine.flush(now: now)
-    case .coalesce(var machine):
-      kind = .moved
-      defer { kind = .coalesce(machine) }
-      return machine.flush(now: now)
-    case .moved:
-      preconditionFailure("PacingMachine: reentrant use")
-    }
+    send(Flush(now: now))
   }
 
   /// Drops what is pending and resets. Returns `true` if the armed timer should be cancelled.
   package mutating func cancel() -> Bool {
+    send(Cancel())
+  }
+
+  /// Applies `event` to the machine, taken out of `kind` meanwhile (see `Kind.moved`).
+  private mutating func send<Event: PacingEvent<Value>>(_ event: Event) -> Event.Result {
     switch kind {
     case .debounce(var machine):
       kind = .moved
       defer { kind = .debounce(machine) }
-      return machine.cancel()
+      return event.apply(to: &machine)
     case .throttle(var machine):
       kind = .moved
       defer { kind = .throttle(machine) }
-      return machine.cancel()
+      return event.apply(to: &machine)
     case .coalesce(var machine):
       kind = .moved
       defer { kind = .coalesce(machine) }
-      return machine.cancel()
+      return event.apply(to: &machine)
     case .moved:
       preconditionFailure("PacingMachine: reentrant use")
     }
@@ -136,5 +96,43 @@ package struct PacingMachine<Value: Sendable>: Sendable {
   /// Folds `value` into `accumulated` with the machine's merge, as the machine folds calls.
   package func fold(_ value: Value, into accumulated: inout Value?) {
     accumulated.merge(value, using: merge)
+  }
+}
+
+/// An event of ``PacingMachine``, applied to whichever machine it holds: one generic method, so
+/// that the machine is taken out and put back in one place.
+private protocol PacingEvent<Value> {
+  associatedtype Value: Sendable
+  associatedtype Result
+  func apply<Machine: PacerStateMachine>(to machine: inout Machine) -> Result where Machine.Value == Value
+}
+
+private struct Call<Value: Sendable>: PacingEvent {
+  let value: Value
+  let now: PaceInstant
+  func apply<Machine: PacerStateMachine>(to machine: inout Machine) -> PacerAction<Value>
+  where Machine.Value == Value {
+    machine.call(value, now: now)
+  }
+}
+
+private struct TimerFired<Value: Sendable>: PacingEvent {
+  let now: PaceInstant
+  func apply<Machine: PacerStateMachine>(to machine: inout Machine) -> PacerAction<Value>
+  where Machine.Value == Value {
+    machine.timerFired(now: now)
+  }
+}
+
+private struct Flush<Value: Sendable>: PacingEvent {
+  let now: PaceInstant
+  func apply<Machine: PacerStateMachine>(to machine: inout Machine) -> Value? where Machine.Value == Value {
+    machine.flush(now: now)
+  }
+}
+
+private struct Cancel<Value: Sendable>: PacingEvent {
+  func apply<Machine: PacerStateMachine>(to machine: inout Machine) -> Bool where Machine.Value == Value {
+    machine.cancel()
   }
 }
