@@ -12,12 +12,12 @@
 /// Nothing here traps on extreme input: a window's start beyond the end of the timeline is `nil`
 /// (never).
 @usableFromInline
-package struct FixedWindowCounter: RateLimitCounting, Sendable, Equatable {
+package struct FixedWindowCounter: WindowCounting, Sendable, Equatable {
   @usableFromInline package let rate: WindowRate
   /// The window being counted: `floor(t / T)` of the last update.
   @usableFromInline package var window: Int64
   /// The permits granted in `window`.
-  @usableFromInline package var count = 0
+  @usableFromInline package var used = 0
 
   /// A counter at `now` that has granted nothing.
   @inlinable
@@ -37,25 +37,18 @@ package struct FixedWindowCounter: RateLimitCounting, Sendable, Equatable {
     return remainder < rate.phase ? quotient &- 1 : quotient
   }
 
-  @inlinable package var burst: Int { rate.permits }
-
   /// Starts counting again if `now` is in a later window.
   @inlinable
   package mutating func refill(now: PaceInstant) {
     let current = Self.window(of: now.nanoseconds, rate: rate)
     guard current > window else { return }
     window = current
-    count = 0
-  }
-
-  @inlinable
-  package func canTake(_ permits: Int) -> Bool {
-    permits <= rate.permits &- count
+    used = 0
   }
 
   @inlinable
   package mutating func take(_ permits: Int) {
-    count &+= permits
+    used &+= permits
   }
 
   /// The next window's start; `nil` beyond the end of the timeline.
@@ -88,17 +81,8 @@ package struct FixedWindowCounter: RateLimitCounting, Sendable, Equatable {
     return canTake(permits) ? windowStart : nextWindowStart
   }
 
-  @inlinable
-  package func readyTime(for permits: Int, behind queue: RateLimitQueue) -> PaceInstant? {
-    simulatedReadyTime(for: permits, behind: queue)
-  }
-
-  @inlinable package var availablePermits: Int { rate.permits &- count }
-
-  @inlinable package var isIdle: Bool { count == 0 }
-
   /// When the current window ends, if it counted anything.
   @inlinable package var idleTime: PaceInstant? {
-    count == 0 ? windowStart : nextWindowStart
+    used == 0 ? windowStart : nextWindowStart
   }
 }

@@ -108,7 +108,7 @@ extension KeyedRateLimiter {
   // - token bucket, one limit for every key: the level itself (balance in units, updated);
   // - token bucket, per-key limits: the instant the bucket is full again (`updated`) and the
   //   units still missing then (`balance`, 0 or more); see `TokenBucketRate.fullInstantForm(of:)`;
-  // - fixed window: the window's end (`updated`) and `~count` (`balance`, below 0);
+  // - fixed window: the window's end (`updated`) and `~used` (`balance`, below 0);
   // - sliding window: the instant its newest grant stops counting (`updated`) and `~used`
   //   (`balance`, below 0); the grants themselves are in the shard's `logs`.
   //
@@ -129,7 +129,7 @@ extension KeyedRateLimiter {
       var counter = FixedWindowCounter(rate: rate, now: now)
       // The count carries over while its window has not ended (a window of another length
       // included); a key that had a token bucket starts afresh.
-      if let level, level.balance < 0, log == nil, now < level.updated { counter.count = Int(~level.balance) }
+      if let level, level.balance < 0, log == nil, now < level.updated { counter.used = Int(~level.balance) }
       return .fixedWindow(counter)
     case .slidingWindow(let rate):
       guard let level, level.balance < 0, let log else {
@@ -154,7 +154,7 @@ extension KeyedRateLimiter {
     case .tokenBucket(let bucket):
       level = storedLevel(bucket.level, rate: bucket.rate)
     case .fixedWindow(let counter):
-      level = TokenBucketLevel(balance: ~Int64(counter.count), updated: counter.nextWindowStart ?? .max)
+      level = TokenBucketLevel(balance: ~Int64(counter.used), updated: counter.nextWindowStart ?? .max)
     case .slidingWindow(let log):
       level = TokenBucketLevel(balance: ~Int64(log.used), updated: log.idleTime ?? .max)
       logs[key] = log

@@ -55,24 +55,6 @@ extension RateLimitCounting {
     refill(now: now)
     return availablePermits
   }
-
-  /// ``readyTime(for:behind:)`` for the window algorithms: grants the waiting requests on a copy, in
-  /// order, each at its own ready time, then asks the copy.
-  @inlinable
-  package func simulatedReadyTime(for permits: Int, behind queue: RateLimitQueue) -> PaceInstant? {
-    var counter = self
-    var done = false
-    queue.forEachWaitingCost { cost in
-      guard !done else { return }
-      guard let ready = counter.readyTime(for: Swift.max(cost, 1)) else {
-        done = true
-        return
-      }
-      counter.refill(now: ready)
-      if cost > 0 { counter.take(cost) }
-    }
-    return done ? nil : counter.readyTime(for: permits)
-  }
 }
 
 /// The counter of one key under any ``RateLimit``: what ``RateLimiter`` keeps, so that one
@@ -216,5 +198,47 @@ package struct WindowRate: Sendable, Equatable {
     // Windows start where `t + unix ≡ 0 (mod T)`, that is at `t ≡ -unix (mod T)`.
     let remainder = (unixNanosecondsAtOrigin ?? 0) % nanoseconds
     self.phase = remainder == 0 ? 0 : (remainder < 0 ? -remainder : nanoseconds - remainder)
+  }
+}
+
+/// What both window algorithms share, a window of ``WindowRate/permits`` and the permits that count
+/// in it now (``FixedWindowCounter``'s window, ``SlidingWindowLog``'s grants within the last `T`):
+/// the members of ``RateLimitCounting`` that read only those.
+@usableFromInline
+package protocol WindowCounting: RateLimitCounting {
+  /// The window's permits and length.
+  var rate: WindowRate { get }
+  /// The permits granted that count now.
+  var used: Int { get }
+}
+
+extension WindowCounting {
+  @inlinable package var burst: Int { rate.permits }
+
+  @inlinable
+  package func canTake(_ permits: Int) -> Bool {
+    permits <= rate.permits &- used
+  }
+
+  @inlinable package var availablePermits: Int { rate.permits &- used }
+
+  @inlinable package var isIdle: Bool { used == 0 }
+
+  /// Grants the waiting requests on a copy, in order, each at its own ready time, then asks the
+  /// copy.
+  @inlinable
+  package func readyTime(for permits: Int, behind queue: RateLimitQueue) -> PaceInstant? {
+    var counter = self
+    var done = false
+    queue.forEachWaitingCost { cost in
+      guard !done else { return }
+      guard let ready = counter.readyTime(for: Swift.max(cost, 1)) else {
+        done = true
+        return
+      }
+      counter.refill(now: ready)
+      if cost > 0 { counter.take(cost) }
+    }
+    return done ? nil : counter.readyTime(for: permits)
   }
 }

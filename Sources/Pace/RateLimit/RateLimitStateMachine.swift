@@ -161,34 +161,6 @@ extension RateLimitMachine where Counter == TokenBucket {
   init(bucket: TokenBucket, queue: RateLimitQueue? = nil) {
     self.init(counter: bucket, queue: queue)
   }
-
-  /// ``tryAcquire(cost:now:)`` on a bucket alone, given the permits the waiting requests ask for
-  /// (`nil` when nobody waits): the same decision, cost rule included, for a caller that holds no
-  /// machine, as ``KeyedRateLimiter`` on a key it stores, so that its hot path copies no queue.
-  @inlinable @inline(__always)
-  static func tryAcquire(
-    cost: Int, now: PaceInstant, bucket: inout TokenBucket, waitingPermits: Int?
-  ) -> RateLimitDecision {
-    bucket.refill(now: now)
-    let burst = bucket.burst
-    if UInt(bitPattern: cost &- 1) < UInt(bitPattern: burst) {
-      if let waitingPermits {
-        return .limited(retryAfter: wait(from: now, until: bucket.readyTime(for: waitingPermits &+ cost)))
-      }
-      guard bucket.canTake(cost) else {
-        return .limited(retryAfter: wait(from: now, until: bucket.readyTime(for: cost)))
-      }
-      bucket.take(cost)
-      return .allowed(remaining: bucket.availablePermits)
-    }
-    if cost > burst { return .limited(retryAfter: RateLimitDecision.never) }
-    // Cost 0: cost 1's answer, taking nothing.
-    if let waitingPermits {
-      return .limited(retryAfter: wait(from: now, until: bucket.readyTime(for: waitingPermits &+ 1)))
-    }
-    guard bucket.canTake(1) else { return .limited(retryAfter: wait(from: now, until: bucket.readyTime(for: 1))) }
-    return .allowed(remaining: bucket.availablePermits)
-  }
 }
 
 /// What a ``RateLimitMachine`` asks its driver to do.
@@ -244,10 +216,6 @@ package struct RateLimitQueue {
   @inlinable var count: Int { costs.count }
 
   @inlinable var isEmpty: Bool { costs.isEmpty }
-
-  /// ``permits`` while anyone waits, `nil` while nobody does: what a refused `tryAcquire` waits
-  /// behind.
-  @inlinable var waitingPermits: Int? { isEmpty ? nil : permits }
 
   /// The request `id` for `cost` permits joins the end, behind every request already waiting.
   @inlinable

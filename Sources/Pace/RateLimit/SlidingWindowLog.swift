@@ -15,7 +15,7 @@
 /// Nothing here traps on extreme input: an end beyond the end of the timeline is `nil` (never),
 /// and an age too large for `Int64` has stopped counting.
 @usableFromInline
-package struct SlidingWindowLog: RateLimitCounting, Sendable, Equatable {
+package struct SlidingWindowLog: WindowCounting, Sendable, Equatable {
   /// One grant: when, and how many permits.
   @usableFromInline
   package struct Grant: Sendable, Equatable {
@@ -44,8 +44,6 @@ package struct SlidingWindowLog: RateLimitCounting, Sendable, Equatable {
     self.updated = now
   }
 
-  @inlinable package var burst: Int { rate.permits }
-
   /// Drops the grants that stopped counting by `now`.
   @inlinable
   package mutating func refill(now: PaceInstant) {
@@ -69,11 +67,6 @@ package struct SlidingWindowLog: RateLimitCounting, Sendable, Equatable {
   package func counts(_ time: Int64) -> Bool {
     let (age, overflow) = updated.nanoseconds.subtractingReportingOverflow(time)
     return !overflow && age < rate.nanoseconds
-  }
-
-  @inlinable
-  package func canTake(_ permits: Int) -> Bool {
-    permits <= rate.permits &- used
   }
 
   /// Records a grant of `permits` now; grants at one instant share one entry.
@@ -108,15 +101,6 @@ package struct SlidingWindowLog: RateLimitCounting, Sendable, Equatable {
     let (end, overflow) = grant.time.addingReportingOverflow(rate.nanoseconds)
     return overflow ? nil : PaceInstant(nanoseconds: end)
   }
-
-  @inlinable
-  package func readyTime(for permits: Int, behind queue: RateLimitQueue) -> PaceInstant? {
-    simulatedReadyTime(for: permits, behind: queue)
-  }
-
-  @inlinable package var availablePermits: Int { rate.permits &- used }
-
-  @inlinable package var isIdle: Bool { used == 0 }
 
   /// When the newest grant stops counting.
   @inlinable package var idleTime: PaceInstant? {
