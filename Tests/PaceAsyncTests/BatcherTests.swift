@@ -445,6 +445,21 @@ final class BatchLog: Sendable {
     #expect(await sent.next() == ["open", "tap", "tap"])
   }
 
+  /// A batcher made without output takes any item, but one that is `Hashable` at run time is
+  /// still joined by a `load` of an equal item: the keys made both ways are equal.
+  @Test func aLoadJoinsAnEqualSubmittedItemOfABatcherWithoutOutput() async throws {
+    let sent = Signals<[String]>()
+    let analytics = Batcher<String, Void>(maximumCount: 2, maximumWait: .seconds(30), clock: scheduler) { events in
+      sent.post(events)
+    }
+    try await analytics.submit("tap")
+    let load = Task { try await analytics.load("tap") }  // joins the buffered "tap"
+    _ = await analytics.waitUntilLoaderCount(1)
+    try await analytics.submit("open")  // the second entry: the batch is sent
+    #expect(await sent.next() == ["tap", "open"])
+    try await load.value
+  }
+
   /// Events need not be `Hashable`: a batcher of items without output takes any `Sendable` item.
   @Test func itemsThatAreNotHashableAreSubmitted() async throws {
     struct Tap: Sendable { let point: (x: Int, y: Int) }

@@ -209,20 +209,52 @@ struct BatchMachine<Item> {
 }
 
 /// What a `load` joins a buffered item by: the item, where it is `Hashable`.
+///
+/// It holds the item itself, `Sendable` as `Batcher`'s items are, and compares and hashes it as
+/// the `AnyHashable` it makes (which cannot say that it holds a `Sendable` value).
 @usableFromInline
-struct BatchKey: Hashable, @unchecked Sendable {
-  // Unchecked: made only from a `Sendable` item (`Batcher`'s items are), which `AnyHashable`
-  // cannot say it holds.
-  let item: AnyHashable
+struct BatchKey: Hashable, Sendable {
+  private let item: any HashableItem
 
   @usableFromInline init(_ item: some Hashable & Sendable) {
-    self.item = AnyHashable(item)
+    self.item = StaticallyHashable(item: item)
   }
 
-  /// The key of an item found `Hashable` at run time (`item as? any Hashable`): the caller's
-  /// item is `Sendable`, which the cast cannot carry.
-  @usableFromInline init(hashableSendable item: any Hashable) {
-    self.item = AnyHashable(item)
+  /// The key of an item whose type is `Hashable` at run time only (`Batcher`'s initialiser for
+  /// any item), or `nil` where it is not.
+  @usableFromInline init?(ifHashable item: some Sendable) {
+    guard item is any Hashable else { return nil }
+    self.item = DynamicallyHashable(item: item)
+  }
+
+  @usableFromInline static func == (left: BatchKey, right: BatchKey) -> Bool {
+    left.item.anyHashable == right.item.anyHashable
+  }
+
+  @usableFromInline func hash(into hasher: inout Hasher) {
+    item.anyHashable.hash(into: &hasher)
+  }
+}
+
+/// A `Sendable` item seen as `Hashable`.
+private protocol HashableItem: Sendable {
+  var anyHashable: AnyHashable { get }
+}
+
+/// An item whose type is `Hashable`.
+private struct StaticallyHashable<Item: Hashable & Sendable>: HashableItem {
+  let item: Item
+  var anyHashable: AnyHashable { AnyHashable(item) }
+}
+
+/// An item found `Hashable` at run time, when its key was made.
+private struct DynamicallyHashable<Item: Sendable>: HashableItem {
+  let item: Item
+  var anyHashable: AnyHashable {
+    guard let hashable = item as? any Hashable else {
+      preconditionFailure("BatchKey: made only from an item found Hashable")
+    }
+    return AnyHashable(hashable)
   }
 }
 

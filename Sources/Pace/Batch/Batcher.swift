@@ -195,7 +195,7 @@ extension Batcher where Output == Void {
       maximumCount: maximumCount, maximumWait: maximumWait, maximumInFlight: maximumInFlight,
       bufferCapacity: bufferCapacity, overflow: overflow, clock: AsyncClock(clock),
       // A `Hashable` item (found at run time: this initialiser takes any) is joined by a `load`.
-      key: { ($0 as? any Hashable).map { BatchKey(hashableSendable: $0) } }, onFailure: onFailure
+      key: { BatchKey(ifHashable: $0) }, onFailure: onFailure
     ) { items in
       try await send(items)
       return { _ in () }
