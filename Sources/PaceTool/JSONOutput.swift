@@ -82,25 +82,24 @@ enum JSONOutput {
     (nanoseconds < 0 ? "-" : "") + DurationText.decimal(nanoseconds.magnitude, per: 1_000_000)
   }
 
+  /// The characters a JSON string escapes by name.
+  static let namedEscapes: [Unicode.Scalar: String] = [
+    "\"": "\\\"", "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t",
+  ]
+
   static func string(_ text: String) -> String {
-    var escaped = "\""
-    for scalar in text.unicodeScalars {
-      switch scalar {
-      case "\"": escaped += "\\\""
-      case "\\": escaped += "\\\\"
-      case "\n": escaped += "\\n"
-      case "\r": escaped += "\\r"
-      case "\t": escaped += "\\t"
-      case _ where scalar.value < 0x20:
-        escaped += unicodeEscape(UInt16(scalar.value))
-      case _ where scalar.value >= 0x7F && !Excerpt.isPlain(String(scalar)):
+    let escaped = escaping(text.unicodeScalars, namedEscapes) { scalar, output in
+      if scalar.value < 0x20 {
+        output += unicodeEscape(UInt16(scalar.value))
+      } else if scalar.value >= 0x7F && !Excerpt.isPlain(String(scalar)) {
         // Valid JSON either way, but `jq` or a terminal would show bidirectional overrides and
         // C1 controls raw: escape them, as UTF-16 code units (a pair above the BMP).
-        for unit in String(scalar).utf16 { escaped += unicodeEscape(unit) }
-      default: escaped.unicodeScalars.append(scalar)
+        for unit in String(scalar).utf16 { output += unicodeEscape(unit) }
+      } else {
+        output.unicodeScalars.append(scalar)
       }
     }
-    return escaped + "\""
+    return "\"" + escaped + "\""
   }
 
   /// `\u001b` for 0x1B.

@@ -86,24 +86,17 @@ enum SVGDiagram {
     return svg
   }
 
+  /// The characters SVG text escapes as entities.
+  static let entities: [Character: String] = ["&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&quot;", "'": "&apos;"]
+
   static func escape(_ text: String) -> String {
-    var escaped = ""
-    for character in text {
-      switch character {
-      case "&": escaped += "&amp;"
-      case "<": escaped += "&lt;"
-      case ">": escaped += "&gt;"
-      case "\"": escaped += "&quot;"
-      case "'": escaped += "&apos;"
-      default:
-        // XML 1.0 forbids most control characters, even escaped.
-        if let scalar = character.unicodeScalars.first, scalar.value < 0x20, scalar != "\t", scalar != "\n" {
-          escaped += "\u{FFFD}"
-        } else {
-          escaped.append(character)
-        }
+    escaping(text, entities) { character, output in
+      // XML 1.0 forbids most control characters, even escaped.
+      if let scalar = character.unicodeScalars.first, scalar.value < 0x20, scalar != "\t", scalar != "\n" {
+        output += "\u{FFFD}"
+      } else {
+        output.append(character)
       }
     }
-    return escaped
   }
 }
