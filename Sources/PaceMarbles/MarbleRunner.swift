@@ -62,37 +62,31 @@ private func convert<Value: LosslessStringConvertible>(_ text: String, to: Value
   return value
 }
 
+/// What Pace's primitives do with each event: a value goes to `deliver` (`call` or `signal`),
+/// `|` flushes, `^` and `;` cancel.
+private func drive<Value: LosslessStringConvertible>(
+  _ event: MarbleEvent, deliver: (Value) -> Void, flush: () -> Void, cancel: () -> Void
+) throws {
+  switch event {
+  case .value(let text): deliver(try convert(text, to: Value.self))
+  case .finish: flush()
+  case .failure, .cancel: cancel()
+  }
+}
+
 extension Debouncer: MarbleInput where Value: LosslessStringConvertible {
   /// A value calls, `|` flushes, `^` and `;` cancel.
-  public func receive(_ event: MarbleEvent) throws {
-    switch event {
-    case .value(let text): call(try convert(text, to: Value.self))
-    case .finish: flush()
-    case .failure, .cancel: cancel()
-    }
-  }
+  public func receive(_ event: MarbleEvent) throws { try drive(event, deliver: call, flush: flush, cancel: cancel) }
 }
 
 extension Throttler: MarbleInput where Value: LosslessStringConvertible {
   /// A value calls, `|` flushes, `^` and `;` cancel.
-  public func receive(_ event: MarbleEvent) throws {
-    switch event {
-    case .value(let text): call(try convert(text, to: Value.self))
-    case .finish: flush()
-    case .failure, .cancel: cancel()
-    }
-  }
+  public func receive(_ event: MarbleEvent) throws { try drive(event, deliver: call, flush: flush, cancel: cancel) }
 }
 
 extension Coalescer: MarbleInput where Value: LosslessStringConvertible {
   /// A value signals, `|` flushes, `^` and `;` cancel.
-  public func receive(_ event: MarbleEvent) throws {
-    switch event {
-    case .value(let text): signal(try convert(text, to: Value.self))
-    case .finish: flush()
-    case .failure, .cancel: cancel()
-    }
-  }
+  public func receive(_ event: MarbleEvent) throws { try drive(event, deliver: signal, flush: flush, cancel: cancel) }
 }
 
 /// What the code under test gets from the runner: a `TestScheduler` to run on and
