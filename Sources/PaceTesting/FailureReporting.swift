@@ -8,6 +8,14 @@ struct FailureLocation: Sendable {
   var line: UInt
   var column: UInt
 
+  /// The location a public wait or assertion receives as its last four arguments.
+  init(_ fileID: String, _ filePath: StaticString, _ line: UInt, _ column: UInt) {
+    self.fileID = fileID
+    self.filePath = filePath
+    self.line = line
+    self.column = column
+  }
+
   var sourceLocation: SourceLocation {
     SourceLocation(fileID: fileID, filePath: "\(filePath)", line: Int(line), column: Int(column))
   }

@@ -81,7 +81,7 @@ public final class LockedRecorder<Value: Sendable>: Sendable {
   ) async {
     await waitFor(
       "LockedRecorder.waitForValues(\(count))", count, "value(s)", timeout: timeout,
-      at: FailureLocation(fileID: fileID, filePath: filePath, line: line, column: column),
+      at: FailureLocation(fileID, filePath, line, column),
       until: { await recorded.waitUntil(atLeast: count, timeout: $0) }, saw: { "\(values.count) \(values)" },
       hint: "the code under test never recorded them")
   }

@@ -36,7 +36,7 @@ public struct UnimplementedScheduler: PaceScheduler {
     column: UInt = #column
   ) {
     self.name = name
-    self.location = FailureLocation(fileID: fileID, filePath: filePath, line: line, column: column)
+    self.location = FailureLocation(fileID, filePath, line, column)
   }
 
   /// Fails, and returns `PaceInstant.zero`.

@@ -107,7 +107,7 @@ public final class FakeDependency<Input: Sendable, Output: Sendable>: Sendable {
   ) async {
     await waitFor(
       "FakeDependency.waitForCalls(\(count))", count, "call(s)", timeout: timeout,
-      at: FailureLocation(fileID: fileID, filePath: filePath, line: line, column: column),
+      at: FailureLocation(fileID, filePath, line, column),
       until: { await settledCalls.waitUntil(atLeast: count, timeout: $0) },
       saw: { "\(calls.count) \(calls.map { "\($0.input)@\($0.start)" }) (now is \(scheduler.now))" },
       hint: "the code under test never made them")

@@ -28,7 +28,7 @@ extension OwnedTasks {
   ) async {
     await waitFor(
       "OwnedTasks.waitForAll", 0, "task(s) running", timeout: timeout,
-      at: FailureLocation(fileID: fileID, filePath: filePath, line: line, column: column),
+      at: FailureLocation(fileID, filePath, line, column),
       until: { await waitUntilIdle(timeout: $0) }, saw: { "\(count)" },
       hint: "they wait for virtual time not advanced yet, or for something else")
   }

@@ -40,7 +40,7 @@ extension RateLimiter {
   ) async {
     await waitFor(
       "RateLimiter.waitForWaiters(\(count))", count, "request(s) waiting in acquire", timeout: timeout,
-      at: FailureLocation(fileID: fileID, filePath: filePath, line: line, column: column),
+      at: FailureLocation(fileID, filePath, line, column),
       until: { await waitUntilWaitingCount(count, timeout: $0) }, saw: { "\(waitingCount)" },
       hint: "the code under test never got there, or was granted at once")
   }
@@ -92,7 +92,7 @@ extension KeyedRateLimiter {
   ) async {
     await waitFor(
       "KeyedRateLimiter.waitForWaiters(\(count))", count, "request(s) waiting in acquire", timeout: timeout,
-      at: FailureLocation(fileID: fileID, filePath: filePath, line: line, column: column),
+      at: FailureLocation(fileID, filePath, line, column),
       until: { await pollUntil(timeout: $0) { waitingCount >= count } }, saw: { "\(waitingCount)" })
   }
 
@@ -114,7 +114,7 @@ extension KeyedRateLimiter {
   ) async {
     await waitFor(
       "KeyedRateLimiter.waitForWaiters(\(count), for: \(key))", count, "request(s) waiting in acquire",
-      timeout: timeout, at: FailureLocation(fileID: fileID, filePath: filePath, line: line, column: column),
+      timeout: timeout, at: FailureLocation(fileID, filePath, line, column),
       until: { await pollUntil(timeout: $0) { waitingCount(for: key) >= count } }, saw: { "\(waitingCount(for: key))" })
   }
 }

@@ -33,7 +33,7 @@ extension KeyedSharedWork {
   ) async {
     await waitFor(
       "KeyedSharedWork.waitForCallers(\(count), for: \(key))", count, "caller(s) waiting for the run",
-      timeout: timeout, at: FailureLocation(fileID: fileID, filePath: filePath, line: line, column: column),
+      timeout: timeout, at: FailureLocation(fileID, filePath, line, column),
       until: { await waitUntilCallerCount(count, for: key, timeout: $0) }, saw: { "\(callerCount(for: key))" })
   }
 
@@ -54,7 +54,7 @@ extension KeyedSharedWork {
   ) async {
     await waitFor(
       "KeyedSharedWork.waitForCalls(\(count))", count, "call(s)", timeout: timeout,
-      at: FailureLocation(fileID: fileID, filePath: filePath, line: line, column: column),
+      at: FailureLocation(fileID, filePath, line, column),
       until: { await waitUntilCallCount(count, timeout: $0) }, saw: { "fewer (\(runningCount) run(s) in flight)" })
   }
 }
@@ -76,7 +76,7 @@ extension SharedWork {
   ) async {
     await waitFor(
       "SharedWork.waitForCallers(\(count))", count, "caller(s) waiting for the run", timeout: timeout,
-      at: FailureLocation(fileID: fileID, filePath: filePath, line: line, column: column),
+      at: FailureLocation(fileID, filePath, line, column),
       until: { await waitUntilCallerCount(count, timeout: $0) }, saw: { "\(callerCount)" })
   }
 
@@ -96,7 +96,7 @@ extension SharedWork {
   ) async {
     await waitFor(
       "SharedWork.waitForCalls(\(count))", count, "call(s)", timeout: timeout,
-      at: FailureLocation(fileID: fileID, filePath: filePath, line: line, column: column),
+      at: FailureLocation(fileID, filePath, line, column),
       until: { await waitUntilCallCount(count, timeout: $0) }, saw: { "fewer (a run in flight: \(isRunning))" })
   }
 }
@@ -130,7 +130,7 @@ extension Batcher {
   ) async {
     await waitFor(
       "Batcher.waitForCalls(\(count))", count, "call(s)", timeout: timeout,
-      at: FailureLocation(fileID: fileID, filePath: filePath, line: line, column: column),
+      at: FailureLocation(fileID, filePath, line, column),
       until: { await waitUntilCallCount(count, timeout: $0) }, saw: { "fewer (\(bufferedCount) item(s) buffered)" })
   }
 
@@ -154,7 +154,7 @@ extension Batcher {
   ) async {
     await waitFor(
       "Batcher.waitForEndedBatches(\(count))", count, "ended batch(es)", timeout: timeout,
-      at: FailureLocation(fileID: fileID, filePath: filePath, line: line, column: column),
+      at: FailureLocation(fileID, filePath, line, column),
       until: { await waitUntilEndedBatchCount(count, timeout: $0) },
       saw: { "fewer (\(sentBatchCount) sent, \(inFlightCount) in flight)" })
   }

@@ -79,7 +79,7 @@ extension TestScheduler {
     line: UInt = #line,
     column: UInt = #column
   ) async {
-    let location = FailureLocation(fileID: fileID, filePath: filePath, line: line, column: column)
+    let location = FailureLocation(fileID, filePath, line, column)
     if let duration {
       precondition(duration >= .zero, "TestScheduler.settle(by:): duration must not be negative (got \(duration))")
     }

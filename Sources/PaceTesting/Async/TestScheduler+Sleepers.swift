@@ -39,9 +39,7 @@ extension TestScheduler {
     _ count: Int = 1, timeout: Duration = .seconds(30),
     fileID: String = #fileID, filePath: StaticString = #filePath, line: UInt = #line, column: UInt = #column
   ) async {
-    await wait(
-      "waitForSleepers(\(count))", count, .sleepers, "task(s) sleeping on the scheduler", timeout,
-      FailureLocation(fileID: fileID, filePath: filePath, line: line, column: column))
+    await wait(count, .sleepers, timeout, FailureLocation(fileID, filePath, line, column))
   }
 
   /// Returns once at least `count` work items are scheduled: timers that Pace's primitives arm
@@ -82,9 +80,7 @@ extension TestScheduler {
     _ count: Int = 1, timeout: Duration = .seconds(30),
     fileID: String = #fileID, filePath: StaticString = #filePath, line: UInt = #line, column: UInt = #column
   ) async {
-    await wait(
-      "waitForPending(\(count))", count, .pending, "work item(s) scheduled", timeout,
-      FailureLocation(fileID: fileID, filePath: filePath, line: line, column: column))
+    await wait(count, .pending, timeout, FailureLocation(fileID, filePath, line, column))
   }
 
   /// Returns once at least `count` work items are scheduled; `waitForPending(_:timeout:)`.
@@ -135,9 +131,7 @@ extension TestScheduler {
     _ count: Int = 1, timeout: Duration = .seconds(30),
     fileID: String = #fileID, filePath: StaticString = #filePath, line: UInt = #line, column: UInt = #column
   ) async {
-    await wait(
-      "waitForSuspendedCallers(\(count))", count, .suspendedCallers, "caller(s) suspended in a rate limiter on it",
-      timeout, FailureLocation(fileID: fileID, filePath: filePath, line: line, column: column))
+    await wait(count, .suspendedCallers, timeout, FailureLocation(fileID, filePath, line, column))
   }
 
   /// `waitForSleepers(_:timeout:fileID:filePath:line:column:)` with its default time limit:
@@ -155,12 +149,17 @@ extension TestScheduler {
     await waitForPending(count, timeout: .seconds(30))
   }
 
-  private func wait(
-    _ call: String, _ count: Int, _ what: WaitedCount, _ noun: String, _ timeout: Duration,
-    _ location: FailureLocation
-  ) async {
+  /// The wait behind `waitForSleepers`, `waitForPending` and `waitForSuspendedCallers`: each count
+  /// names its call and what it counts in the failure.
+  private func wait(_ count: Int, _ what: WaitedCount, _ timeout: Duration, _ location: FailureLocation) async {
+    let (call, noun) =
+      switch what {
+      case .sleepers: ("waitForSleepers", "task(s) sleeping on the scheduler")
+      case .pending: ("waitForPending", "work item(s) scheduled")
+      case .suspendedCallers: ("waitForSuspendedCallers", "caller(s) suspended in a rate limiter on it")
+      }
     await waitFor(
-      "TestScheduler.\(call)", count, noun, timeout: timeout, at: location,
+      "TestScheduler.\(call)(\(count))", count, noun, timeout: timeout, at: location,
       until: { await waitUntil(count, of: what, timeout: $0) },
       saw: {
         "\(self.count(of: what)) (now is \(now)"
