@@ -54,27 +54,20 @@ where Base.Element: Sendable {
   public typealias Element = Base.Element
 
   let base: Base
-  let interval: Duration
-  let edges: Edges
-  let maximumWait: Duration?
-  let merge: Merge<Element>
+  /// A fresh machine, which each iterator copies.
+  let machine: DebounceStateMachine<Element>
   let clock: AsyncClock
 
   @usableFromInline
   init(base: Base, interval: Duration, edges: Edges, maximumWait: Duration?, merge: Merge<Element>, clock: AsyncClock) {
-    checkTiming("debounced", interval: interval, maximumWait: maximumWait, edges: edges)
     self.base = base
-    self.interval = interval
-    self.edges = edges
-    self.maximumWait = maximumWait
-    self.merge = merge
+    machine = .checked("debounced", interval: interval, edges: edges, maximumWait: maximumWait, merge: merge)
     self.clock = clock
   }
 
   /// Makes an iterator with a state machine of its own; nothing is read before its first `next()`.
   public func makeAsyncIterator() -> Iterator {
-    let machine = DebounceStateMachine(interval: interval, edges: edges, maximumWait: maximumWait, merge: merge)
-    return Iterator(handle: AsyncPacingIteratorHandle(AsyncPacingStorage(base: base, machine: machine, clock: clock)))
+    Iterator(handle: AsyncPacingIteratorHandle(AsyncPacingStorage(base: base, machine: machine, clock: clock)))
   }
 
   /// The iterator of a debounced sequence. The base sequence is read from its first `next()`

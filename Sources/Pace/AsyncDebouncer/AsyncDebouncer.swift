@@ -110,9 +110,8 @@ public final class AsyncDebouncer<Input: Sendable, Output: Sendable>: AsyncPaced
     clock: AsyncClock, ownerIsGone: (@Sendable () -> Bool)? = nil,
     operation: @escaping @Sendable (Input) async throws -> Output
   ) {
-    checkTiming("AsyncDebouncer", interval: interval, maximumWait: maximumWait, edges: edges)
     pacer = AsyncWorkPacer(
-      machine: DebounceStateMachine(interval: interval, edges: edges, maximumWait: maximumWait, merge: merge),
+      machine: .checked("AsyncDebouncer", interval: interval, edges: edges, maximumWait: maximumWait, merge: merge),
       staleWork: staleWork,
       clock: clock,
       ownerIsGone: ownerIsGone,

@@ -48,25 +48,20 @@ where Base.Element: Sendable {
   public typealias Element = Base.Element
 
   let base: Base
-  let interval: Duration
-  let edges: Edges
-  let merge: Merge<Element>
+  /// A fresh machine, which each iterator copies.
+  let machine: ThrottleStateMachine<Element>
   let clock: AsyncClock
 
   @usableFromInline
   init(base: Base, interval: Duration, edges: Edges, merge: Merge<Element>, clock: AsyncClock) {
-    checkTiming("throttled", interval: interval, edges: edges)
     self.base = base
-    self.interval = interval
-    self.edges = edges
-    self.merge = merge
+    machine = .checked("throttled", interval: interval, edges: edges, merge: merge)
     self.clock = clock
   }
 
   /// Makes an iterator with a state machine of its own; nothing is read before its first `next()`.
   public func makeAsyncIterator() -> Iterator {
-    let machine = ThrottleStateMachine(interval: interval, edges: edges, merge: merge)
-    return Iterator(handle: AsyncPacingIteratorHandle(AsyncPacingStorage(base: base, machine: machine, clock: clock)))
+    Iterator(handle: AsyncPacingIteratorHandle(AsyncPacingStorage(base: base, machine: machine, clock: clock)))
   }
 
   /// The iterator of a throttled sequence. The base sequence is read from its first `next()`

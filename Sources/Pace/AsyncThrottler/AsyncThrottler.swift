@@ -96,9 +96,8 @@ public final class AsyncThrottler<Input: Sendable, Output: Sendable>: AsyncPaced
     interval: Duration, edges: Edges, merge: Merge<Input>, staleWork: StaleWork, clock: AsyncClock,
     ownerIsGone: (@Sendable () -> Bool)? = nil, operation: @escaping @Sendable (Input) async throws -> Output
   ) {
-    checkTiming("AsyncThrottler", interval: interval, edges: edges)
     pacer = AsyncWorkPacer(
-      machine: ThrottleStateMachine(interval: interval, edges: edges, merge: merge),
+      machine: .checked("AsyncThrottler", interval: interval, edges: edges, merge: merge),
       staleWork: staleWork,
       clock: clock,
       ownerIsGone: ownerIsGone,

@@ -22,6 +22,12 @@ struct CoalesceStateMachine<Value: Sendable>: PacerStateMachine {
     self.merge = merge
   }
 
+  /// A fresh machine for an initialiser of `type`, whose parameters it checks first.
+  static func checked(_ type: StaticString, window: Duration, merge: Merge<Value>) -> Self {
+    checkTiming(type, interval: window, parameter: "window")
+    return Self(window: window, merge: merge)
+  }
+
   @usableFromInline
   var isPending: Bool { pending != nil }
 

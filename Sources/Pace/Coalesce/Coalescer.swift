@@ -29,17 +29,10 @@
 /// strongly: pass it as `owner:` (held weakly, passed to the handler), or capture `[weak self]`.
 public final class Coalescer<Value: Sendable>: Sendable {
   @usableFromInline let pacer: Pacer<CoalesceStateMachine<Value>>
-  /// Whether the owner of an `owner:` coalescer is gone; `nil` for a coalescer without an owner.
-  @usableFromInline let ownerIsGone: (@Sendable () -> Bool)?
 
-  init(
-    window: Duration, merge: Merge<Value>, scheduler: any PaceScheduler, ownerIsGone: (@Sendable () -> Bool)?,
-    perform: @escaping @Sendable (Value) -> Void
-  ) {
-    checkTiming("Coalescer", interval: window, parameter: "window")
-    self.ownerIsGone = ownerIsGone
+  init(window: Duration, merge: Merge<Value>, scheduler: any PaceScheduler, perform: PacerPerform<Value>) {
     pacer = Pacer(
-      machine: CoalesceStateMachine(window: window, merge: merge),
+      machine: .checked("Coalescer", window: window, merge: merge),
       scheduler: scheduler,
       perform: perform
     )
@@ -60,7 +53,7 @@ public final class Coalescer<Value: Sendable>: Sendable {
     scheduler: some PaceScheduler = .main,
     perform: @escaping @Sendable (Value) -> Void
   ) {
-    self.init(window: window, merge: merge, scheduler: scheduler, ownerIsGone: nil, perform: perform)
+    self.init(window: window, merge: merge, scheduler: scheduler, perform: PacerPerform(perform))
   }
 
   /// A coalescer whose handler runs on the main actor, on the main queue, for UI code.
@@ -101,10 +94,9 @@ public final class Coalescer<Value: Sendable>: Sendable {
     scheduler: any PaceScheduler,
     perform: @escaping @MainActor @Sendable (Value) -> Void
   ) {
-    MainActorPerform.checkScheduler(scheduler, for: "Coalescer")
     self.init(
-      window: window, merge: merge, scheduler: scheduler, ownerIsGone: nil,
-      perform: MainActorPerform.wrap("Coalescer", perform)
+      window: window, merge: merge, scheduler: scheduler,
+      perform: .mainActor("Coalescer", scheduler: scheduler, perform)
     )
   }
 
@@ -128,16 +120,15 @@ public final class Coalescer<Value: Sendable>: Sendable {
     owner: Owner,
     perform: @escaping @MainActor @Sendable (_ owner: Owner, _ value: Value) -> Void
   ) {
-    let owned = MainActorPerform.owned("Coalescer", owner: owner, scheduler: scheduler, perform: perform)
     self.init(
-      window: window, merge: merge, scheduler: scheduler, ownerIsGone: owned.ownerIsGone, perform: owned.perform
+      window: window, merge: merge, scheduler: scheduler,
+      perform: .owned("Coalescer", owner: owner, scheduler: scheduler, perform: perform)
     )
   }
 
   /// Merges `value` into the next run, scheduling it if none is scheduled.
   @inlinable
   public func signal(_ value: Value) {
-    if let ownerIsGone, ownerIsGone() { return cancel() }
     pacer.call(value)
   }
 

@@ -70,6 +70,16 @@ struct DebounceStateMachine<Value: Sendable>: PacerStateMachine {
     self.state = state
   }
 
+  /// A fresh machine for an initialiser of `type`, whose parameters it checks first.
+  static func checked(
+    _ type: StaticString, interval: Duration, edges: Edges, maximumWait: Duration?, merge: Merge<Value>
+  ) -> Self {
+    Self(
+      configuration: .checked(type, interval: interval, edges: edges, maximumWait: maximumWait, merge: merge),
+      state: DebounceKeyState()
+    )
+  }
+
   @inlinable
   var isPending: Bool { pending != nil }
 
@@ -202,6 +212,14 @@ struct DebounceConfiguration<Value: Sendable>: Sendable {
     self.leading = edges.contains(.leading)
     self.trailing = edges.contains(.trailing)
     self.merge = merge
+  }
+
+  /// The configuration for an initialiser of `type`, whose parameters it checks first.
+  static func checked(
+    _ type: StaticString, interval: Duration, edges: Edges, maximumWait: Duration?, merge: Merge<Value>
+  ) -> Self {
+    checkTiming(type, interval: interval, maximumWait: maximumWait, edges: edges)
+    return Self(interval: interval, edges: edges, maximumWait: maximumWait, merge: merge)
   }
 }
 

@@ -42,17 +42,13 @@ public final class Debouncer<Value: Sendable>: PacedFunction {
   @usableFromInline let pacer: Pacer<DebounceStateMachine<Value>>
   /// The driver that paces the calls: Pace's own.
   public var _driver: any _PacingDriver { pacer }
-  /// Whether the owner of an `owner:` debouncer is gone; `nil` for a debouncer without an owner.
-  @usableFromInline let ownerIsGone: (@Sendable () -> Bool)?
 
   init(
     interval: Duration, edges: Edges, maximumWait: Duration?, merge: Merge<Value>, scheduler: any PaceScheduler,
-    ownerIsGone: (@Sendable () -> Bool)?, perform: @escaping @Sendable (Value) -> Void
+    perform: PacerPerform<Value>
   ) {
-    checkTiming("Debouncer", interval: interval, maximumWait: maximumWait, edges: edges)
-    self.ownerIsGone = ownerIsGone
     pacer = Pacer(
-      machine: DebounceStateMachine(interval: interval, edges: edges, maximumWait: maximumWait, merge: merge),
+      machine: .checked("Debouncer", interval: interval, edges: edges, maximumWait: maximumWait, merge: merge),
       scheduler: scheduler,
       perform: perform
     )
@@ -80,8 +76,8 @@ public final class Debouncer<Value: Sendable>: PacedFunction {
     perform: @escaping @Sendable (Value) -> Void
   ) {
     self.init(
-      interval: interval, edges: edges, maximumWait: maximumWait, merge: merge, scheduler: scheduler, ownerIsGone: nil,
-      perform: perform
+      interval: interval, edges: edges, maximumWait: maximumWait, merge: merge, scheduler: scheduler,
+      perform: PacerPerform(perform)
     )
   }
 
@@ -143,10 +139,9 @@ public final class Debouncer<Value: Sendable>: PacedFunction {
     scheduler: any PaceScheduler,
     perform: @escaping @MainActor @Sendable (Value) -> Void
   ) {
-    MainActorPerform.checkScheduler(scheduler, for: "Debouncer")
     self.init(
-      interval: interval, edges: edges, maximumWait: maximumWait, merge: merge, scheduler: scheduler, ownerIsGone: nil,
-      perform: MainActorPerform.wrap("Debouncer", perform)
+      interval: interval, edges: edges, maximumWait: maximumWait, merge: merge, scheduler: scheduler,
+      perform: .mainActor("Debouncer", scheduler: scheduler, perform)
     )
   }
 
@@ -183,17 +178,15 @@ public final class Debouncer<Value: Sendable>: PacedFunction {
     owner: Owner,
     perform: @escaping @MainActor @Sendable (_ owner: Owner, _ value: Value) -> Void
   ) {
-    let owned = MainActorPerform.owned("Debouncer", owner: owner, scheduler: scheduler, perform: perform)
     self.init(
       interval: interval, edges: edges, maximumWait: maximumWait, merge: merge, scheduler: scheduler,
-      ownerIsGone: owned.ownerIsGone, perform: owned.perform
+      perform: .owned("Debouncer", owner: owner, scheduler: scheduler, perform: perform)
     )
   }
 
   /// Records a call with `value`; `perform` runs when the edges and timing say so.
   @inlinable
   public func call(_ value: Value) {
-    if let ownerIsGone, ownerIsGone() { return cancel() }
     pacer.call(value)
   }
 }

@@ -50,9 +50,9 @@ public final class KeyedDebouncer<Key: Hashable & Sendable, Value: Sendable>: Ke
     scheduler: some PaceScheduler = DispatchScheduler.queue(DispatchQueue(label: "Pace.KeyedDebouncer")),
     perform: @escaping @Sendable (Key, Value) -> Void
   ) {
-    checkTiming("KeyedDebouncer", interval: interval, maximumWait: maximumWait, edges: edges)
     pacer = KeyedPacer(
-      configuration: DebounceConfiguration(interval: interval, edges: edges, maximumWait: maximumWait, merge: merge),
+      configuration: .checked(
+        "KeyedDebouncer", interval: interval, edges: edges, maximumWait: maximumWait, merge: merge),
       scheduler: scheduler,
       perform: perform
     )

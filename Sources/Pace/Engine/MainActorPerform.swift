@@ -31,26 +31,6 @@ enum MainActorPerform {
     }
   }
 
-  /// What an `owner:` initialiser hands its pacer: whether `owner` is gone, and `perform` run
-  /// main-actor isolated with the owner, doing nothing once the owner is gone.
-  static func owned<Owner: AnyObject & Sendable, Value: Sendable>(
-    _ type: StaticString,
-    owner: Owner,
-    scheduler: any PaceScheduler,
-    perform: @escaping @MainActor @Sendable (Owner, Value) -> Void
-  ) -> (ownerIsGone: @Sendable () -> Bool, perform: @Sendable (Value) -> Void) {
-    checkScheduler(scheduler, for: type)
-    let weakOwner = WeakOwner(owner)
-    let ownerIsGone: @Sendable () -> Bool = { weakOwner.value == nil }
-    return (
-      ownerIsGone,
-      wrap(type) { value in
-        guard let owner = weakOwner.value else { return }
-        perform(owner, value)
-      }
-    )
-  }
-
   /// `perform`, run main-actor isolated; run off the main thread it fails with a message that
   /// says so.
   static func wrap<Value: Sendable>(
@@ -79,6 +59,49 @@ enum MainActorPerform {
       pass .main, or advance the TestScheduler on the main actor
       """
     )
+  }
+}
+
+/// What a ``Pacer`` invokes, as its pacer's initialiser was given it: `perform`, and for an
+/// `owner:` pacer whether the owner is gone (a call then cancels instead).
+struct PacerPerform<Value: Sendable>: Sendable {
+  let perform: @Sendable (Value) -> Void
+  /// `nil` for a pacer without an owner.
+  let ownerIsGone: (@Sendable () -> Bool)?
+
+  private init(perform: @escaping @Sendable (Value) -> Void, ownerIsGone: (@Sendable () -> Bool)?) {
+    self.perform = perform
+    self.ownerIsGone = ownerIsGone
+  }
+
+  /// `perform` as it is: the `@Sendable` initialisers'.
+  init(_ perform: @escaping @Sendable (Value) -> Void) {
+    self.init(perform: perform, ownerIsGone: nil)
+  }
+
+  /// A main-actor `perform` on `scheduler`, for the initialisers of `type`: a scheduler known to
+  /// run it off the main thread fails at once, any other at the invocation.
+  static func mainActor(
+    _ type: StaticString, scheduler: any PaceScheduler, _ perform: @escaping @MainActor @Sendable (Value) -> Void
+  ) -> Self {
+    MainActorPerform.checkScheduler(scheduler, for: type)
+    return Self(MainActorPerform.wrap(type, perform))
+  }
+
+  /// A main-actor `perform` that gets `owner`, held weakly, for an `owner:` initialiser of
+  /// `type`: once the owner is gone, it does nothing.
+  static func owned<Owner: AnyObject & Sendable>(
+    _ type: StaticString,
+    owner: Owner,
+    scheduler: any PaceScheduler,
+    perform: @escaping @MainActor @Sendable (Owner, Value) -> Void
+  ) -> Self {
+    let weakOwner = WeakOwner(owner)
+    let run = mainActor(type, scheduler: scheduler) { value in
+      guard let owner = weakOwner.value else { return }
+      perform(owner, value)
+    }
+    return Self(perform: run.perform, ownerIsGone: { weakOwner.value == nil })
   }
 }
 

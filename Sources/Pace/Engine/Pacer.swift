@@ -42,11 +42,14 @@ final class Pacer<Machine: PacerStateMachine>: Sendable where Machine.Value: Sen
 
   @usableFromInline let scheduler: any PaceScheduler
   @usableFromInline let perform: @Sendable (Value) -> Void
+  /// Whether the owner of an `owner:` pacer is gone; `nil` for a pacer without an owner.
+  @usableFromInline let ownerIsGone: (@Sendable () -> Bool)?
   @usableFromInline let state: LockedState<State>
 
-  init(machine: Machine, scheduler: any PaceScheduler, perform: @escaping @Sendable (Value) -> Void) {
+  init(machine: Machine, scheduler: any PaceScheduler, perform: PacerPerform<Value>) {
     self.scheduler = scheduler
-    self.perform = perform
+    self.perform = perform.perform
+    self.ownerIsGone = perform.ownerIsGone
     var initial = State(machine: machine)
     initial.outbox.reserveCapacity(2)
     self.state = LockedState(initial)
@@ -59,6 +62,8 @@ final class Pacer<Machine: PacerStateMachine>: Sendable where Machine.Value: Sen
 
   @inlinable
   func call(_ value: Value) {
+    // Once the owner is gone, its pacer drops what is pending and calls do nothing.
+    if let ownerIsGone, ownerIsGone() { return cancel() }
     // The clock is read in place, under the lock and only if the machine asks. Copying the
     // `scheduler` existential out costs two retains and releases per call; capturing `self`
     // costs one on the slow path, since the timers' weak references give `self` a side table.

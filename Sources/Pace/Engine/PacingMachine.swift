@@ -27,21 +27,19 @@ package struct PacingMachine<Value: Sendable>: Sendable {
   package static func debounce(
     _ owner: StaticString, interval: Duration, edges: Edges, maximumWait: Duration?, merge: Merge<Value>
   ) -> Self {
-    checkTiming(owner, interval: interval, maximumWait: maximumWait, edges: edges)
-    let machine = DebounceStateMachine(interval: interval, edges: edges, maximumWait: maximumWait, merge: merge)
+    let machine = DebounceStateMachine.checked(
+      owner, interval: interval, edges: edges, maximumWait: maximumWait, merge: merge)
     return Self(kind: .debounce(machine), merge: merge)
   }
 
   /// ``Throttler``'s machine; checks the parameters as its initialiser does, naming `owner`.
   package static func throttle(_ owner: StaticString, interval: Duration, edges: Edges, merge: Merge<Value>) -> Self {
-    checkTiming(owner, interval: interval, edges: edges)
-    return Self(kind: .throttle(ThrottleStateMachine(interval: interval, edges: edges, merge: merge)), merge: merge)
+    Self(kind: .throttle(.checked(owner, interval: interval, edges: edges, merge: merge)), merge: merge)
   }
 
   /// ``Coalescer``'s machine; checks the parameters as its initialiser does, naming `owner`.
   package static func coalesce(_ owner: StaticString, window: Duration, merge: Merge<Value>) -> Self {
-    checkTiming(owner, interval: window, parameter: "window")
-    return Self(kind: .coalesce(CoalesceStateMachine(window: window, merge: merge)), merge: merge)
+    Self(kind: .coalesce(.checked(owner, window: window, merge: merge)), merge: merge)
   }
 
   package mutating func call(_ value: Value, now: PaceInstant) -> PacerAction<Value> {

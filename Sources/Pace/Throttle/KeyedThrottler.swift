@@ -44,9 +44,8 @@ public final class KeyedThrottler<Key: Hashable & Sendable, Value: Sendable>: Ke
     scheduler: some PaceScheduler = DispatchScheduler.queue(DispatchQueue(label: "Pace.KeyedThrottler")),
     perform: @escaping @Sendable (Key, Value) -> Void
   ) {
-    checkTiming("KeyedThrottler", interval: interval, edges: edges)
     pacer = KeyedPacer(
-      configuration: ThrottleConfiguration(interval: interval, edges: edges, merge: merge),
+      configuration: .checked("KeyedThrottler", interval: interval, edges: edges, merge: merge),
       scheduler: scheduler,
       perform: perform
     )

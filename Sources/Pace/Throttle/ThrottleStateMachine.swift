@@ -51,6 +51,11 @@ struct ThrottleStateMachine<Value: Sendable>: PacerStateMachine {
     self.state = state
   }
 
+  /// A fresh machine for an initialiser of `type`, whose parameters it checks first.
+  static func checked(_ type: StaticString, interval: Duration, edges: Edges, merge: Merge<Value>) -> Self {
+    Self(configuration: .checked(type, interval: interval, edges: edges, merge: merge), state: ThrottleKeyState())
+  }
+
   @inlinable
   var isPending: Bool { pending != nil }
 
@@ -128,6 +133,12 @@ struct ThrottleConfiguration<Value: Sendable>: Sendable {
     self.leading = edges.contains(.leading)
     self.trailing = edges.contains(.trailing)
     self.merge = merge
+  }
+
+  /// The configuration for an initialiser of `type`, whose parameters it checks first.
+  static func checked(_ type: StaticString, interval: Duration, edges: Edges, merge: Merge<Value>) -> Self {
+    checkTiming(type, interval: interval, edges: edges)
+    return Self(interval: interval, edges: edges, merge: merge)
   }
 }
 

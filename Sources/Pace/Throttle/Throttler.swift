@@ -37,17 +37,12 @@ public final class Throttler<Value: Sendable>: PacedFunction {
   @usableFromInline let pacer: Pacer<ThrottleStateMachine<Value>>
   /// The driver that paces the calls: Pace's own.
   public var _driver: any _PacingDriver { pacer }
-  /// Whether the owner of an `owner:` throttler is gone; `nil` for a throttler without an owner.
-  @usableFromInline let ownerIsGone: (@Sendable () -> Bool)?
 
   init(
-    interval: Duration, edges: Edges, merge: Merge<Value>, scheduler: any PaceScheduler,
-    ownerIsGone: (@Sendable () -> Bool)?, perform: @escaping @Sendable (Value) -> Void
+    interval: Duration, edges: Edges, merge: Merge<Value>, scheduler: any PaceScheduler, perform: PacerPerform<Value>
   ) {
-    checkTiming("Throttler", interval: interval, edges: edges)
-    self.ownerIsGone = ownerIsGone
     pacer = Pacer(
-      machine: ThrottleStateMachine(interval: interval, edges: edges, merge: merge),
+      machine: .checked("Throttler", interval: interval, edges: edges, merge: merge),
       scheduler: scheduler,
       perform: perform
     )
@@ -73,9 +68,7 @@ public final class Throttler<Value: Sendable>: PacedFunction {
     scheduler: some PaceScheduler = .main,
     perform: @escaping @Sendable (Value) -> Void
   ) {
-    self.init(
-      interval: interval, edges: edges, merge: merge, scheduler: scheduler, ownerIsGone: nil, perform: perform
-    )
+    self.init(interval: interval, edges: edges, merge: merge, scheduler: scheduler, perform: PacerPerform(perform))
   }
 
   /// A throttler whose `perform` runs on the main actor, on the main queue, for UI code.
@@ -125,10 +118,9 @@ public final class Throttler<Value: Sendable>: PacedFunction {
     scheduler: any PaceScheduler,
     perform: @escaping @MainActor @Sendable (Value) -> Void
   ) {
-    MainActorPerform.checkScheduler(scheduler, for: "Throttler")
     self.init(
-      interval: interval, edges: edges, merge: merge, scheduler: scheduler, ownerIsGone: nil,
-      perform: MainActorPerform.wrap("Throttler", perform)
+      interval: interval, edges: edges, merge: merge, scheduler: scheduler,
+      perform: .mainActor("Throttler", scheduler: scheduler, perform)
     )
   }
 
@@ -157,17 +149,15 @@ public final class Throttler<Value: Sendable>: PacedFunction {
     owner: Owner,
     perform: @escaping @MainActor @Sendable (_ owner: Owner, _ value: Value) -> Void
   ) {
-    let owned = MainActorPerform.owned("Throttler", owner: owner, scheduler: scheduler, perform: perform)
     self.init(
       interval: interval, edges: edges, merge: merge, scheduler: scheduler,
-      ownerIsGone: owned.ownerIsGone, perform: owned.perform
+      perform: .owned("Throttler", owner: owner, scheduler: scheduler, perform: perform)
     )
   }
 
   /// Records a call with `value`.
   @inlinable
   public func call(_ value: Value) {
-    if let ownerIsGone, ownerIsGone() { return cancel() }
     pacer.call(value)
   }
 }
