@@ -56,30 +56,12 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   // which doubles the cost of a decision (measured with a struct key in `Benchmarks`).
   @usableFromInline typealias Continuation = UnsafeContinuation<Void, any Error>
 
-  /// A waiting request: its continuation, and whether its task is one a ``TestScheduler``
-  /// counts (a pacer's invocation, a tracked task), which waits rather than runs while it is here.
-  @usableFromInline
-  struct Waiter {
-    @usableFromInline let continuation: Continuation
-    @usableFromInline let tracked: Bool
+  /// A waiting request: its continuation, and whether a ``TestScheduler`` counts its task.
+  @usableFromInline typealias Waiter = RateLimitWaiter
 
-    @inlinable init(continuation: Continuation, tracked: Bool) {
-      self.continuation = continuation
-      self.tracked = tracked
-    }
-  }
-
-  /// A key's bucket level and the deadline of its one live entry in the shard's heap.
-  @usableFromInline
-  struct KeyBucket {
-    @usableFromInline var level: TokenBucketLevel
-    @usableFromInline var checkAt: PaceInstant
-
-    @inlinable init(level: TokenBucketLevel, checkAt: PaceInstant) {
-      self.level = level
-      self.checkAt = checkAt
-    }
-  }
+  /// A key's bucket level and the deadline of its one live entry in the shard's heap: plain
+  /// data, so a labelled tuple, which `@inlinable` code builds without an initialiser of its own.
+  @usableFromInline typealias KeyBucket = (level: TokenBucketLevel, checkAt: PaceInstant)
 
   @usableFromInline
   struct Shard: ~Copyable {
@@ -451,10 +433,10 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
           let now = clock.now()
           let effects = shards.withLock(index) { shard -> Effects in
             guard !Task.isCancelled else { return Effects(refusedAtOnce: continuation) }
-            shard.waiters[id] = Waiter(continuation: continuation, tracked: tracked)
+            shard.waiters[id] = (continuation: continuation, tracked: tracked)
             _ = shard.buckets.indexInserting(
               key, hash: hash,
-              KeyBucket(level: freshLevel(limit.rate, now: now), checkAt: PaceInstant(nanoseconds: .max)))
+              (level: freshLevel(limit.rate, now: now), checkAt: PaceInstant(nanoseconds: .max)))
             var effects = run(
               key, hash: hash, now: now, consumedCheck: false, limit: limit.rate, in: &shard,
               .enqueue(id: id, cost: cost))
@@ -564,7 +546,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
         // A bucket that fills again only beyond the end of the timeline is never checked.
         let checkAt = tokens.fullTime
         _ = shard.buckets.indexInserting(
-          key, hash: hash, KeyBucket(level: storedLevel(tokens.level, rate: rate), checkAt: checkAt ?? .max))
+          key, hash: hash, (level: storedLevel(tokens.level, rate: rate), checkAt: checkAt ?? .max))
         if let checkAt { shard.timer.add(checkAt, for: key) }
         arming = shard.timer.reserveIfNeeded()
         return decision
@@ -698,7 +680,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
         let checkAt = counter.idleTime
         var level = TokenBucketLevel(balance: 0, updated: now)
         store(counter, of: key, into: &level, logs: &shard.logs)
-        _ = shard.buckets.indexInserting(key, hash: hash, KeyBucket(level: level, checkAt: checkAt ?? .max))
+        _ = shard.buckets.indexInserting(key, hash: hash, (level: level, checkAt: checkAt ?? .max))
         if let checkAt { shard.timer.add(checkAt, for: key) }
         arming = shard.timer.reserveIfNeeded()
       }

@@ -163,6 +163,13 @@ extension RateLimitMachine where Counter == TokenBucket {
   }
 }
 
+/// A request waiting in a limiter's driver: its continuation, and whether its task is one a
+/// ``TestScheduler`` counts (a pacer's invocation, a tracked task), which waits rather than runs
+/// while it is here. Plain data, so a labelled tuple, which `@inlinable` code builds without an
+/// initialiser of its own.
+@usableFromInline
+typealias RateLimitWaiter = (continuation: UnsafeContinuation<Void, any Error>, tracked: Bool)
+
 /// What a ``RateLimitMachine`` asks its driver to do.
 @usableFromInline
 struct RateLimitAction: Equatable, Sendable {

@@ -259,12 +259,7 @@ public final class RateLimiter: Sendable {
 final class RateLimiterEngine<Counter: RateLimitCounting & Sendable>: Sendable {
   private typealias Continuation = UnsafeContinuation<Void, any Error>
 
-  /// A waiting request: its continuation, and whether its task is one a ``TestScheduler`` counts
-  /// (a pacer's invocation, a tracked task), which waits rather than runs while it is here.
-  private struct Waiter {
-    let continuation: Continuation
-    let tracked: Bool
-  }
+  private typealias Waiter = RateLimitWaiter
 
   private struct State {
     var machine: RateLimitMachine<Counter>
@@ -374,7 +369,7 @@ final class RateLimiterEngine<Counter: RateLimitCounting & Sendable>: Sendable {
         try await withUnsafeThrowingContinuation(isolation: isolation) { (continuation: Continuation) in
           let effects = state.withLock { state -> Effects in
             guard !Task.isCancelled else { return Effects(refusedAtOnce: continuation) }
-            state.continuations[id] = Waiter(continuation: continuation, tracked: tracked)
+            state.continuations[id] = (continuation: continuation, tracked: tracked)
             var effects = state.apply(state.machine.enqueue(id: id, cost: cost, now: clock.now()))
             effects.waitingChange += 1
             return effects

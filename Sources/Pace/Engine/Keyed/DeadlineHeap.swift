@@ -7,16 +7,8 @@
 /// Noncopyable, because it owns its storage and the entries in it, which `deinit` deinitialises.
 @usableFromInline
 struct DeadlineHeap<Key>: ~Copyable {
-  @usableFromInline
-  struct Entry {
-    @usableFromInline let deadline: PaceInstant
-    @usableFromInline let key: Key
-
-    @inlinable init(deadline: PaceInstant, key: Key) {
-      self.deadline = deadline
-      self.key = key
-    }
-  }
+  /// A key and its deadline: plain data, so a labelled tuple, as `Dictionary`'s elements are.
+  @usableFromInline typealias Entry = (deadline: PaceInstant, key: Key)
 
   /// The first `count` entries are initialised, in heap order.
   @usableFromInline var storage = KeyedStorage<Entry>()

@@ -58,10 +58,10 @@ struct ShardTimer<Key>: ~Copyable {
   @inlinable
   mutating func add(_ deadline: PaceInstant, for key: Key) {
     if let firingAt, deadline <= firingAt {
-      deferred.append(Entry(deadline: deadline, key: key))
+      deferred.append((deadline: deadline, key: key))
       return
     }
-    heap.insert(Entry(deadline: deadline, key: key))
+    heap.insert((deadline: deadline, key: key))
   }
 
   // MARK: Arming
