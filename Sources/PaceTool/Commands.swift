@@ -34,6 +34,29 @@ extension ToolCommand {
   }
 }
 
+/// Where `simulate` and `compare` take their calls from: `--events` or `--trace`, exactly one.
+struct TraceInput: ParsableArguments {
+  @Option(help: "Calls as value@time_ms, like \"a@0 b@40 c@90\".")
+  var events: String?
+
+  @Option(help: "A trace file: CSV (time_ms,value) or JSON lines.")
+  var trace: String?
+
+  /// The calls, or the error naming the option to give.
+  func load() throws(ToolError) -> Trace {
+    try loadTrace(events: events, path: trace)
+  }
+}
+
+/// What `simulate` and `compare` write besides their text: an SVG file, or JSON instead of text.
+struct ResultOutput: ParsableArguments {
+  @Option(help: "Also write the diagrams as SVG to this file.")
+  var svg: String?
+
+  @Flag(help: "Print the results as JSON instead of text.")
+  var json = false
+}
+
 /// `pace demo`
 public struct Demo: ToolCommand {
   public static let configuration = CommandConfiguration(
@@ -86,20 +109,12 @@ public struct Simulate: ToolCommand {
   @Option(help: "How covered calls combine: latest, first, sum or append.")
   var merge: String = "latest"
 
-  @Option(help: "Calls as value@time_ms, like \"a@0 b@40 c@90\".")
-  var events: String?
-
-  @Option(help: "A trace file: CSV (time_ms,value) or JSON lines.")
-  var trace: String?
+  @OptionGroup var input: TraceInput
 
   @Option(help: "The length of one diagram column, like 10ms; at most 1000 columns. Default: fits the trace in 60.")
   var step: String?
 
-  @Option(help: "Also write the diagram as SVG to this file.")
-  var svg: String?
-
-  @Flag(help: "Print the results as JSON instead of text.")
-  var json = false
+  @OptionGroup var output: ResultOutput
 
   public init() {}
 
@@ -107,18 +122,18 @@ public struct Simulate: ToolCommand {
     let strategy = try parseStrategy()
     let step = try step.map { text throws(ToolError) in try parseDuration(text, option: "--step").paceNanoseconds }
     if let step, step <= 0 { throw ToolError("--step must be longer than 0ms") }
-    let trace = try loadTrace(events: events, path: trace)
+    let trace = try input.load()
     let result = try Simulator.run(trace, strategy: strategy)
-    if let step, !json {
+    if let step, !output.json {
       try Report.checkWidth(step: step, horizon: TextDiagram.horizon([Lane(calls: trace), Lane(result)]))
     }
-    if let svg {
+    if let svg = output.svg {
       let text = SVGDiagram.render(
         title: strategy.settings, subtitle: "\(trace.source): \(trace.count) calls",
         lanes: [Lane(calls: trace), Lane(result)])
       try write(text, to: svg)
     }
-    if json { return JSONOutput.simulate(trace: trace, result: result) }
+    if output.json { return JSONOutput.simulate(trace: trace, result: result) }
     return Report.simulate(trace: trace, result: result, step: step)
   }
 
@@ -161,11 +176,7 @@ public struct Compare: ToolCommand {
       """
   )
 
-  @Option(help: "A trace file: CSV (time_ms,value) or JSON lines.")
-  var trace: String?
-
-  @Option(help: "Calls as value@time_ms, like \"a@0 b@40 c@90\".")
-  var events: String?
+  @OptionGroup var input: TraceInput
 
   @Option(help: "The interval, like 300ms.")
   var interval: String
@@ -173,28 +184,24 @@ public struct Compare: ToolCommand {
   @Option(name: .customLong("max-wait"), help: "The maxWait of the debounce maxWait row. Default: three intervals.")
   var maxWait: String?
 
-  @Option(help: "Also write the diagrams as SVG to this file.")
-  var svg: String?
-
-  @Flag(help: "Print the results as JSON instead of text.")
-  var json = false
+  @OptionGroup var output: ResultOutput
 
   public init() {}
 
   func execute() throws(ToolError) -> String {
     let interval = try parseDuration(self.interval, option: "--interval")
     let maxWait = try maxWait.map { text throws(ToolError) in try parseDuration(text, option: "--max-wait") }
-    let trace = try loadTrace(events: events, path: trace)
+    let trace = try input.load()
     // Only the SVG draws invocations; the table and the JSON need the statistics alone.
     let results = try Simulator.runAll(
-      trace, strategies: Strategy.all(interval: interval, maxWait: maxWait), keepingInvocations: svg != nil)
-    if let svg {
+      trace, strategies: Strategy.all(interval: interval, maxWait: maxWait), keepingInvocations: output.svg != nil)
+    if let svg = output.svg {
       let text = SVGDiagram.render(
         title: "\(trace.source): every strategy at \(DurationText.format(interval))", subtitle: "\(trace.count) calls",
         lanes: [Lane(calls: trace)] + results.map(Lane.init))
       try write(text, to: svg)
     }
-    if json { return JSONOutput.compare(trace: trace, interval: interval, results: results) }
+    if output.json { return JSONOutput.compare(trace: trace, interval: interval, results: results) }
     return Report.compare(trace: trace, interval: interval, results: results)
   }
 }
