@@ -129,4 +129,30 @@ import Testing
     let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
     #expect(message.contains("ControlGate.close: duration must not be negative"))
   }
+
+  /// The deprecated `InteractionGate.shared` is the same gate: a control closed through either
+  /// name is closed for both, and opened by either.
+  @Test func theDeprecatedSharedGateIsTheSameGate() {
+    let control = FakeControl()
+    let old: any DeprecatedSharedGate = OldSharedGate()
+    ControlGate.shared.close([control], for: .seconds(3600))
+    #expect(old.isClosing(control))
+    old.openAll()
+    #expect(!ControlGate.shared.isClosing(control))
+    #expect(control.isEnabled)
+  }
+}
+
+/// Reads the deprecated `InteractionGate.shared` without a deprecation warning: the witnesses are
+/// deprecated, the requirements are not.
+@MainActor protocol DeprecatedSharedGate {
+  func isClosing(_ target: any Enablable) -> Bool
+  func openAll()
+}
+
+struct OldSharedGate: DeprecatedSharedGate {
+  @available(*, deprecated)
+  func isClosing(_ target: any Enablable) -> Bool { InteractionGate.shared.isClosing(target) }
+  @available(*, deprecated)
+  func openAll() { InteractionGate.shared.openAll() }
 }

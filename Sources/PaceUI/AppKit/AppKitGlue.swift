@@ -14,16 +14,6 @@ import Pace
 
 extension NSControl: Enablable {}
 
-extension NSControl {
-  /// The old name of `disableTemporarily(for:siblings:gate:)`, kept for source compatibility.
-  @available(*, deprecated, renamed: "disableTemporarily(for:siblings:gate:)")
-  public func debounce(
-    delay: Duration = .milliseconds(500), siblings: [any Enablable] = [], gate: InteractionGate = .shared
-  ) {
-    disableTemporarily(for: delay, siblings: siblings, gate: gate)
-  }
-}
-
 /// The reloads of every table view, coalesced per table view.
 @MainActor private let tableViewReloads = UpdateCoalescer<NSTableView> { $0.reloadData() }
 /// The reloads of every collection view, coalesced per collection view.

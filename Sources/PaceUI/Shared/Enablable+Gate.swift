@@ -46,4 +46,18 @@ extension Enablable {
   ) {
     gate.close([self] + siblings, for: duration)
   }
+
+  /// The seed's name of `disableTemporarily(for:siblings:gate:)`, kept for source compatibility
+  /// (0.3.0 had it on `UIControl` and `NSControl`).
+  ///
+  /// - Parameters:
+  ///   - delay: How long the controls stay disabled; 500 ms by default. Not negative.
+  ///   - siblings: Other controls or items to disable with this one.
+  ///   - gate: The deprecated gate that keeps the count: the shared main-queue gate by default.
+  @available(*, deprecated, renamed: "disableTemporarily(for:siblings:gate:)")
+  public func debounce(
+    delay: Duration = .milliseconds(500), siblings: [any Enablable] = [], gate: InteractionGate = .shared
+  ) {
+    disableTemporarily(for: delay, siblings: siblings, gate: gate)
+  }
 }

@@ -9,14 +9,5 @@ import Pace
 
 extension UIControl: Enablable {}
 
-extension UIControl {
-  /// The old name of `disableTemporarily(for:siblings:gate:)`, kept for source compatibility.
-  @available(*, deprecated, renamed: "disableTemporarily(for:siblings:gate:)")
-  public func debounce(
-    delay: Duration = .milliseconds(500), siblings: [any Enablable] = [], gate: InteractionGate = .shared
-  ) {
-    disableTemporarily(for: delay, siblings: siblings, gate: gate)
-  }
-}
 extension UIBarItem: Enablable {}
 #endif
