@@ -131,12 +131,6 @@ declare -A source_dirs=([RawStructuredFieldValues]=.build/checkouts/swift-http-s
 # frameworks: the same signatures, bodies that do nothing (this compiles, it never runs).
 pacetesting_shim() {
   cat <<'SWIFT'
-struct FailureLocation: Sendable {
-  var fileID: String
-  var filePath: StaticString
-  var line: UInt
-  var column: UInt
-}
 func reportFailure(_ message: String, at location: FailureLocation) {}
 SWIFT
 }

@@ -274,7 +274,9 @@ final class SettleTestsFromXCTest: XCTestCase {
     await withKnownIssue {
       await scheduler.settle(by: .milliseconds(100), timeout: .milliseconds(100))
     } matching: { issue in
-      issue.comments.contains { $0.rawValue.contains("saw 1 still running") }
+      issue.comments.contains {
+        $0.rawValue.contains("saw 1 still running") && $0.rawValue.contains("its own child tasks")
+      }
     }
     scheduler.advance(by: .milliseconds(200))
     #expect(try await parent.value == .milliseconds(200))

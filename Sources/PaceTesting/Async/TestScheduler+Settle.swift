@@ -116,7 +116,8 @@ extension TestScheduler {
       "TestScheduler.settle: waited \(timeout) of real time for the work this scheduler follows to wait or end, saw"
         + " \(runningActivityCount) still running at \(now) (\(sleeperCount) sleeping, \(suspendedCallerCount) waiting"
         + " for a permit): a pacer's invocation or a tracked task waits for something other than this scheduler's time"
-        + " (another clock, a real request, another task's value)",
+        + " (another clock, a real request, another task's value, its own child tasks: async let and task groups are"
+        + " not followed; make them with Task(clock:) or wait with waitForSleepers)",
       at: location)
     return false
   }
