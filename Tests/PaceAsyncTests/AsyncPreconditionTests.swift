@@ -43,7 +43,17 @@ import Testing
     let interval = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
       _ = RateLimiter(permits: 1, per: .zero)
     }
-    #expect(Self.message(interval).contains("RateLimiter: interval must be positive"))
+    #expect(Self.message(interval).contains("RateLimiter: interval must be at least 1 ns"))
+    // Half a nanosecond is positive, but Pace counts whole nanoseconds: refused where the limit is
+    // made, not trapped on at a request's decision.
+    let belowOneNanosecond = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      _ = RateLimit.slidingWindow(permits: 3, per: .nanoseconds(1) / 2)
+    }
+    #expect(Self.message(belowOneNanosecond).contains("RateLimit: window must be at least 1 ns"))
+    let bucketBelowOneNanosecond = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      _ = RateLimit(permits: 3, per: .nanoseconds(1) / 2)
+    }
+    #expect(Self.message(bucketBelowOneNanosecond).contains("RateLimit: interval must be at least 1 ns"))
     let burst = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
       _ = RateLimiter(permits: 1, per: .seconds(1), burst: 0)
     }

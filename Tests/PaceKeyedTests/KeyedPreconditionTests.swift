@@ -46,7 +46,7 @@ import Testing
     let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
       _ = KeyedRateLimiter<Int>(permits: 1, per: .seconds(-1), clock: TestScheduler())
     }
-    #expect(Self.message(result).contains("KeyedRateLimiter: interval must be positive"))
+    #expect(Self.message(result).contains("KeyedRateLimiter: interval must be at least 1 ns"))
   }
 
   @Test func aNegativeCostNamesTheParameter() async {

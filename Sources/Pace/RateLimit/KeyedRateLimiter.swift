@@ -141,7 +141,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   ///
   /// - Parameters:
   ///   - permits: How many permits come back to a key per `interval`. Positive.
-  ///   - interval: The period of the rate. Positive.
+  ///   - interval: The period of the rate. At least 1 ns.
   ///   - burst: The capacity of each key's bucket: how many permits a key can take at once after
   ///     a quiet period; `permits` by default. Positive.
   ///   - clock: The clock that measures time: `ContinuousClock` by default, or a ``TestScheduler``.
@@ -159,7 +159,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   ///
   /// - Parameters:
   ///   - permits: How many permits come back to a key per `interval`. Positive.
-  ///   - interval: The period of the rate. Positive.
+  ///   - interval: The period of the rate. At least 1 ns.
   ///   - burst: How many permits a key can take at once; `permits` by default. Positive.
   ///   - clock: The clock ``acquire(_:cost:isolation:)`` sleeps on between attempts.
   ///   - store: Where the buckets live and the decisions are made.
@@ -289,7 +289,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   /// The token bucket of the `permits:per:burst:` initialisers, whose preconditions name them.
   private static func tokenBucket(permits: Int, per interval: Duration, burst: Int?) -> RateLimit {
     precondition(permits > 0, "KeyedRateLimiter: permits must be positive (got \(permits))")
-    precondition(interval > .zero, "KeyedRateLimiter: interval must be positive (got \(interval))")
+    precondition(interval >= .nanoseconds(1), "KeyedRateLimiter: interval must be at least 1 ns (got \(interval))")
     precondition((burst ?? permits) > 0, "KeyedRateLimiter: burst must be positive (got \(burst ?? permits))")
     return RateLimit(permits: permits, per: interval, burst: burst)
   }

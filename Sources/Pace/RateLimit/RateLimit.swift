@@ -35,11 +35,11 @@ public struct RateLimit: Sendable, Hashable, CustomStringConvertible {
   ///
   /// - Parameters:
   ///   - permits: How many permits come back per `interval`. Positive.
-  ///   - interval: The period of the rate. Positive.
+  ///   - interval: The period of the rate. At least 1 ns (Pace counts time in whole nanoseconds).
   ///   - burst: How many permits can be taken at once; `permits` by default. Positive.
   public init(permits: Int, per interval: Duration, burst: Int? = nil) {
     precondition(permits > 0, "RateLimit: permits must be positive (got \(permits))")
-    precondition(interval > .zero, "RateLimit: interval must be positive (got \(interval))")
+    precondition(interval >= .nanoseconds(1), "RateLimit: interval must be at least 1 ns (got \(interval))")
     let burst = burst ?? permits
     precondition(burst > 0, "RateLimit: burst must be positive (got \(burst))")
     self.algorithm = .tokenBucket
@@ -50,7 +50,7 @@ public struct RateLimit: Sendable, Hashable, CustomStringConvertible {
 
   private init(algorithm: Algorithm, permits: Int, window: Duration) {
     precondition(permits > 0, "RateLimit: permits must be positive (got \(permits))")
-    precondition(window > .zero, "RateLimit: window must be positive (got \(window))")
+    precondition(window >= .nanoseconds(1), "RateLimit: window must be at least 1 ns (got \(window))")
     self.algorithm = algorithm
     self.permits = permits
     self.interval = window
@@ -61,7 +61,7 @@ public struct RateLimit: Sendable, Hashable, CustomStringConvertible {
   ///
   /// - Parameters:
   ///   - permits: How many permits any `window` may hold. Positive.
-  ///   - window: The window's length. Positive.
+  ///   - window: The window's length. At least 1 ns.
   public static func slidingWindow(permits: Int, per window: Duration) -> RateLimit {
     RateLimit(algorithm: .slidingWindow, permits: permits, window: window)
   }
@@ -70,7 +70,7 @@ public struct RateLimit: Sendable, Hashable, CustomStringConvertible {
   ///
   /// - Parameters:
   ///   - permits: How many permits each window may hold. Positive.
-  ///   - window: The window's length. Positive.
+  ///   - window: The window's length. At least 1 ns.
   public static func fixedWindow(permits: Int, per window: Duration) -> RateLimit {
     RateLimit(algorithm: .fixedWindow, permits: permits, window: window)
   }

@@ -51,7 +51,7 @@ public final class RateLimiter: Sendable {
   ///
   /// - Parameters:
   ///   - permits: How many permits come back per `interval`. Positive.
-  ///   - interval: The period of the rate. Positive.
+  ///   - interval: The period of the rate. At least 1 ns.
   ///   - burst: The bucket's capacity: how many permits can be taken at once after a quiet
   ///     period; `permits` by default. Positive.
   ///   - clock: The clock that measures time: `ContinuousClock` by default, or a ``TestScheduler``.
@@ -72,7 +72,7 @@ public final class RateLimiter: Sendable {
   convenience init(permits: Int, per interval: Duration, burst: Int, clock: AsyncClock) {
     // The limiter's own words, before `RateLimit` checks the same.
     precondition(permits > 0, "RateLimiter: permits must be positive (got \(permits))")
-    precondition(interval > .zero, "RateLimiter: interval must be positive (got \(interval))")
+    precondition(interval >= .nanoseconds(1), "RateLimiter: interval must be at least 1 ns (got \(interval))")
     precondition(burst > 0, "RateLimiter: burst must be positive (got \(burst))")
     self.init(limit: RateLimit(permits: permits, per: interval, burst: burst), clock: clock)
   }

@@ -33,7 +33,7 @@ public final class StoreBackedRateLimiter<Key: Hashable & Sendable>: Sendable {
   ///
   /// - Parameters:
   ///   - permits: How many permits come back to a key per `interval`. Positive.
-  ///   - interval: The period of the rate. Positive.
+  ///   - interval: The period of the rate. At least 1 ns.
   ///   - burst: How many permits a key can take at once; `permits` by default. Positive.
   ///   - clock: The clock ``acquire(_:cost:)`` sleeps on between attempts: `ContinuousClock` by
   ///     default, or a ``TestScheduler``.
@@ -43,7 +43,8 @@ public final class StoreBackedRateLimiter<Key: Hashable & Sendable>: Sendable {
     store: some RateLimitStore<Key>
   ) where C.Duration == Duration {
     precondition(permits > 0, "StoreBackedRateLimiter: permits must be positive (got \(permits))")
-    precondition(interval > .zero, "StoreBackedRateLimiter: interval must be positive (got \(interval))")
+    precondition(
+      interval >= .nanoseconds(1), "StoreBackedRateLimiter: interval must be at least 1 ns (got \(interval))")
     precondition((burst ?? permits) > 0, "StoreBackedRateLimiter: burst must be positive (got \(burst ?? permits))")
     self.init(limit: RateLimit(permits: permits, per: interval, burst: burst), clock: clock, store: store)
   }

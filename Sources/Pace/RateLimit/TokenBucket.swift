@@ -123,7 +123,7 @@ package struct TokenBucketRate: Sendable, Equatable {
   package init(permits: Int, per interval: Duration, burst: Int) {
     let nanoseconds = interval.paceNanoseconds
     precondition(permits > 0, "RateLimiter: permits must be positive (got \(permits))")
-    precondition(nanoseconds > 0, "RateLimiter: interval must be positive (got \(interval))")
+    precondition(nanoseconds > 0, "RateLimiter: interval must be at least 1 ns (got \(interval))")
     precondition(burst > 0, "RateLimiter: burst must be positive (got \(burst))")
     let divisor = greatestCommonDivisor(Int64(permits), nanoseconds)
     unitsPerPermit = nanoseconds / divisor
