@@ -22,7 +22,8 @@ import Darwin
 /// glue call. For each attempt it:
 /// 1. waits for the key's turn in its `ServerPacedLimiter` (the server's `RateLimit`,
 ///    `X-RateLimit-*` and `Retry-After` of earlier responses hold it until the quota allows);
-/// 2. runs the attempt, and records what its response said (or that it had none);
+/// 2. runs the attempt, and records what its response said (or that it had none, or that a cache
+///    answered: `Age` above 0, whose fields are not current);
 /// 3. asks the `RetryStrategy` whether to try again (429, 503, connection errors; idempotent
 ///    requests only, by default), and the `RetryBudget` whether a retry is in the budget; if
 ///    so, waits the policy's delay (at least the server's `Retry-After`) and goes back to 1.
@@ -117,10 +118,17 @@ public final class PacedRequests: Sendable {
       let response: (Body, ResponseHead)?
       do {
         let result = try await attempt()
-        let quota = ServerQuota(parsing: result.1, receivedAt: unixTime())
-        limiter.record(quota, for: key)
         outcome = .status(result.1.status)
-        retryAfter = quota.retryAfter
+        if result.1.isFromCache {
+          // A cache's answer says nothing current of the server's count (draft-ietf-httpapi-
+          // ratelimit-headers-11, section 7.3): the request ends, and nothing is learned.
+          limiter.recordFailure(for: key)
+          retryAfter = nil
+        } else {
+          let quota = ServerQuota(parsing: result.1, receivedAt: unixTime())
+          limiter.record(quota, for: key)
+          retryAfter = quota.retryAfter
+        }
         lastError = nil
         response = result
       } catch {

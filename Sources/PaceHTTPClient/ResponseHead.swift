@@ -28,6 +28,19 @@ public struct ResponseHead: Sendable {
     return values.isEmpty ? nil : values.joined(separator: ", ")
   }
 
+  /// Whether a cache answered rather than the server: its `Age` is above 0 (RFC 9111 section 5.1:
+  /// the first member of the field, a non-negative integer; a value that is not one is ignored).
+  /// The rate-limit fields of such an answer are not current (draft-ietf-httpapi-ratelimit-headers-11,
+  /// section 7.3), and ``PacedRequests`` does not learn from them.
+  public var isFromCache: Bool {
+    guard let first = values(of: "Age").first else { return false }
+    let member = ServerRateLimitFields.trimmed(first.split(separator: ",", omittingEmptySubsequences: false)[0][...])
+    guard !member.isEmpty, member.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else {
+      return false
+    }
+    return member.utf8.contains { $0 != UInt8(ascii: "0") }
+  }
+
   /// Whether two field names are the same, ignoring ASCII case.
   static func namesMatch(_ lhs: String, _ rhs: String) -> Bool {
     let left = lhs.utf8

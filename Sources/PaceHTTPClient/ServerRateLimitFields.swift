@@ -2,9 +2,10 @@ import Pace
 import RawStructuredFieldValues
 
 /// The rate-limit fields of one response, parsed: the IETF `RateLimit-Policy` and `RateLimit`
-/// (draft-ietf-httpapi-ratelimit-headers, Structured Fields lists), `Retry-After`, the earlier
-/// drafts' `RateLimit-Limit`/`-Remaining`/`-Reset`, and the common `X-RateLimit-Limit`,
-/// `-Remaining`, `-Reset`, `-Used` and `-Resource`.
+/// (draft-ietf-httpapi-ratelimit-headers -10 and -11, and the editor's copy after -11: see
+/// ``DraftVersion``; Structured Fields lists), `Retry-After`, the earlier drafts'
+/// `RateLimit-Limit`/`-Remaining`/`-Reset`, and the common `X-RateLimit-Limit`, `-Remaining`,
+/// `-Reset`, `-Used` and `-Resource`.
 ///
 /// ```swift
 /// let fields = ServerRateLimitFields(parsing: head, receivedAt: .seconds(1_700_000_000))
@@ -24,14 +25,62 @@ import RawStructuredFieldValues
 ///   when it has a valid one, so that a client whose clock is off waits what the server meant;
 ///   against `receivedAt` otherwise.
 public struct ServerRateLimitFields: Sendable, Hashable {
+  /// The revisions of draft-ietf-httpapi-ratelimit-headers whose `RateLimit` parameters the
+  /// parser reads. They name the same things differently; `RateLimit-Policy` is spelled alike in
+  /// all of them (`q`, `qu`, `w`, `pk`).
+  ///
+  /// By default the parser reads every revision: an item is read by the one whose required
+  /// parameter it carries (`r`, or `a`); the other's names are comments to it. An item that
+  /// carries both is read both ways, and the more cautious reading counts: the fewer available,
+  /// the longer window.
+  public enum DraftVersion: Sendable, Hashable, CaseIterable {
+    /// draft -10 and draft -11, which spell the field alike: `r`, the available quota ("remaining"
+    /// in -10), and `t`, the effective window ("reset" in -10), in seconds. Names are Strings.
+    case draft11
+    /// The working group's editor's copy after draft -11, not published as a draft: `a`, the
+    /// available quota, and `w`, the effective window, in seconds. Names are Strings or Tokens.
+    case editorsCopy
+  }
+
+  /// What a policy's quota counts (`qu`, draft -10 and -11, section 3.1.2): a name in the
+  /// RateLimit Quota Units registry, or any other name, kept as sent.
+  public struct QuotaUnit: Sendable, Hashable, RawRepresentable, CustomStringConvertible {
+    /// The unit's name, as sent.
+    public var rawValue: String
+
+    /// The unit named `rawValue`.
+    public init(rawValue: String) {
+      self.rawValue = rawValue
+    }
+
+    /// Requests: the default when a policy names no unit.
+    public static let requests = QuotaUnit(rawValue: "requests")
+    /// Bytes of content processed by the server.
+    public static let contentBytes = QuotaUnit(rawValue: "content-bytes")
+    /// Requests processed at the same time.
+    public static let concurrentRequests = QuotaUnit(rawValue: "concurrent-requests")
+
+    /// The unit's name.
+    public var description: String { rawValue }
+
+    /// Whether the unit counts requests over a window: `requests`, or `request` as the draft's
+    /// registry (-11 section 10.3) spells it.
+    var countsRequests: Bool { rawValue == "requests" || rawValue == "request" }
+  }
+
   /// One member of `RateLimit-Policy`: a policy's name, quota and window.
   public struct Policy: Sendable, Hashable {
     /// The policy's name.
     public var name: String
-    /// The requests allowed per window (`q`).
+    /// The quota units allowed per window (`q`): requests unless ``quotaUnit`` says otherwise.
     public var quota: Int
     /// The window (`w`); `nil` when not sent.
     public var window: Duration?
+    /// What ``quota`` counts (`qu`, draft -10 and -11); `nil` when not sent, which means requests.
+    public var quotaUnit: QuotaUnit?
+    /// The partition key the server counts the request against (`pk`, a Byte Sequence, draft -10
+    /// and -11); `nil` when not sent, or sent as anything but a valid Byte Sequence.
+    public var partitionKey: [UInt8]?
 
     /// A policy member.
     public init(name: String, quota: Int, window: Duration?) {
@@ -39,22 +88,62 @@ public struct ServerRateLimitFields: Sendable, Hashable {
       self.quota = quota
       self.window = window
     }
+
+    /// A policy member with a quota unit and a partition key.
+    ///
+    /// - Parameters:
+    ///   - name: The policy's name.
+    ///   - quota: The quota units allowed per window.
+    ///   - window: The window.
+    ///   - quotaUnit: What `quota` counts; `nil` for requests, not sent.
+    ///   - partitionKey: The partition key.
+    public init(
+      name: String, quota: Int, window: Duration?, quotaUnit: QuotaUnit? = nil, partitionKey: [UInt8]? = nil
+    ) {
+      self.name = name
+      self.quota = quota
+      self.window = window
+      self.quotaUnit = quotaUnit
+      self.partitionKey = partitionKey
+    }
+
+    /// Whether the quota counts requests over a window.
+    var countsRequests: Bool { quotaUnit?.countsRequests ?? true }
   }
 
-  /// One member of `RateLimit`: a policy's remaining quota and when it is whole again.
+  /// One member of `RateLimit`: a policy's available quota and its effective window.
   public struct State: Sendable, Hashable {
     /// The policy's name.
     public var name: String
-    /// The requests left (`r`).
+    /// The available quota (`r` in draft -10 and -11, `a` in the editor's copy after -11), in the
+    /// policy's quota units.
     public var remaining: Int
-    /// How long until the quota is whole again (`t`); `nil` when not sent.
+    /// The effective window: how long the available quota must last, at most until the quota is
+    /// whole again (`t` in draft -10 and -11, `w` in the editor's copy); `nil` when not sent.
     public var resetsIn: Duration?
+    /// The partition key the server counted the request against (`pk`, a Byte Sequence, draft -10
+    /// and -11); `nil` when not sent, or sent as anything but a valid Byte Sequence.
+    public var partitionKey: [UInt8]?
 
     /// A state member.
     public init(name: String, remaining: Int, resetsIn: Duration?) {
       self.name = name
       self.remaining = remaining
       self.resetsIn = resetsIn
+    }
+
+    /// A state member with a partition key.
+    ///
+    /// - Parameters:
+    ///   - name: The policy's name.
+    ///   - remaining: The available quota.
+    ///   - resetsIn: The effective window.
+    ///   - partitionKey: The partition key.
+    public init(name: String, remaining: Int, resetsIn: Duration?, partitionKey: [UInt8]? = nil) {
+      self.name = name
+      self.remaining = remaining
+      self.resetsIn = resetsIn
+      self.partitionKey = partitionKey
     }
   }
 
@@ -76,19 +165,30 @@ public struct ServerRateLimitFields: Sendable, Hashable {
   /// `search`, …).
   public var resource: String?
 
-  /// The fields of `head`.
+  /// The fields of `head`, reading every ``DraftVersion``.
   ///
   /// - Parameters:
   ///   - head: The response's status and fields.
   ///   - unixNow: When the response was received, as a Unix time (since 1970-01-01 UTC): for the
   ///     fields that send a date.
   public init(parsing head: ResponseHead, receivedAt unixNow: Duration) {
+    self.init(parsing: head, receivedAt: unixNow, reading: Set(DraftVersion.allCases))
+  }
+
+  /// The fields of `head`, reading the `RateLimit` parameters of the draft versions `drafts`.
+  ///
+  /// - Parameters:
+  ///   - head: The response's status and fields.
+  ///   - unixNow: When the response was received, as a Unix time (since 1970-01-01 UTC): for the
+  ///     fields that send a date.
+  ///   - drafts: The versions whose `RateLimit` parameters are read; every version by default.
+  public init(parsing head: ResponseHead, receivedAt unixNow: Duration, reading drafts: Set<DraftVersion>) {
     let nowSeconds = unixNow.components.seconds
     // The server's own clock when it has a valid `Date`: its dates are read against it.
     let serverNow = head.values(of: "Date").compactMap { HTTPDate.unixSeconds(parsing: $0, unixNow: nowSeconds) }
     let reference = serverNow.count == 1 ? serverNow[0] : nowSeconds
     policies = Self.policies(head.values(of: "RateLimit-Policy"))
-    states = Self.states(head.values(of: "RateLimit"))
+    states = Self.states(head.values(of: "RateLimit"), reading: drafts)
     retryAfter = head.values(of: "Retry-After")
       .compactMap { Self.delay(parsing: $0, referenceUnixSeconds: reference) }.max()
     limit = Self.counts(head, "X-RateLimit-Limit", "RateLimit-Limit").min()
@@ -112,8 +212,16 @@ public struct ServerRateLimitFields: Sendable, Hashable {
   /// in the long run), and the remaining and reset are the state with the fewest remaining (it
   /// binds first; the longest reset among equals). Without IETF fields, the `X-RateLimit-*`
   /// fields: `remaining` is `limit - used` when only those are sent.
+  ///
+  /// Only quotas of requests pace requests: a policy in another ``QuotaUnit`` (content bytes, a
+  /// concurrency) is left out, and a state of such a policy (of the same name, compared without
+  /// regard to ASCII case) counts only once spent, when no request may go until its window ends.
   public var quota: ServerQuota {
-    let policy = policies.min { lhs, rhs in
+    let otherUnits = policies.filter { !$0.countsRequests }.map(\.name)
+    let states = states.filter { state in
+      state.remaining == 0 || !otherUnits.contains { ResponseHead.namesMatch($0, state.name) }
+    }
+    let policy = policies.filter(\.countsRequests).min { lhs, rhs in
       // The lowest rate q/w; a policy without a window counts as the slowest of its quota.
       let left = Double(lhs.quota) / Self.seconds(lhs.window)
       let right = Double(rhs.quota) / Self.seconds(rhs.window)
@@ -155,7 +263,7 @@ public struct ServerRateLimitFields: Sendable, Hashable {
     }
   }
 
-  /// A member's name: a string or a token.
+  /// A member's name: a String (draft -10 and -11) or a Token (the editor's copy after -11).
   static func name(of item: Item) -> String? {
     switch item.rfc9651BareItem {
     case .string(let name), .token(let name): name
@@ -169,20 +277,51 @@ public struct ServerRateLimitFields: Sendable, Hashable {
     return value
   }
 
-  static func policies(_ lines: [String]) -> [Policy] {
-    listItems(lines).compactMap { item in
-      guard let name = name(of: item), let quota = integer(item, "q", in: 1...Int64.max) else { return nil }
-      // A Structured Fields integer has at most 15 digits: any is a `Duration` of seconds.
-      let window = integer(item, "w", in: 1...Int64.max).map { Duration.seconds($0) }
-      return Policy(name: name, quota: Int(clamping: quota), window: window)
+  /// A policy's quota unit (`qu`): a String (draft -10 and -11, section 3.1.2), or a Token read as
+  /// its name; `.some(nil)` when not sent; `nil` when sent as anything else, which makes the item
+  /// malformed: its quota would be read in a unit the server did not mean.
+  static func quotaUnit(_ item: Item) -> QuotaUnit?? {
+    switch item.rfc9651Parameters["qu"] {
+    case nil: .some(nil)
+    case .string(let unit)?, .token(let unit)?: QuotaUnit(rawValue: unit)
+    default: nil
     }
   }
 
-  static func states(_ lines: [String]) -> [State] {
+  /// A partition key (`pk`, sections 3.1.4 and 4.1.3): a Byte Sequence; `nil` for anything else.
+  /// Only a label: one that does not decode is dropped, and its item still counts.
+  static func partitionKey(_ item: Item) -> [UInt8]? {
+    guard case .undecodedByteSequence(let base64)? = item.rfc9651Parameters["pk"] else { return nil }
+    return Base64.decode(base64)
+  }
+
+  static func policies(_ lines: [String]) -> [Policy] {
     listItems(lines).compactMap { item in
-      guard let name = name(of: item), let remaining = integer(item, "r", in: 0...Int64.max) else { return nil }
-      let resetsIn = integer(item, "t", in: 0...Int64.max).map { ServerQuota.clampedSeconds($0) }
-      return State(name: name, remaining: Int(clamping: remaining), resetsIn: resetsIn)
+      guard let name = name(of: item), let quota = integer(item, "q", in: 1...Int64.max),
+        let unit = quotaUnit(item)
+      else { return nil }
+      // A Structured Fields integer has at most 15 digits: any is a `Duration` of seconds.
+      let window = integer(item, "w", in: 1...Int64.max).map { Duration.seconds($0) }
+      return Policy(
+        name: name, quota: Int(clamping: quota), window: window, quotaUnit: unit, partitionKey: partitionKey(item))
+    }
+  }
+
+  static func states(_ lines: [String], reading drafts: Set<DraftVersion>) -> [State] {
+    listItems(lines).compactMap { item in
+      guard let name = name(of: item) else { return nil }
+      // Each version's names for the available quota and the effective window; an item is read by
+      // the versions whose required parameter it carries.
+      var readings: [(remaining: Int64, resetsIn: Duration?)] = []
+      for draft in DraftVersion.allCases where drafts.contains(draft) {
+        let (available, window) = draft == .draft11 ? ("r", "t") : ("a", "w")
+        guard let remaining = integer(item, available, in: 0...Int64.max) else { continue }
+        readings.append((remaining, integer(item, window, in: 0...Int64.max).map { ServerQuota.clampedSeconds($0) }))
+      }
+      guard let remaining = readings.map(\.remaining).min() else { return nil }
+      let resetsIn = readings.compactMap(\.resetsIn).max()
+      return State(
+        name: name, remaining: Int(clamping: remaining), resetsIn: resetsIn, partitionKey: partitionKey(item))
     }
   }
 

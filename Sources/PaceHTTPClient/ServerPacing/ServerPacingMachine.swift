@@ -315,6 +315,8 @@ struct ServerPacingMachine {
     if !learned, inFlight > 0 { return .afterResponse }
     if let remaining = serverRemaining, remaining <= 0 {
       if let reset = resetAt {
+        // A `Retry-After` sooner than a spent quota's effective window does not end the window:
+        // the later of the two holds (draft-ietf-httpapi-ratelimit-headers-11, sections 6 and 7).
         at = max(at, reset)
       } else if inFlight > 0 {
         return .afterResponse
