@@ -108,56 +108,139 @@ extension KeyedRateLimiter {
   // - token bucket, one limit for every key: the level itself (balance in units, updated);
   // - token bucket, per-key limits: the instant the bucket is full again (`updated`) and the
   //   units still missing then (`balance`, 0 or more); see `TokenBucketRate.fullInstantForm(of:)`;
+  //   the rate it was stored under is in the shard's `bucketRates`;
   // - fixed window: the window's end (`updated`) and `~used` (`balance`, below 0);
   // - sliding window: the instant its newest grant stops counting (`updated`) and `~used`
   //   (`balance`, below 0); the grants themselves are in the shard's `logs`.
   //
-  // So a per-key limiter's timer can tell when any key is idle without its limit: at `updated`
-  // (a bucket's, within a nanosecond). A key whose policy changes starts afresh under the new one.
+  // So a per-key limiter's timer can tell when a key is idle under the limit it was stored
+  // under without asking its limit: at `updated` (a bucket's, within a nanosecond); it asks the
+  // key's limit (outside the lock) before it forgets the key.
+  //
+  // A key whose limit changes keeps what it used that still counts, read under the new limit:
+  // a bucket's missing units as permits owed, a window's count as grants at the latest instant
+  // they can have been made, a log's grants where they were made. Where the old state cannot say
+  // when its grants were made, they are taken as late as they can have been, so that the new
+  // limit never counts fewer than it would have.
 
   /// `key`'s counter at `now` under `rate`, from its stored `level` (`nil` for a key with no
-  /// state) and `log` (taken from the shard's logs).
+  /// state), `log` (taken from the shard's logs) and, for a per-key limiter's bucket, the rate it
+  /// was stored under (`bucketRate`, from the shard's `bucketRates`).
   @inlinable
-  func loadCounter(level: TokenBucketLevel?, log: SlidingWindowLog?, rate: KeyRate, now: PaceInstant)
-    -> RateLimitCounter
-  {
+  func loadCounter(
+    level: TokenBucketLevel?, log: SlidingWindowLog?, bucketRate: TokenBucketRate? = nil, rate: KeyRate,
+    now: PaceInstant
+  ) -> RateLimitCounter {
     switch rate {
     case .tokenBucket(let rate):
       guard let level else { return .tokenBucket(TokenBucket(rate: rate, level: rate.full(at: now))) }
+      if storesFullInstants, level.balance < 0 || bucketRate != rate {
+        let owed = owedPermits(level: level, log: log, bucketRate: bucketRate, now: now)
+        return .tokenBucket(TokenBucket(rate: rate, level: rate.level(owing: owed, at: now)))
+      }
       return .tokenBucket(TokenBucket(rate: rate, level: readLevel(level, rate: rate, now: now)))
     case .fixedWindow(let rate):
       var counter = FixedWindowCounter(rate: rate, now: now)
-      // The count carries over while its window has not ended (a window of another length
-      // included); a key that had a token bucket starts afresh.
-      if let level, level.balance < 0, log == nil, now < level.updated { counter.used = Int(~level.balance) }
+      guard let level else { return .fixedWindow(counter) }
+      if level.balance < 0, log == nil {
+        // The count carries over while its window has not ended; a window of another length
+        // counts it while the two windows overlap.
+        if now < level.updated || (storesFullInstants && level.updated > counter.windowStart) {
+          counter.used = Swift.min(Int(~level.balance), rate.permits)
+        }
+      } else if storesFullInstants {
+        if let log {
+          // A sliding window's grants made in this window count in it.
+          let start = counter.windowStart.nanoseconds
+          var used = 0
+          for grant in log.grants[log.head...] where grant.time >= start { used &+= grant.cost }
+          counter.used = Swift.min(used, rate.permits)
+        } else {
+          counter.used = Self.wholePermits(owedPermits(level: level, log: nil, bucketRate: bucketRate, now: now), rate)
+        }
+      }
       return .fixedWindow(counter)
     case .slidingWindow(let rate):
-      guard let level, level.balance < 0, let log else {
-        return .slidingWindow(SlidingWindowLog(rate: rate, now: now))
+      guard let level else { return .slidingWindow(SlidingWindowLog(rate: rate, now: now)) }
+      if level.balance < 0, let log {
+        if log.rate == rate { return .slidingWindow(log) }
+        // Another window length: the grants kept are read under it.
+        var resized = SlidingWindowLog(rate: rate, now: log.updated)
+        resized.grants = log.grants
+        resized.head = log.head
+        resized.used = log.used
+        return .slidingWindow(resized)
       }
-      if log.rate == rate { return .slidingWindow(log) }
-      // Another window length: the grants kept are read under it.
-      var resized = SlidingWindowLog(rate: rate, now: log.updated)
-      resized.grants = log.grants
-      resized.head = log.head
-      resized.used = log.used
-      return .slidingWindow(resized)
+      var log = SlidingWindowLog(rate: rate, now: now)
+      guard storesFullInstants else { return .slidingWindow(log) }
+      // A fixed window's count, as grants at its last instant (now at the latest); a bucket's
+      // permits owed, as grants now.
+      let used: Int
+      let time: Int64
+      if level.balance < 0 {
+        used = Swift.min(Int(~level.balance), rate.permits)
+        time = Swift.min(now.nanoseconds, level.updated.nanoseconds &- 1)
+      } else {
+        used = Self.wholePermits(owedPermits(level: level, log: nil, bucketRate: bucketRate, now: now), rate)
+        time = now.nanoseconds
+      }
+      let (end, overflow) = time.addingReportingOverflow(rate.nanoseconds)
+      if used > 0, overflow || end > now.nanoseconds {
+        log.grants.append(SlidingWindowLog.Grant(time: time, cost: used))
+        log.used = used
+      }
+      return .slidingWindow(log)
     }
   }
 
-  /// Stores `counter` as `key`'s state: into its entry's `level`, and its log into `logs`.
+  /// What a per-key limiter's key stored as `level` has used that still counts at `now`, under
+  /// the limit it was stored with, as permits owed (`units / perPermit`): a bucket's missing units
+  /// at its rate `bucketRate`, a sliding log's grants that count, a fixed window's count until
+  /// its window ends.
+  @inlinable
+  func owedPermits(level: TokenBucketLevel, log: SlidingWindowLog?, bucketRate: TokenBucketRate?, now: PaceInstant)
+    -> (units: UInt64, perPermit: UInt64)
+  {
+    if level.balance >= 0 {
+      guard let bucketRate else { return (0, 1) }
+      let read = bucketRate.level(fromFullInstantForm: level, now: now)
+      // At most 2^64 - 1 units (a full bucket's worth over a saturated debt): exact in UInt64.
+      return (UInt64(bitPattern: bucketRate.capacity &- read.balance), UInt64(bucketRate.unitsPerPermit))
+    }
+    if var log {
+      log.refill(now: now)
+      return (UInt64(log.used), 1)
+    }
+    return (now < level.updated ? UInt64(~level.balance) : 0, 1)
+  }
+
+  /// Permits owed, rounded up, as a count in a window of `rate` (at most its permits: a full
+  /// window).
+  @inlinable
+  static func wholePermits(_ owed: (units: UInt64, perPermit: UInt64), _ rate: WindowRate) -> Int {
+    let (whole, remainder) = owed.units.quotientAndRemainder(dividingBy: owed.perPermit)
+    let permits = whole &+ (remainder == 0 ? 0 : 1)
+    return permits >= UInt64(rate.permits) ? rate.permits : Int(permits)
+  }
+
+  /// Stores `counter` as `key`'s state: into its entry's `level`, its log into `logs`, and a
+  /// per-key limiter's bucket rate into `bucketRates`.
   @inlinable
   func store(
-    _ counter: RateLimitCounter, of key: Key, into level: inout TokenBucketLevel, logs: inout [Key: SlidingWindowLog]
+    _ counter: RateLimitCounter, of key: Key, into level: inout TokenBucketLevel, logs: inout [Key: SlidingWindowLog],
+    bucketRates: inout [Key: TokenBucketRate]
   ) {
     switch counter {
     case .tokenBucket(let bucket):
       level = storedLevel(bucket.level, rate: bucket.rate)
+      if storesFullInstants, bucketRates[key] != bucket.rate { bucketRates[key] = bucket.rate }
     case .fixedWindow(let counter):
       level = TokenBucketLevel(balance: ~Int64(counter.used), updated: counter.nextWindowStart ?? .max)
+      if storesFullInstants, !bucketRates.isEmpty { bucketRates.removeValue(forKey: key) }
     case .slidingWindow(let log):
       level = TokenBucketLevel(balance: ~Int64(log.used), updated: log.idleTime ?? .max)
       logs[key] = log
+      if storesFullInstants, !bucketRates.isEmpty { bucketRates.removeValue(forKey: key) }
     }
   }
 
@@ -235,6 +318,24 @@ extension TokenBucketRate {
       balance = deficit > UInt64(Int64.max) ? .min : -Int64(deficit)
     }
     return TokenBucketLevel(balance: balance, updated: now)
+  }
+}
+
+extension TokenBucketRate {
+  /// A bucket at `now` that owes `owed` permits (`units / perPermit`, rounded up to this rate's
+  /// units): a full bucket less what is owed, in debt if that is more than the burst.
+  @inlinable
+  func level(owing owed: (units: UInt64, perPermit: UInt64), at now: PaceInstant) -> TokenBucketLevel {
+    let (high, low) = owed.units.multipliedFullWidth(by: UInt64(unitsPerPermit))
+    var deficit = UInt64.max
+    if high < owed.perPermit {
+      let (quotient, remainder) = owed.perPermit.dividingFullWidth((high, low))
+      deficit = remainder == 0 || quotient == .max ? quotient : quotient + 1
+    }
+    let capacity = UInt64(self.capacity)
+    if deficit <= capacity { return TokenBucketLevel(balance: Int64(capacity - deficit), updated: now) }
+    let debt = deficit - capacity
+    return TokenBucketLevel(balance: debt > UInt64(Int64.max) ? .min : -Int64(debt), updated: now)
   }
 }
 

@@ -72,6 +72,9 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     /// The grants of the keys under a sliding window that still count, apart from the table so
     /// that the other keys' entries stay small.
     @usableFromInline var logs: [Key: SlidingWindowLog] = [:]
+    /// The rate each bucket of a per-key limiter was stored under, so that a key whose limit
+    /// changed is converted (``loadCounter(level:log:bucketRate:rate:now:)``); empty for one limit.
+    @usableFromInline var bucketRates: [Key: TokenBucketRate] = [:]
     /// The waiting requests' continuations, by the ids their keys' queues hold.
     @usableFromInline var waiters: [UInt64: Waiter] = [:]
     @usableFromInline var timer = ShardTimer<Key>()
@@ -83,6 +86,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       buckets.shrinkIfSparse()
       queues.shrinkIfSparse()
       logs.shrinkIfSparse()
+      bucketRates.shrinkIfSparse()
       waiters.shrinkIfSparse()
     }
   }
@@ -97,6 +101,9 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     @usableFromInline var arming: ShardTimer<Key>.Arming?
     /// Whether a request started waiting: told to a ``TestScheduler``.
     @usableFromInline var queued = false
+    /// Keys of a per-key limiter idle under the limit they were stored under: forgotten once
+    /// their limit now (asked outside the lock) finds them idle too.
+    @usableFromInline var idle: [Key] = []
 
     @inlinable init(
       granted: [Waiter] = [], refused: Waiter? = nil, refusedAtOnce: Continuation? = nil,
@@ -109,7 +116,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     }
 
     @inlinable var isEmpty: Bool {
-      granted.isEmpty && refused == nil && refusedAtOnce == nil && arming == nil && !queued
+      granted.isEmpty && refused == nil && refusedAtOnce == nil && arming == nil && !queued && idle.isEmpty
     }
   }
 
@@ -476,7 +483,9 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       let level = shard.buckets.index(of: key, hash: hash).map {
         shard.buckets.unsafeValuePointer(at: $0).pointee.level
       }
-      var counter = loadCounter(level: level, log: shard.logs.isEmpty ? nil : shard.logs[key], rate: rate, now: now)
+      var counter = loadCounter(
+        level: level, log: shard.logs.isEmpty ? nil : shard.logs[key],
+        bucketRate: shard.bucketRates.isEmpty ? nil : shard.bucketRates[key], rate: rate, now: now)
       return counter.available(now: now)
     }
   }
@@ -498,6 +507,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
             + shard.queues.capacity * MemoryLayout<(Key, WaitingRequests)>.stride
             + shard.logs.capacity * MemoryLayout<(Key, SlidingWindowLog)>.stride
             + shard.logs.values.reduce(0) { $0 + $1.heldStorageBytes }
+            + shard.bucketRates.capacity * MemoryLayout<(Key, TokenBucketRate)>.stride
             + shard.waiters.capacity * MemoryLayout<(UInt64, Waiter)>.stride
         }
     }
@@ -536,7 +546,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       return decideInWindow(key, hash: hash, shard: index, cost: cost, rate: limit.rate, now: now)
     }
     var arming: ShardTimer<Key>.Arming?
-    let decision = shards.withLock(index) { shard -> RateLimitDecision in
+    let decision = shards.withLock(index) { shard -> RateLimitDecision? in
       guard let slot = shard.buckets.index(of: key, hash: hash) else {
         // A key with no state has a full bucket and nobody waiting: any request fits, and a
         // query leaves it full, so unstored.
@@ -547,11 +557,14 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
         let checkAt = tokens.fullTime
         _ = shard.buckets.indexInserting(
           key, hash: hash, (level: storedLevel(tokens.level, rate: rate), checkAt: checkAt ?? .max))
+        if storesFullInstants { shard.bucketRates[key] = rate }
         if let checkAt { shard.timer.add(checkAt, for: key) }
         arming = shard.timer.reserveIfNeeded()
         return decision
       }
       let bucket = shard.buckets.unsafeValuePointer(at: slot)
+      // A key stored under another limit is converted on the general path.
+      if storesFullInstants, bucket.pointee.level.balance < 0 || shard.bucketRates[key] != rate { return nil }
       // The machine's decision on the stored level, behind the key's waiting requests, if any:
       // the queues are looked up only in a shard that has any, and `tryAcquire` never changes a
       // queue, so only the level is stored back.
@@ -561,6 +574,9 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       return RateLimitStateMachine.tryAcquire(cost: cost, now: now, counter: &tokens, queue: queue)
     }
     if arming != nil { carryOut(Effects(arming: arming), shard: index) }
+    guard let decision else {
+      return decideInWindow(key, hash: hash, shard: index, cost: cost, rate: limit.rate, now: now)
+    }
     return decision
   }
 
@@ -592,12 +608,17 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     } else if case .uniform(let limit) = limits {
       rate = limit.rate
     } else {
-      checkIdleInstant(of: key, at: slot, now: now, consumedCheck: consumedCheck, in: &shard)
-      return Effects()
+      var effects = Effects()
+      if checkIdleInstant(of: key, at: slot, now: now, consumedCheck: consumedCheck, in: &shard) {
+        effects.idle.append(key)
+      }
+      return effects
     }
     let log = shard.logs.isEmpty ? nil : shard.logs.removeValue(forKey: key)
+    let bucketRate = shard.bucketRates.isEmpty ? nil : shard.bucketRates[key]
     var machine = RateLimitMachine(
-      counter: loadCounter(level: bucket.level, log: log, rate: rate, now: now), queue: waiting?.queue)
+      counter: loadCounter(level: bucket.level, log: log, bucketRate: bucketRate, rate: rate, now: now),
+      queue: waiting?.queue)
     let wasWaiting = machine.isWaiting
     let action =
       switch event {
@@ -615,9 +636,10 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       shard.queues[key] = WaitingRequests(queue: queue, rate: rate)
     } else if machine.counter.isIdle {
       shard.buckets.remove(at: slot)
+      if bucketRate != nil { shard.bucketRates.removeValue(forKey: key) }
       return effects
     }
-    store(machine.counter, of: key, into: &bucket.level, logs: &shard.logs)
+    store(machine.counter, of: key, into: &bucket.level, logs: &shard.logs, bucketRates: &shard.bucketRates)
     // Nobody waits: the key is looked at again when its counter is idle, to be forgotten. While
     // requests wait, the key's entry is the timer a `RateLimiter` arms for them: for the first
     // request's turn as it starts waiting (an entry for the idle counter goes stale, else its
@@ -637,25 +659,25 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   }
 
   /// The check of a per-key limiter's key that nobody waits for: its stored state says when it
-  /// is idle whatever the key's limit (see ``idleInstant(of:)``), so the key's limit (user code)
-  /// is not asked under the lock. An idle key is forgotten; otherwise it is looked at again when
-  /// it is idle.
+  /// is idle under the limit it was stored under (see ``idleInstant(of:now:)``), so the key's
+  /// limit (user code) is not asked under the lock. A key idle under that limit is returned
+  /// (`true`), to be forgotten once its limit now finds it idle too
+  /// (``forgetIfIdle(_:shard:)``); otherwise it is looked at again when it is idle.
   @inlinable
-  func checkIdleInstant(of key: Key, at slot: Int, now: PaceInstant, consumedCheck: Bool, in shard: inout Shard) {
-    guard consumedCheck else { return }
+  func checkIdleInstant(of key: Key, at slot: Int, now: PaceInstant, consumedCheck: Bool, in shard: inout Shard)
+    -> Bool
+  {
+    guard consumedCheck else { return false }
     let bucket = shard.buckets.unsafeValuePointer(at: slot)
     let (idle, next) = Self.idleInstant(of: bucket.pointee.level, now: now)
-    if idle {
-      shard.buckets.remove(at: slot)
-      if !shard.logs.isEmpty { shard.logs.removeValue(forKey: key) }
-      return
-    }
+    if idle { return true }
     if let next {
       bucket.pointee.checkAt = next
       shard.timer.add(next, for: key)
     } else {
       bucket.pointee.checkAt = .max
     }
+    return false
   }
 
   /// ``decideLocally(_:cost:limit:)`` for a window policy: the key's counter, built from its
@@ -669,17 +691,20 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       let slot = shard.buckets.index(of: key, hash: hash)
       let level = slot.map { shard.buckets.unsafeValuePointer(at: $0).pointee.level }
       let log = shard.logs.isEmpty ? nil : shard.logs.removeValue(forKey: key)
-      var counter = loadCounter(level: level, log: log, rate: rate, now: now)
+      let bucketRate = shard.bucketRates.isEmpty ? nil : shard.bucketRates[key]
+      var counter = loadCounter(level: level, log: log, bucketRate: bucketRate, rate: rate, now: now)
       let queue = slot == nil || shard.queues.isEmpty ? nil : shard.queues[key]?.queue
       let decision = RateLimitMachine<RateLimitCounter>.tryAcquire(
         cost: cost, now: now, counter: &counter, queue: queue)
       if let slot {
         // The key's entry stays until its check finds it idle, as a token bucket's does.
-        store(counter, of: key, into: &shard.buckets.unsafeValuePointer(at: slot).pointee.level, logs: &shard.logs)
+        store(
+          counter, of: key, into: &shard.buckets.unsafeValuePointer(at: slot).pointee.level, logs: &shard.logs,
+          bucketRates: &shard.bucketRates)
       } else if !counter.isIdle {
         let checkAt = counter.idleTime
         var level = TokenBucketLevel(balance: 0, updated: now)
-        store(counter, of: key, into: &level, logs: &shard.logs)
+        store(counter, of: key, into: &level, logs: &shard.logs, bucketRates: &shard.bucketRates)
         _ = shard.buckets.indexInserting(key, hash: hash, (level: level, checkAt: checkAt ?? .max))
         if let checkAt { shard.timer.add(checkAt, for: key) }
         arming = shard.timer.reserveIfNeeded()
@@ -693,7 +718,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   @inlinable
   func timerFired(shard index: Int, generation: UInt64) {
     let now = clock.now()
-    let effects = shards.withLock(index) { shard -> Effects in
+    var effects = shards.withLock(index) { shard -> Effects in
       guard shard.timer.beginFiring(generation: generation, now: now) else { return Effects() }
       var effects = Effects()
       while let entry = shard.timer.nextDue() {
@@ -701,15 +726,54 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
         guard let slot = shard.buckets.index(of: entry.key, hash: hash),
           shard.buckets.unsafeValuePointer(at: slot).pointee.checkAt == entry.deadline
         else { continue }
-        effects.granted +=
-          run(entry.key, hash: hash, now: now, consumedCheck: true, limit: nil, in: &shard, .timerFired).granted
+        let ran = run(entry.key, hash: hash, now: now, consumedCheck: true, limit: nil, in: &shard, .timerFired)
+        effects.granted += ran.granted
+        effects.idle += ran.idle
       }
       shard.timer.endFiring()
       shard.shrinkIfSparse()
       effects.arming = shard.timer.reserveIfNeeded()
       return effects
     }
+    let idle = effects.idle
+    effects.idle = []
     carryOut(effects, shard: index)
+    if !idle.isEmpty { forgetIfIdle(idle, shard: index) }
+  }
+
+  /// Forgets the keys of a per-key limiter that were idle under the limit they were stored under
+  /// if they are idle under the limit they have now, asked here, outside the lock: a longer
+  /// window may still count what they were granted. A key not idle is stored under its limit now,
+  /// and looked at again when it is idle; a key that changed meanwhile is left to its new state.
+  @usableFromInline
+  func forgetIfIdle(_ keys: [Key], shard index: Int) {
+    let rates = keys.map { keyLimit(for: $0).rate }
+    let now = clock.now()
+    let arming = shards.withLock(index) { shard -> ShardTimer<Key>.Arming? in
+      for (key, rate) in zip(keys, rates) {
+        let hash = key.hashValue
+        guard let slot = shard.buckets.index(of: key, hash: hash),
+          shard.queues.isEmpty || shard.queues[key] == nil
+        else { continue }
+        let entry = shard.buckets.unsafeValuePointer(at: slot)
+        let log = shard.logs.isEmpty ? nil : shard.logs.removeValue(forKey: key)
+        let bucketRate = shard.bucketRates.isEmpty ? nil : shard.bucketRates[key]
+        var counter = loadCounter(level: entry.pointee.level, log: log, bucketRate: bucketRate, rate: rate, now: now)
+        counter.refill(now: now)
+        if counter.isIdle {
+          shard.buckets.remove(at: slot)
+          if bucketRate != nil { shard.bucketRates.removeValue(forKey: key) }
+          continue
+        }
+        store(counter, of: key, into: &entry.pointee.level, logs: &shard.logs, bucketRates: &shard.bucketRates)
+        let next = counter.idleTime
+        entry.pointee.checkAt = next ?? .max
+        if let next { shard.timer.add(next, for: key) }
+      }
+      shard.shrinkIfSparse()
+      return shard.timer.reserveIfNeeded()
+    }
+    if arming != nil { carryOut(Effects(arming: arming), shard: index) }
   }
 
   // MARK: After the lock
