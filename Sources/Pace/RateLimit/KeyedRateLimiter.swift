@@ -21,8 +21,8 @@
 ///
 /// ``init(limits:clock:)`` looks each key's limit up at each call (a plan from the key, say),
 /// outside the limiter's locks; ``limit(for:)`` answers it. A key whose limit changes between
-/// calls keeps the instant its bucket is full again (what a store keeps) and is read under the new
-/// limit: what it owes in time carries over, and its bucket never holds more than the new burst.
+/// calls keeps what it used that still counts and is read under the new limit (see
+/// ``init(limits:clock:)``).
 ///
 /// ## Costs
 ///
@@ -218,10 +218,25 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   /// })
   /// ```
   ///
+  /// A key whose limit changes (its plan, its algorithm, its window) keeps what it used that
+  /// still counts, read under the new limit: a bucket's permits owed stay owed, paid back at the
+  /// new rate (a bucket holds the new burst less what it owes); a window's count, or a bucket's
+  /// permits owed, count in the new window as grants made as late as they can have been; a sliding
+  /// window's grants count in the new window where they were made. So a change never lets a key
+  /// start afresh, nor forgives what it owes. A key is forgotten only once it is idle under the
+  /// limit it has then: the timer asks it (outside the locks) before forgetting a key.
+  ///
+  /// What this guarantees: every request granted after a change is one that the old limit or
+  /// the new one would have allowed over the key's whole history, except where the new limit
+  /// both looks further back and allows more at once than the old one (a longer window with more
+  /// permits, a slower bucket with a larger burst, or another algorithm): a key's state holds
+  /// only what its old limit still counts, so what the new one would count further back is not
+  /// known. And once both windows have passed since a change, a window is exactly the new limit's.
+  ///
   /// - Parameters:
-  ///   - limits: A key's limit. Called at each decision, outside the limiter's locks, so it may
-  ///     read a table of its own; it should be quick, and answer the same limit for a key until
-  ///     the key's plan changes (see "Limits that change" in ``KeyedRateLimiter``).
+  ///   - limits: A key's limit. Called at each decision and before a key is forgotten, outside
+  ///     the limiter's locks, so it may read a table of its own; it should be quick, and answer
+  ///     the same limit for a key until the key's plan changes.
   ///   - clock: The clock that measures time: `ContinuousClock` by default, or a ``TestScheduler``.
   public convenience init<C: Clock>(
     limits: @escaping @Sendable (Key) -> RateLimit, clock: C = ContinuousClock()
