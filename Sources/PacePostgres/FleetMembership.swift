@@ -10,8 +10,7 @@ import PostgresNIO
 /// share while the database is away. Shared by every copy of the store.
 final class FleetMembership: Sendable {
   private struct State {
-    /// The count the last heartbeat returned; nil until one did.
-    var learned: Int?
+    var count: FleetCountState
     var shares = FleetShareState(capacity: FleetMembership.shareCapacity)
   }
 
@@ -22,7 +21,7 @@ final class FleetMembership: Sendable {
   let size: PostgresRateLimitStore.FleetSize?
   /// This store's row in the heartbeat table.
   let instance = UUID().uuidString.lowercased()
-  private let state = LockedState(State())
+  private let state: LockedState<State>
   /// The Unix epoch's microseconds at `origin`: the shares' fixed windows align to the epoch, as
   /// the database's do, and their clock stays monotonic.
   private let origin = ContinuousClock.now
@@ -33,49 +32,63 @@ final class FleetMembership: Sendable {
 
   init(_ policy: PostgresRateLimitStore.FailureMode, table: String, factory: any MetricsFactory) {
     if case .shareLimit(let size) = policy { self.size = size } else { self.size = nil }
+    state = LockedState(State(count: FleetCountState(assumed: size?.assumedCount ?? 1, settling: size?.liveSpan)))
     instances = Gauge(label: "pace_rate_limit_fleet_instances", dimensions: [("table", table)], factory: factory)
     if let size { instances.record(size.assumedCount) }
   }
 
-  /// The count the shares divide by now: the learned one, else the assumed one.
-  var count: Int { state.withLock { $0.learned } ?? size?.assumedCount ?? 1 }
+  /// The count the shares divide by now (see ``FleetCountState``).
+  var count: Int { state.withLock { $0.count.count } }
 
-  /// Whether ``count`` was learned from the heartbeat table.
-  var isLearned: Bool { state.withLock { $0.learned != nil } }
+  /// Where ``count`` comes from.
+  var source: FleetCountState.Source { state.withLock { $0.count.source } }
 
-  /// A heartbeat counted `count` live instances (this one included).
-  func learned(_ count: Int, logger: Logger) {
-    let previous = state.withLock { state in
-      defer { state.learned = count }
-      return state.learned
+  /// A heartbeat counted `count` live instances (this one included) at `now`.
+  func learned(_ count: Int, now: ContinuousClock.Instant = .now, logger: Logger) {
+    let (previous, current) = state.withLock { state in
+      let previous = state.count.count
+      state.count.counted(count, now: now)
+      return (previous, state.count.count)
     }
-    instances.record(count)
-    if previous != count {
+    instances.record(current)
+    if previous != current {
       logger.info(
         "rate-limit fleet size learned: the failure policy divides each limit by it",
-        metadata: ["pace.instances": "\(count)", "pace.previous_instances": "\(previous.map { "\($0)" } ?? "none")"])
+        metadata: [
+          "pace.instances": "\(current)", "pace.previous_instances": "\(previous)", "pace.counted": "\(count)",
+        ])
     }
   }
 
-  /// A heartbeat failed: a warning (at most one a minute) unless the database is unavailable,
-  /// which the breaker's own lines report.
-  func heartbeatFailed(_ error: any Error, table: String, logger: Logger) {
-    let unavailable: Bool
+  /// A heartbeat failed at `now`: at debug if the database is unavailable (the breaker's own lines
+  /// report it), once at info if the heartbeat table does not exist yet within the startup grace
+  /// (the migration runs beside the store), else a warning (at most one a minute).
+  func heartbeatFailed(_ error: any Error, now: ContinuousClock.Instant = .now, table: String, logger: Logger) {
+    let failure: FleetCountState.Failure
     if case .unavailable? = error as? PacePostgresError {
-      unavailable = true
+      failure = .unavailable
+    } else if isUnavailability(error) {
+      failure = .unavailable
     } else {
-      unavailable = isUnavailability(error)
+      failure = sqlState(of: error) == "42P01" ? .tableMissing : .other
     }
-    guard !unavailable else {
-      logger.debug("fleet heartbeat failed: PostgreSQL is unavailable", metadata: errorMetadata(error))
-      return
+    let report = state.withLock { $0.count.failed(failure, now: now) }
+    switch report {
+    case .debug:
+      let why = failure == .unavailable ? "PostgreSQL is unavailable" : "its table does not exist yet"
+      logger.debug("fleet heartbeat failed: \(why)", metadata: errorMetadata(error))
+    case .waitingForTable:
+      logger.info(
+        "fleet heartbeat: the table \(table)_instances does not exist yet; waiting for migrate() to make it",
+        metadata: ["pace.instances": "\(count)"])
+    case .warning:
+      guard heartbeatReport.record() != nil else { return }
+      var metadata = errorMetadata(error)
+      metadata["pace.instances"] = "\(count)"
+      metadata["pace.action"] =
+        "run the store's migrate() (it creates the table \(table)_instances); until a heartbeat succeeds, the failure policy divides limits by pace.instances"
+      logger.warning("fleet heartbeat failed: the instance count is not being learned", metadata: metadata)
     }
-    guard heartbeatReport.record() != nil else { return }
-    var metadata = errorMetadata(error)
-    metadata["pace.instances"] = "\(count)"
-    metadata["pace.action"] =
-      "run the store's migrate() (it creates the table \(table)_instances); until a heartbeat succeeds, the failure policy divides limits by pace.instances"
-    logger.warning("fleet heartbeat failed: the instance count is not being learned", metadata: metadata)
   }
 
   /// Each key's share of `limit` at `now`, for a request of `cost` (already checked against the limit).
@@ -90,17 +103,25 @@ final class FleetMembership: Sendable {
 
   /// What the fallback warning says of the policy.
   var policyDescription: String {
-    let instances = count
-    let source =
-      size?.heartbeatInterval == nil ? "configured" : isLearned ? "learned" : "assumed: no heartbeat counted yet"
-    return "each instance allows its share, the limit / \(instances) (\(source))"
+    let (instances, source) = state.withLock { ($0.count.count, $0.count.source) }
+    let said =
+      switch source {
+      case .configured: "configured"
+      case .assumed: "assumed: no heartbeat counted yet"
+      case .learned: "learned"
+      case .settling(let counted):
+        counted == instances ? "learned" : "the fleet is settling: a heartbeat counted \(counted)"
+      }
+    return "each instance allows its share, the limit / \(instances) (\(said))"
   }
 }
 
 extension PostgresRateLimitStore {
   /// The instance count ``FailureMode/shareLimit(among:)`` divides each limit by now: the
-  /// count learned from the heartbeats (see ``heartbeat()``), or the configured one until then;
-  /// nil under the other policies.
+  /// configured count, or the count learned from the heartbeats (see ``heartbeat()``), the assumed
+  /// one until then; while the fleet settles (one ``FleetSize/liveSpan`` after the first
+  /// heartbeat, or after a failed one) a learned count never lowers it. Nil under the other
+  /// policies.
   public var fleetSize: Int? { fleet.size == nil ? nil : fleet.count }
 
   /// The heartbeat table, beside the store's table: one row per live store.
@@ -141,7 +162,8 @@ extension PostgresRateLimitStore {
   /// ``FailureMode/shareLimit(among:)`` with a learned count; call it yourself if you do not
   /// run the store as a service.
   ///
-  /// - Returns: How many instances are live; the policy divides each limit by it from now on.
+  /// - Returns: How many instances are live; the policy divides each limit by it from now on, or,
+  ///   while the fleet settles, by the larger of it and the count before it (see ``fleetSize``).
   /// - Throws: ``PacePostgresError/unavailable(reason:)`` if the database does not answer within
   ///   the store's ``timeout``; what the database reports (`undefined_table` before
   ///   ``migrate(timeout:)``).

@@ -31,8 +31,12 @@ extension PostgresRateLimitStore {
     /// counted by each store's ``PostgresRateLimitStore/run()`` every `heartbeatInterval`;
     /// `count` until the store has counted once.
     ///
-    /// The count learned last before an outage is the one the outage uses: an instance that
-    /// starts during the outage assumes `count`, and the others do not know of it.
+    /// The fleet settles for one ``liveSpan`` after the store's first heartbeat, and after a
+    /// heartbeat that failed: instances that started with it, or could not write their row while
+    /// the database was away, may not be counted yet (three started together count 1, 2 and 3).
+    /// Meanwhile a count raises the one in force (`count`, or the last settled one) but never
+    /// lowers it. The count in force when an outage starts is the one the outage uses: an
+    /// instance that starts during the outage assumes `count`, and the others do not know of it.
     ///
     /// - Parameters:
     ///   - count: The count until one is learned. Positive.
