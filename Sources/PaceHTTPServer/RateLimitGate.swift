@@ -8,13 +8,19 @@ import Pace
 /// policy's key and cost from its request and translates the ``RateLimitOutcome`` into its own
 /// response.
 ///
-/// Several policies on one request are asked so that a denied request is charged nowhere:
-/// every policy is first asked with a cost of 0 (a query, which answers as cost 1 would and takes
-/// nothing); only if each has the permits does each get charged. The policy that would deny is
-/// then asked with the request's cost, which it refuses without taking anything, for its exact
-/// `retryAfter`. Between the query and the charge another request may take the last permits:
-/// then the policies charged before the one that denies keep their charge (a race of concurrent
-/// requests on one key, never a way for one client to pass).
+/// A policy's limit is looked up by the key the request sent; the limiter counts it under the key
+/// ``LongKeyHandling`` makes of it (a long key's digest), so a long key keeps its plan.
+///
+/// Several policies on one request are asked so that a denied request is charged nowhere: each
+/// policy in order is first asked with a cost of 0 (a question, which answers as cost 1 would
+/// and takes nothing); only if each has the permits does each get charged, in order. The first
+/// policy whose question says no ends the request's work: the policies after it are neither
+/// asked nor charged (no round trip to their stores), and the `429` reports the policies asked.
+/// For a cost above 1 the policy that would deny is asked again with the request's cost, which
+/// it refuses without taking anything, for its exact `retryAfter`. Between the question and the
+/// charge another request may take the last permits: then the policies charged before the one
+/// that denies keep their charge (a race of concurrent requests on one key, never a way for one
+/// client to pass). A policy whose cost is 0 is asked its question and never charged.
 package struct RateLimitGate: Sendable {
   /// One policy: its name, its limiter, its counters.
   package struct Policy: Sendable {
@@ -31,11 +37,11 @@ package struct RateLimitGate: Sendable {
       decider.limit(for: key)
     }
 
-    /// The fields for `key`, whose limit is `limit`.
-    func fields(for key: String, limit: RateLimit) -> RateLimitFields {
+    /// The fields for a key whose limit is `limit`.
+    func fields(limit: RateLimit) -> RateLimitFields {
       // Only a fixed window's `t` needs the window's end: the other policies never ask the clock.
       guard case .fixedWindow = limit.algorithm else { return template.with(limit: limit, windowEndsIn: nil) }
-      return template.with(limit: limit, windowEndsIn: decider.timeUntilWindowEnds(for: key))
+      return template.with(limit: limit, windowEndsIn: decider.timeUntilWindowEnds(under: limit))
     }
   }
 
@@ -51,8 +57,8 @@ package struct RateLimitGate: Sendable {
     }
   }
 
-  /// A policy asked about a request: the key its limiter gets, the cost, and the key's limit,
-  /// read once (a per-key limit is user code).
+  /// A policy asked about a request: the key its limiter counts, the cost, and the limit of the
+  /// key the request sent, read once (a per-key limit is user code).
   private struct Asked {
     let policy: Policy
     let key: String
@@ -92,14 +98,14 @@ package struct RateLimitGate: Sendable {
     // In memory the decision is taken at once, with no async call into the limiter.
     if let decided = outcomeAtOnce(key: key, cost: cost) { return decided }
     guard let key else { return .proceed(fields: []) }
-    // A query (cost 0) asks before it charges: the path of several policies.
+    // A question (cost 0) asks before it charges: the path of several policies.
     guard cost >= 1 else { return try await outcome([Charge(key: key, cost: cost)]) }
     let policy = policies[0]
     let asked = ask(policy, key: key, cost: cost)
     if let invalid = check(asked) { return invalid }
     let decision: RateLimitDecision
     do {
-      decision = try await decide(policy, asked.key, cost: cost)
+      decision = try await decide(asked, cost: cost)
     } catch {
       return try answer(error)
     }
@@ -108,7 +114,7 @@ package struct RateLimitGate: Sendable {
 
   /// The same answer as ``outcome(key:cost:)``, taken without suspending where it can be: for a
   /// gate of one policy whose limiter decides in memory, and a cost of at least 1 (or no key).
-  /// Nil where the limiter must be awaited (a store), or a query (cost 0) goes the path of several
+  /// Nil where the limiter must be awaited (a store), or a question (cost 0) goes the path of several
   /// policies: call ``outcome(key:cost:)`` then, with the same key and cost.
   package func outcomeAtOnce(key: String?, cost: Int) -> RateLimitOutcome? {
     precondition(policies.count == 1, "one charge per policy")
@@ -118,13 +124,13 @@ package struct RateLimitGate: Sendable {
     let asked = ask(policy, key: key, cost: cost)
     if let invalid = check(asked) { return invalid }
     // `check` passed the key and cost through `InputRules`: the in-memory `decide` would do no more.
-    return outcome(limiter.tryAcquire(asked.key, cost: cost), asked)
+    return outcome(limiter.tryAcquire(asked.key, cost: cost, limit: asked.limit), asked)
   }
 
   /// What one policy's `decision` on `asked` answers.
   private func outcome(_ decision: RateLimitDecision, _ asked: Asked) -> RateLimitOutcome {
     let policy = asked.policy
-    let fields = policy.fields(for: asked.key, limit: asked.limit)
+    let fields = policy.fields(limit: asked.limit)
     switch decision {
     case .allowed(let remaining):
       policy.responses.allowed.increment()
@@ -160,9 +166,10 @@ package struct RateLimitGate: Sendable {
     }
   }
 
+  /// The policy's question about `key`: the plan is looked up by the key the request sent, before
+  /// any hashing; only the counter is kept under the key the limiter gets.
   private func ask(_ policy: Policy, key: String, cost: Int) -> Asked {
-    let key = longKeys.limiterKey(for: key)
-    return Asked(policy: policy, key: key, cost: cost, limit: policy.limit(for: key))
+    Asked(policy: policy, key: longKeys.limiterKey(for: key), cost: cost, limit: policy.limit(for: key))
   }
 
   /// The `400` for a key or cost no limiter takes; nil for one that may be asked.
@@ -204,9 +211,11 @@ package struct RateLimitGate: Sendable {
     let reason: InvalidInput
   }
 
-  private func decide(_ policy: Policy, _ key: String, cost: Int) async throws -> RateLimitDecision {
+  /// The decision of `asked`'s policy with `cost`, under the limit looked up for the request's key.
+  private func decide(_ asked: Asked, cost: Int) async throws -> RateLimitDecision {
+    let policy = asked.policy
     do {
-      return try await policy.decider.decide(key, cost: cost)
+      return try await policy.decider.decide(asked.key, cost: cost, limit: asked.limit)
     } catch let reason as InvalidInput {
       throw LimiterRefusal(policy: policy, reason: reason)
     } catch is CancellationError {
@@ -216,54 +225,53 @@ package struct RateLimitGate: Sendable {
     }
   }
 
-  /// Each policy's decision, in order, and the index of the one that denied the request, if one did.
+  /// Each asked policy's decision, in order, and the index of the one that denied the request, if
+  /// one did: the decisions stop at the first policy whose question says no, so the policies after
+  /// it are neither asked nor charged.
   private func decide(_ asked: [Asked]) async throws -> (decisions: [RateLimitDecision], deniedBy: Int?) {
     // One policy and a real cost: one charge, which decides and charges at once.
     if asked.count == 1, asked[0].cost >= 1 {
-      let decision = try await decide(asked[0].policy, asked[0].key, cost: asked[0].cost)
+      let decision = try await decide(asked[0], cost: asked[0].cost)
       return ([decision], decision.isAllowed ? nil : 0)
     }
     var decisions: [RateLimitDecision] = []
-    var wouldDeny: Int?
-    for (index, one) in asked.enumerated() {
-      let query = try await decide(one.policy, one.key, cost: 0)
-      decisions.append(query)
-      if wouldDeny == nil, !Self.passes(query, cost: one.cost) { wouldDeny = index }
-    }
+    decisions.reserveCapacity(asked.count)
     var charged: Set<Int> = []
-    if let index = wouldDeny {
-      let one = asked[index]
-      if case .limited = decisions[index], one.cost <= 1 {
-        // The query answered as cost 1 would: its retryAfter is the request's own.
-        return (decisions, index)
-      }
+    for (index, one) in asked.enumerated() {
+      let question = try await decide(one, cost: 0)
+      decisions.append(question)
+      if Self.passes(question, cost: one.cost) { continue }
+      // The question answered as cost 1 would: for a cost of at most 1, its retryAfter is the
+      // request's own.
+      if case .limited = question, one.cost <= 1 { return (decisions, index) }
       // Asked again with the request's cost for its own retryAfter; a refusal takes nothing.
-      let exact = try await decide(one.policy, one.key, cost: max(one.cost, 1))
+      let exact = try await decide(one, cost: max(one.cost, 1))
       decisions[index] = exact
       guard exact.isAllowed else { return (decisions, index) }
       charged.insert(index)  // permits came back in between: it is charged, go on with the others
     }
-    // A cost of 0 asks and takes nothing: the queries were the answer.
-    if asked.allSatisfy({ $0.cost == 0 }) && wouldDeny == nil { return (decisions, nil) }
-    for (index, one) in asked.enumerated() where !charged.contains(index) {
-      let decision = try await decide(one.policy, one.key, cost: one.cost)
+    // A cost of 0 asks and takes nothing: its question was the answer.
+    for (index, one) in asked.enumerated() where one.cost > 0 && !charged.contains(index) {
+      let decision = try await decide(one, cost: one.cost)
       decisions[index] = decision
       if !decision.isAllowed { return (decisions, index) }
     }
     return (decisions, nil)
   }
 
-  /// Whether a query's answer says a request of `cost` would pass.
-  private static func passes(_ query: RateLimitDecision, cost: Int) -> Bool {
-    guard case .allowed(let remaining) = query else { return false }
+  /// Whether a question's answer says a request of `cost` would pass.
+  private static func passes(_ question: RateLimitDecision, cost: Int) -> Bool {
+    guard case .allowed(let remaining) = question else { return false }
     return remaining >= max(cost, 1)
   }
 
   private func outcome(
     _ result: (decisions: [RateLimitDecision], deniedBy: Int?), _ asked: [Asked]
   ) -> RateLimitOutcome {
-    let states = zip(asked, result.decisions).map { ($0.policy.fields(for: $0.key, limit: $0.limit), $1) }
+    // The policies asked: a refusal ends the list.
+    let states = zip(asked, result.decisions).map { ($0.policy.fields(limit: $0.limit), $1) }
     guard let deniedBy = result.deniedBy else {
+      // One request: once per policy, whatever questions it took.
       for one in asked { one.policy.responses.allowed.increment() }
       return .proceed(fields: RateLimitFields.fields(states: states))
     }

@@ -128,19 +128,21 @@ package enum PolicyLimiter: Sendable {
     }
   }
 
-  /// How long until the fixed window that counts `key` now ends, for a fixed window.
-  func timeUntilWindowEnds(for key: String) -> Duration? {
+  /// How long until the fixed window that counts a key whose limit is `limit` now ends, for a
+  /// fixed window.
+  func timeUntilWindowEnds(under limit: RateLimit) -> Duration? {
     switch self {
-    case .inMemory(let limiter): limiter.timeUntilWindowEnds(for: key)
-    case .storeBacked(let limiter): limiter.timeUntilWindowEnds(for: key)
+    case .inMemory(let limiter): limiter.timeUntilWindowEnds(under: limit)
+    case .storeBacked(let limiter): limiter.timeUntilWindowEnds(under: limit)
     }
   }
 
-  /// The limiter's decision, where it is made.
-  func decide(_ key: String, cost: Int) async throws -> RateLimitDecision {
+  /// The limiter's decision, where it is made, on the counter of `key` under `limit`: the limit of
+  /// the key the request sent, which `key` may stand for (a long key's digest).
+  func decide(_ key: String, cost: Int, limit: RateLimit) async throws -> RateLimitDecision {
     switch self {
-    case .inMemory(let limiter): try await limiter.decide(key, cost: cost)
-    case .storeBacked(let limiter): try await limiter.decide(key, cost: cost)
+    case .inMemory(let limiter): try await limiter.decide(key, cost: cost, limit: limit)
+    case .storeBacked(let limiter): try await limiter.decide(key, cost: cost, limit: limit)
     }
   }
 

@@ -16,10 +16,18 @@ import Pace
 /// RateLimit: "default";r=42;t=35
 /// ```
 ///
-/// Several policies in one middleware are all asked before any is charged: a request one of them
-/// denies is charged by none, and its `429` names that policy. Middlewares stacked on one route
-/// each add their members to the lists, the outer one's first; an outer one charges before an
-/// inner one decides.
+/// A policy's limit (`limit(for:)`, a plan per key) is looked up by the key the request sent; a
+/// key over `InputRules.maximumKeyBytes` is then counted under its digest (``LongKeyHandling``),
+/// and keeps its plan.
+///
+/// The order of work for a request: every policy's key and cost are read and checked (a `400`
+/// before any limiter is asked); then, with several policies, each in order is asked a question
+/// (a cost of 0: answered as a cost of 1 would be, taking nothing), and only if every one has
+/// the permits is each charged, in order. The first policy that refuses ends the request's work:
+/// the policies after it are neither asked nor charged (no round trip to their stores), the
+/// policies before it are not charged, and the `429` names it and reports the policies asked.
+/// Middlewares stacked on one route each add their members to the lists, the outer one's first;
+/// an outer one charges before an inner one decides.
 ///
 /// Every request gets an answer, never a crash or an empty `500`:
 ///
@@ -33,7 +41,11 @@ import Pace
 /// A store with a failure mode decides before that. Invalid requests and failures are logged to
 /// `logger` (invalid requests at most one line per 10 s, with how many it stands for) and counted
 /// in `pace_http_rate_limit_responses_total`, with dimensions `policy` and `outcome` (`allowed`,
-/// `limited`, `invalid`, `unavailable`).
+/// `limited`, `invalid`, `unavailable`). It counts requests, not the questions asked for them:
+/// an allowed request once for each policy that counted it, a limited one once for the policy
+/// that refused it, an invalid or unavailable one once for the policy at fault. A store counts
+/// its own decisions (PacePostgres: `pace_rate_limit_decisions_total`, where the questions are
+/// `question`).
 public protocol RateLimitingMiddleware: Sendable {
   /// What a policy reads a request's key and cost from: the framework's request (and context).
   /// Not `Input`, which a framework's middleware protocol may name (Hummingbird's does).

@@ -132,10 +132,26 @@ public final class StoreBackedRateLimiter<Key: Hashable & Sendable>: Sendable {
   /// - Throws: ``InvalidInput`` for a key or cost outside ``InputRules`` (a negative cost, or one
   ///   above the key's burst); what the store throws when it cannot decide.
   public func decide(_ key: Key, cost: Int = 1) async throws -> RateLimitDecision {
-    let limit = limit(for: key)
+    try await decide(key, cost: cost, limit: limit(for: key))
+  }
+
+  /// ``decide(_:cost:)`` on `key`'s state under `limit`, which the caller looked up (with
+  /// ``limit(for:)``) by the key a request sent, of which `key` is the name it is counted under (a
+  /// long key's digest, whose plan is the long key's).
+  ///
+  /// - Throws: ``InvalidInput`` for a key or cost outside ``InputRules``; what the store throws.
+  package func decide(_ key: Key, cost: Int, limit: RateLimit) async throws -> RateLimitDecision {
     try InputRules.check(cost: cost, limit: limit)
     if let key = key as? String { try InputRules.check(key: key) }
     return try await store.tryAcquire(key, cost: cost, limit: limit)
+  }
+
+  /// ``timeUntilWindowEnds(for:)`` of a key whose limit is `limit`: a window's end depends on the
+  /// limit and the clock alone.
+  package func timeUntilWindowEnds(under limit: RateLimit) -> Duration? {
+    guard case .fixedWindow = limit.algorithm else { return nil }
+    return KeyedRateLimiter<Key>.KeyLimit(limit, unixNanosecondsAtOrigin: clock.unixNanosecondsAtOrigin)
+      .timeUntilWindowEnds(clock: clock)
   }
 
   /// Waits until the store grants `cost` permits for `key`: asks it, and sleeps on the limiter's
