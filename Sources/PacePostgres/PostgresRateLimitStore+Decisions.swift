@@ -27,7 +27,7 @@ extension PostgresRateLimitStore {
     // A denial this instance was given is answered again until it expires, at memory speed.
     let entry = DenialCacheState.Entry(key: key, limit: stored)
     if let retryAfter = denials.withLock({ $0.retryAfter(entry, now: started) }) {
-      health.count(.denied)
+      health.count(cost == 0 ? .question : .denied)
       return .limited(retryAfter: retryAfter)
     }
     return try await decide(entry, cost: cost, limit: limit, started: started, databaseNow: nil)
@@ -114,7 +114,7 @@ extension PostgresRateLimitStore {
       // deadline is never later than the database's (see DenialCacheState for why it is exact).
       denials.withLock { $0.denied(entry, retryAfter: retryAfter, sent: answer.sent, now: now) }
     }
-    health.count(decision.isAllowed ? .allowed : .denied, duration: started.duration(to: now))
+    health.count(.decided(decision, cost: cost), duration: started.duration(to: now))
     return decision
   }
 

@@ -7,9 +7,16 @@ import PostgresNIO
 /// What a `PostgresRateLimitStore` knows of its database's health, shared by every copy of the
 /// store: the circuit breaker, the fallback log's throttle, and the metrics it reports.
 final class StoreHealth: Sendable {
-  /// The outcomes counted in `pace_rate_limit_decisions_total`.
+  /// The outcomes counted in `pace_rate_limit_decisions_total`. `allowed` and `denied` count
+  /// requests (a cost of 1 or more); a cost of 0 takes nothing and is a `question` whatever the
+  /// answer (the middlewares ask one of each policy before they charge any).
   enum Outcome: Int, CaseIterable, Sendable {
-    case allowed, denied, fallback, invalid, error
+    case allowed, denied, fallback, invalid, error, question
+
+    /// `allowed` or `denied` for a request of `cost`; `question` for a cost of 0.
+    static func decided(_ decision: RateLimitDecision, cost: Int) -> Outcome {
+      cost == 0 ? .question : decision.isAllowed ? .allowed : .denied
+    }
 
     var label: String {
       switch self {
@@ -18,6 +25,7 @@ final class StoreHealth: Sendable {
       case .fallback: "fallback"
       case .invalid: "invalid"
       case .error: "error"
+      case .question: "question"
       }
     }
   }
