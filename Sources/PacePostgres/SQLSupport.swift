@@ -363,7 +363,8 @@ extension Logger {
 /// hides ("Generic description to prevent accidental leakage of sensitive data"): the server's
 /// SQLSTATE, message, detail and hint (`pace.sqlstate`, `pace.sql_message`, `pace.sql_detail`,
 /// `pace.sql_hint`), or the client's error code and its underlying error. A transaction's error
-/// is read through to the error inside it.
+/// is read through to the error inside it. A `PSQLError`'s `error` is its code alone: its debug
+/// description repeats the statement's text and binds, kilobytes of the library's own SQL.
 func errorMetadata(_ error: any Error) -> Logger.Metadata {
   var metadata: Logger.Metadata = ["error": "\(String(reflecting: error))"]
   var inner: any Error = error
@@ -374,6 +375,13 @@ func errorMetadata(_ error: any Error) -> Logger.Metadata {
     metadata["pace.transaction_error"] = "\(String(reflecting: cause))"
   }
   guard let error = inner as? PSQLError else { return metadata }
+  let short = "PSQLError(code: \(error.code))"
+  if metadata["pace.transaction_error"] != nil {
+    metadata["pace.transaction_error"] = "\(short)"
+    metadata["error"] = "PostgresTransactionError(\(short))"
+  } else {
+    metadata["error"] = "\(short)"
+  }
   metadata["pace.psql_code"] = "\(error.code)"
   if let info = error.serverInfo {
     let fields: [(String, PSQLError.ServerInfo.Field)] = [
