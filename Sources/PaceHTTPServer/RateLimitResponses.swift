@@ -64,7 +64,7 @@ package enum LimiterAnswer: Hashable, Sendable {
   case unavailable
 }
 
-/// The fields of draft-ietf-httpapi-ratelimit-headers-10 and `Retry-After` for one policy, and the
+/// The fields of draft-ietf-httpapi-ratelimit-headers-11 (-10's parameters) and `Retry-After` for one policy, and the
 /// response for every answer of its limiter: a pure function of the answer, the limit and the
 /// policy's name.
 ///

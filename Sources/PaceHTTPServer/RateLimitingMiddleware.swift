@@ -9,7 +9,9 @@ import Pace
 /// (with the same labels in the same order on every framework), the policies and what the
 /// middleware answers. Allowed requests go on with the IETF rate-limit fields added; limited ones
 /// get `429 Too Many Requests` with `Retry-After`. The fields follow
-/// [draft-ietf-httpapi-ratelimit-headers-10](https://datatracker.ietf.org/doc/draft-ietf-httpapi-ratelimit-headers/10/):
+/// [draft-ietf-httpapi-ratelimit-headers-11](https://datatracker.ietf.org/doc/draft-ietf-httpapi-ratelimit-headers/11/),
+/// whose parameters are -10's (`q`, `w`, `r`, `t`); a quota of requests, the draft's default unit,
+/// is written without `qu`, and no partition key (`pk`) is written, so that no key is disclosed:
 ///
 /// ```
 /// RateLimit-Policy: "default";q=100;w=60
