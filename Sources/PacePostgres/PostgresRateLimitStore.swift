@@ -60,6 +60,13 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   /// `.fallback` up to `n` times its limiter's limit (`n × (b + r × D / T)` with the same limit),
   /// `.shareLimit` about the limit itself (`n × ⌊b / n⌋ + r × D / T`). A key denied just before the
   /// outage stays denied until its denial expires (the store remembers it) under every policy.
+  ///
+  /// The database never learns what the instances granted while it was away: when it decides
+  /// again, each key's state is what it was before the outage. So a span that contains the outage
+  /// gets the outage's grants on top of what the limit gives it in the database: a window of `N`
+  /// that spans the outage's start or end grants up to `N` there and the outage's grants beside
+  /// them (under `.shareLimit`, up to `N + n × max(1, ⌊N / n⌋)`, about `2N`), and a token bucket,
+  /// which refilled in the database during the outage, grants its burst again when it is back.
   public enum FailureMode: Sendable {
     /// Throw ``PacePostgresError/unavailable(reason:)``: the caller decides. The default.
     case throwError
@@ -83,7 +90,10 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
     /// cannot know what the others took), so during an outage of length `D` the fleet allows a key
     /// at most `n × max(1, ⌊b / n⌋) + r × D / T` (a token bucket: at most one limit's burst plus its
     /// rate, when `n ≤ b`), and at most `n × max(1, ⌊N / n⌋)` in any window (at most `N` when
-    /// `n ≤ N`) beside what the database granted in the window before the outage. A limit smaller
+    /// `n ≤ N`) beside what the database grants in the same window before or after the outage: up
+    /// to `N + n × max(1, ⌊N / n⌋)` in a window that spans the outage's start or end, since the
+    /// database does not learn the outage's grants. Over a span of length `S` that contains the
+    /// outage, a token bucket grants at most `b + n × max(1, ⌊b / n⌋) + r × (S + D) / T`. A limit smaller
     /// than the fleet (`b < n` or `N < n`) still allows one per instance: up to `n` where it says
     /// fewer. A cost above the share's burst (possible only when it is more than `b / n`) is denied
     /// for the limit's interval during the outage.
