@@ -19,7 +19,14 @@ struct CleanStartTests {
       logger.logLevel = .trace
       return logger
     }()
-    try await TestDatabase.withClients { clients in
+    // A cluster of its own: on the shared one, every test's migration waits for the others' (one
+    // advisory lock), long enough under the whole suite for the migration's own waiting warning.
+    let cluster = try TestCluster()
+    defer { cluster.destroy() }
+    let clients = [
+      PostgresClient(configuration: TestDatabase.configuration(cluster.url), backgroundLogger: TestDatabase.quietLogger)
+    ]
+    try await TestDatabase.running(clients) {
       let store = try PostgresRateLimitStore(
         client: clients[0], table: TestDatabase.uniqueTable("clean"),
         whenUnavailable: .shareLimit(among: .learned(assuming: 3, heartbeatInterval: .milliseconds(100))),
