@@ -45,8 +45,11 @@ public enum BatcherError: Error, Equatable, Sendable {
 ///   submitted item is sent, duplicates included. Items need not be `Hashable`. When a batch's
 ///   `send` throws, the items nobody waits for (the submitted ones, and those whose loaders were
 ///   cancelled) go to `onFailure` with the error: retry them there, or keep them for later.
-/// - Batches are sent in order, at most `maximumInFlight` at a time; a due batch waits for a slot,
-///   and items keep collecting meanwhile (up to `maximumCount` a batch).
+/// - Batches are made in the order their items arrived and handed to `send` in that order, at most
+///   `maximumInFlight` at a time; a due batch waits for a slot, and items keep collecting meanwhile
+///   (up to `maximumCount` a batch). With more than one in flight, their sends run at once, each in
+///   a task of its own, so two sends handed over together may reach their first line in either
+///   order: with `maximumInFlight` 1 (the default) every batch is sent after the one before ended.
 /// - At most `bufferCapacity` items wait to be sent; a new item beyond that is handled by the
 ///   ``BatchOverflow`` policy.
 ///
