@@ -830,3 +830,18 @@ extension TokenBucket {
   /// Whether the bucket holds its whole capacity.
   @inlinable var isFull: Bool { balance >= capacity }
 }
+
+extension KeyedRateLimiter {
+  /// A limiter that looks each key's limit up in `plans` at each decision, so a plan changed at
+  /// run time is in force from the key's next request: ``init(limits:clock:)`` with
+  /// ``RateLimitPlans/limit(for:)``, under the same rule for what a key keeps when its limit
+  /// changes.
+  ///
+  /// - Parameters:
+  ///   - plans: The default limit and the keys' own limits.
+  ///   - clock: The clock that measures time: `ContinuousClock` by default, or a ``TestScheduler``.
+  public convenience init<C: Clock>(plans: RateLimitPlans<Key>, clock: C = ContinuousClock())
+  where C.Duration == Duration {
+    self.init(limits: { plans.limit(for: $0) }, clock: clock)
+  }
+}

@@ -178,3 +178,19 @@ public final class StoreBackedRateLimiter<Key: Hashable & Sendable>: Sendable {
     }
   }
 }
+
+extension StoreBackedRateLimiter {
+  /// A limiter that looks each key's limit up in `plans` at each decision and passes it to
+  /// `store`: ``init(limits:clock:store:)`` with ``RateLimitPlans/limit(for:)``. A plan changed at
+  /// run time is in force from the key's next request; what the key keeps is the store's rule.
+  ///
+  /// - Parameters:
+  ///   - plans: The default limit and the keys' own limits.
+  ///   - clock: The clock ``acquire(_:cost:)`` sleeps on between attempts.
+  ///   - store: Where the keys' state lives and the decisions are made.
+  public convenience init<C: Clock>(
+    plans: RateLimitPlans<Key>, clock: C = ContinuousClock(), store: some RateLimitStore<Key>
+  ) where C.Duration == Duration {
+    self.init(limits: { plans.limit(for: $0) }, clock: clock, store: store)
+  }
+}
