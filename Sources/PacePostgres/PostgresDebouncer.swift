@@ -39,6 +39,9 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
   public let client: PostgresClient
   /// Whether ``run()`` runs ``client`` too: the debouncer made it from a configuration.
   var runsClient = false
+  /// Where calls are recorded instead of `client`'s pool, if the debouncer was given
+  /// `directConnection`.
+  let direct: DirectConnection?
   /// How long after a key's last call its execution is due.
   public let quiet: Duration
   /// The longest an execution waits after its period's first call; nil for no limit.
@@ -135,6 +138,7 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
     shutdownGracePeriod: Duration = .seconds(10),
     circuitBreaker: CircuitBreaker = CircuitBreaker(),
     whenUnavailable: FailureMode = .throwError,
+    directConnection: PostgresConnection.Configuration? = nil,
     logger: Logger = Logger(label: "pace.postgres.debouncer", factory: { _ in SwiftLogNoOpLogHandler() }),
     metricsFactory: any MetricsFactory = MetricsSystem.factory,
     perform: @escaping @Sendable (_ key: String, _ payload: Payload) async throws -> Void
@@ -145,7 +149,7 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
       pollInterval: pollInterval, timeout: timeout, maximumAttempts: maximumAttempts, retryBackoff: retryBackoff,
       maximumRetryBackoff: maximumRetryBackoff, maximumConcurrentExecutions: maximumConcurrentExecutions,
       shutdownGracePeriod: shutdownGracePeriod, circuitBreaker: circuitBreaker, whenUnavailable: whenUnavailable,
-      logger: logger, metricsFactory: metricsFactory, perform: perform)
+      directConnection: directConnection, logger: logger, metricsFactory: metricsFactory, perform: perform)
     runsClient = true
   }
 
@@ -178,6 +182,13 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
   ///   - circuitBreaker: When calls stop going to an unavailable database; see ``CircuitBreaker``.
   ///   - whenUnavailable: What a call does while the database is unavailable; `.throwError` by
   ///     default, `.keepLocally(capacity:)` keeps calls in memory until it answers.
+  ///   - directConnection: Where ``call(_:_:)`` records calls, on a connection of the debouncer's
+  ///     own that it opens when a call needs it and none is open; nil (the default) for `client`'s
+  ///     pool. Give it (the same server's `PostgresConnection.Configuration`) for a fast answer to
+  ///     an outage: a stopped server refuses the connection at once, where a pool keeps the first
+  ///     calls of an outage waiting their whole `timeout` while it backs off its reconnections;
+  ///     and the first call after the server is back reconnects at once. The worker's statements
+  ///     use the pool either way.
   ///   - logger: Where the worker logs failures, dead letters, outages and shutdown; silent by
   ///     default.
   ///   - metricsFactory: Where the metrics go; `MetricsSystem.factory` by default.
@@ -203,6 +214,7 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
     shutdownGracePeriod: Duration = .seconds(10),
     circuitBreaker: CircuitBreaker = CircuitBreaker(),
     whenUnavailable: FailureMode = .throwError,
+    directConnection: PostgresConnection.Configuration? = nil,
     logger: Logger = Logger(label: "pace.postgres.debouncer", factory: { _ in SwiftLogNoOpLogHandler() }),
     metricsFactory: any MetricsFactory = MetricsSystem.factory,
     perform: @escaping @Sendable (_ key: String, _ payload: Payload) async throws -> Void
@@ -244,6 +256,7 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
     }
     let logger = logger.naming(table: table)
     self.client = client
+    self.direct = directConnection.map { DirectConnection($0, logger: logger) }
     self.keys = try TableName(table)
     self.calls = try TableName(table + "_calls")
     self.deadLetters = try TableName(table + "_dead")
@@ -427,11 +440,16 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
     binds.append(quietMicroseconds)
     binds.append(maximumWaitMicroseconds)
     binds.append(ByteBuffer(bytes: call.json))
-    let (client, logger, statement) = (
-      client, logger, PreparedSQL("call", table: keys, names: statementNames, sql: callSQL)
+    let (client, direct, logger, statement) = (
+      client, direct, logger, PreparedSQL("call", table: keys, names: statementNames, sql: callSQL)
     )
     try await unavailableAsError { [binds] in
-      for try await _ in try await statement.execute(binds, on: client, logger: logger) {}
+      if let direct {
+        let connection = try await direct.connection()
+        for try await _ in try await statement.execute(binds, on: connection, logger: logger) {}
+      } else {
+        for try await _ in try await statement.execute(binds, on: client, logger: logger) {}
+      }
     }
     metrics.calls.increment()
   }
@@ -497,6 +515,7 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
   /// them and gives their claims back too, so that another instance runs them at once.
   public func run() async throws {
     try await runningOwnedClient(client, owned: runsClient) { await runWorker() }
+    await direct?.close()
   }
 
   private func runWorker() async {

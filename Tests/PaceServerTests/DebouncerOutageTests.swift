@@ -109,6 +109,64 @@ struct DebouncerOutageTests {
     }
   }
 
+  // real-time: the answers' latency is what is checked, with a bound far above a refused connect.
+  /// With `directConnection`, the first call of an outage is answered at once under either
+  /// failure mode (a stopped server refuses the connection), where the pool keeps it waiting its
+  /// whole `timeout` (5 s here, printed beside it, not asserted); once the server is back, the
+  /// next call reconnects and is recorded.
+  @Test func theFirstCallOfAnOutageIsAnsweredAtOnceWithADirectConnection() async throws {
+    let cluster = try TestCluster()
+    defer { cluster.destroy() }
+    let client = PostgresClient(
+      configuration: TestDatabase.configuration(cluster.url, connections: 4), backgroundLogger: TestDatabase.quietLogger
+    )
+    var direct = PostgresConnection.Configuration(
+      host: "127.0.0.1", port: cluster.port, username: cluster.owner, password: nil, database: "postgres", tls: .disable
+    )
+    direct.options.connectTimeout = .seconds(5)
+    let directConfiguration = direct
+    let journal = Journal()
+    try await TestDatabase.running([client]) {
+      func make(_ table: String, _ policy: PostgresDebouncer<[Int]>.FailureMode, direct: Bool) throws
+        -> PostgresDebouncer<[Int]>
+      {
+        try PostgresDebouncer<[Int]>(
+          client: client, table: table, quiet: .milliseconds(50), merge: .append, pollInterval: .milliseconds(50),
+          whenUnavailable: policy, directConnection: direct ? directConfiguration : nil
+        ) { key, payload in
+          await journal.started(key)
+          await journal.ended(key, payload)
+        }
+      }
+      let throwing = try make("pace_direct_throw", .throwError, direct: true)
+      let keeping = try make("pace_direct_keep", .keepLocally(capacity: 10), direct: true)
+      let pooled = try make("pace_pooled_throw", .throwError, direct: false)
+      for debouncer in [throwing, keeping, pooled] { try await debouncer.migrate() }
+      try await throwing.call("warm", [0])  // the direct connection is open when the server stops
+      try cluster.stop()
+      let clock = ContinuousClock()
+      var started = clock.now
+      await #expect(throws: PacePostgresError.self) { try await throwing.call("k", [1]) }
+      let thrown = clock.now - started
+      started = clock.now
+      try await keeping.call("k", [2])
+      let kept = clock.now - started
+      #expect(keeping.outbox.count == 1)
+      #expect(thrown < .seconds(1) && kept < .seconds(1), "thrown after \(thrown), kept after \(kept)")
+      started = clock.now
+      _ = try? await pooled.call("k", [3])
+      print(
+        "the first call of an outage: \(thrown) (direct, thrown), \(kept) (direct, kept), \(clock.now - started) (pool)"
+      )
+      try cluster.start()
+      // real-time: the breaker's cool-down (500 ms by default) passes before the next call probes.
+      #expect(
+        try await eventually(within: .seconds(30)) {
+          (try? await throwing.call("k", [4])) != nil
+        })
+    }
+  }
+
   /// A read-only database: calls are kept; once it is writable again they are delivered.
   @Test func callsDuringAReadOnlyDatabaseAreKeptAndDelivered() async throws {
     let url = try TestDatabase.url()

@@ -23,9 +23,10 @@ struct DocExample_SharedRateLimitsAndDebouncing_1 {
     let configuration = PostgresClient.Configuration(host: "127.0.0.1", username: "pace", password: nil, database: "pace", tls: .disable)
     let logger = Logger(label: "api")
     let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
-    // The store's decisions go on connections of their own to the same server, which reconnect as
-    // soon as the database is back (a pool waits out its reconnection backoff, which grows with the
-    // outage).
+    // The store's decisions and the debouncer's calls go on connections of their own to the same
+    // server: a stopped server refuses them at once, so the failure mode answers at once, and they
+    // reconnect as soon as the database is back (a pool keeps the first requests of an outage waiting
+    // their whole timeout, and waits out its reconnection backoff, which grows with the outage).
     let direct = PostgresConnection.Configuration(
       host: "127.0.0.1", username: "pace", password: nil, database: "pace", tls: .disable)
     // While the database is down, each instance limits alone, in memory.
@@ -35,7 +36,8 @@ struct DocExample_SharedRateLimitsAndDebouncing_1 {
     // Every instance's decisions are the store's: it offers only the shared, asynchronous decision.
     let limiter = StoreBackedRateLimiter(permits: 100, per: .seconds(60), store: store)
     let reindex = try PostgresDebouncer<[Int]>(
-      client: client, quiet: .seconds(2), maximumWait: .seconds(30), merge: .append, logger: logger
+      client: client, quiet: .seconds(2), maximumWait: .seconds(30), merge: .append, directConnection: direct,
+      logger: logger
     ) { _, ids in try await search.reindex(ids) }
 
     // Known API keys have a bucket each; every unknown key shares one, so inventing keys gains nothing.
