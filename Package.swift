@@ -71,6 +71,12 @@ let package = Package(
     .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
     // Behind the AsyncHTTPClient trait: a server's calls to other APIs, paced by what they say.
     .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+    // Behind the server traits: spans around the store's decisions, the debouncer's executions, the
+    // middlewares' decisions and the paced attempts (already in the graph of Hummingbird,
+    // postgres-nio and AsyncHTTPClient); PaceHTTPClient, an app library, does not trace.
+    .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.3.0"),
+    // PacePostgres: a traced key is its SHA-256, never the key (postgres-nio's own dependency).
+    .package(url: "https://github.com/apple/swift-crypto", "3.9.0"..<"6.0.0"),
   ],
   targets: [
     // MARK: Library: toolchain only (Dispatch, Synchronization).
@@ -164,6 +170,8 @@ let package = Package(
         .product(name: "Metrics", package: "swift-metrics", condition: .when(traits: ["PostgreSQL"])),
         .product(
           name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["PostgreSQL"])),
+        .product(name: "Tracing", package: "swift-distributed-tracing", condition: .when(traits: ["PostgreSQL"])),
+        .product(name: "Crypto", package: "swift-crypto", condition: .when(traits: ["PostgreSQL"])),
       ],
       swiftSettings: swiftSettings
     ),
@@ -178,6 +186,8 @@ let package = Package(
         .product(name: "Metrics", package: "swift-metrics", condition: .when(traits: ["Hummingbird", "Vapor"])),
         // `SocketAddress`, a connection's peer on both frameworks.
         .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Hummingbird", "Vapor"])),
+        .product(
+          name: "Tracing", package: "swift-distributed-tracing", condition: .when(traits: ["Hummingbird", "Vapor"])),
       ],
       swiftSettings: swiftSettings
     ),
@@ -217,6 +227,7 @@ let package = Package(
         .product(name: "NIOHTTP1", package: "swift-nio", condition: .when(traits: ["AsyncHTTPClient"])),
         .product(name: "NIOPosix", package: "swift-nio", condition: .when(traits: ["AsyncHTTPClient"])),
         .product(name: "Logging", package: "swift-log", condition: .when(traits: ["AsyncHTTPClient"])),
+        .product(name: "Tracing", package: "swift-distributed-tracing", condition: .when(traits: ["AsyncHTTPClient"])),
       ],
       swiftSettings: swiftSettings
     ),
@@ -335,6 +346,10 @@ let package = Package(
         "PaceHTTPClient", "PaceAsyncHTTPClient",
         .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(traits: ["AsyncHTTPClient"])),
         .product(name: "NIOHTTP1", package: "swift-nio", condition: .when(traits: ["AsyncHTTPClient"])),
+        // The spans, recorded in memory (TracingTests).
+        .product(name: "Tracing", package: "swift-distributed-tracing", condition: .when(traits: ["PostgreSQL"])),
+        .product(
+          name: "InMemoryTracing", package: "swift-distributed-tracing", condition: .when(traits: ["PostgreSQL"])),
       ],
       swiftSettings: swiftSettings
     ),

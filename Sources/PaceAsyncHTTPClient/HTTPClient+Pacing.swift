@@ -6,6 +6,7 @@ import NIOHTTP1
 import NIOPosix
 import Pace
 public import PaceHTTPClient
+import Tracing
 
 #if canImport(Glibc)
 import Glibc
@@ -38,6 +39,13 @@ extension HTTPClient {
   /// returned or retried, so that its connection goes back to the pool; a longer one is left
   /// unread (a retry then drops it, and its connection).
   ///
+  /// Each attempt is traced, with the client's tracer (`HTTPClient.Configuration.tracing`), as a
+  /// span `pace.http_client.attempt` whose child is AsyncHTTPClient's own span of the request: how
+  /// long the attempt was held before it went (`pace.http_client.wait`, in seconds: the server's
+  /// pacing and the retry's backoff), which resend it is (`http.request.resend_count`), the status,
+  /// and the fields read (`http.response.header.ratelimit`, `…ratelimit-policy`, `…retry-after`,
+  /// `…age` and the `x-ratelimit-*` ones). Without a tracer nothing is recorded.
+  ///
   /// A retry sends `request` again, body included. A `.bytes` body, or a `.stream` of a sequence
   /// that can be iterated again (an array of buffers, a file read anew), is re-sendable; a stream
   /// that can be iterated once (an `AsyncStream`, a request being proxied) is not: pass
@@ -67,22 +75,30 @@ extension HTTPClient {
   ) async throws -> HTTPClientResponse {
     let key = key ?? Self.pacingKey(for: request.url)
     let idempotent = idempotent ?? PacedRequests.isIdempotent(method: request.method.rawValue)
+    let attempts = AttemptTracing(tracer: tracer)
     let (response, _) = try await requests.send(
       key: key, idempotent: idempotent, isConnectionError: Self.isConnectionError
     ) {
-      var response = try await self.execute(request, timeout: timeout, logger: logger)
-      let head = ResponseHead(
-        status: Int(response.status.code), headerFields: response.headers.map { ($0.name, $0.value) })
-      if requests.retryStrategy.retryableStatuses.contains(head.status),
-        let length = response.headers.first(name: "Content-Length").flatMap(Int.init),
-        length <= Self.retriedBodyLimit
-      {
-        // Read now, so that the connection is reused whether or not the request is retried.
-        response.body = .bytes(try await response.body.collect(upTo: Self.retriedBodyLimit))
-      }
-      return (response, head)
+      try await attempts.traced { try await self.attempt(request, timeout: timeout, pacedBy: requests, logger: logger) }
     }
     return response
+  }
+
+  /// One attempt of ``execute(_:timeout:pacedBy:key:idempotent:logger:)``.
+  private func attempt(
+    _ request: HTTPClientRequest, timeout: TimeAmount, pacedBy requests: PacedRequests, logger: Logger?
+  ) async throws -> (HTTPClientResponse, ResponseHead) {
+    var response = try await self.execute(request, timeout: timeout, logger: logger)
+    let head = ResponseHead(
+      status: Int(response.status.code), headerFields: response.headers.map { ($0.name, $0.value) })
+    if requests.retryStrategy.retryableStatuses.contains(head.status),
+      let length = response.headers.first(name: "Content-Length").flatMap(Int.init),
+      length <= Self.retriedBodyLimit
+    {
+      // Read now, so that the connection is reused whether or not the request is retried.
+      response.body = .bytes(try await response.body.collect(upTo: Self.retriedBodyLimit))
+    }
+    return (response, head)
   }
 
   /// Whether `error` is a connection failure that another attempt may mend: the connection could
@@ -114,6 +130,70 @@ extension HTTPClient {
   static func pacingKey(for url: String) -> String {
     guard let parsed = URLParts(url) else { return url }
     return PacedRequests.originKey(scheme: parsed.scheme, host: parsed.host, port: parsed.port)
+  }
+}
+
+/// The spans of one paced send's attempts: each a child of the caller's span, numbered, with how
+/// long it was held before it went. Without a tracer (none configured, or the no-op one) it
+/// allocates nothing and starts no span.
+struct AttemptTracing: Sendable {
+  static let spanName = "pace.http_client.attempt"
+  static let wait = "pace.http_client.wait"
+  static let resendCount = "http.request.resend_count"
+  static let statusCode = "http.response.status_code"
+  static let errorType = "error.type"
+  /// The response fields a paced client reads, recorded as OpenTelemetry's
+  /// `http.response.header.<name>`.
+  static let fieldsRead = [
+    "ratelimit", "ratelimit-policy", "retry-after", "age", "x-ratelimit-limit", "x-ratelimit-remaining",
+    "x-ratelimit-reset",
+  ]
+
+  private struct Progress {
+    /// When the previous attempt ended, or the send began.
+    var since: ContinuousClock.Instant
+    var attempts = 0
+  }
+
+  private let tracer: (any Tracer)?
+  private let progress: LockedState<Progress>?
+
+  init(tracer: (any Tracer)?) {
+    guard let tracer, !(tracer is NoOpTracer) else {
+      (self.tracer, progress) = (nil, nil)
+      return
+    }
+    self.tracer = tracer
+    progress = LockedState(Progress(since: .now))
+  }
+
+  func traced(
+    _ attempt: () async throws -> (HTTPClientResponse, ResponseHead)
+  ) async throws -> (HTTPClientResponse, ResponseHead) {
+    guard let tracer, let progress else { return try await attempt() }
+    let started = ContinuousClock.now
+    let (since, resends) = progress.withLock { progress in
+      defer { progress.attempts += 1 }
+      return (progress.since, progress.attempts)
+    }
+    defer { progress.withLock { $0.since = .now } }
+    return try await tracer.withSpan(Self.spanName, ofKind: .internal) { span in
+      let (seconds, attoseconds) = since.duration(to: started).components
+      span.attributes[Self.wait] = Double(seconds) + Double(attoseconds) / 1e18
+      if resends > 0 { span.attributes[Self.resendCount] = resends }
+      do {
+        let result = try await attempt()
+        span.attributes[Self.statusCode] = result.1.status
+        for name in Self.fieldsRead {
+          let values = result.1.headerFields.filter { $0.name.lowercased() == name }.map(\.value)
+          if !values.isEmpty { span.attributes["http.response.header.\(name)"] = values }
+        }
+        return result
+      } catch {
+        span.attributes[Self.errorType] = String(describing: type(of: error))
+        throw error
+      }
+    }
   }
 }
 

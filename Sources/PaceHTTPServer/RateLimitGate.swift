@@ -124,7 +124,10 @@ package struct RateLimitGate: Sendable {
     let asked = ask(policy, key: key, cost: cost)
     if let invalid = check(asked) { return invalid }
     // `check` passed the key and cost through `InputRules`: the in-memory `decide` would do no more.
-    return outcome(limiter.tryAcquire(asked.key, cost: cost, limit: asked.limit), asked)
+    let decision = GateTracing.tracedAtOnce(policy: policy.name, key: asked.key, cost: cost) {
+      limiter.tryAcquire(asked.key, cost: cost, limit: asked.limit)
+    }
+    return outcome(decision, asked)
   }
 
   /// What one policy's `decision` on `asked` answers.
@@ -215,7 +218,9 @@ package struct RateLimitGate: Sendable {
   private func decide(_ asked: Asked, cost: Int) async throws -> RateLimitDecision {
     let policy = asked.policy
     do {
-      return try await policy.decider.decide(asked.key, cost: cost, limit: asked.limit)
+      return try await GateTracing.traced(policy: policy.name, key: asked.key, cost: cost) {
+        try await policy.decider.decide(asked.key, cost: cost, limit: asked.limit)
+      }
     } catch let reason as InvalidInput {
       throw LimiterRefusal(policy: policy, reason: reason)
     } catch is CancellationError {

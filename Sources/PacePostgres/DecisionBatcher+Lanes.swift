@@ -267,7 +267,8 @@ extension DecisionBatcher {
             (Int, Int64?, Int64?, Int64, Bool, Int64?, Int64?).self)
           guard answers.indices.contains(index - 1) else { continue }
           answers[index - 1] = DecisionAnswer(
-            granted: granted, current: current, now: now, late: late, used: used, wait: wait, sent: sent)
+            granted: granted, current: current, now: now, late: late, used: used, wait: wait, sent: sent,
+            batchSize: batch.count, roundTrips: retried ? 2 : 1)
         }
         // One lock for the whole batch; the callers are resumed after it.
         let answered = state.withLock { state in

@@ -29,6 +29,10 @@ struct DecisionAnswer: Sendable, Equatable {
   var used: Int64? = nil
   var wait: Int64? = nil
   let sent: ContinuousClock.Instant
+  /// How many decisions the statement that answered held, and how many statements were sent for
+  /// it (2 after a serialization failure or a deadlock): what a decision's span says.
+  var batchSize = 1
+  var roundTrips = 1
 }
 
 /// Sends the decisions of every caller of one store in batches: one statement per batch, on a few
@@ -245,11 +249,13 @@ final class DecisionBatcher: Sendable {
       let left = ContinuousClock.now.duration(to: request.deadline)
       guard left - margin >= .milliseconds(1) else { throw DatabaseTimeout() }
       do {
-        return try await withTimeout(left) {
+        var answer = try await withTimeout(left) {
           try await client.withConnection { connection in
             try await self.decideAlone(request, statement: statement, on: connection, logger: logger)
           }
         }
+        answer.roundTrips = retried ? 2 : 1
+        return answer
       } catch  where !retried && failureKind(of: error) == .retryOnce {
         retried = true
       }

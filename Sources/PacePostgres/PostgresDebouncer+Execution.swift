@@ -4,6 +4,7 @@ import Logging
 import Metrics
 import Pace
 import PostgresNIO
+import Tracing
 
 extension PostgresDebouncer {
   /// Reads and merges the claim's payloads, runs the handler while renewing the lease, then
@@ -12,7 +13,31 @@ extension PostgresDebouncer {
   ///
   /// `mayStart` is asked once the payloads are read: a worker shutting down says no, and the claim
   /// is given back untouched.
+  ///
+  /// Traced as a span (``TraceNames/execution``, the key hashed) whose children are the claim's
+  /// payloads read, the handler's run (the handler's own spans are its children) and the
+  /// settlement; without a tracer they record nothing.
   func execute(_ claim: Claim, mayStart: @Sendable () -> Bool) async -> Bool {
+    await withSpan(TraceNames.execution, ofKind: .consumer) { span in
+      if span.isRecording {
+        span.attributes[TraceNames.debounceKeyHash] = tracedKey(claim.key)
+        span.attributes[TraceNames.attempt] = claim.attempt
+      }
+      return await executeTraced(claim, mayStart: mayStart)
+    }
+  }
+
+  /// A settlement's span: `outcome` is `acknowledged`, `lease_lost`, `given_back` or `failed`.
+  private func settling<Result: Sendable>(
+    _ outcome: String, _ body: () async throws -> Result
+  ) async throws -> Result {
+    try await withSpan(TraceNames.settle) { span in
+      if span.isRecording { span.attributes[TraceNames.outcome] = outcome }
+      return try await body()
+    }
+  }
+
+  private func executeTraced(_ claim: Claim, mayStart: @Sendable () -> Bool) async -> Bool {
     let logger = {
       var logger = self.logger
       logger[metadataKey: "pace.key"] = "\(claim.key)"
@@ -20,9 +45,16 @@ extension PostgresDebouncer {
       return logger
     }()
     do {
-      let stored = try await storedPayloads(of: claim)
+      let stored = try await withSpan(TraceNames.claim) { span in
+        let stored = try await storedPayloads(of: claim)
+        if span.isRecording {
+          span.attributes[TraceNames.payloads] = stored.count
+          span.attributes[TraceNames.lateness] = claim.lateness.tracedSeconds
+        }
+        return stored
+      }
       guard mayStart() else {
-        try await uncancelled { try await self.release(claim) }
+        try await settling("given_back") { try await uncancelled { try await self.release(claim) } }
         logger.debug("PostgresDebouncer: gave back a claim whose handler had not started (shutting down)")
         return false
       }
@@ -37,29 +69,39 @@ extension PostgresDebouncer {
         } catch {
           let failure = PacePostgresError.undecodablePayload(
             key: claim.key, description: "call \(id): \(String(describing: error))")
-          try await uncancelled { try await self.failed(claim, failure, undecodable: true, logger: logger) }
+          try await settling("failed") {
+            try await uncancelled { try await self.failed(claim, failure, undecodable: true, logger: logger) }
+          }
           return false
         }
       }
       if let merged = merge.fold(payloads) {
         do {
-          try await withLeaseRenewed(claim, logger: logger) { try await self.perform(claim.key, merged) }
+          try await withSpan(TraceNames.run) { _ in
+            try await withLeaseRenewed(claim, logger: logger) { try await self.perform(claim.key, merged) }
+          }
           metrics.succeeded.increment()
         } catch {
           if Task.isCancelled {
             // The shutdown's grace period is over: the next instance should not wait for the lease.
-            try await uncancelled { try await self.release(claim) }
+            try await settling("given_back") { try await uncancelled { try await self.release(claim) } }
             logger.warning(
               "PostgresDebouncer: a shutdown cancelled the handler; its claim is given back",
               metadata: errorMetadata(error))
             return false
           }
           metrics.failed.increment()
-          try await uncancelled { try await self.failed(claim, error, undecodable: false, logger: logger) }
+          try await settling("failed") {
+            try await uncancelled { try await self.failed(claim, error, undecodable: false, logger: logger) }
+          }
           return false
         }
       }
-      let acknowledged = try await uncancelled { try await self.settle(claim, deadLetter: nil) }
+      let acknowledged = try await withSpan(TraceNames.settle) { span in
+        let acknowledged = try await uncancelled { try await self.settle(claim, deadLetter: nil) }
+        if span.isRecording { span.attributes[TraceNames.outcome] = acknowledged ? "acknowledged" : "lease_lost" }
+        return acknowledged
+      }
       if !acknowledged {
         logger.warning(
           "PostgresDebouncer: the lease was lost before the acknowledgement; another instance runs the payloads again")

@@ -1,6 +1,7 @@
 #if PostgreSQL
 import Logging
 import Pace
+import Tracing
 
 extension PostgresRateLimitStore {
   /// Takes `cost` permits for `key` under `limit` if they are available now, atomically across
@@ -20,17 +21,36 @@ extension PostgresRateLimitStore {
   ///   ``PacePostgresError/unavailable(reason:)`` under `.throwError` when the database cannot
   ///   decide; what the database reports about the statement itself.
   public func tryAcquire(_ requestedKey: String, cost: Int, limit: RateLimit) async throws -> RateLimitDecision {
+    // A child of the caller's span (a middleware's decision); nothing records without a tracer.
+    let span = InstrumentationSystem.tracer.startSpan(TraceNames.decision, ofKind: .internal)
+    defer { span.end() }
+    let trace = DecisionTrace(span)
+    do {
+      let decision = try await tryAcquire(requestedKey, cost: cost, limit: limit, trace: trace)
+      trace.decided(decision, cost: cost)
+      return decision
+    } catch {
+      trace.failed(error)
+      throw error
+    }
+  }
+
+  private func tryAcquire(
+    _ requestedKey: String, cost: Int, limit: RateLimit, trace: DecisionTrace
+  ) async throws -> RateLimitDecision {
     // Synchronous up to the denial cache, in a small async frame: a cached denial costs no task
     // allocation beyond this call's, and one clock read.
     let started = ContinuousClock.now
     let (key, stored) = try checked(requestedKey, cost: cost, limit: limit)
+    trace.asked(key: key, cost: cost, limit: limit)
     // A denial this instance was given is answered again until it expires, at memory speed.
     let entry = DenialCacheState.Entry(key: key, limit: stored)
     if let retryAfter = denials.withLock({ $0.retryAfter(entry, now: started) }) {
       health.count(cost == 0 ? .question : .denied)
+      trace.answered(by: "denial_cache")
       return .limited(retryAfter: retryAfter)
     }
-    return try await decide(entry, cost: cost, limit: limit, started: started, databaseNow: nil)
+    return try await decide(entry, cost: cost, limit: limit, started: started, databaseNow: nil, trace: trace)
   }
 
   /// ``tryAcquire(_:cost:limit:)`` decided at `databaseNow` microseconds since the Unix epoch
@@ -42,7 +62,8 @@ extension PostgresRateLimitStore {
     let started = ContinuousClock.now
     let (key, stored) = try checked(requestedKey, cost: cost, limit: limit)
     let entry = DenialCacheState.Entry(key: key, limit: stored)
-    return try await decide(entry, cost: cost, limit: limit, started: started, databaseNow: databaseNow)
+    return try await decide(
+      entry, cost: cost, limit: limit, started: started, databaseNow: databaseNow, trace: .off)
   }
 
   /// The stored key and the stored form of a request, or the error that rejects it (counted).
@@ -59,7 +80,7 @@ extension PostgresRateLimitStore {
   /// The decision of a request the denial cache does not answer: the database's, or the policy's.
   private func decide(
     _ entry: DenialCacheState.Entry, cost: Int, limit: RateLimit, started: ContinuousClock.Instant,
-    databaseNow: Int64?
+    databaseNow: Int64?, trace: DecisionTrace
   ) async throws -> RateLimitDecision {
     let key = entry.key
     let admission = health.admit(now: started, logger: logger)
@@ -67,6 +88,7 @@ extension PostgresRateLimitStore {
     case .ask:
       break
     case .reject:
+      trace.answered(by: "failure_mode")
       return try await decideUnavailable(
         key, cost: cost, limit: limit, reason: "the circuit breaker is open", started: started)
     case .probe:
@@ -75,6 +97,7 @@ extension PostgresRateLimitStore {
       let query = DecisionRequest(
         key: key, limit: entry.limit, takes: false, deadline: started.advanced(by: timeout), databaseNow: nil)
       probes.spawn { await probe(query) }
+      trace.answered(by: "failure_mode")
       return try await decideUnavailable(
         key, cost: cost, limit: limit, reason: "the circuit breaker is probing", started: started)
     }
@@ -96,9 +119,12 @@ extension PostgresRateLimitStore {
         throw error
       }
       let reason = error is DatabaseTimeout ? "no answer within \(timeout)" : String(reflecting: error)
+      trace.answered(by: "failure_mode")
       return try await decideUnavailable(key, cost: cost, limit: limit, reason: reason, started: started)
     }
     let now = ContinuousClock.now
+    trace.answered(
+      by: answer.late ? "failure_mode" : "database", roundTrips: answer.roundTrips, batchSize: answer.batchSize)
     if answer.late {
       // The lock came after the caller's budget: nothing was taken; the database was too slow.
       health.ended(admission, unavailable: true, now: now, error: DatabaseTimeout(), logger: logger)
