@@ -17,6 +17,8 @@ let package = Package(
     // runtime-interposer trait pulls in a package that is not needed here.
     .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
     .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.0.0"),
+    // The span code of the server modules, without a tracer (TracingBenchmarks).
+    .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.3.0"),
   ],
   targets: [
     // The lock the naive contenders and the floors use: Mutex on Linux, os_unfair_lock on Apple
@@ -37,6 +39,11 @@ let package = Package(
     benchmark("KeyedBenchmarks"),
     // KeyedSharedWork and Batcher beside an actor with a dictionary of tasks, and one with a timer.
     benchmark("WorkBenchmarks"),
+    // A decision with and without the span code the server modules wrap it in, no tracer bootstrapped.
+    benchmark(
+      "TracingBenchmarks",
+      dependencies: [.product(name: "Tracing", package: "swift-distributed-tracing")]
+    ),
     // Resident bytes per key and memory after quiet, from /proc/self/statm (see its header).
     .executableTarget(
       name: "KeyedMemory",

@@ -4,7 +4,7 @@ import Tracing
 
 /// The span of each policy's decision on a request: a child of the request's span, if any, and
 /// the parent of its store's (a ``PostgresRateLimitStore`` decision). Without a tracer it records
-/// nothing, and costs a tracer look-up and a span that records nothing.
+/// nothing: the span code is skipped after one look-up of the bootstrapped instrument.
 enum GateTracing {
   /// The span's name, and its attributes: Pace's own, under `pace.rate_limit.`, and
   /// OpenTelemetry's `error.type`.
@@ -17,11 +17,16 @@ enum GateTracing {
   static let retryAfter = "pace.rate_limit.retry_after"
   static let errorType = "error.type"
 
+  /// Whether an instrument is bootstrapped (or bound to the task): without one, a decision skips
+  /// the span code, whose no-op tracer and span cost more than an in-memory decision.
+  static var isOn: Bool { !(InstrumentationSystem.instrument is NoOpInstrument) }
+
   /// `decide` (a limiter's decision on `key`) in its span, the span's context current while it runs.
   static func traced(
     policy: String, key: String, cost: Int, _ decide: () async throws -> RateLimitDecision
   ) async throws -> RateLimitDecision {
-    try await withSpan(spanName, ofKind: .internal) { span in
+    guard isOn else { return try await decide() }
+    return try await withSpan(spanName, ofKind: .internal) { span in
       try await record(span, policy: policy, key: key, cost: cost, decide)
     }
   }
@@ -30,6 +35,7 @@ enum GateTracing {
   static func tracedAtOnce(
     policy: String, key: String, cost: Int, _ decide: () -> RateLimitDecision
   ) -> RateLimitDecision {
+    guard isOn else { return decide() }
     let span = InstrumentationSystem.tracer.startSpan(spanName, ofKind: .internal)
     defer { span.end() }
     guard span.isRecording else { return decide() }

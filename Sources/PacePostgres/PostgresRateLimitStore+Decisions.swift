@@ -21,7 +21,8 @@ extension PostgresRateLimitStore {
   ///   ``PacePostgresError/unavailable(reason:)`` under `.throwError` when the database cannot
   ///   decide; what the database reports about the statement itself.
   public func tryAcquire(_ requestedKey: String, cost: Int, limit: RateLimit) async throws -> RateLimitDecision {
-    // A child of the caller's span (a middleware's decision); nothing records without a tracer.
+    // A child of the caller's span (a middleware's decision); without a tracer, no span at all.
+    guard DecisionTrace.isOn else { return try await tryAcquire(requestedKey, cost: cost, limit: limit, trace: .off) }
     let span = InstrumentationSystem.tracer.startSpan(TraceNames.decision, ofKind: .internal)
     defer { span.end() }
     let trace = DecisionTrace(span)

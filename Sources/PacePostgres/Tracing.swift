@@ -56,10 +56,13 @@ extension Duration {
   }
 }
 
-/// A store decision's span while it records; every method does nothing otherwise, so a process
-/// without a tracer pays one tracer look-up and a span that records nothing per decision.
+/// A store decision's span while it records; every method does nothing otherwise.
 struct DecisionTrace {
   let span: (any Span)?
+
+  /// Whether an instrument is bootstrapped (or bound to the task): without one, a decision
+  /// starts no span, whose no-op tracer and span would cost it more than its own work in memory.
+  static var isOn: Bool { !(InstrumentationSystem.instrument is NoOpInstrument) }
 
   init(_ span: any Span) {
     self.span = span.isRecording ? span : nil
