@@ -69,7 +69,8 @@ package enum LimiterAnswer: Hashable, Sendable {
 /// policy's name.
 ///
 /// Each policy is one member of the `RateLimit-Policy` and `RateLimit` lists (Structured Fields):
-/// `"name";q=permits;w=seconds` and `"name";r=remaining;t=seconds`. `t` is when the key's quota
+/// `"name";q=permits;w=seconds` and `"name";r=remaining;t=seconds`, with `;pk=:…:` for a policy
+/// that discloses partition keys (``RateLimitPolicy/disclosingPartitionKeys(_:)``). `t` is when the key's quota
 /// is whole again, at most, rounded up to whole seconds:
 ///
 /// | policy | allowed | limited |
@@ -89,6 +90,8 @@ package struct RateLimitFields: Hashable, Sendable {
   /// How long until the key's fixed window ends, for a fixed window's `t`; `nil` (the whole window,
   /// an upper bound) when unknown.
   package private(set) var windowEndsIn: Duration?
+  /// The request's partition key as a byte sequence (`:base64:`), for `pk`; nil for none.
+  package var partitionKey: String?
   /// The name as a Structured Fields string: quoted, with `"` and `\` escaped.
   package let quotedName: String
   /// `"name";q=permits;w=seconds`: the quota and its window.
@@ -151,12 +154,17 @@ package struct RateLimitFields: Hashable, Sendable {
     case .fixedWindow:
       untilWhole = remaining >= limit.permits ? .zero : min(windowEndsIn ?? limit.interval, limit.interval)
     }
-    return "\(quotedName);r=\(max(0, remaining));t=\(Self.wholeSeconds(untilWhole))"
+    return "\(quotedName);r=\(max(0, remaining));t=\(Self.wholeSeconds(untilWhole))\(partitionKeyParameter)"
+  }
+
+  /// `;pk=:…:`, or nothing.
+  private var partitionKeyParameter: String {
+    partitionKey.map { ";pk=\($0)" } ?? ""
   }
 
   /// `"name";r=0;t=seconds` for a key limited for `retryAfter`.
   package func stateValue(retryAfter: Duration) -> String {
-    "\(quotedName);r=0;t=\(Self.wholeSeconds(retryAfter))"
+    "\(quotedName);r=0;t=\(Self.wholeSeconds(retryAfter))\(partitionKeyParameter)"
   }
 
   /// The state member for `decision`.

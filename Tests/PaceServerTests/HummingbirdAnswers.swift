@@ -18,10 +18,12 @@ func hummingbirdAnswers(_ server: ProbeServer, _ probes: [Probe]) async throws -
   let policies = server.policies.map { policy -> RateLimitPolicy<BasicRequestContext> in
     var key: (@Sendable ((Request, BasicRequestContext)) -> String?)?
     if let field = policy.keyField.flatMap({ HTTPField.Name($0) }) { key = { input in input.0.headers[field] } }
+    let made: RateLimitPolicy<BasicRequestContext>
     switch policy.limiter {
-    case .inMemory(let limiter): return RateLimitPolicy(policy.name, limiter: limiter, key: key, cost: cost)
-    case .storeBacked(let limiter): return RateLimitPolicy(policy.name, limiter: limiter, key: key, cost: cost)
+    case .inMemory(let limiter): made = RateLimitPolicy(policy.name, limiter: limiter, key: key, cost: cost)
+    case .storeBacked(let limiter): made = RateLimitPolicy(policy.name, limiter: limiter, key: key, cost: cost)
     }
+    return policy.partitionKeys.map { made.disclosingPartitionKeys($0) } ?? made
   }
   let longKeys: LongKeyHandling = server.refusesLongKeys ? .refuse : .hash
   let router = Router()

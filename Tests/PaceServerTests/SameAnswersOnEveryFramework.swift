@@ -45,6 +45,8 @@ struct ProbePolicy: Sendable {
   var limiter: PolicyLimiter
   /// The request header of the key; nil for the default key, the client's address.
   var keyField: String?
+  /// What makes the policy's `pk`; nil for none.
+  var partitionKeys: RateLimitPartitionKeys?
 
   init(name: String, limiter: KeyedRateLimiter<String>, keyField: String?) {
     self.name = name
@@ -271,6 +273,25 @@ struct SameAnswersOnEveryFramework {
     #expect(answers[3].fields["RateLimit"] == "\"default\";r=6;t=24")
     #expect(answers[5].fields["RateLimit-Policy"] == "\"default\";q=2;w=3600")
     #expect(answers[5].fields["Retry-After"] == "1800")
+  }
+
+  /// A policy that discloses partition keys writes each key's keyed hash as `pk`, allowed or
+  /// limited, the same on every framework.
+  @Test func aDisclosedPartitionKeyIsTheKeyedHashOfTheKey() async throws {
+    let keys = RateLimitPartitionKeys.hmacSHA256(secret: Array("sixteen bytes or more".utf8))
+    func server() -> ProbeServer {
+      var server = ProbeServer.single(Self.limiter())
+      server.policies[0].partitionKeys = keys
+      return server
+    }
+    let answers = try await sameAnswers(
+      server(), [Probe(key: "alice"), Probe(key: "bob")] + Array(repeating: Probe(key: "alice"), count: 3))
+    #expect(answers.map(\.status) == [200, 200, 200, 200, 429])
+    for (answer, key) in zip(answers, ["alice", "bob", "alice", "alice", "alice"]) {
+      #expect(answer.fields["RateLimit"]?.hasSuffix(";pk=\(keys.fieldValue(for: key))") == true, "\(answer)")
+    }
+    let plain = try await sameAnswers(.single(Self.limiter()), [Probe(key: "alice")])
+    #expect(plain[0].fields["RateLimit"]?.contains("pk=") == false)
   }
 
   /// A key over the length limit is counted under its SHA-256 by default, or refused.

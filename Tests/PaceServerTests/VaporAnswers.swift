@@ -16,10 +16,12 @@ func vaporAnswers(_ server: ProbeServer, _ probes: [Probe]) async throws -> [Ans
   let policies = server.policies.map { policy -> RateLimitPolicy in
     var key: (@Sendable (Request) -> String?)?
     if let field = policy.keyField { key = { request in request.headers.first(name: field) } }
+    let made: RateLimitPolicy
     switch policy.limiter {
-    case .inMemory(let limiter): return RateLimitPolicy(policy.name, limiter: limiter, key: key, cost: cost)
-    case .storeBacked(let limiter): return RateLimitPolicy(policy.name, limiter: limiter, key: key, cost: cost)
+    case .inMemory(let limiter): made = RateLimitPolicy(policy.name, limiter: limiter, key: key, cost: cost)
+    case .storeBacked(let limiter): made = RateLimitPolicy(policy.name, limiter: limiter, key: key, cost: cost)
     }
+    return policy.partitionKeys.map { made.disclosingPartitionKeys($0) } ?? made
   }
   let longKeys: LongKeyHandling = server.refusesLongKeys ? .refuse : .hash
   return try await withApp { app in
