@@ -11,6 +11,10 @@ import PackageDescription
 //
 //   swift run pace-example-client-urlsession [--requests 100] [URL]
 //   swift run pace-example-client-asynchttpclient [--requests 100] [URL]
+//
+// grafana/pace-dashboard.json graphs what the servers export on /metrics (the middlewares, the
+// store, the debouncer); Scripts/check-prometheus.sh evaluates each of its panels' queries on a real
+// Prometheus scraping the Hummingbird server under load (CI runs it).
 let swiftSettings: [SwiftSetting] = [
   .enableUpcomingFeature("ExistentialAny"),
   .enableUpcomingFeature("MemberImportVisibility"),
