@@ -29,6 +29,12 @@ import Pace
 ///   stays under a server's fixed window, sliding window or token bucket (of burst `q`) of the same
 ///   quota, and reaches its rate.
 ///
+/// No single answer holds a key longer than `probeAfter` (5 minutes by default): when what the
+/// server told (a far `Retry-After` or reset, a window no wait reaches) holds the key longer, one
+/// waiting request is sent as a probe `probeAfter` after that answer, once nothing is in flight,
+/// and its answer replaces what held the key; a probe held again schedules the next one. What the
+/// limiter believes about a key is read with ``knowledge(for:)`` and dropped with ``forget(_:)``.
+///
 /// Requests start in FIFO order per key. A request never waits longer than `maximumWait`: one
 /// that the server's demand would hold longer throws ``ServerPacingError/waitBeyondMaximum(required:maximumWait:)``
 /// at once; one that waits for a response that does not come throws it after `maximumWait`.
@@ -40,6 +46,8 @@ import Pace
 public final class ServerPacedLimiter<Key: Hashable & Sendable>: Sendable {
   /// The longest a request waits in ``acquire(_:isolation:)``.
   public let maximumWait: Duration
+  /// The longest one answer holds a key before a waiting request probes it.
+  public let probeAfter: Duration
   /// How the local model counts a server's quota per window.
   public let localModel: RateLimit.Algorithm
 
@@ -54,21 +62,30 @@ public final class ServerPacedLimiter<Key: Hashable & Sendable>: Sendable {
   ///     `.slidingWindow` (the default: safe against every policy of the same quota),
   ///     `.fixedWindow` (windows ending where the server said its quota is whole again) or
   ///     `.tokenBucket`.
+  ///   - probeAfter: The longest one answer holds a key before a waiting request is sent to
+  ///     probe it; 5 minutes by default. Positive. A server's demand to wait longer (a far
+  ///     `Retry-After`, a quota whole only in a day) costs one request per `probeAfter` while
+  ///     requests wait; an absurd one (a reset in 30,000 years) holds the key no longer.
   ///   - clock: The clock that measures waits: `ContinuousClock` by default, or a
   ///     `TestScheduler`.
   @inlinable
   public convenience init<C: Clock>(
-    maximumWait: Duration = .seconds(60), localModel: RateLimit.Algorithm = .slidingWindow, clock: C = ContinuousClock()
+    maximumWait: Duration = .seconds(60), localModel: RateLimit.Algorithm = .slidingWindow,
+    probeAfter: Duration = .seconds(300), clock: C = ContinuousClock()
   ) where C.Duration == Duration {
-    self.init(maximumWait: maximumWait, localModel: localModel, clock: AsyncClock(clock))
+    self.init(maximumWait: maximumWait, localModel: localModel, probeAfter: probeAfter, clock: AsyncClock(clock))
   }
 
   @usableFromInline
-  init(maximumWait: Duration, localModel: RateLimit.Algorithm, clock: AsyncClock) {
+  init(maximumWait: Duration, localModel: RateLimit.Algorithm, probeAfter: Duration = .seconds(300), clock: AsyncClock)
+  {
     precondition(maximumWait >= .zero, "ServerPacedLimiter: maximumWait must not be negative (got \(maximumWait))")
+    precondition(probeAfter > .zero, "ServerPacedLimiter: probeAfter must be positive (got \(probeAfter))")
     self.maximumWait = maximumWait
     self.localModel = localModel
-    storage = ServerPacingStorage(maximumWait: maximumWait, localModel: localModel, clock: clock)
+    self.probeAfter = probeAfter
+    storage = ServerPacingStorage(
+      maximumWait: maximumWait, localModel: localModel, probeAfter: probeAfter, clock: clock)
   }
 
   /// Waits until the server's quota for `key` allows one more request, then counts it in flight.
@@ -101,6 +118,16 @@ public final class ServerPacedLimiter<Key: Hashable & Sendable>: Sendable {
   public func recordFailure(for key: Key) {
     storage.recordFailure(for: key)
   }
+
+  /// What the limiter believes about `key`'s server quota now: what the server told, what is
+  /// left of it, what holds the key and when it is probed. A key never used reads as unanswered.
+  public func knowledge(for key: Key) -> ServerPacingKnowledge { storage.knowledge(for: key) }
+
+  /// Forgets what the server told about `key`: the next request probes it as a key never
+  /// answered (one request, then what its answer says). For an app that knows better (the user
+  /// signed in again, a plan changed); requests in flight stay counted, waiting ones are
+  /// reconsidered at once.
+  public func forget(_ key: Key) { storage.forget(key) }
 
   /// How many requests wait for `key`.
   public func waitingCount(for key: Key) -> Int { storage.waitingCount(for: key) }
@@ -168,12 +195,14 @@ final class ServerPacingStorage<Key: Hashable & Sendable>: Sendable {
   let clock: AsyncClock
   let maximumWait: Duration
   let localModel: RateLimit.Algorithm
+  let probeAfter: Duration
   let state: LockedState<State>
 
-  init(maximumWait: Duration, localModel: RateLimit.Algorithm, clock: AsyncClock) {
+  init(maximumWait: Duration, localModel: RateLimit.Algorithm, probeAfter: Duration, clock: AsyncClock) {
     self.clock = clock
     self.maximumWait = maximumWait
     self.localModel = localModel
+    self.probeAfter = probeAfter
     state = LockedState(State())
   }
 
@@ -193,7 +222,8 @@ final class ServerPacingStorage<Key: Hashable & Sendable>: Sendable {
   ) -> Effects {
     var keyState =
       state.keys.removeValue(forKey: key)
-      ?? KeyState(machine: ServerPacingMachine(localModel: localModel, maximumWait: maximumWait))
+      ?? KeyState(
+        machine: ServerPacingMachine(localModel: localModel, maximumWait: maximumWait, probeAfter: probeAfter))
     if let (id, continuation) = waiter { keyState.continuations[id] = continuation }
     let action = event(&keyState.machine, clock.now())
     var effects = Effects()
@@ -258,6 +288,22 @@ final class ServerPacingStorage<Key: Hashable & Sendable>: Sendable {
 
   func recordFailure(for key: Key) {
     carryOut(state.withLock { update(key, &$0) { $0.recordFailure(now: $1) } }, key: key)
+  }
+
+  func forget(_ key: Key) {
+    carryOut(
+      state.withLock { state -> Effects in
+        guard state.keys[key] != nil else { return Effects() }
+        return update(key, &state) { $0.forget(now: $1) }
+      }, key: key)
+  }
+
+  func knowledge(for key: Key) -> ServerPacingKnowledge {
+    let now = clock.now()
+    return state.withLock { state in
+      state.keys[key]?.machine.knowledge(now: now)
+        ?? ServerPacingMachine(localModel: localModel, maximumWait: maximumWait).knowledge(now: now)
+    }
   }
 
   func waitingCount(for key: Key) -> Int {

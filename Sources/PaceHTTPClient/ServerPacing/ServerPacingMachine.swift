@@ -21,6 +21,12 @@ import Pace
 ///   more. A sliding model's window is widened by the longest recent round trip: the server
 ///   counts a request when it arrives, anywhere within a round trip of its start.
 ///
+/// No single answer holds the key longer than `probeAfter`: when what was told (a far
+/// `Retry-After`, a far reset, a window no wait reaches) holds it longer, one waiting request is
+/// sent as a probe `probeAfter` after the answer, once nothing is in flight; the probe's answer
+/// replaces what held the key (a server that answers `t=1` again unlocks it), and a probe that
+/// is held again schedules the next one `probeAfter` later.
+///
 /// Requests start in FIFO order. A request that would start only after its deadline (the
 /// limiter's maximum wait after it arrived) is refused at once, with the wait it would need; one
 /// that waits for a response that does not come is refused at its deadline.
@@ -63,6 +69,8 @@ struct ServerPacingMachine {
   let localModel: RateLimit.Algorithm
   /// The longest a request waits, in nanoseconds.
   let maximumWaitNanoseconds: Int64
+  /// The longest one answer holds the key before a request probes it, in nanoseconds.
+  let probeAfterNanoseconds: Int64
 
   private(set) var queue: [Waiter] = []
   /// The requests started and not yet answered.
@@ -97,6 +105,11 @@ struct ServerPacingMachine {
   /// The window learned from the steps between resets (or between `Retry-After` blocks), when the
   /// server does not say it.
   private(set) var inferredWindowNanoseconds: Int64?
+  /// When a request may probe the key, which what was told holds beyond `probeAfter`; nil while
+  /// nothing holds it that long.
+  private(set) var probeAt: PaceInstant?
+  /// Whether the request in flight is a probe: its answer replaces what held the key.
+  private(set) var probing = false
 
   /// The shortest window learned from resets: closer resets are one window's, read twice.
   static let shortestInferredWindowNanoseconds: Int64 = 100_000_000
@@ -114,9 +127,10 @@ struct ServerPacingMachine {
     return min(rounded, Self.maximumMarginNanoseconds)
   }
 
-  init(localModel: RateLimit.Algorithm, maximumWait: Duration) {
+  init(localModel: RateLimit.Algorithm, maximumWait: Duration, probeAfter: Duration = .seconds(300)) {
     self.localModel = localModel
     maximumWaitNanoseconds = max(0, maximumWait.paceNanoseconds)
+    probeAfterNanoseconds = max(0, probeAfter.paceNanoseconds)
   }
 
   // MARK: Events
@@ -142,8 +156,14 @@ struct ServerPacingMachine {
   mutating func record(_ quota: ServerQuota, now: PaceInstant) -> Action {
     inFlight = max(0, inFlight - 1)
     noteRoundTrip(now: now)
+    if probing {
+      // The probe's answer is the news: what held the key is dropped before it is read.
+      probing = false
+      forgetHolds()
+    }
     learn(quota, now: now)
     widenSlidingModel()
+    scheduleProbe(now: now)
     return advance(now: now)
   }
 
@@ -152,7 +172,52 @@ struct ServerPacingMachine {
   mutating func recordFailure(now: PaceInstant) -> Action {
     inFlight = max(0, inFlight - 1)
     if !sendTimes.isEmpty { sendTimes.removeFirst() }
+    probing = false
+    scheduleProbe(now: now)
     return advance(now: now)
+  }
+
+  /// Forgets everything the server told: the key is probed again as a key never answered. The
+  /// requests in flight stay counted.
+  mutating func forget(now: PaceInstant) -> Action {
+    forgetHolds()
+    learned = false
+    limit = nil
+    lastToldReset = nil
+    lastBlockEnd = nil
+    answeredSinceBlockEnd = 0
+    inferredWindowNanoseconds = nil
+    probeAt = nil
+    probing = false
+    return advance(now: now)
+  }
+
+  /// Drops what holds the key (a block, what is left until a reset, the local model), keeping
+  /// the quota and what was learned of the window.
+  private mutating func forgetHolds() {
+    blockedUntil = PaceInstant(nanoseconds: .min)
+    serverRemaining = nil
+    resetAt = nil
+    model = nil
+    windowNanoseconds = nil
+    modelMargin = 0
+  }
+
+  /// Sets when a request may probe the key, if what was told holds it beyond `probeAfter`; clears
+  /// it once nothing does.
+  private mutating func scheduleProbe(now: PaceInstant) {
+    let far = now.advanced(byNanoseconds: probeAfterNanoseconds)
+    let heldTooLong: Bool
+    switch heldReadiness(now: now) {
+    case .at(let ready): heldTooLong = ready > far
+    case .never: heldTooLong = true
+    case .now, .afterResponse: heldTooLong = false
+    }
+    if !heldTooLong {
+      probeAt = nil
+    } else if probeAt == nil {
+      probeAt = far
+    }
   }
 
   // MARK: Learning
@@ -292,6 +357,19 @@ struct ServerPacingMachine {
     return counter
   }
 
+  /// What the machine believes at `now`.
+  func knowledge(now: PaceInstant) -> ServerPacingKnowledge {
+    func until(_ instant: PaceInstant?) -> Duration? {
+      guard let instant, instant > now else { return nil }
+      return now.duration(to: instant)
+    }
+    return ServerPacingKnowledge(
+      hasAnswered: learned, quota: limit,
+      window: (windowNanoseconds ?? inferredWindowNanoseconds).map { .nanoseconds($0) },
+      remaining: serverRemaining.map { max(0, $0) }, resetsIn: until(resetAt), blockedFor: until(blockedUntil),
+      probeIn: probeAt.map { until($0) ?? .zero }, isProbing: probing, inFlight: inFlight, waiting: queue.count)
+  }
+
   // MARK: Deciding
 
   /// Brings the counts up to `now`: a quota whole again, a window moved on.
@@ -309,8 +387,22 @@ struct ServerPacingMachine {
     }
   }
 
-  /// When the head of the queue could start, the counts being up to date at `now`.
+  /// When the head of the queue could start, the counts being up to date at `now`: what was told
+  /// allows, or a probe of a key it holds too long.
   func readiness(now: PaceInstant) -> Readiness {
+    let held = heldReadiness(now: now)
+    if held == .now { return .now }
+    // Held by what was told, and a probe is out: its answer may free the key.
+    if probing { return .afterResponse }
+    guard let probeAt else { return held }
+    if case .at(let ready) = held, ready <= probeAt { return held }
+    if inFlight > 0 { return .afterResponse }
+    return probeAt <= now ? .now : .at(probeAt)
+  }
+
+  /// When the head of the queue could start by what was told, the counts being up to date at
+  /// `now`.
+  func heldReadiness(now: PaceInstant) -> Readiness {
     var at = max(now, blockedUntil)
     if !learned, inFlight > 0 { return .afterResponse }
     if let remaining = serverRemaining, remaining <= 0 {
@@ -372,6 +464,10 @@ struct ServerPacingMachine {
 
   /// Counts a request that starts now.
   private mutating func start(now: PaceInstant) {
+    if probeAt != nil, heldReadiness(now: now) != .now {
+      probing = true
+      probeAt = nil
+    }
     inFlight += 1
     sendTimes.append(now)
     if let remaining = serverRemaining { serverRemaining = remaining - 1 }
