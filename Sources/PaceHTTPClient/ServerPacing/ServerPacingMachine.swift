@@ -14,11 +14,11 @@ import Pace
 ///   whose reset is sooner than the one known can lower what is left, never bring the reset
 ///   closer; one whose reset has passed (its window ended on the way) tells nothing about what is
 ///   left;
-/// - once the server told its quota per window (or told its quota and two resets, whose shortest
-///   step is the window; or, telling only `Retry-After`, answered a quota of requests between the
-///   ends of two blocks), the local model (a `RateLimit` of that quota
-///   and window under the limiter's policy, counting every request started since) allows one
-///   more. A sliding model's window is widened by the longest recent round trip: the server
+/// - once the server told its quota per window (a window stated is kept by later answers that
+///   state none; or told its quota and two resets, whose shortest step is the window; or,
+///   telling only `Retry-After`, answered a quota of requests between the ends of two blocks),
+///   the local model (a `RateLimit` of that quota and window under the limiter's policy, counting
+///   every request started since) allows one more. A sliding model's window is widened by the longest recent round trip: the server
 ///   counts a request when it arrives, anywhere within a round trip of its start.
 ///
 /// No single answer holds the key longer than `probeAfter`: when what was told (a far
@@ -85,8 +85,12 @@ struct ServerPacingMachine {
   private(set) var resetAt: PaceInstant?
   /// The quota per window, as the server said (`q`, `X-RateLimit-Limit`).
   private(set) var limit: Int?
-  /// The window, in nanoseconds (`w`).
+  /// The window the local model counts, in nanoseconds (`w`, or learned).
   private(set) var windowNanoseconds: Int64?
+  /// The window the server stated (`w`), in nanoseconds: an answer without one keeps it, rather
+  /// than a window learned from resets, which is shorter when the server's resets move with each
+  /// request (a sliding window's).
+  private(set) var statedWindowNanoseconds: Int64?
   /// The local model of the server's window, counting the requests started since it was told.
   private(set) var model: RateLimitCounter?
   /// When each request in flight started, oldest first.
@@ -200,6 +204,7 @@ struct ServerPacingMachine {
     resetAt = nil
     model = nil
     windowNanoseconds = nil
+    statedWindowNanoseconds = nil
     modelMargin = 0
   }
 
@@ -272,7 +277,8 @@ struct ServerPacingMachine {
         resetAt = reset
       }
     }
-    guard let window = quota.window?.paceNanoseconds ?? inferredWindowNanoseconds, window > 0, let limit else {
+    if let stated = quota.window?.paceNanoseconds { statedWindowNanoseconds = stated }
+    guard let window = statedWindowNanoseconds ?? inferredWindowNanoseconds, window > 0, let limit else {
       return
     }
     let changed = windowNanoseconds != window || model?.burst != limit

@@ -26,6 +26,28 @@ import Testing
     Action(refused: [.init(id: id, required: required)], wakeAt: wakeAt)
   }
 
+  /// An answer without a window (no fields at all, or `X-RateLimit-*` only) never replaces the
+  /// window the server stated with one learned from its resets, which a server whose resets move
+  /// with each request (a sliding window's) makes short: the model would let ten a second through
+  /// a quota of ten a minute.
+  @Test func anAnswerWithoutAWindowKeepsTheStatedOne() {
+    var machine = machine()
+    #expect(machine.enqueue(id: 1, now: ms(0)) == grant(1))
+    let stated = ServerQuota(quota: 10, window: .seconds(60), remaining: 9, resetsIn: .seconds(60))
+    #expect(machine.record(stated, now: ms(1000)) == grant())
+    #expect(machine.windowNanoseconds == 60_000_000_000)
+    for (id, at) in [(2, 1000), (3, 1000)] as [(UInt64, Int64)] {
+      #expect(machine.enqueue(id: id, now: ms(at)) == grant(id))
+    }
+    // A reset two seconds later than the one told: a step of 2 s, learned as a window.
+    let noWindow = ServerQuota(quota: 10, remaining: 7, resetsIn: .seconds(61))
+    _ = machine.record(noWindow, now: ms(2000))
+    #expect(machine.inferredWindowNanoseconds == 2_000_000_000)
+    _ = machine.record(ServerQuota(), now: ms(2000))
+    #expect(machine.windowNanoseconds == 60_000_000_000)
+    #expect(machine.knowledge(now: ms(2000)).window == .seconds(60))
+  }
+
   /// A key the server has told nothing yet: one request probes it; the others wait for its
   /// response (at most the maximum wait), then all go when it says nothing limits them.
   @Test func anUnknownKeyLetsOneRequestProbe() {
