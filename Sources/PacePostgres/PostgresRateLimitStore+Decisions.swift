@@ -14,6 +14,12 @@ extension PostgresRateLimitStore {
   /// nothing and gets the answer a cost of 1 would get (the permits available now, or cost 1's
   /// `retryAfter`), so it never passes a key that would deny cost 1.
   ///
+  /// With a tracer bootstrapped (swift-distributed-tracing), each call is a span
+  /// `pace.rate_limit.store.decide`, a child of the caller's: who answered (`database`,
+  /// `denial_cache` or `failure_mode`), the round trips and `db.operation.batch.size`, the
+  /// algorithm, permits, cost and decision, and the key only as the first 16 hexadecimal digits of
+  /// its SHA-256. Without one, no span is started.
+  ///
   /// - Throws: `InvalidInput` for a key or cost outside `InputRules` (a negative cost, or one above
   ///   the limit's burst, a window's permits);
   ///   ``PacePostgresError/invalidSetting(name:value:rule:)`` for a limit whose arithmetic overflows 64-bit
