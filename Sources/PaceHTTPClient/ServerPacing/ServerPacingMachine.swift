@@ -21,6 +21,12 @@ import Pace
 ///   every request started since) allows one more. A sliding model's window is widened by the longest recent round trip: the server
 ///   counts a request when it arrives, anywhere within a round trip of its start.
 ///
+/// What the server refuses outweighs what it tells: a refusal while the model of the quota told
+/// had room sets a ceiling (what the server accepted over the last window) that the model keeps
+/// to, and a quota learned from refusals is revised by each later one (the larger of the last two
+/// counts). Either holds for ten windows after a refusal, then rises by one each window without
+/// one, so a server that allows more again is found at one refusal per ten windows or so.
+///
 /// No single answer holds the key longer than `probeAfter`: when what was told (a far
 /// `Retry-After`, a far reset, a window no wait reaches) holds it longer, one waiting request is
 /// sent as a probe `probeAfter` after the answer, once nothing is in flight; the probe's answer
@@ -114,6 +120,25 @@ struct ServerPacingMachine {
   private(set) var probeAt: PaceInstant?
   /// Whether the request in flight is a probe: its answer replaces what held the key.
   private(set) var probing = false
+  /// The most the server was seen to allow in a window, below the quota it tells: a server that
+  /// advertises more than it enforces is believed by its refusals. Held for
+  /// `windowsBeforeRaising` windows after a refusal, then raised by one each window without one,
+  /// and dropped once it reaches the quota told.
+  private(set) var refusalCeiling: Int?
+  /// When the ceiling (or a quota learned from refusals) may next rise by one.
+  private(set) var nextRaiseAt: PaceInstant?
+  /// The answers that were not refusals, over the last window: what the server accepted, for
+  /// the ceiling a refusal sets.
+  private(set) var accepted: SlidingWindowLog?
+  /// How many windows a ceiling (or a quota learned from refusals) holds after a refusal before
+  /// it probes upward: a server that allows a little more is found again within tens of windows,
+  /// at one refusal per this many windows.
+  static let windowsBeforeRaising: Int64 = 10
+  /// Whether `limit` was learned from refusals (`Retry-After` alone), not told: every later
+  /// refusal revises it, and each window without one raises it by one.
+  private(set) var limitFromRefusals = false
+  /// The requests answered between the last two blocks, for revising a quota learned from them.
+  private(set) var lastRefusalCount: Int?
 
   /// The shortest window learned from resets: closer resets are one window's, read twice.
   static let shortestInferredWindowNanoseconds: Int64 = 100_000_000
@@ -187,6 +212,11 @@ struct ServerPacingMachine {
     forgetHolds()
     learned = false
     limit = nil
+    refusalCeiling = nil
+    nextRaiseAt = nil
+    limitFromRefusals = false
+    lastRefusalCount = nil
+    accepted = nil
     lastToldReset = nil
     lastBlockEnd = nil
     answeredSinceBlockEnd = 0
@@ -255,12 +285,20 @@ struct ServerPacingMachine {
       let blockEnd = now.advanced(by: retryAfter)
       // The first refusal since the last block ended: a wave of them may follow, of the requests
       // already in flight.
-      if now >= blockedUntil { learnFromRefusal(blockEnd: blockEnd, now: now) }
+      if now >= blockedUntil {
+        learnFromRefusal(blockEnd: blockEnd, now: now)
+        lowerCeiling(now: now)
+      }
       blockedUntil = max(blockedUntil, blockEnd)
-    } else if let end = lastBlockEnd, now >= end {
-      answeredSinceBlockEnd += 1
+    } else {
+      if let end = lastBlockEnd, now >= end { answeredSinceBlockEnd += 1 }
+      noteAccepted(now: now, window: quota.window?.paceNanoseconds)
+      raiseCeiling(now: now)
     }
-    if let quota = quota.quota { limit = quota }
+    if let quota = quota.quota {
+      limit = quota
+      limitFromRefusals = false
+    }
     let reset = quota.resetsIn.map { now.advanced(by: $0) }
     if let reset, reset > now { inferWindow(fromReset: reset) }
     if let remaining = quota.remaining, !isAboutAnEndedWindow(reset: reset, now: now) {
@@ -281,12 +319,72 @@ struct ServerPacingMachine {
     guard let window = statedWindowNanoseconds ?? inferredWindowNanoseconds, window > 0, let limit else {
       return
     }
-    let changed = windowNanoseconds != window || model?.burst != limit
+    let allowed = min(limit, refusalCeiling ?? limit)
+    let changed = windowNanoseconds != window || model?.burst != allowed
+    let sameWindow = windowNanoseconds == window
     windowNanoseconds = window
-    if changed {
-      model = makeModel(limit: limit, window: window, now: now)
+    if changed, sameWindow, refusalCeiling != nil || limitFromRefusals, case .slidingWindow(let log)? = model {
+      // Only the quota moved (a ceiling, or a quota learned from refusals): the grants keep
+      // their instants.
+      var resized = SlidingWindowLog(
+        rate: WindowRate(permits: allowed, per: .nanoseconds(log.rate.nanoseconds)), now: log.updated)
+      resized.grants = ContiguousArray(log.grants[log.head...])
+      resized.used = log.used
+      model = .slidingWindow(resized)
+    } else if changed {
+      model = makeModel(limit: allowed, window: window, now: now)
       modelMargin = localModel == .slidingWindow ? latencyMargin : 0
     }
+  }
+
+  /// A refusal while the local model of the quota told had room: the server allows fewer than it
+  /// says. The requests it accepted in the model's window (those counted there, less this one and
+  /// those still in flight, which the same wave may refuse) become the ceiling the model keeps to.
+  private mutating func lowerCeiling(now: PaceInstant) {
+    guard var model, let limit, !limitFromRefusals, var log = accepted else { return }
+    model.refill(now: now)
+    // Refused once the quota told was spent: an honest refusal. Under a ceiling, every refusal
+    // says the ceiling is too high.
+    guard refusalCeiling != nil || model.availablePermits > 0 else { return }
+    log.refill(now: now)
+    let seen = max(1, log.used)
+    guard seen < limit else { return }
+    // Refused at the ceiling: the server allows fewer still, at least one fewer.
+    refusalCeiling = max(1, min(refusalCeiling.map { $0 - 1 } ?? limit, seen))
+    nextRaiseAt = raiseTime(after: now, windows: Self.windowsBeforeRaising)
+  }
+
+  /// An answer that is not a refusal, a window or more after the ceiling last moved: the ceiling
+  /// rises by one, probing upward slowly, and is dropped once it reaches the quota told.
+  private mutating func raiseCeiling(now: PaceInstant) {
+    guard let due = nextRaiseAt, now >= due else { return }
+    if let ceiling = refusalCeiling {
+      nextRaiseAt = raiseTime(after: now, windows: 1)
+      refusalCeiling = limit.map { ceiling + 1 >= $0 } == true ? nil : ceiling + 1
+    } else if limitFromRefusals, let learned = limit, learned < Int.max {
+      nextRaiseAt = raiseTime(after: now, windows: 1)
+      limit = learned + 1
+    }
+  }
+
+  /// Counts an answer that was not a refusal in the log of the last window's.
+  private mutating func noteAccepted(now: PaceInstant, window told: Int64?) {
+    guard let window = told ?? statedWindowNanoseconds ?? inferredWindowNanoseconds, window > 0 else {
+      return
+    }
+    var log =
+      accepted.flatMap { $0.rate.nanoseconds == window ? $0 : nil }
+      ?? SlidingWindowLog(rate: WindowRate(permits: Int.max, per: .nanoseconds(window)), now: now)
+    log.refill(now: now)
+    log.take(1)
+    accepted = log
+  }
+
+  /// `windows` of the model's window (or the one learned) after `now`; nil while no window is known.
+  private func raiseTime(after now: PaceInstant, windows: Int64) -> PaceInstant? {
+    guard let window = windowNanoseconds ?? inferredWindowNanoseconds else { return nil }
+    return now.advanced(
+      byNanoseconds: window.multipliedReportingOverflow(by: windows).overflow ? .max : window * windows)
   }
 
   /// Learns the quota and window of a server that tells only `Retry-After`: the requests it
@@ -298,14 +396,31 @@ struct ServerPacingMachine {
       lastBlockEnd = blockEnd
       answeredSinceBlockEnd = 0
     }
-    guard limit == nil, let previous = lastBlockEnd, now >= previous, answeredSinceBlockEnd > 0 else { return }
+    guard limit == nil || limitFromRefusals, let previous = lastBlockEnd, now >= previous, answeredSinceBlockEnd > 0
+    else { return }
+    if limitFromRefusals {
+      // What the server accepted over the last window; answers that overtake one another make one
+      // count short, so the larger of the last two.
+      var seen = answeredSinceBlockEnd
+      if var log = accepted {
+        log.refill(now: now)
+        seen = min(seen, log.used)
+      }
+      limit = max(1, seen, lastRefusalCount ?? 0)
+      lastRefusalCount = seen
+      nextRaiseAt = raiseTime(after: now, windows: Self.windowsBeforeRaising)
+      return
+    }
     let (step, overflow) = blockEnd.nanoseconds.subtractingReportingOverflow(previous.nanoseconds)
     guard !overflow, step >= Self.shortestInferredWindowNanoseconds else { return }
     limit = answeredSinceBlockEnd
+    limitFromRefusals = true
+    lastRefusalCount = answeredSinceBlockEnd
     // `Retry-After` counts whole seconds: a step of a second or more is a whole number of them,
     // the rest being how much sooner or later the quota was spent in one window than the other.
     let unit: Int64 = step >= 1_000_000_000 ? 1_000_000_000 : 1_000_000
     inferredWindowNanoseconds = (step + unit / 2) / unit * unit
+    nextRaiseAt = raiseTime(after: now, windows: Self.windowsBeforeRaising)
   }
 
   /// Whether `reset` is the known window's (or an earlier one's): not later than the known reset by
@@ -358,7 +473,16 @@ struct ServerPacingMachine {
     var counter = RateLimitCounter(limit: rateLimit, now: now, unixNanosecondsAtOrigin: origin)
     // What is left, within 0...limit whatever the server said: `limit - left` cannot overflow.
     let left = max(0, min(limit, serverRemaining ?? limit))
-    let used = limit - left
+    // A model rebuilt under a refusal ceiling keeps what the one it replaces counted: the
+    // server's `remaining` is what it advertises, not what it enforces.
+    let carried: Int
+    if refusalCeiling != nil, var previous = model {
+      previous.refill(now: now)
+      carried = min(limit, previous.burst - previous.availablePermits)
+    } else {
+      carried = 0
+    }
+    let used = max(limit - left, carried)
     if used > 0 { counter.take(used) }
     return counter
   }
