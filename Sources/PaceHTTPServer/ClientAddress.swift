@@ -106,6 +106,12 @@ public struct ClientAddress: Sendable, Hashable {
     return rule.key(for: clientAddress(peer: peer, forwarded: forwarded))
   }
 
+  /// The client's IP address, for a connection from `peer` whose request has the forwarding
+  /// header's field lines `forwarded()`; nil for a connection without an address.
+  package func ipAddress(peer: SocketAddress?, forwarded: () -> [String]) -> IPAddress? {
+    clientAddress(peer: peer, forwarded: forwarded)
+  }
+
   private func clientAddress(peer: SocketAddress?, forwarded: () -> [String]) -> IPAddress? {
     rule.clientAddress(
       peer: peer?.ipAddress.flatMap { IPAddress($0) }, values: rule.trustedProxies.isEmpty ? [] : forwarded())

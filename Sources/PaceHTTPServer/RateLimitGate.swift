@@ -28,20 +28,27 @@ package struct RateLimitGate: Sendable {
     /// Where the policy's decisions are made.
     package let decider: PolicyLimiter
     let responses: ResponseMetrics
+    /// Its near-limit signals and its counters of exempted and blocked requests.
+    let controls: RateLimitControls.Policy
     /// The fields of the limiter's one limit, made once: the name quoted and the policy member
     /// written, so that a request only writes its own state.
     let template: RateLimitFields
+    /// What makes the `pk` of the policy's members, if it says one.
+    let partitionKeys: RateLimitPartitionKeys?
 
     /// The limit of `key`: the limiter's, or its plan's for a limiter with limits per key.
     package func limit(for key: String) -> RateLimit {
       decider.limit(for: key)
     }
 
-    /// The fields for a key whose limit is `limit`.
-    func fields(limit: RateLimit) -> RateLimitFields {
+    /// The fields for `key`, whose limit is `limit`.
+    func fields(limit: RateLimit, key: String) -> RateLimitFields {
       // Only a fixed window's `t` needs the window's end: the other policies never ask the clock.
-      guard case .fixedWindow = limit.algorithm else { return template.with(limit: limit, windowEndsIn: nil) }
-      return template.with(limit: limit, windowEndsIn: decider.timeUntilWindowEnds(under: limit))
+      let windowEndsIn: Duration? =
+        if case .fixedWindow = limit.algorithm { decider.timeUntilWindowEnds(under: limit) } else { nil }
+      var fields = template.with(limit: limit, windowEndsIn: windowEndsIn)
+      if let partitionKeys { fields.partitionKey = partitionKeys.fieldValue(for: key) }
+      return fields
     }
   }
 
@@ -69,12 +76,17 @@ package struct RateLimitGate: Sendable {
   package let policies: [Policy]
   package let longKeys: LongKeyHandling
   package let logger: Logger
+  /// The exemptions, blocks and near-limit hook, set by the operator.
+  package let controls: RateLimitControls
   private let invalidReport = OccasionalReport(every: .seconds(10))
 
   /// - Precondition: at least one policy, no two with the same name, each name printable ASCII.
   package init(
-    policies: [(name: String, decider: PolicyLimiter)], longKeys: LongKeyHandling, logger: Logger,
-    metricsFactory: any MetricsFactory
+    policies: [(
+      name: String, decider: PolicyLimiter, partitionKeys: RateLimitPartitionKeys?, nearLimit: NearLimitThreshold
+    )],
+    longKeys: LongKeyHandling, logger: Logger,
+    metricsFactory: any MetricsFactory, controls: RateLimitControls = RateLimitControls()
   ) {
     precondition(!policies.isEmpty, "RateLimitMiddleware: give it at least one policy")
     precondition(
@@ -83,11 +95,14 @@ package struct RateLimitGate: Sendable {
       // A limiter with limits per key has no one limit: each key's own replaces the placeholder.
       Policy(
         decider: $0.decider, responses: ResponseMetrics(policy: $0.name, factory: metricsFactory),
+        controls: RateLimitControls.Policy(name: $0.name, threshold: $0.nearLimit, metricsFactory: metricsFactory),
         template: RateLimitFields(
-          limit: $0.decider.uniformLimit ?? RateLimit(permits: .max, per: .nanoseconds(1)), policyName: $0.name))
+          limit: $0.decider.uniformLimit ?? RateLimit(permits: .max, per: .nanoseconds(1)), policyName: $0.name),
+        partitionKeys: $0.partitionKeys)
     }
     self.longKeys = longKeys
     self.logger = logger
+    self.controls = controls
   }
 
   /// What to do with a request that counts against `key` (nil: unlimited) with `cost` permits,
@@ -133,10 +148,11 @@ package struct RateLimitGate: Sendable {
   /// What one policy's `decision` on `asked` answers.
   private func outcome(_ decision: RateLimitDecision, _ asked: Asked) -> RateLimitOutcome {
     let policy = asked.policy
-    let fields = policy.fields(limit: asked.limit)
+    let fields = policy.fields(limit: asked.limit, key: asked.key)
     switch decision {
     case .allowed(let remaining):
       policy.responses.allowed.increment()
+      signalNearLimit(policy, key: asked.key, limit: asked.limit, cost: asked.cost, remaining: remaining)
       return .proceed(fields: fields.fields(remaining: remaining))
     case .limited:
       policy.responses.limited.increment()
@@ -274,10 +290,15 @@ package struct RateLimitGate: Sendable {
     _ result: (decisions: [RateLimitDecision], deniedBy: Int?), _ asked: [Asked]
   ) -> RateLimitOutcome {
     // The policies asked: a refusal ends the list.
-    let states = zip(asked, result.decisions).map { ($0.policy.fields(limit: $0.limit), $1) }
+    let states = zip(asked, result.decisions).map { ($0.policy.fields(limit: $0.limit, key: $0.key), $1) }
     guard let deniedBy = result.deniedBy else {
       // One request: once per policy, whatever questions it took.
       for one in asked { one.policy.responses.allowed.increment() }
+      // Every decision is the charge of its policy's cost (a question for a cost of 0).
+      for (one, decision) in zip(asked, result.decisions) {
+        guard case .allowed(let remaining) = decision else { continue }
+        signalNearLimit(one.policy, key: one.key, limit: one.limit, cost: one.cost, remaining: remaining)
+      }
       return .proceed(fields: RateLimitFields.fields(states: states))
     }
     asked[deniedBy].policy.responses.limited.increment()

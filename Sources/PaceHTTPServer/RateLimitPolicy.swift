@@ -21,11 +21,15 @@ public struct RateLimitPolicy<Input>: Sendable {
   public let name: String
   /// Where the decisions are made.
   package let decider: PolicyLimiter
+  /// The share of its quota a key has used when the policy signals it (``NearLimitSignal``).
+  package var nearLimit = NearLimitThreshold.default
   /// The key a request counts against, nil to let it through unlimited; no closure for the
   /// client's address, which the framework's middleware reads.
   package let key: (@Sendable (Input) -> String?)?
   /// How many permits a request takes.
   package let cost: @Sendable (Input) -> Int
+  /// What makes the `pk` of the policy's `RateLimit` members; nil (the default) for none.
+  package var partitionKeys: RateLimitPartitionKeys?
 
   /// A policy that takes permits from `limiter`, in this process's memory: each instance of the
   /// server counts alone.

@@ -72,16 +72,21 @@ public struct RateLimitMiddlewareState<Input>: Sendable {
   package let policies: [RateLimitPolicy<Input>]
   package let longKeys: LongKeyHandling
   package let gate: RateLimitGate
+  /// How a request's client is read: the key of a policy without one, and the address that
+  /// exemptions and blocks are checked against.
+  package let clientAddress: ClientAddress
 
   /// - Precondition: at least one policy, no two with the same name, each name printable ASCII.
-  init(
-    policies: [RateLimitPolicy<Input>], longKeys: LongKeyHandling, logger: Logger, metricsFactory: any MetricsFactory
+  package init(
+    policies: [RateLimitPolicy<Input>], longKeys: LongKeyHandling, logger: Logger, metricsFactory: any MetricsFactory,
+    clientAddress: ClientAddress = .peer, controls: RateLimitControls = RateLimitControls()
   ) {
     self.policies = policies
     self.longKeys = longKeys
+    self.clientAddress = clientAddress
     gate = RateLimitGate(
-      policies: policies.map { ($0.name, $0.decider) }, longKeys: longKeys, logger: logger,
-      metricsFactory: metricsFactory)
+      policies: policies.map { ($0.name, $0.decider, $0.partitionKeys, $0.nearLimit) }, longKeys: longKeys,
+      logger: logger, metricsFactory: metricsFactory, controls: controls)
   }
 
   /// What the policy at `index` makes of `input`: its key (the client's address, `clientKey`, for
@@ -91,16 +96,22 @@ public struct RateLimitMiddlewareState<Input>: Sendable {
     return RateLimitGate.Charge(key: policy.key.map { $0(input) } ?? clientKey(input), cost: policy.cost(input))
   }
 
-  /// What to do with `input`: the whole answer, for the framework to translate.
+  /// What to do with `input`, whose client `client` reads: the whole answer, for the framework to
+  /// translate.
   ///
   /// - Throws: `CancellationError` only, when the request's task is cancelled.
-  package func outcome(_ input: Input, clientKey: (Input) -> String?) async throws -> RateLimitOutcome {
+  package func outcome(_ input: Input, client: ClientReader<Input>) async throws -> RateLimitOutcome {
     guard policies.count > 1 else {
       // One policy, the usual case: no list of charges.
-      let charge = charge(0, input, clientKey: clientKey)
-      return try await gate.outcome(key: charge.key, cost: charge.cost)
+      switch admitOne(input, client: client) {
+      case .answered(let outcome): return outcome
+      case .decide(let charge): return try await gate.outcome(key: charge.key, cost: charge.cost)
+      }
     }
-    return try await gate.outcome(policies.indices.map { charge($0, input, clientKey: clientKey) })
+    switch admit(input, client: client) {
+    case .answered(let outcome): return outcome
+    case .decide(let charges): return try await gate.outcome(charges)
+    }
   }
 }
 
@@ -131,15 +142,33 @@ extension RateLimitingMiddleware {
   ///   - logger: Where to log invalid requests and failures; silent by default (pass the
   ///     application's).
   ///   - metricsFactory: Where to count responses; the process's `MetricsSystem` by default.
+  ///   - clientAddress: How a request's client is read: the key of a policy without one (`ip:…`),
+  ///     and the address that `exemptions`' ranges and `blocks` are checked against; the
+  ///     connection's peer by default (``ClientAddress/peer``).
+  ///   - exemptions: Keys and address ranges never limited (``RateLimitExemptions``), changed at
+  ///     run time; none by default.
+  ///   - blocks: Keys refused until an instant (`RateLimitBlocks`), whatever their limits: each
+  ///     policy's key, as the request sent it, and the client address's key (`ip:192.0.2.1`, an
+  ///     IPv6 client's `/64` as `ip:2001:db8:1:2::/64`). A blocked request gets a `429` before any
+  ///     limiter is asked; none by default.
+  ///   - onNearLimit: Called once per key per window when a decision leaves the key past its
+  ///     policy's near-limit threshold (``NearLimitSignal``), outside every lock, on the request's
+  ///     thread: keep it quick. None by default; the signals are counted either way.
   public init(
     policies: [RateLimitPolicy<PolicyInput>],
     longKeys: LongKeyHandling = .hash,
     logger: Logger = silentRateLimitLogger,
-    metricsFactory: any MetricsFactory = MetricsSystem.factory
+    metricsFactory: any MetricsFactory = MetricsSystem.factory,
+    clientAddress: ClientAddress = .peer,
+    exemptions: RateLimitExemptions? = nil,
+    blocks: RateLimitBlocks<String>? = nil,
+    onNearLimit: (@Sendable (NearLimitSignal) -> Void)? = nil
   ) {
     self.init(
       _rateLimitState: RateLimitMiddlewareState(
-        policies: policies, longKeys: longKeys, logger: logger, metricsFactory: metricsFactory))
+        policies: policies, longKeys: longKeys, logger: logger, metricsFactory: metricsFactory,
+        clientAddress: clientAddress,
+        controls: RateLimitControls(exemptions: exemptions, blocks: blocks, onNearLimit: onNearLimit)))
   }
 
   /// A middleware that takes permits from `limiter`, in this process's memory: each instance of

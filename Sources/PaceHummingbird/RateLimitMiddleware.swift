@@ -45,7 +45,7 @@ public struct RateLimitMiddleware<Context: RequestContext>: RouterMiddleware, Ra
     context: Context,
     next: (Request, Context) async throws -> Response
   ) async throws -> Response {
-    switch try await _rateLimitState.outcome((request, context), clientKey: Self.clientKey) {
+    switch try await _rateLimitState.outcome((request, context), client: Self.client) {
     case .proceed(let fields):
       var response = try await next(request, context)
       Self.add(fields, to: &response.headers)
@@ -59,10 +59,12 @@ public struct RateLimitMiddleware<Context: RequestContext>: RouterMiddleware, Ra
     }
   }
 
-  /// The key of a request's client address, for a policy without a key: the peer of a context
-  /// that knows it.
-  static func clientKey(_ input: (Request, Context)) -> String? {
-    ClientAddress.peer.key(peer: (input.1 as? any RemoteAddressRequestContext)?.remoteAddress) { [] }
+  /// How a request's client is read: the peer of a context that knows it
+  /// (`RemoteAddressRequestContext`), and the request's forwarding header.
+  static var client: ClientReader<(Request, Context)> {
+    ClientReader(
+      peer: { ($0.1 as? any RemoteAddressRequestContext)?.remoteAddress },
+      forwarded: { input, name in input.0.headers[values: HTTPField.Name(name)!] })
   }
 
   /// Adds `fields` in front of the members an inner middleware wrote, if any.

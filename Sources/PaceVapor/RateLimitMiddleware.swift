@@ -50,7 +50,7 @@ public struct RateLimitMiddleware: AsyncMiddleware, RateLimitingMiddleware {
   /// The middleware's answer to `request`, for a caller that awaits it; Vapor itself calls the
   /// future-based `respond(to:chainingTo:)` with a `Responder`, which answers the same.
   public func respond(to request: Request, chainingTo next: any AsyncResponder) async throws -> Response {
-    let outcome = try await _rateLimitState.outcome(request, clientKey: ClientAddress.peer.key)
+    let outcome = try await _rateLimitState.outcome(request, client: Self.client)
     switch outcome {
     case .proceed(let fields):
       return Self.adding(fields, to: try await next.respond(to: request))
@@ -71,7 +71,11 @@ public struct RateLimitMiddleware: AsyncMiddleware, RateLimitingMiddleware {
       }
     }
     // Read once: the key and the cost are user code.
-    let charge = _rateLimitState.charge(0, request, clientKey: ClientAddress.peer.key)
+    let charge: RateLimitGate.Charge
+    switch _rateLimitState.admitOne(request, client: Self.client) {
+    case .answered(let outcome): return respond(outcome, to: request, chainingTo: next)
+    case .decide(let admitted): charge = admitted
+    }
     let gate = _rateLimitState.gate
     if let outcome = gate.outcomeAtOnce(key: charge.key, cost: charge.cost) {
       return respond(outcome, to: request, chainingTo: next)
@@ -82,6 +86,10 @@ public struct RateLimitMiddleware: AsyncMiddleware, RateLimitingMiddleware {
       respond(outcome, to: request, chainingTo: next)
     }
   }
+
+  /// How a request's client is read: its peer, and its forwarding header.
+  static let client = ClientReader<Request>(
+    peer: { $0.remoteAddress }, forwarded: { request, name in request.headers[name] })
 
   private func respond(
     _ outcome: RateLimitOutcome, to request: Request, chainingTo next: any Responder
