@@ -43,9 +43,13 @@ import Pace
 /// A store with a failure mode decides before that. Invalid requests and failures are logged to
 /// `logger` (invalid requests at most one line per 10 s, with how many it stands for) and counted
 /// in `pace_http_rate_limit_responses_total`, with dimensions `policy` and `outcome` (`allowed`,
-/// `limited`, `invalid`, `unavailable`). It counts requests, not the questions asked for them:
-/// an allowed request once for each policy that counted it, a limited one once for the policy
-/// that refused it, an invalid or unavailable one once for the policy at fault. A store counts
+/// `limited`, `invalid`, `unavailable`, `exempted`, `blocked`). It counts requests, not the
+/// questions asked for them: an allowed request once for each policy that counted it, a limited
+/// one once for the policy that refused it, an invalid or unavailable one once for the policy at
+/// fault, an exempt one once for each policy it passed without a decision, a blocked one once for
+/// the policy that answered. Before any decision, a blocked key (`blocks:`) is answered `429`
+/// and an exempt one (`exemptions:`, ``RateLimitExemptions``) let through without fields; after
+/// it, a key past its policy's near-limit threshold is signalled (``NearLimitSignal``). A store counts
 /// its own decisions (PacePostgres: `pace_rate_limit_decisions_total`, where the questions are
 /// `question`).
 public protocol RateLimitingMiddleware: Sendable {
