@@ -60,6 +60,14 @@ extension HTTPClient {
   ///     (`PacedRequests.originKey(scheme:host:port:)`).
   ///   - idempotent: Whether the request may be sent twice; by default, whether its method is
   ///     `GET`, `HEAD`, `OPTIONS`, `TRACE`, `PUT` or `DELETE` (RFC 9110).
+  ///   - collectingBodyUpTo: The most bytes of a body read within each attempt; nil (the default)
+  ///     leaves the body to the caller, as `execute(_:timeout:logger:)` does. With it, the whole
+  ///     body is read before `execute` returns (as `.bytes`), so that a connection cut mid-body is
+  ///     tried again like any connection error; a longer body throws AsyncHTTPClient's
+  ///     `NIOTooManyBytesError`. Without it, a cut in the body fails the caller's read, after
+  ///     `execute` returned, where nothing can retry it.
+  ///   - isConnectionError: Whether an error is a connection failure that a retry may mend, in
+  ///     addition to those `isConnectionError(_:)` knows; nil (the default) for those alone.
   ///   - logger: The logger of each attempt; the client's background logger by default.
   /// - Returns: The last attempt's response.
   /// - Throws: The last attempt's error; `ServerPacingError` when the server's quota would hold the
@@ -71,27 +79,37 @@ extension HTTPClient {
     pacedBy requests: PacedRequests,
     key: String? = nil,
     idempotent: Bool? = nil,
+    collectingBodyUpTo maximumBodyBytes: Int? = nil,
+    isConnectionError: (@Sendable (any Error) -> Bool)? = nil,
     logger: Logger? = nil
   ) async throws -> HTTPClientResponse {
     let key = key ?? Self.pacingKey(for: request.url)
     let idempotent = idempotent ?? PacedRequests.isIdempotent(method: request.method.rawValue)
     let attempts = AttemptTracing(tracer: tracer)
     let (response, _) = try await requests.send(
-      key: key, idempotent: idempotent, isConnectionError: Self.isConnectionError
+      key: key, idempotent: idempotent,
+      isConnectionError: { Self.isConnectionError($0) || isConnectionError?($0) == true }
     ) {
-      try await attempts.traced { try await self.attempt(request, timeout: timeout, pacedBy: requests, logger: logger) }
+      try await attempts.traced {
+        try await self.attempt(
+          request, timeout: timeout, pacedBy: requests, collectingBodyUpTo: maximumBodyBytes, logger: logger)
+      }
     }
     return response
   }
 
-  /// One attempt of ``execute(_:timeout:pacedBy:key:idempotent:logger:)``.
+  /// One attempt of ``execute(_:timeout:pacedBy:key:idempotent:collectingBodyUpTo:isConnectionError:logger:)``.
   private func attempt(
-    _ request: HTTPClientRequest, timeout: TimeAmount, pacedBy requests: PacedRequests, logger: Logger?
+    _ request: HTTPClientRequest, timeout: TimeAmount, pacedBy requests: PacedRequests,
+    collectingBodyUpTo maximumBodyBytes: Int?, logger: Logger?
   ) async throws -> (HTTPClientResponse, ResponseHead) {
     var response = try await self.execute(request, timeout: timeout, logger: logger)
     let head = ResponseHead(
       status: Int(response.status.code), headerFields: response.headers.map { ($0.name, $0.value) })
-    if requests.retryStrategy.retryableStatuses.contains(head.status),
+    if let maximumBodyBytes {
+      // Within the attempt: a connection cut mid-body fails the attempt, which a retry may mend.
+      response.body = .bytes(try await response.body.collect(upTo: maximumBodyBytes))
+    } else if requests.retryStrategy.retryableStatuses.contains(head.status),
       let length = response.headers.first(name: "Content-Length").flatMap(Int.init),
       length <= Self.retriedBodyLimit
     {
@@ -109,6 +127,9 @@ extension HTTPClient {
   /// idempotent requests are retried after one, unless the policy says otherwise.
   public static func isConnectionError(_ error: any Error) -> Bool {
     switch error {
+    case is HTTPParserError:
+      // A response cut mid-head (or mid-body, while it is read): the connection ended early.
+      return true
     case let error as HTTPClientError:
       return [.connectTimeout, .remoteConnectionClosed, .readTimeout, .getConnectionFromPoolTimeout].contains(error)
     case is NIOConnectionError:

@@ -28,17 +28,21 @@ extension URLSession {
   ///     the server counts by one.
   ///   - idempotent: Whether the request may be sent twice; by default, whether its method is
   ///     `GET`, `HEAD`, `OPTIONS`, `TRACE`, `PUT` or `DELETE` (RFC 9110).
+  ///   - isConnectionError: Whether an error is a connection failure that a retry may mend, in
+  ///     addition to those ``isConnectionError(_:)`` knows; nil (the default) for those alone.
   /// - Returns: The last attempt's data and response.
   /// - Throws: The last attempt's error; `ServerPacingError` when the server's quota would hold the
   ///   request longer than the limiter's maximum wait; `CancellationError` when the task is
   ///   cancelled.
   public func data(
-    for request: URLRequest, pacedBy requests: PacedRequests, key: String? = nil, idempotent: Bool? = nil
+    for request: URLRequest, pacedBy requests: PacedRequests, key: String? = nil, idempotent: Bool? = nil,
+    isConnectionError: (@Sendable (any Error) -> Bool)? = nil
   ) async throws -> (Data, URLResponse) {
     let key = key ?? Self.pacingKey(for: request.url)
     let idempotent = Self.mayBeSentTwice(request, idempotent: idempotent)
     let (loaded, _) = try await requests.send(
-      key: key, idempotent: idempotent, isConnectionError: Self.isConnectionError
+      key: key, idempotent: idempotent,
+      isConnectionError: { Self.isConnectionError($0) || isConnectionError?($0) == true }
     ) {
       let loaded = try await self.data(for: request)
       return (loaded, Self.head(of: loaded.1))
@@ -47,7 +51,9 @@ extension URLSession {
   }
 
   /// Whether `error` is a connection failure that another attempt may mend: the host could not be
-  /// found or reached, the connection was lost, the request timed out, or the device is offline.
+  /// found or reached, the connection was lost (or cut mid-answer: `cannotParseResponse`, and
+  /// `unknown`, which FoundationNetworking on Linux reports for a cut), the request timed out, or
+  /// the device is offline.
   ///
   /// A timeout or a lost connection may come after the server acted on the request: only
   /// idempotent requests are retried after one, unless the policy says otherwise.
@@ -55,7 +61,7 @@ extension URLSession {
     guard let error = error as? URLError else { return false }
     switch error.code {
     case .cannotConnectToHost, .cannotFindHost, .dnsLookupFailed, .networkConnectionLost, .notConnectedToInternet,
-      .timedOut:
+      .timedOut, .cannotParseResponse, .unknown:
       return true
     default:
       return false

@@ -46,7 +46,7 @@ import FoundationNetworking
   @Test func connectionErrorsAreTheTransientURLErrors() {
     for code: URLError.Code in [
       .cannotConnectToHost, .cannotFindHost, .dnsLookupFailed, .networkConnectionLost, .notConnectedToInternet,
-      .timedOut,
+      .timedOut, .cannotParseResponse, .unknown,
     ] {
       #expect(URLSession.isConnectionError(URLError(code)), "\(code)")
     }

@@ -45,6 +45,28 @@ enum ClientLibrary: String, CaseIterable, CustomStringConvertible, Sendable {
   }
 }
 
+extension ClientLibrary {
+  /// Sends `method` to `url` through `requests` and returns the final body as text, read within
+  /// each attempt (AsyncHTTPClient's `collectingBodyUpTo`), so that a cut body is retried.
+  func body(_ method: String, _ url: String, through requests: PacedRequests, client: Clients) async throws -> String {
+    switch self {
+    case .urlSession:
+      var request = URLRequest(url: URL(string: url)!)
+      request.httpMethod = method
+      let (data, _) = try await client.session.data(for: request, pacedBy: requests)
+      return String(decoding: data, as: UTF8.self)
+    #if AsyncHTTPClient
+    case .asyncHTTPClient:
+      var request = HTTPClientRequest(url: url)
+      request.method = .init(rawValue: method)
+      let response = try await client.httpClient.execute(
+        request, timeout: .seconds(5), pacedBy: requests, collectingBodyUpTo: 1 << 20)
+      return String(buffer: try await response.body.collect(upTo: 1 << 20))
+    #endif
+    }
+  }
+}
+
 /// The clients of one test, shut down after it.
 struct Clients: Sendable {
   let session: URLSession
