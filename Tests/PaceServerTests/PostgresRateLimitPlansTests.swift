@@ -121,6 +121,28 @@ struct PostgresRateLimitPlansTests {
     }
   }
 
+  /// A change whose notification never comes (the trigger disabled, as a lost notification) is
+  /// in force within `refreshInterval`, by the poll.
+  @Test func aLostNotificationIsMadeUpForByThePoll() async throws {
+    let table = TestDatabase.uniqueTable("plans")
+    try await TestDatabase.withClients(2) { clients in
+      let a = try Instance(client: clients[0], table: table)
+      let b = try Instance(client: clients[1], table: table, refreshInterval: .milliseconds(500))
+      try await a.plans.migrate()
+      try await a.plans.setLimit(Self.bucket, for: "ready")
+      try await Self.running([b]) {
+        try await Self.eventually { b.plans.plans.limit(for: "ready") == Self.bucket }
+        try await Self.execute("ALTER TABLE \(a.plans.plansTable) DISABLE TRIGGER pace_notify", on: clients[0])
+        try await a.plans.setLimit(Self.pro, for: "customer")
+        let polled = try await Self.eventually(timeout: .seconds(5)) {
+          b.plans.plans.limit(for: "customer") == Self.pro
+        }
+        print("a change without its notification was in force after \(polled ?? .zero) (refreshInterval 500 ms)")
+        #expect((polled ?? .seconds(5)) <= .milliseconds(500) + .milliseconds(250))  // a poll's read, generously
+      }
+    }
+  }
+
   /// A plan no limiter or store can honour is refused when set, and nothing is written.
   @Test func anInvalidPlanIsRefusedWhenSet() async throws {
     let table = TestDatabase.uniqueTable("plans")
