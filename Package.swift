@@ -65,7 +65,7 @@ let package = Package(
     // PaceVapor names NIOCore's `SocketAddress` (Vapor's own dependency).
     .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
     // The server ecosystem's own packages for logs, metrics and running services (already in the
-    // graph of postgres-nio, Hummingbird and Vapor).
+    // graph of postgres-nio, Hummingbird and Vapor); PaceHTTPClient counts with swift-metrics' API.
     .package(url: "https://github.com/apple/swift-log", from: "1.16.0"),
     .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
     .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
@@ -135,6 +135,9 @@ let package = Package(
       name: "PaceHTTPClient",
       dependencies: [
         "Pace", .product(name: "RawStructuredFieldValues", package: "swift-http-structured-headers"),
+        // Retries, budget withdrawals and 429s counted for an app's or a server's dashboards: the
+        // API only (no backend), which works on every platform the package supports.
+        .product(name: "CoreMetrics", package: "swift-metrics"),
       ],
       swiftSettings: swiftSettings
     ),
@@ -249,7 +252,11 @@ let package = Package(
     .testTarget(
       name: "PaceTests", dependencies: ["Pace", "PaceTesting", "PaceTestSupport"], swiftSettings: swiftSettings),
     .testTarget(
-      name: "PaceHTTPClientTests", dependencies: ["Pace", "PaceHTTPClient", "PaceTesting", "PaceTestSupport"],
+      name: "PaceHTTPClientTests",
+      dependencies: [
+        "Pace", "PaceHTTPClient", "PaceTesting", "PaceTestSupport",
+        .product(name: "MetricsTestKit", package: "swift-metrics"),
+      ],
       swiftSettings: swiftSettings
     ),
     .testTarget(

@@ -1,3 +1,4 @@
+public import CoreMetrics
 public import Pace
 
 #if canImport(Glibc)
@@ -43,6 +44,7 @@ public final class PacedRequests: Sendable {
 
   private let sleep: @Sendable (Duration) async throws -> Void
   private let unixTime: @Sendable () -> Duration
+  private let metrics: PacedRequestsMetrics
 
   /// Paced requests.
   ///
@@ -57,26 +59,36 @@ public final class PacedRequests: Sendable {
   ///   - clock: The clock for waits and backoff: `ContinuousClock` by default, or a `TestScheduler`.
   ///   - unixTime: The Unix time now, for the fields that send dates; the system's by default. A
   ///     test on virtual time passes a time that follows its clock.
+  ///   - metricsFactory: Where retries, budget withdrawals and 429s are counted (see
+  ///     <doc:ServerPacing#Counted>); the process's `MetricsSystem` by default, which counts
+  ///     nothing until a backend is bootstrapped.
   public init<C: Clock>(
     retry: RetryStrategy = RetryStrategy(),
     budget: RetryBudget? = RetryBudget(),
     maximumWait: Duration = .seconds(60),
     localModel: RateLimit.Algorithm = .slidingWindow,
     clock: C = ContinuousClock(),
-    unixTime: (@Sendable () -> Duration)? = nil
+    unixTime: (@Sendable () -> Duration)? = nil,
+    metricsFactory: any MetricsFactory = MetricsSystem.factory
   ) where C.Duration == Duration {
     retryStrategy = retry
     retryBudget = budget
     limiter = ServerPacedLimiter(maximumWait: maximumWait, localModel: localModel, clock: clock)
     sleep = { duration in try await clock.sleep(for: duration) }
     self.unixTime = unixTime ?? Self.systemUnixTime
+    metrics = PacedRequestsMetrics(factory: metricsFactory)
   }
 
   /// The key of a request's origin: `scheme://host:port`, lowercased, the scheme's default port
-  /// left out; what ``send(key:idempotent:isConnectionError:_:)``'s glue passes by default.
+  /// left out, an IPv6 address in brackets (`http://[::1]:8080`, as a URL writes it, whether
+  /// `host` has them or not); what ``send(key:idempotent:isConnectionError:_:)``'s glue passes by
+  /// default.
   public static func originKey(scheme: String, host: String, port: Int?) -> String {
     let scheme = scheme.lowercased()
-    let host = host.lowercased()
+    var host = host.lowercased()
+    // Foundation's `URL.host` drops an IPv6 address's brackets; without them the port would read
+    // as part of the address.
+    if host.contains(":"), !host.hasPrefix("[") { host = "[\(host)]" }
     let defaultPort = scheme == "https" || scheme == "wss" ? 443 : scheme == "http" || scheme == "ws" ? 80 : nil
     guard let port, port != defaultPort else { return "\(scheme)://\(host)" }
     return "\(scheme)://\(host):\(port)"
@@ -119,6 +131,7 @@ public final class PacedRequests: Sendable {
       do {
         let result = try await attempt()
         outcome = .status(result.1.status)
+        if result.1.status == 429 { metrics.rateLimited.increment() }
         if result.1.isFromCache {
           // A cache's answer says nothing current of the server's count (draft-ietf-httpapi-
           // ratelimit-headers-11, section 7.3): the request ends, and nothing is learned.
@@ -141,14 +154,20 @@ public final class PacedRequests: Sendable {
       }
       var decision = retryStrategy.decision(
         afterAttempt: attemptNumber, outcome: outcome, idempotent: idempotent, retryAfter: retryAfter)
-      if case .retry = decision, let budget = retryBudget, !budget.tryWithdraw() {
-        decision = .stop(.budgetExhausted)
+      if case .retry = decision, let budget = retryBudget {
+        if budget.tryWithdraw() {
+          metrics.withdrawalsGranted.increment()
+        } else {
+          metrics.withdrawalsRefused.increment()
+          decision = .stop(.budgetExhausted)
+        }
       }
       guard case .retry(let delay) = decision else {
         if let response { return response }
         throw lastError ?? CancellationError()
       }
       try Task.checkCancellation()
+      metrics.recordRetry(after: outcome)
       if delay > .zero { try await sleep(delay) }
       attemptNumber += 1
     }

@@ -77,8 +77,7 @@ extension URLSession {
   /// The key of `url`'s origin, or `""` for a URL without a host (a file, say): every such
   /// request shares one key, which no server paces.
   static func pacingKey(for url: URL?) -> String {
-    guard let url, let scheme = url.scheme, let host = url.host else { return "" }
-    return PacedRequests.originKey(scheme: scheme, host: host, port: url.port)
+    url.flatMap(PacedRequests.originKey(for:)) ?? ""
   }
 
   /// The status and header fields of `response`; a response that is not HTTP's (a file's) has
@@ -90,5 +89,19 @@ extension URLSession {
       if let name = name as? String, let value = value as? String { fields.append((name, value)) }
     }
     return ResponseHead(status: response.statusCode, headerFields: fields)
+  }
+}
+
+extension PacedRequests {
+  /// The key of `url`'s origin (`scheme://host:port`, as ``originKey(scheme:host:port:)``
+  /// writes it), what the glue passes by default; `nil` for a URL without a scheme or a host.
+  ///
+  /// ```swift
+  /// PacedRequests.originKey(for: URL(string: "HTTPS://API.example.com:443/v1/items?page=2")!)
+  /// // "https://api.example.com"
+  /// ```
+  public static func originKey(for url: URL) -> String? {
+    guard let scheme = url.scheme, let host = url.host, !host.isEmpty else { return nil }
+    return originKey(scheme: scheme, host: host, port: url.port)
   }
 }

@@ -20,6 +20,19 @@ import FoundationNetworking
     #expect(URLSession.pacingKey(for: nil) == "")
   }
 
+  /// The public form: an origin for any URL with a scheme and a host, `nil` for the rest.
+  @Test func aURLsOriginKey() {
+    #expect(
+      PacedRequests.originKey(for: URL(string: "HTTPS://API.example.com:443/v1?page=2")!) == "https://api.example.com")
+    #expect(PacedRequests.originKey(for: URL(string: "http://[::1]:8080/x")!) == "http://[::1]:8080")
+    #expect(PacedRequests.originKey(for: URL(string: "wss://example.com:444")!) == "wss://example.com:444")
+    #expect(PacedRequests.originKey(for: URL(string: "file:///tmp/a")!) == nil)
+    #expect(PacedRequests.originKey(for: URL(string: "/relative/path")!) == nil)
+    // An IPv6 address keeps its brackets, whether the host came with them or not.
+    #expect(PacedRequests.originKey(scheme: "http", host: "::1", port: 8080) == "http://[::1]:8080")
+    #expect(PacedRequests.originKey(scheme: "https", host: "[FE80::1]", port: 443) == "https://[fe80::1]")
+  }
+
   @Test func idempotentMethodsMayBeSentTwice() {
     var request = URLRequest(url: URL(string: "https://api.example.com/")!)
     #expect(URLSession.mayBeSentTwice(request, idempotent: nil))  // GET by default

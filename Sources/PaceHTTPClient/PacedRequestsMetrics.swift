@@ -1,0 +1,51 @@
+public import CoreMetrics
+
+/// What ``PacedRequests`` counts, for an app's or a server's dashboards (swift-metrics).
+///
+/// | Counter | Dimensions | Counts |
+/// | --- | --- | --- |
+/// | `pace_http_client_rate_limited_total` | | every 429 answered, retried or final |
+/// | `pace_http_client_retries_total` | `reason`: `rate_limited` (429), `unavailable` (503), `server_error` (other 5xx), `other_status`, `connection_error` | every retry sent, by what the attempt before it ended with |
+/// | `pace_http_client_retry_budget_withdrawals_total` | `result`: `granted`, `refused` | every retry asked of the ``RetryBudget`` |
+///
+/// Counters have no key dimension: keys (origins, routes, credentials) are unbounded, a
+/// dashboard's series must not be.
+struct PacedRequestsMetrics: Sendable {
+  let rateLimited: Counter
+  let retriesRateLimited: Counter
+  let retriesUnavailable: Counter
+  let retriesServerError: Counter
+  let retriesOtherStatus: Counter
+  let retriesConnectionError: Counter
+  let withdrawalsGranted: Counter
+  let withdrawalsRefused: Counter
+
+  init(factory: any MetricsFactory) {
+    rateLimited = Counter(label: "pace_http_client_rate_limited_total", factory: factory)
+    func retries(_ reason: String) -> Counter {
+      Counter(label: "pace_http_client_retries_total", dimensions: [("reason", reason)], factory: factory)
+    }
+    retriesRateLimited = retries("rate_limited")
+    retriesUnavailable = retries("unavailable")
+    retriesServerError = retries("server_error")
+    retriesOtherStatus = retries("other_status")
+    retriesConnectionError = retries("connection_error")
+    func withdrawals(_ result: String) -> Counter {
+      Counter(
+        label: "pace_http_client_retry_budget_withdrawals_total", dimensions: [("result", result)], factory: factory)
+    }
+    withdrawalsGranted = withdrawals("granted")
+    withdrawalsRefused = withdrawals("refused")
+  }
+
+  /// Counts a retry after an attempt that ended with `outcome`.
+  func recordRetry(after outcome: RetryStrategy.Outcome) {
+    switch outcome {
+    case .connectionError: retriesConnectionError.increment()
+    case .status(429): retriesRateLimited.increment()
+    case .status(503): retriesUnavailable.increment()
+    case .status(500...599): retriesServerError.increment()
+    case .status: retriesOtherStatus.increment()
+    }
+  }
+}
