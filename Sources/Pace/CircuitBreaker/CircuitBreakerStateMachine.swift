@@ -57,16 +57,17 @@ package struct CircuitBreakerStateMachine: Sendable {
   private var phase = Phase.closed
   /// Bumped at every change of state, so that an outcome of a call let through before it (a
   /// call from before the breaker opened, a probe of an earlier half-open) is not counted.
-  package private(set) var generation: UInt64
+  package private(set) var generation: UInt64 = 0
   /// The closed window's outcomes as (reported at, failed), oldest first from `start`.
   private var outcomes: [(at: PaceInstant, failed: Bool)] = []
   private var start = 0
   private var failures = 0
+  /// Calls admitted and not yet reported, of any generation: the key is kept while there are.
+  private(set) var outstanding = 0
 
-  /// A closed breaker; `generation` continues the count of a key forgotten while closed.
-  package init(_ configuration: Configuration, generation: UInt64 = 0) {
+  /// A closed breaker with an empty window.
+  package init(_ configuration: Configuration) {
     self.configuration = configuration
-    self.generation = generation
   }
 
   /// The state at `now` (open until an instant before `now` reads as half-open).
@@ -91,25 +92,29 @@ package struct CircuitBreakerStateMachine: Sendable {
     return (calls, failed)
   }
 
-  /// Whether the key holds nothing worth keeping at `now`: closed with an empty window.
+  /// Whether the key holds nothing worth keeping at `now`: closed with an empty window, and no
+  /// call out whose outcome would count.
   package func isIdle(now: PaceInstant) -> Bool {
-    windowCounts(now: now).calls == 0 && phase == .closed
+    phase == .closed && outstanding == 0 && windowCounts(now: now).calls == 0
   }
 
   /// A call asks to go through at `now`.
   package mutating func permit(now: PaceInstant) -> (Admission, Transition?) {
     switch phase {
     case .closed:
+      outstanding += 1
       return (.call(generation: generation), nil)
     case .open(let until):
       guard now >= until else {
         return (.reject(.open(until: until, retryAfter: now.duration(to: until))), nil)
       }
       enter(.halfOpen(issued: 1, succeeded: 0))
+      outstanding += 1
       return (.probe(generation: generation), Transition(from: .open(until: until), to: .halfOpen))
     case .halfOpen(let issued, let succeeded):
       guard issued < configuration.probes else { return (.reject(.probesInFlight), nil) }
       phase = .halfOpen(issued: issued + 1, succeeded: succeeded)
+      outstanding += 1
       return (.probe(generation: generation), nil)
     }
   }
@@ -118,6 +123,7 @@ package struct CircuitBreakerStateMachine: Sendable {
   package mutating func record(
     _ outcome: CircuitBreakerOutcome, probe: Bool, generation: UInt64, now: PaceInstant
   ) -> Transition? {
+    outstanding = Swift.max(0, outstanding - 1)
     guard generation == self.generation else { return nil }  // from before a change of state
     switch phase {
     case .closed:

@@ -29,9 +29,10 @@
 /// breaker.record(head.status >= 500 ? .failure : .success, for: permit)
 /// ```
 ///
-/// Every permit must be recorded once: a probe that is never reported holds its place in
-/// half-open. Keys that are closed with an empty window are forgotten, so memory follows the
-/// keys in use; a key's window holds one entry per outcome reported in it.
+/// Every permit must be recorded once: a key is kept while a permit is out, and a probe that is
+/// never reported holds its place in half-open. Keys that are closed with an empty window and no
+/// permit out are forgotten, so memory follows the keys in use; a key's window holds one entry
+/// per outcome reported in it.
 public final class KeyedCircuitBreaker<Key: Hashable & Sendable>: Sendable {
   /// Where the breaker is for a key.
   public typealias State = CircuitBreakerState
@@ -124,10 +125,8 @@ public final class KeyedCircuitBreaker<Key: Hashable & Sendable>: Sendable {
     let now = clock.now()
     let transition = storage.withLock { storage -> CircuitBreakerStateMachine.Transition? in
       storage.tick(now: now)
-      // A key forgotten since its permit was closed and idle: its outcome starts a new window.
-      var machine =
-        storage.machines[permit.key]
-        ?? CircuitBreakerStateMachine(configuration, generation: permit.isProbe ? 0 : permit.generation)
+      // Kept while a permit is out: missing only for a permit recorded twice.
+      guard var machine = storage.machines[permit.key] else { return nil }
       let transition = machine.record(outcome, probe: permit.isProbe, generation: permit.generation, now: now)
       storage.machines[permit.key] = machine
       return transition
@@ -142,11 +141,14 @@ public final class KeyedCircuitBreaker<Key: Hashable & Sendable>: Sendable {
   }
 
   /// How many keys the breaker holds state for: those open, half-open, or closed with outcomes in
-  /// their window.
+  /// their window or permits out.
   public var keyCount: Int {
     let now = clock.now()
     return storage.withLock { storage in storage.machines.values.count { !$0.isIdle(now: now) } }
   }
+
+  /// How many keys the table holds, the idle ones not yet swept included: for tests of forgetting.
+  var storedKeyCount: Int { storage.withLock { $0.machines.count } }
 
   /// Runs `operation` if the key's breaker lets it through, and records its outcome: a return is
   /// a success, an error for which `isFailure` is `true` a failure (rethrown), any other error
