@@ -158,6 +158,7 @@ public final class KeyedCircuitBreaker<Key: Hashable & Sendable>: Sendable {
   ///   - key: The key the call counts for.
   ///   - isFailure: Whether an error counts against the key; every error but `CancellationError`
   ///     by default.
+  ///   - isolation: The caller's actor; leave the default.
   ///   - operation: The call.
   /// - Throws: ``CircuitBreakerError`` without running `operation` when the breaker refuses it;
   ///   else what `operation` throws.
