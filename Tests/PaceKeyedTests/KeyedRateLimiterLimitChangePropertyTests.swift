@@ -11,8 +11,10 @@ import Testing
 /// `allows(old, grants, t) || allows(new, grants, t)`, `grants` being every grant before `t`
 /// since the timeline began; unless `new` both looks further back and allows more at once than
 /// `old` (a longer window with more permits, a slower bucket with a larger burst): the key's state
-/// holds only what `old` still counts, so what `new` would count further back is unknown, and no
-/// state of bounded size could say. And for the windows, from `s + old.interval + new.interval`
+/// holds only what `old` still counts, and a `limits:` closure cannot say when the limit changed,
+/// so what `new` would count further back is unknown. A limiter made with `RateLimitPlans` is told
+/// of each change and assumes that use: `KeyedRateLimiterPlanChangePropertyTests` checks it with no
+/// exclusion. And for the windows, from `s + old.interval + new.interval`
 /// on (`s` the change), every decision is `new`'s over the whole history, exactly.
 @Suite(.offThePool) struct KeyedRateLimiterLimitChangePropertyTests {
   /// Whether `limit`, applied to the key's whole history `grants` (every grant, each of cost 1,

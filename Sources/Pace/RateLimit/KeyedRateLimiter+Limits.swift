@@ -6,6 +6,9 @@ extension KeyedRateLimiter {
     case uniform(KeyLimit)
     /// Each key's limit is looked up at each call: user code, called outside the shard locks.
     case perKey(@Sendable (Key) -> RateLimit)
+    /// Each key's limit is looked up in plans at each call, outside the shard locks; the plans
+    /// tell the limiter of each change (``KeyedRateLimiter/planChanged(_:)``).
+    case planned(RateLimitPlans<Key>)
 
     /// The one limit of a limiter made with one; `nil` for limits per key.
     var uniformLimit: RateLimit? {
@@ -18,6 +21,7 @@ extension KeyedRateLimiter {
       switch self {
       case .uniform(let limit): limit.limit
       case .perKey(let limits): limits(key)
+      case .planned(let plans): plans.limit(for: key)
       }
     }
 
@@ -25,8 +29,12 @@ extension KeyedRateLimiter {
     @inlinable
     func keyLimit(for key: Key, clock: AsyncClock) -> KeyLimit {
       switch self {
-      case .uniform(let limit): limit
-      case .perKey(let limits): KeyLimit(limits(key), unixNanosecondsAtOrigin: clock.unixNanosecondsAtOrigin)
+      case .uniform(let limit): return limit
+      case .perKey(let limits):
+        return KeyLimit(limits(key), unixNanosecondsAtOrigin: clock.unixNanosecondsAtOrigin)
+      case .planned(let plans):
+        let (limit, isDefault) = plans.limitAndIsDefault(for: key)
+        return KeyLimit(limit, unixNanosecondsAtOrigin: clock.unixNanosecondsAtOrigin, isDefault: isDefault)
       }
     }
   }
@@ -37,6 +45,9 @@ extension KeyedRateLimiter {
   struct KeyLimit: Sendable {
     @usableFromInline let limit: RateLimit
     @usableFromInline let rate: KeyRate
+    /// Whether the limit is its plans' default (``Limits/planned(_:)``), which a change of the
+    /// default may have left a key with no state owing (``DefaultLimitChange``).
+    @usableFromInline let isDefault: Bool
 
     /// Converts `limit` into units; for a token bucket the greatest common divisor is computed
     /// here, once per call on a per-key limiter, and once for all on a uniform one.
@@ -44,8 +55,9 @@ extension KeyedRateLimiter {
     /// - Parameter unixNanosecondsAtOrigin: The clock's ``AsyncClock/unixNanosecondsAtOrigin``,
     ///   which aligns fixed windows to Unix time on a real clock.
     @usableFromInline
-    init(_ limit: RateLimit, unixNanosecondsAtOrigin: Int64? = nil) {
+    init(_ limit: RateLimit, unixNanosecondsAtOrigin: Int64? = nil, isDefault: Bool = false) {
       self.limit = limit
+      self.isDefault = isDefault
       switch limit.algorithm {
       case .tokenBucket:
         rate = .tokenBucket(TokenBucketRate(permits: limit.permits, per: limit.interval, burst: limit.burst))
@@ -121,7 +133,9 @@ extension KeyedRateLimiter {
   // a bucket's missing units as permits owed, a window's count as grants at the latest instant
   // they can have been made, a log's grants where they were made. Where the old state cannot say
   // when its grants were made, they are taken as late as they can have been, so that the new
-  // limit never counts fewer than it would have.
+  // limit never counts fewer than it would have. What the state no longer records (a new limit
+  // that looks further back) is assumed only by a limiter made with plans, which knows when the
+  // limit changed: see "A change of plans" in KeyedRateLimiter+PlanChanges.swift.
 
   /// `key`'s counter at `now` under `rate`, from its stored `level` (`nil` for a key with no
   /// state), `log` (taken from the shard's logs) and, for a per-key limiter's bucket, the rate it

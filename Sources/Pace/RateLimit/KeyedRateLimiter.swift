@@ -78,6 +78,9 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     /// The waiting requests' continuations, by the ids their keys' queues hold.
     @usableFromInline var waiters: [UInt64: Waiter] = [:]
     @usableFromInline var timer = ShardTimer<Key>()
+    /// What a key with no state owes under the default of the plans the limiter was made with,
+    /// after the default changed; `nil` once that no longer matters.
+    @usableFromInline var defaultChange: DefaultLimitChange?
 
     /// Gives back the storage of the table, the queues and the waiters once they are sparse,
     /// after requests were granted or cancelled: a shard whose keys have gone quiet holds none.
@@ -230,8 +233,11 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   /// the new one would have allowed over the key's whole history, except where the new limit
   /// both looks further back and allows more at once than the old one (a longer window with more
   /// permits, a slower bucket with a larger burst, or another algorithm): a key's state holds
-  /// only what its old limit still counts, so what the new one would count further back is not
-  /// known. And once both windows have passed since a change, a window is exactly the new limit's.
+  /// only what its old limit still counts, and this closure cannot say when a limit changed, so
+  /// what the new one would count further back is not known. A limiter made with
+  /// ``RateLimitPlans`` (``init(plans:clock:)``) is told of each change and closes that gap for
+  /// limits of one algorithm (see ``RateLimitPlans``). And once both windows have passed since a
+  /// change, a window is exactly the new limit's.
   ///
   /// - Parameters:
   ///   - limits: A key's limit. Called at each decision and before a key is forgotten, outside
@@ -302,7 +308,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     } else {
       self.limits = limits
     }
-    if case .perKey = limits { storesFullInstants = true } else { storesFullInstants = false }
+    if case .uniform = limits { storesFullInstants = false } else { storesFullInstants = true }
     self.clock = clock
     self.storeBacked = storeBacked
     shards = Shards(count: keyedShardCount) { Shard() }
@@ -491,12 +497,16 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   /// The whole permits `key` could take now; 0 while its bucket is in debt. In memory only: a
   /// store-backed limiter does not know.
   public func availablePermits(for key: Key) -> Int {
-    let rate = keyLimit(for: key).rate
+    let limit = keyLimit(for: key)
+    let rate = limit.rate
     let now = clock.now()
     let hash = key.hashValue
     return shards.withLock(Self.shardIndex(hash: hash)) { shard in
       let level = shard.buckets.index(of: key, hash: hash).map {
         shard.buckets.unsafeValuePointer(at: $0).pointee.level
+      }
+      if level == nil, limit.isDefault, var owed = defaultChangeCounter(in: &shard, rate: rate, now: now) {
+        return owed.available(now: now)
       }
       var counter = loadCounter(
         level: level, log: shard.logs.isEmpty ? nil : shard.logs[key],
@@ -558,11 +568,13 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     KeyTable<Key, KeyBucket>.prefetch(shards.unsafeShard(index).pointee.state.buckets.unsafePrefetchHint, hash: hash)
     let now = clock.now()
     guard case .tokenBucket(let rate) = limit.rate else {
-      return decideInWindow(key, hash: hash, shard: index, cost: cost, rate: limit.rate, now: now)
+      return decideInWindow(key, hash: hash, shard: index, cost: cost, limit: limit, now: now)
     }
     var arming: ShardTimer<Key>.Arming?
     let decision = shards.withLock(index) { shard -> RateLimitDecision? in
       guard let slot = shard.buckets.index(of: key, hash: hash) else {
+        // Under a default that changed recently, it may owe: the general path knows what.
+        if limit.isDefault, shard.defaultChange != nil { return nil }
         // A key with no state has a full bucket and nobody waiting: any request fits, and a
         // query leaves it full, so unstored.
         var tokens = TokenBucket(rate: rate, level: rate.full(at: now))
@@ -590,7 +602,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     }
     if arming != nil { carryOut(Effects(arming: arming), shard: index) }
     guard let decision else {
-      return decideInWindow(key, hash: hash, shard: index, cost: cost, rate: limit.rate, now: now)
+      return decideInWindow(key, hash: hash, shard: index, cost: cost, limit: limit, now: now)
     }
     return decision
   }
@@ -698,16 +710,22 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   /// ``decideLocally(_:cost:limit:)`` for a window policy: the key's counter, built from its
   /// stored state (and its log, for a sliding window), decides, and is stored back.
   @inlinable
-  func decideInWindow(_ key: Key, hash: Int, shard index: Int, cost: Int, rate: KeyRate, now: PaceInstant)
+  func decideInWindow(_ key: Key, hash: Int, shard index: Int, cost: Int, limit: KeyLimit, now: PaceInstant)
     -> RateLimitDecision
   {
+    let rate = limit.rate
     var arming: ShardTimer<Key>.Arming?
     let decision = shards.withLock(index) { shard -> RateLimitDecision in
       let slot = shard.buckets.index(of: key, hash: hash)
       let level = slot.map { shard.buckets.unsafeValuePointer(at: $0).pointee.level }
       let log = shard.logs.isEmpty ? nil : shard.logs.removeValue(forKey: key)
       let bucketRate = shard.bucketRates.isEmpty ? nil : shard.bucketRates[key]
-      var counter = loadCounter(level: level, log: log, bucketRate: bucketRate, rate: rate, now: now)
+      var counter: RateLimitCounter
+      if slot == nil, limit.isDefault, let owed = defaultChangeCounter(in: &shard, rate: rate, now: now) {
+        counter = owed
+      } else {
+        counter = loadCounter(level: level, log: log, bucketRate: bucketRate, rate: rate, now: now)
+      }
       let queue = slot == nil || shard.queues.isEmpty ? nil : shard.queues[key]?.queue
       let decision = RateLimitMachine<RateLimitCounter>.tryAcquire(
         cost: cost, now: now, counter: &counter, queue: queue)
@@ -834,14 +852,22 @@ extension TokenBucket {
 extension KeyedRateLimiter {
   /// A limiter that looks each key's limit up in `plans` at each decision, so a plan changed at
   /// run time is in force from the key's next request: ``init(limits:clock:)`` with
-  /// ``RateLimitPlans/limit(for:)``, under the same rule for what a key keeps when its limit
-  /// changes.
+  /// ``RateLimitPlans/limit(for:)``, except that the plans tell it of each change as it is made.
+  /// So a key whose new limit looks further back and allows more at once than its old one also
+  /// counts the use its state no longer records, taken at the old limit's maximum (the rule is
+  /// in ``RateLimitPlans``), and no change lets it through more than either limit would have
+  /// allowed over its history, forgotten keys included.
   ///
   /// - Parameters:
   ///   - plans: The default limit and the keys' own limits.
   ///   - clock: The clock that measures time: `ContinuousClock` by default, or a ``TestScheduler``.
   public convenience init<C: Clock>(plans: RateLimitPlans<Key>, clock: C = ContinuousClock())
   where C.Duration == Duration {
-    self.init(limits: { plans.limit(for: $0) }, clock: clock)
+    self.init(limits: .planned(plans), clock: clock, store: nil)
+    plans.observe { [weak self] change in
+      guard let self else { return false }
+      self.planChanged(change)
+      return true
+    }
   }
 }

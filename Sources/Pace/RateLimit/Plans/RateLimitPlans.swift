@@ -11,8 +11,32 @@
 /// A limiter made with plans (``KeyedRateLimiter/init(plans:clock:)``,
 /// ``StoreBackedRateLimiter/init(plans:clock:store:)``) looks a key's limit up here at each
 /// decision, so a change is in force from the key's next request. What a key keeps when its
-/// limit changes is the limiter's rule: a ``KeyedRateLimiter`` keeps what the key used that still
-/// counts, read under the new limit (see ``KeyedRateLimiter/init(limits:clock:)``).
+/// limit changes is the limiter's rule.
+///
+/// A ``KeyedRateLimiter`` made with plans is told of each change as it is made, and applies it
+/// at that instant, to every key it changes (a change of the default: to every key without a
+/// limit of its own, and to the keys it sees later):
+///
+/// - The key keeps what it used that still counts, read under the new limit (see
+///   ``KeyedRateLimiter/init(limits:clock:)``): a bucket's permits owed stay owed, a window's
+///   grants count in the new window.
+/// - Where the new limit looks further back and allows more at once than the old one (a longer
+///   window with more permits, a slower token bucket with a larger burst), the part of its
+///   look-back that the key's state no longer records (the limiter keeps only what the old limit
+///   still counts, and forgets idle keys) is taken as used at the old limit's maximum, at the
+///   latest instants that limit allows: a sliding window of `P` per `W` counts `P` at each of
+///   the instants `W`, `2 W`, … before the change that the new window still covers; a fixed
+///   window counts `P` for each old window between the new window's start and the current old
+///   window's; a slower bucket with a larger burst starts empty and fills at its rate. That
+///   assumed use stops counting as time passes, as real grants do: a window is exactly the new
+///   limit's once the new window has passed since the change.
+///
+/// So no change lets a key through more than the old limit or the new one would have allowed
+/// over its whole history, with one bound: a slower bucket assumes the key owed at most its
+/// whole new burst at the change (a history faster than the new rate for long would owe more,
+/// which no state of bounded size could record). Between algorithms (a window to a bucket, say),
+/// only what the key's state records carries over. A limiter made with a `limits:` closure
+/// cannot know when a limit changed, and keeps only what the state records.
 ///
 /// Every limit held here is one ``RateLimit/validated(permits:per:burst:algorithm:)`` accepts, so
 /// no limiter ever traps or saturates on a plan changed at run time: ``setLimit(_:for:)`` refuses
@@ -23,6 +47,24 @@ public final class RateLimitPlans<Key: Hashable & Sendable>: Sendable {
     var defaultLimit: RateLimit
     var limits: [Key: RateLimit]
     var version: UInt64 = 0
+    /// The limiters made with these plans, told of each change; each answers `false` once it is
+    /// gone, and is dropped then.
+    var observers: [@Sendable (RateLimitPlanChange<Key>) -> Bool] = []
+
+    /// Tells the observers of `change`, under the plans' lock: a decision that reads the new
+    /// limit (under this lock too) comes after every limiter has applied the change.
+    mutating func notify(_ change: RateLimitPlanChange<Key>) {
+      if observers.isEmpty { return }
+      observers.removeAll { !$0(change) }
+    }
+
+    /// Tells the observers that `key`'s limit went from `old` to its limit now, if it changed.
+    mutating func notifyChange(of key: Key, from old: RateLimit, isDefault oldIsDefault: Bool) {
+      let new = limits[key] ?? defaultLimit
+      if new != old, !observers.isEmpty {
+        notify(RateLimitPlanChange(key: key, old: old, oldIsDefault: oldIsDefault, new: new, ownLimits: [:]))
+      }
+    }
   }
 
   private let state: LockedState<State>
@@ -47,6 +89,21 @@ public final class RateLimitPlans<Key: Hashable & Sendable>: Sendable {
     state.withLock { $0.limits[key] ?? $0.defaultLimit }
   }
 
+  /// `key`'s limit now, and whether it is the default: one look under the lock.
+  @usableFromInline
+  func limitAndIsDefault(for key: Key) -> (limit: RateLimit, isDefault: Bool) {
+    state.withLock { state in
+      if let own = state.limits[key] { return (own, false) }
+      return (state.defaultLimit, true)
+    }
+  }
+
+  /// Tells `observer` of every change from now on, under the plans' lock, until it answers
+  /// `false`; it must not read these plans (their lock is held), and should be quick.
+  func observe(_ observer: @escaping @Sendable (RateLimitPlanChange<Key>) -> Bool) {
+    state.withLock { $0.observers.append(observer) }
+  }
+
   /// `key`'s own limit; `nil` if it has the default.
   public func ownLimit(for key: Key) -> RateLimit? {
     state.withLock { $0.limits[key] }
@@ -68,7 +125,11 @@ public final class RateLimitPlans<Key: Hashable & Sendable>: Sendable {
   public func setLimit(_ limit: RateLimit, for key: Key) throws(RateLimitError) {
     let limit = try Self.validate(limit)
     state.withLock { state in
-      if state.limits.updateValue(limit, forKey: key) != limit { state.version &+= 1 }
+      let old = state.limits[key]
+      if state.limits.updateValue(limit, forKey: key) != limit {
+        state.version &+= 1
+        state.notifyChange(of: key, from: old ?? state.defaultLimit, isDefault: old == nil)
+      }
     }
   }
 
@@ -79,7 +140,10 @@ public final class RateLimitPlans<Key: Hashable & Sendable>: Sendable {
   public func removeLimit(for key: Key) -> RateLimit? {
     state.withLock { state in
       let removed = state.limits.removeValue(forKey: key)
-      if removed != nil { state.version &+= 1 }
+      if let removed {
+        state.version &+= 1
+        state.notifyChange(of: key, from: removed, isDefault: false)
+      }
       return removed
     }
   }
@@ -92,8 +156,11 @@ public final class RateLimitPlans<Key: Hashable & Sendable>: Sendable {
     let limit = try Self.validate(limit)
     state.withLock { state in
       if state.defaultLimit != limit {
+        let old = state.defaultLimit
         state.defaultLimit = limit
         state.version &+= 1
+        state.notify(
+          RateLimitPlanChange(key: nil, old: old, oldIsDefault: true, new: limit, ownLimits: state.limits))
       }
     }
   }
@@ -108,8 +175,14 @@ public final class RateLimitPlans<Key: Hashable & Sendable>: Sendable {
     for (key, limit) in limits { checked[key] = try Self.validate(limit) }
     state.withLock { state in
       if state.limits != checked {
+        let old = state.limits
         state.limits = checked
         state.version &+= 1
+        if !state.observers.isEmpty {
+          for key in Set(old.keys).union(checked.keys) {
+            state.notifyChange(of: key, from: old[key] ?? state.defaultLimit, isDefault: old[key] == nil)
+          }
+        }
       }
     }
   }
@@ -127,4 +200,18 @@ public final class RateLimitPlans<Key: Hashable & Sendable>: Sendable {
       preconditionFailure("RateLimitPlans: \(parameter) must be a limit RateLimit.validated accepts (\(error))")
     }
   }
+}
+
+/// A change of a ``RateLimitPlans``, as told to the limiters made with them.
+struct RateLimitPlanChange<Key: Hashable & Sendable>: Sendable {
+  /// The key whose limit changed; `nil` for the default.
+  let key: Key?
+  /// Its limit until now.
+  let old: RateLimit
+  /// Whether that limit was the default (always, for a change of the default).
+  let oldIsDefault: Bool
+  /// Its limit from now on.
+  let new: RateLimit
+  /// For a change of the default: the keys with limits of their own, which it does not change.
+  let ownLimits: [Key: RateLimit]
 }

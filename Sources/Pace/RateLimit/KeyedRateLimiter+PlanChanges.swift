@@ -1,0 +1,198 @@
+// MARK: A change of plans, and the usage a key's state no longer records
+
+// A key's state holds only what its limit still counts: a sliding log's grants within its
+// window, a fixed window's count, a bucket's permits owed. A new limit that looks further back
+// and allows more at once than the old one (a longer window with more permits, a slower bucket
+// with a larger burst) would count grants that state has dropped, or that a forgotten key's
+// history held. So, when a limiter made with plans is told of a change, the part of the new
+// limit's look-back that the state no longer records is taken as used at the old limit's
+// maximum, at the latest instants that limit allows: the new limit never counts fewer than the
+// key's history holds, and that assumed usage stops counting as time passes, as real grants do.
+//
+// - sliding window, `P1` per `W1` to `P2` per `W2`: `P1` granted at `s - W1`, `s - 2 W1`, …,
+//   each instant the new window still counts at the change `s`; only the latest `⌈P2 / P1⌉`
+//   matter (while more count, the window is full), so the log stays within `P2` entries;
+// - fixed window: `P1` in each old window between the new window's start and the old window's;
+// - token bucket: the new bucket empty at the change, filling at its rate. (A history that would
+//   put the new bucket in debt beyond its whole burst, a faster use sustained for long before
+//   the change, is not assumed: no state of bounded size could say how long it lasted.)
+//
+// A change of one key converts its state (or gives a key with none the state that assumed
+// usage leaves). A change of the default converts the keys with state under it, and leaves the
+// state a key with none starts from in every shard (`DefaultLimitChange`) until it is idle.
+
+extension KeyedRateLimiter {
+  /// The state a key with no state starts from under its plans' default, after the default
+  /// changed to `rate` and until `until`: the usage its old limit could have let through that the
+  /// new one still counts.
+  @usableFromInline
+  struct DefaultLimitChange {
+    /// The new default's rate.
+    @usableFromInline let rate: KeyRate
+    /// A key with no state at the change, as it stands at the change.
+    @usableFromInline let counter: RateLimitCounter
+    /// When that key is idle: the change no longer matters from then on.
+    @usableFromInline let until: PaceInstant
+  }
+
+  /// Adds to `counter`, loaded at `now` under a new limit, what the old limit `old` could have
+  /// let through before what the state records and the new limit still counts (see "A change of
+  /// plans" above). Nothing for a limit of another algorithm, or one that looks no further back
+  /// or allows no more at once.
+  @usableFromInline
+  static func addUnseenUsage(to counter: inout RateLimitCounter, from old: KeyRate, at now: PaceInstant) {
+    switch (old, counter) {
+    case (.slidingWindow(let old), .slidingWindow(var log)):
+      let new = log.rate
+      guard new.nanoseconds > old.nanoseconds, new.permits > old.permits else { return }
+      let (edge, overflow) = now.nanoseconds.subtractingReportingOverflow(old.nanoseconds)
+      guard !overflow else { return }
+      // `P1` at `edge - i * W1` counts at `now` while `(i + 1) * W1 < W2`.
+      let counted = (new.nanoseconds &- 1) / old.nanoseconds
+      let needed = Int64(new.permits / old.permits + (new.permits % old.permits == 0 ? 0 : 1))
+      var steps: ContiguousArray<SlidingWindowLog.Grant> = []
+      var time = edge
+      for _ in 0..<Swift.min(counted, needed) {
+        steps.append(SlidingWindowLog.Grant(time: time, cost: old.permits))
+        let (earlier, beforeTheStart) = time.subtractingReportingOverflow(old.nanoseconds)
+        if beforeTheStart { break }
+        time = earlier
+      }
+      steps.reverse()
+      var used = steps.count &* old.permits
+      for grant in log.grants[log.head...] where grant.time > edge {
+        steps.append(grant)
+        used &+= grant.cost
+      }
+      log.grants = steps
+      log.head = 0
+      log.used = used
+      counter = .slidingWindow(log)
+    case (.fixedWindow(let old), .fixedWindow(var window)):
+      let permits = window.rate.permits
+      guard permits > old.permits else { return }
+      let newStart = window.windowStart.nanoseconds
+      let oldStart = FixedWindowCounter(rate: old, now: now).windowStart.nanoseconds
+      guard newStart < oldStart else { return }
+      let (span, overflow) = oldStart.subtractingReportingOverflow(newStart)
+      let windows = overflow ? Int64.max : (span &- 1) / old.nanoseconds &+ 1
+      let (unseen, tooMany) = windows.multipliedReportingOverflow(by: Int64(old.permits))
+      window.used = tooMany || unseen >= Int64(permits) ? permits : Swift.min(permits, window.used &+ Int(unseen))
+      counter = .fixedWindow(window)
+    case (.tokenBucket(let old), .tokenBucket(var bucket)):
+      let new = bucket.rate
+      guard new.burst > old.burst else { return }
+      // Slower: fewer permits per nanosecond, compared exactly.
+      let newPace = UInt64(new.unitsPerNanosecond).multipliedFullWidth(by: UInt64(old.unitsPerPermit))
+      let oldPace = UInt64(old.unitsPerNanosecond).multipliedFullWidth(by: UInt64(new.unitsPerPermit))
+      guard (newPace.high, newPace.low) < (oldPace.high, oldPace.low) else { return }
+      bucket.refill(now: now)
+      if bucket.level.balance > 0 { bucket.level = TokenBucketLevel(balance: 0, updated: now) }
+      counter = .tokenBucket(bucket)
+    default:
+      return
+    }
+  }
+
+  /// The state a key with no state starts from at `now` under the default `rate`, if the default
+  /// changed recently enough to leave it owing; forgets the change once it no longer matters.
+  @inlinable
+  func defaultChangeCounter(in shard: inout Shard, rate: KeyRate, now: PaceInstant) -> RateLimitCounter? {
+    guard let change = shard.defaultChange else { return nil }
+    guard now < change.until else {
+      shard.defaultChange = nil
+      return nil
+    }
+    guard change.rate == rate else { return nil }
+    var counter = change.counter
+    counter.refill(now: now)
+    return counter
+  }
+
+  /// Applies a change of the plans this limiter was made with, as the plans make it (under their
+  /// lock, so that no decision reads the new limit before this is done): converts the state of
+  /// every key it changes to the new limit at once, with the usage the state no longer records
+  /// (see "A change of plans" above). Never calls the plans: their lock is held.
+  func planChanged(_ change: RateLimitPlanChange<Key>) {
+    let now = clock.now()
+    let origin = clock.unixNanosecondsAtOrigin
+    let old = KeyLimit(change.old, unixNanosecondsAtOrigin: origin).rate
+    let new = KeyLimit(change.new, unixNanosecondsAtOrigin: origin).rate
+    if let key = change.key {
+      let hash = key.hashValue
+      let index = Self.shardIndex(hash: hash)
+      let arming = shards.withLock(index) { shard -> ShardTimer<Key>.Arming? in
+        changeLimit(of: key, hash: hash, from: old, to: new, oldIsDefault: change.oldIsDefault, now: now, in: &shard)
+        return shard.timer.reserveIfNeeded()
+      }
+      if arming != nil { carryOut(Effects(arming: arming), shard: index) }
+      return
+    }
+    var counter = loadCounter(level: nil, log: nil, rate: new, now: now)
+    Self.addUnseenUsage(to: &counter, from: old, at: now)
+    let record = counter.isIdle ? nil : DefaultLimitChange(rate: new, counter: counter, until: counter.idleTime ?? .max)
+    for index in shards.indices {
+      let arming = shards.withLock(index) { shard -> ShardTimer<Key>.Arming? in
+        shard.defaultChange = record
+        // Collected first: a key found idle under the new limit leaves the table.
+        var keys: [Key] = []
+        shard.buckets.forEachSlot { slot in
+          let key = shard.buckets.key(at: slot)
+          if change.ownLimits[key] == nil { keys.append(key) }
+        }
+        for key in keys {
+          changeLimit(of: key, hash: key.hashValue, from: old, to: new, oldIsDefault: false, now: now, in: &shard)
+        }
+        return shard.timer.reserveIfNeeded()
+      }
+      if arming != nil { carryOut(Effects(arming: arming), shard: index) }
+    }
+  }
+
+  /// Converts `key`'s state from `old` to `new` at `now`, with the usage it no longer records; a
+  /// key with no state gets the state that usage leaves, if any. A key with waiting requests is
+  /// granted them under `new` from its next check.
+  func changeLimit(
+    of key: Key, hash: Int, from old: KeyRate, to new: KeyRate, oldIsDefault: Bool, now: PaceInstant,
+    in shard: inout Shard
+  ) {
+    let slot = shard.buckets.index(of: key, hash: hash)
+    var level = slot.map { shard.buckets.unsafeValuePointer(at: $0).pointee.level }
+    var log = shard.logs.isEmpty ? nil : shard.logs.removeValue(forKey: key)
+    var bucketRate = shard.bucketRates.isEmpty ? nil : shard.bucketRates[key]
+    if slot == nil, oldIsDefault, let owed = defaultChangeCounter(in: &shard, rate: old, now: now) {
+      // A key with no state under a default that changed recently owes what that change left.
+      var stored = TokenBucketLevel(balance: 0, updated: now)
+      var logs: [Key: SlidingWindowLog] = [:]
+      var rates: [Key: TokenBucketRate] = [:]
+      store(owed, of: key, into: &stored, logs: &logs, bucketRates: &rates)
+      (level, log, bucketRate) = (stored, logs[key], rates[key])
+    }
+    var counter = loadCounter(level: level, log: log, bucketRate: bucketRate, rate: new, now: now)
+    counter.refill(now: now)
+    Self.addUnseenUsage(to: &counter, from: old, at: now)
+    let waiting = !shard.queues.isEmpty && shard.queues[key] != nil
+    if waiting { shard.queues[key]?.rate = new }
+    guard let slot else {
+      if counter.isIdle { return }
+      let checkAt = counter.idleTime
+      var stored = TokenBucketLevel(balance: 0, updated: now)
+      store(counter, of: key, into: &stored, logs: &shard.logs, bucketRates: &shard.bucketRates)
+      _ = shard.buckets.indexInserting(key, hash: hash, (level: stored, checkAt: checkAt ?? .max))
+      if let checkAt { shard.timer.add(checkAt, for: key) }
+      return
+    }
+    if counter.isIdle, !waiting {
+      shard.buckets.remove(at: slot)
+      if !shard.bucketRates.isEmpty { shard.bucketRates.removeValue(forKey: key) }
+      return
+    }
+    let entry = shard.buckets.unsafeValuePointer(at: slot)
+    store(counter, of: key, into: &entry.pointee.level, logs: &shard.logs, bucketRates: &shard.bucketRates)
+    // While requests wait, the key's entry is their turn's, which its next firing recomputes.
+    if waiting { return }
+    let next = counter.idleTime
+    entry.pointee.checkAt = next ?? .max
+    if let next { shard.timer.add(next, for: key) }
+  }
+}

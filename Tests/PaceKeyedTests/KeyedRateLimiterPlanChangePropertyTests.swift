@@ -1,0 +1,122 @@
+import PaceTestSupport
+import Testing
+
+@testable import Pace
+
+/// `KeyedRateLimiterLimitChangePropertyTests` for a limiter made with `RateLimitPlans`, with no
+/// exclusion: every pair of limits of one algorithm, a longer window with more permits and a
+/// slower bucket with a larger burst included. Four keys, two under the default (changed with
+/// `setDefaultLimit`) and two with limits of their own (changed with `setLimit`), one of each busy
+/// throughout and one quiet for a while before the change (forgotten, if it was quiet long
+/// enough) and called again after it.
+///
+/// One history is checked against a weaker oracle: a token bucket's that the new limit, replayed
+/// over it, would put more than its whole burst in debt at the change (a use faster than the new
+/// rate, sustained for long before it). No state of bounded size can say how long such a use went
+/// on, so the limiter assumes at most an empty bucket (see `RateLimitPlans`): each grant after
+/// the change is one the old limit allows, or the new one with its debt at the change capped at
+/// its whole burst.
+@Suite(.offThePool) struct KeyedRateLimiterPlanChangePropertyTests {
+  typealias Oracle = KeyedRateLimiterLimitChangePropertyTests
+
+  /// Whether `limit`, a token bucket, replayed over `grants` (debt allowed, except that it owes
+  /// at most its whole burst at `s`) lets one more permit through at `t`; and whether it owed more
+  /// than its whole burst at `s`.
+  static func bucketAllows(_ limit: RateLimit, _ grants: [Int64], at t: Int64, debtCappedAt s: Int64)
+    -> (allows: Bool, owedMoreAtTheChange: Bool)
+  {
+    let interval = limit.interval.paceNanoseconds
+    var divisor = Int64(limit.permits)
+    var b = interval
+    while b != 0 { (divisor, b) = (b, divisor % b) }
+    let perPermit = interval / divisor
+    let perNanosecond = Int64(limit.permits) / divisor
+    let capacity = Int64(limit.burst) * perPermit
+    var deficit: Int64 = 0
+    var last = grants.first ?? t
+    var capped = false
+    var owedMore = false
+    for grant in grants {
+      if !capped, grant >= s {
+        deficit = max(0, deficit - (s - last) * perNanosecond)
+        owedMore = deficit > capacity
+        deficit = min(deficit, capacity)
+        (last, capped) = (s, true)
+      }
+      deficit = max(0, deficit - (grant - last) * perNanosecond) + perPermit
+      last = grant
+    }
+    if !capped {
+      deficit = max(0, deficit - (s - last) * perNanosecond)
+      owedMore = deficit > capacity
+      deficit = min(deficit, capacity)
+      last = s
+    }
+    deficit = max(0, deficit - (t - last) * perNanosecond)
+    return (capacity - deficit >= perPermit, owedMore)
+  }
+
+  @Test(arguments: [RateLimit.Algorithm.tokenBucket, .slidingWindow, .fixedWindow])
+  func everyGrantAfterAPlanChangeIsOneTheOldOrTheNewLimitAllows(algorithm: RateLimit.Algorithm) throws {
+    var owedMore = 0
+    for seed: UInt64 in 0..<300 { owedMore += try Self.check(algorithm, seed: seed) }
+    // The weaker oracle checks some histories, and not most.
+    if algorithm == .tokenBucket { #expect(owedMore > 0 && owedMore < 1_200 / 2) }
+  }
+
+  /// Runs one seeded timeline of four keys; returns how many of them the new limit would have
+  /// put more than a whole burst in debt at the change.
+  static func check(_ algorithm: RateLimit.Algorithm, seed: UInt64) throws -> Int {
+    var random = SeededGenerator(seed: seed)
+    let scheduler = TestScheduler()
+    let old = Oracle.randomLimit(algorithm, &random)
+    let new = Oracle.randomLimit(algorithm, &random)
+    let plans = RateLimitPlans<String>(default: old, limits: ["own busy": old, "own quiet": old])
+    let limiter = KeyedRateLimiter(plans: plans, clock: scheduler)
+    let change = Int64.random(in: 100...400, using: &random)
+    let quietFrom = Int64.random(in: 0...change, using: &random)
+    let backAt = change + Int64.random(in: 0...30, using: &random)
+    let keys = ["default busy", "own busy", "default quiet", "own quiet"]
+    var grants: [String: [Int64]] = [:]
+    var changedAt: Int64?
+    var owedMore: Set<String> = []
+    var t: Int64 = 0
+    while t < 1_000 {
+      t += Int64.random(in: 0...6, using: &random)
+      scheduler.advance(to: PaceInstant(nanoseconds: t))
+      if t >= change, changedAt == nil {
+        try plans.setDefaultLimit(new)
+        try plans.setLimit(new, for: "own busy")
+        try plans.setLimit(new, for: "own quiet")
+        changedAt = t
+        if algorithm == .tokenBucket {
+          owedMore = Set(
+            keys.filter { Self.bucketAllows(new, grants[$0, default: []], at: t, debtCappedAt: t).owedMoreAtTheChange })
+        }
+      }
+      for key in keys where !key.hasSuffix("quiet") || t < quietFrom || t >= backAt {
+        let allowed = limiter.tryAcquire(key).isAllowed
+        let history = grants[key, default: []]
+        if let s = changedAt {
+          if allowed {
+            let newAllows =
+              owedMore.contains(key)
+              ? Self.bucketAllows(new, history, at: t, debtCappedAt: s).allows : Oracle.allows(new, history, at: t)
+            #expect(
+              Oracle.allows(old, history, at: t) || newAllows,
+              "seed \(seed), \(key): granted at \(t) under \(new), after \(old) until \(s); grants \(history.suffix(20))"
+            )
+          }
+          let exactFrom = s + old.interval.paceNanoseconds + new.interval.paceNanoseconds
+          if t >= exactFrom, algorithm != .tokenBucket {
+            #expect(
+              allowed == Oracle.allows(new, history, at: t),
+              "seed \(seed), \(key): at \(t) under \(new), after \(old) until \(s); grants \(history.suffix(20))")
+          }
+        }
+        if allowed { grants[key, default: []].append(t) }
+      }
+    }
+    return owedMore.count
+  }
+}

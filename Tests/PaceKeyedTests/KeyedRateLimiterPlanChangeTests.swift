@@ -1,0 +1,99 @@
+import PaceTestSupport
+import Testing
+
+@testable import Pace
+
+/// A limit changed through `RateLimitPlans` to one that looks further back and allows more at
+/// once than the old one: the part of its look-back that the key's state no longer records is
+/// taken as used at the old limit's maximum, at the latest instants it allows, so the key gets no
+/// more than the old limit or the new one would have allowed over its history.
+@Suite(.timeLimit(.minutes(1))) struct KeyedRateLimiterPlanChangeTests {
+  let scheduler = TestScheduler()
+
+  func advance(to nanoseconds: Int64) {
+    scheduler.advance(to: PaceInstant(nanoseconds: nanoseconds))
+  }
+
+  /// Sliding 3 per 10 ns, then 10 per 60 ns from 30: the log holds nothing the old window still
+  /// counts, but the new one counts the grants at 0, 10 and 20. Taken as 3 at each of 20, 10,
+  /// 0 and -10 (the latest the old window allows; the older ones matter only while the window is
+  /// full): full until -10's grants leave at 50, then exactly the new limit.
+  @Test func aLongerSlidingWindowWithMorePermitsCountsWhatTheOldOneHadLetThrough() throws {
+    let plans = RateLimitPlans<String>(
+      default: .slidingWindow(permits: 3, per: .nanoseconds(10)),
+      limits: ["k": .slidingWindow(permits: 3, per: .nanoseconds(10))])
+    let limiter = KeyedRateLimiter(plans: plans, clock: scheduler)
+    for t: Int64 in [0, 10, 20] {
+      advance(to: t)
+      #expect(limiter.tryAcquire("k", cost: 3) == .allowed(remaining: 0))
+    }
+    advance(to: 30)
+    try plans.setLimit(.slidingWindow(permits: 10, per: .nanoseconds(60)), for: "k")
+    #expect(limiter.tryAcquire("k") == .limited(retryAfter: .nanoseconds(20)))
+    advance(to: 50)
+    #expect(limiter.tryAcquire("k") == .allowed(remaining: 0))
+    // (0, 60] holds the grants at 10, 20 and 50.
+    advance(to: 60)
+    #expect(limiter.availablePermits(for: "k") == 3)
+    advance(to: 109)
+    #expect(limiter.availablePermits(for: "k") == 9)
+    advance(to: 110)
+    #expect(limiter.availablePermits(for: "k") == 10)
+    advance(to: 150)
+    #expect(limiter.trackedKeyCount == 0)
+  }
+
+  /// A token bucket of 10 per 10 ns, burst 10, then 1 per 10 ns with a burst of 20 from 15: the
+  /// key took 10 at 0, was full again at 10 and forgotten. The new, slower bucket would still owe
+  /// for what the old one let through; taken as empty at the change, it fills at its own rate.
+  @Test func aSlowerBucketWithALargerBurstStartsEmpty() throws {
+    let plans = RateLimitPlans<String>(default: RateLimit(permits: 10, per: .nanoseconds(10)))
+    let limiter = KeyedRateLimiter(plans: plans, clock: scheduler)
+    #expect(limiter.tryAcquire("k", cost: 10) == .allowed(remaining: 0))
+    advance(to: 15)
+    #expect(limiter.trackedKeyCount == 0)
+    try plans.setDefaultLimit(RateLimit(permits: 1, per: .nanoseconds(10), burst: 20))
+    #expect(limiter.availablePermits(for: "k") == 0)
+    #expect(limiter.tryAcquire("k") == .limited(retryAfter: .nanoseconds(10)))
+    advance(to: 25)
+    #expect(limiter.tryAcquire("k") == .allowed(remaining: 0))
+    advance(to: 224)
+    #expect(limiter.availablePermits(for: "k") == 19)
+    advance(to: 225)
+    #expect(limiter.availablePermits(for: "k") == 20)
+    #expect(limiter.trackedKeyCount == 0)
+    // A key never seen before the change starts empty too, and so does one first seen later,
+    // until an empty bucket at the change would be full again.
+    #expect(limiter.tryAcquire("never seen", cost: 20) == .allowed(remaining: 0))
+  }
+
+  /// Fixed windows of 3 per 10 s, then 10 per 60 s from 25 s, for a key that took 3 at 0 s and
+  /// 3 at 10 s and was forgotten at 20 s: the new window [0, 60 s) is taken to hold 3 for each
+  /// old window before [20 s, 30 s), 6 in all, so it lets 4 through, not 10.
+  @Test func aLongerFixedWindowCountsWhatAForgottenKeyHadUsed() throws {
+    let plans = RateLimitPlans<String>(default: .fixedWindow(permits: 3, per: .seconds(10)))
+    let limiter = KeyedRateLimiter(plans: plans, clock: scheduler)
+    #expect(limiter.tryAcquire("k", cost: 3) == .allowed(remaining: 0))
+    scheduler.advance(to: PaceInstant(.seconds(10)))
+    #expect(limiter.tryAcquire("k", cost: 3) == .allowed(remaining: 0))
+    scheduler.advance(to: PaceInstant(.seconds(25)))
+    #expect(limiter.trackedKeyCount == 0)
+    try plans.setDefaultLimit(.fixedWindow(permits: 10, per: .seconds(60)))
+    #expect(limiter.tryAcquire("k", cost: 5) == .limited(retryAfter: .seconds(35)))
+    #expect(limiter.tryAcquire("k", cost: 4) == .allowed(remaining: 0))
+    scheduler.advance(to: PaceInstant(.seconds(60)))
+    #expect(limiter.tryAcquire("k", cost: 10) == .allowed(remaining: 0))
+  }
+
+  /// A change that looks no further back, or allows no more, assumes nothing: a shorter window
+  /// starts from what the key used, as with a `limits:` closure.
+  @Test func aChangeThatLooksNoFurtherBackAssumesNothing() throws {
+    let plans = RateLimitPlans<String>(default: .slidingWindow(permits: 3, per: .nanoseconds(60)))
+    let limiter = KeyedRateLimiter(plans: plans, clock: scheduler)
+    #expect(limiter.tryAcquire("k", cost: 2) == .allowed(remaining: 1))
+    advance(to: 30)
+    try plans.setDefaultLimit(.slidingWindow(permits: 10, per: .nanoseconds(10)))
+    #expect(limiter.availablePermits(for: "k") == 10)
+    #expect(limiter.availablePermits(for: "never seen") == 10)
+  }
+}
