@@ -134,7 +134,7 @@ private struct WorkFailed: Error, Equatable {
             Issue.record("seed \(seed): \(action)")
             return
           }
-          #expect(to == entry.callers.sorted(), "seed \(seed)")
+          #expect(to.sorted == entry.callers.sorted(), "seed \(seed)")
           entry = ModelKey(kept: keep ? (run, now + reuse) : nil)
           // The sweep forgets only results no longer reusable.
           for (other, otherEntry) in model where other != key {

@@ -2,17 +2,22 @@
 /// for this key", "no run is in flight"), each with an id that its time limit withdraws it by.
 /// Kept in the primitive's state, under its lock; ``LockedState/waitUntil(_:in:timeout:holds:)``
 /// waits on them.
+@usableFromInline
 package struct ConditionWaiters<Condition> {
-  private struct Entry {
+  @usableFromInline
+  struct Entry {
     let id: UInt64
     let condition: Condition
     let continuation: UnsafeContinuation<Bool, Never>
   }
 
   private var nextID: UInt64 = 0
-  private var entries: [Entry] = []
+  @usableFromInline var entries: [Entry] = []
 
   package init() {}
+
+  /// Whether no test waits: what a primitive's hot path checks (inlined) before anything else.
+  @inlinable package var isEmpty: Bool { entries.isEmpty }
 
   /// A new waiter's id, made before it waits so that its time limit can withdraw it.
   package mutating func makeID() -> UInt64 {

@@ -21,7 +21,7 @@
 /// operation runs or a caller is resumed. Releasing the instance cancels any run still going; the
 /// runs hold it weakly.
 public final class KeyedSharedWork<Key: Hashable & Sendable, Value: Sendable>: Sendable {
-  let storage: SharedWorkStorage<Key, Value>
+  @usableFromInline let storage: SharedWorkStorage<Key, Value>
 
   /// How long a successful result is reused after its run ends; `.zero` for never.
   public let reuseDuration: Duration
@@ -58,6 +58,7 @@ public final class KeyedSharedWork<Key: Hashable & Sendable, Value: Sendable>: S
   /// - Returns: The run's value.
   /// - Throws: The run's error; `CancellationError` at once if this caller's task is cancelled,
   ///   whether or not the run goes on for other callers.
+  @inlinable
   public func run(
     _ key: Key, isolation: isolated (any Actor)? = #isolation,
     _ operation: @escaping @Sendable () async throws -> Value
@@ -111,7 +112,7 @@ public final class SharedWork<Value: Sendable>: Sendable {
   }
 
   /// The work of the only key: this type is a ``KeyedSharedWork`` with one key.
-  let keyed: KeyedSharedWork<Only, Value>
+  @usableFromInline let keyed: KeyedSharedWork<Only, Value>
 
   /// How long a successful result is reused after its run ends; `.zero` for never.
   public let reuseDuration: Duration
@@ -143,6 +144,7 @@ public final class SharedWork<Value: Sendable>: Sendable {
   ///   - operation: The work, called only if this call starts a new run.
   /// - Returns: The run's value.
   /// - Throws: The run's error; `CancellationError` at once if this caller's task is cancelled.
+  @inlinable
   public func run(
     isolation: isolated (any Actor)? = #isolation, _ operation: @escaping @Sendable () async throws -> Value
   ) async throws -> Value {

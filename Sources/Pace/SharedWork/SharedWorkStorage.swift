@@ -6,24 +6,89 @@
 /// pacer's invocation is: counted in as it starts, out as it ends or waits on the scheduler. A
 /// followed caller waiting for a run is counted out while it waits, and in by whatever resumes
 /// it, so that PaceTesting's `settle` waits for the run rather than for its callers.
+@usableFromInline
 final class SharedWorkStorage<Key: Hashable & Sendable, Value: Sendable>: Sendable {
-  typealias Continuation = UnsafeContinuation<Value, any Error>
-  typealias Operation = @Sendable () async throws -> Value
+  // The paths a call takes are `@inlinable`, so that they are specialised for the caller's `Key`
+  // and `Value`: unspecialised, each generic type they touch is looked up at run time, which cost
+  // more than the rest of a run. What only tests use (a `TestScheduler`'s counting, the watchers)
+  // stays behind calls that are not inlined.
+  @usableFromInline typealias Continuation = UnsafeContinuation<Value, any Error>
+  @usableFromInline typealias Operation = @Sendable () async throws -> Value
 
   /// A caller waiting for a run: its continuation, and whether a ``TestScheduler`` follows its
   /// task (it is counted out while it waits).
+  @usableFromInline
   struct Caller {
-    let continuation: Continuation
-    let tracked: Bool
+    @usableFromInline let continuation: Continuation
+    @usableFromInline let tracked: Bool
+
+    @inlinable init(_ continuation: Continuation, tracked: Bool) {
+      self.continuation = continuation
+      self.tracked = tracked
+    }
   }
 
-  /// One run in flight: its task (once started) and its callers.
+  /// One run in flight: its task (once started) and its callers, the first inline and the others
+  /// in a dictionary made only when a second caller joins (a run has one caller, mostly).
+  @usableFromInline
   struct Run {
-    var task: Task<Void, Never>?
-    var continuations: [UInt64: Caller]
+    @usableFromInline var task: Task<Void, Never>?
+    @usableFromInline var first: (id: UInt64, caller: Caller)?
+    @usableFromInline var others: [UInt64: Caller] = [:]
+
+    @inlinable init(first id: UInt64, _ caller: Caller) {
+      first = (id, caller)
+    }
+
+    @inlinable mutating func add(_ id: UInt64, _ caller: Caller) {
+      others[id] = caller
+    }
+
+    @inlinable mutating func remove(_ id: UInt64) -> Caller? {
+      if let first, first.id == id {
+        self.first = nil
+        return first.caller
+      }
+      return others.removeValue(forKey: id)
+    }
+
+    @inlinable func caller(_ id: UInt64) -> Caller? {
+      if let first, first.id == id { return first.caller }
+      return others[id]
+    }
+
+    /// Every caller still waiting.
+    @inlinable var callers: Callers {
+      Callers(first: first?.caller, others: others.isEmpty ? [] : Array(others.values))
+    }
+  }
+
+  /// The callers a run's end resumes: the first inline, so that a run with one caller resumes it
+  /// without an array.
+  @usableFromInline
+  struct Callers {
+    @usableFromInline var first: Caller?
+    @usableFromInline var others: [Caller]
+
+    @inlinable init(first: Caller? = nil, others: [Caller] = []) {
+      self.first = first
+      self.others = others
+    }
+
+    @inlinable var trackedCount: Int {
+      var count = first?.tracked == true ? 1 : 0
+      for caller in others where caller.tracked { count += 1 }
+      return count
+    }
+
+    @inlinable func resumeAll(with result: Result<Value, any Error>) {
+      first?.continuation.resume(with: result)
+      for caller in others { caller.continuation.resume(with: result) }
+    }
   }
 
   /// What a test waits for.
+  @usableFromInline
   enum Condition {
     /// At least `count` callers wait for `key`'s run.
     case callers(Key, atLeast: Int)
@@ -33,16 +98,23 @@ final class SharedWorkStorage<Key: Hashable & Sendable, Value: Sendable>: Sendab
     case idle
   }
 
+  @usableFromInline typealias Watchers = [UnsafeContinuation<Bool, Never>]
+
+  @usableFromInline
   struct State {
-    var machine: SharedWorkMachine<Key>
-    var runs: [UInt64: Run] = [:]
+    @usableFromInline var machine: SharedWorkMachine<Key>
+    @usableFromInline var runs: [UInt64: Run] = [:]
     /// The successful results kept for reuse, by run.
-    var kept: [UInt64: Value] = [:]
-    var lastCaller: UInt64 = 0
+    @usableFromInline var kept: [UInt64: Value] = [:]
+    @usableFromInline var lastCaller: UInt64 = 0
     /// How many calls have reached the machine (joined, started, reused or refused).
-    var calls = 0
+    @usableFromInline var calls = 0
     /// Tests waiting for a condition; empty outside tests.
-    var watchers = ConditionWaiters<Condition>()
+    @usableFromInline var watchers = ConditionWaiters<Condition>()
+
+    @inlinable init(machine: SharedWorkMachine<Key>) {
+      self.machine = machine
+    }
 
     func holds(_ condition: Condition) -> Bool {
       switch condition {
@@ -52,7 +124,12 @@ final class SharedWorkStorage<Key: Hashable & Sendable, Value: Sendable>: Sendab
       }
     }
 
-    mutating func takeSatisfiedWatchers() -> [UnsafeContinuation<Bool, Never>] {
+    /// The tests' waiters whose condition holds now; none, at once, outside tests.
+    @inlinable mutating func takeSatisfiedWatchers() -> Watchers {
+      watchers.isEmpty ? [] : takeReadyWatchers()
+    }
+
+    @usableFromInline mutating func takeReadyWatchers() -> Watchers {
       var waiting = watchers
       defer { watchers = waiting }
       return waiting.takeReady(holds: holds)
@@ -60,22 +137,35 @@ final class SharedWorkStorage<Key: Hashable & Sendable, Value: Sendable>: Sendab
   }
 
   /// What to do once the lock is released.
+  @usableFromInline
   struct Effects {
     /// Start this run with the caller's operation.
-    var start: UInt64?
+    @usableFromInline var start: UInt64?
     /// Resume these callers with this result.
-    var resume: [Continuation] = []
-    var result: Result<Value, any Error>?
+    @usableFromInline var resume: Callers
+    @usableFromInline var result: Result<Value, any Error>?
     /// How many of them a ``TestScheduler`` follows, and counted out while they waited: counted
     /// in before they are resumed.
-    var countIn = 0
+    @usableFromInline var countIn: Int
     /// Cancel this run's task.
-    var cancel: Task<Void, Never>?
-    var watchers: [UnsafeContinuation<Bool, Never>] = []
+    @usableFromInline var cancel: Task<Void, Never>?
+    @usableFromInline var watchers: Watchers
+
+    @inlinable init(
+      start: UInt64? = nil, resume: Callers = Callers(), result: Result<Value, any Error>? = nil, countIn: Int = 0,
+      cancel: Task<Void, Never>? = nil, watchers: Watchers = []
+    ) {
+      self.start = start
+      self.resume = resume
+      self.result = result
+      self.countIn = countIn
+      self.cancel = cancel
+      self.watchers = watchers
+    }
   }
 
-  let clock: AsyncClock
-  let state: LockedState<State>
+  @usableFromInline let clock: AsyncClock
+  @usableFromInline let state: LockedState<State>
 
   init(reuse: Duration, clock: AsyncClock) {
     self.clock = clock
@@ -85,18 +175,28 @@ final class SharedWorkStorage<Key: Hashable & Sendable, Value: Sendable>: Sendab
   deinit {
     // Callers hold the storage while they wait, so no caller can be left; a run's task holds it
     // weakly, and is cancelled here in case one is still on its way out.
-    let tasks = state.withLock { state in state.runs.values.compactMap(\.task) }
+    let tasks = state.withLock { state in state.runs.values.compactMap { $0.task } }
     for task in tasks { task.cancel() }
   }
 
+  @inlinable
   func run(_ key: Key, isolation: isolated (any Actor)?, operation: @escaping Operation) async throws -> Value {
     try Task.checkCancellation()
-    let caller = state.withLock { state in
-      state.lastCaller &+= 1
-      return state.lastCaller
-    }
     let clock = self.clock
-    let tracked = clock.testScheduler?.followsCurrentTask ?? false
+    // A result still fresh is answered here, without suspending; otherwise the caller's id.
+    let (caller, reused, watchers) = state.withLock { state -> (UInt64, Value?, Watchers) in
+      if let run = state.machine.reusableRun(for: key, now: clock.now()), let value = state.kept[run] {
+        state.calls += 1
+        return (0, value, state.takeSatisfiedWatchers())
+      }
+      state.lastCaller &+= 1
+      return (state.lastCaller, nil, [])
+    }
+    if let reused {
+      for watcher in watchers { watcher.resume(returning: true) }
+      return reused
+    }
+    let tracked = clock.testScheduler != nil && followsCurrentTask()
     return try await withTaskCancellationHandler(
       operation: {
         try await withUnsafeThrowingContinuation(isolation: isolation) { (continuation: Continuation) in
@@ -105,21 +205,21 @@ final class SharedWorkStorage<Key: Hashable & Sendable, Value: Sendable>: Sendab
             state.calls += 1
             guard !Task.isCancelled else {
               return Effects(
-                resume: [continuation], result: .failure(CancellationError()), watchers: state.takeSatisfiedWatchers())
+                resume: Callers(first: Caller(continuation, tracked: false)), result: .failure(CancellationError()),
+                watchers: state.takeSatisfiedWatchers())
             }
             var effects = Effects()
             switch state.machine.call(key, caller: caller, now: clock.now()) {
             case .start(let run, let forget):
               for old in forget { state.kept[old] = nil }
-              state.runs[run] = Run(
-                task: nil, continuations: [caller: Caller(continuation: continuation, tracked: tracked)])
+              state.runs[run] = Run(first: caller, Caller(continuation, tracked: tracked))
               effects.start = run
               waits = true
             case .join(let run):
-              state.runs[run]?.continuations[caller] = Caller(continuation: continuation, tracked: tracked)
+              state.runs[run]?.add(caller, Caller(continuation, tracked: tracked))
               waits = state.runs[run] != nil
             case .reuse(let run):
-              effects.resume = [continuation]
+              effects.resume = Callers(first: Caller(continuation, tracked: false))
               // The machine reuses only a run whose result was kept; never leave a caller hanging.
               effects.result = state.kept[run].map { .success($0) } ?? .failure(CancellationError())
             case .refuse, .deliver, .none:
@@ -132,7 +232,7 @@ final class SharedWorkStorage<Key: Hashable & Sendable, Value: Sendable>: Sendab
           carryOut(effects)
           // Counted out after the run it waits for was counted in: the count never reads zero
           // while something is on its way.
-          if tracked, waits { clock.testScheduler?.activityStopped() }
+          if tracked, waits { countOutCaller() }
         }
       },
       onCancel: {
@@ -144,13 +244,13 @@ final class SharedWorkStorage<Key: Hashable & Sendable, Value: Sendable>: Sendab
           let leaving: Caller?
           if cancelsRun {
             let entry = state.runs.removeValue(forKey: run)
-            leaving = entry?.continuations[caller]
+            leaving = entry?.caller(caller)
             effects.cancel = entry?.task
           } else {
-            leaving = state.runs[run]?.continuations.removeValue(forKey: caller)
+            leaving = state.runs[run]?.remove(caller)
           }
           if let leaving {
-            effects.resume = [leaving.continuation]
+            effects.resume = Callers(first: leaving)
             effects.countIn = leaving.tracked ? 1 : 0
           }
           effects.watchers = state.takeSatisfiedWatchers()
@@ -164,8 +264,8 @@ final class SharedWorkStorage<Key: Hashable & Sendable, Value: Sendable>: Sendab
 
   /// Starts the run's task with the lock released, then installs its handle under the lock; if
   /// the run was cancelled in between, the task is cancelled instead.
-  private func start(_ run: UInt64, key: Key, operation: @escaping Operation) {
-    let scheduler = clock.testScheduler
+  @inlinable
+  func start(_ run: UInt64, key: Key, operation: @escaping Operation) {
     let perform = { @Sendable [weak self] in
       let result: Result<Value, any Error>
       do {
@@ -174,13 +274,15 @@ final class SharedWorkStorage<Key: Hashable & Sendable, Value: Sendable>: Sendab
         result = .failure(error)
       }
       self?.finished(run, key: key, result: result)
-      scheduler?.activityStopped()
     }
     let task: Task<Void, Never>
-    if let scheduler {
-      // Counted in before it can run, out by itself once its callers have been counted in.
-      scheduler.activityStarted()
-      task = TrackedTask.start(on: scheduler) { Task(operation: perform) }
+    if clock.testScheduler != nil {
+      task = startFollowed(perform)
+    } else if #available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *) {
+      // Started on the caller's thread, which is about to wait for it anyway, rather than
+      // enqueued for another thread to be woken: an operation that returns at once costs no
+      // thread switch. Its first suspension hands the thread back as usual.
+      task = Task.immediate(operation: perform)
     } else {
       task = Task(operation: perform)
     }
@@ -192,7 +294,8 @@ final class SharedWorkStorage<Key: Hashable & Sendable, Value: Sendable>: Sendab
     if !installed { task.cancel() }
   }
 
-  private func finished(_ run: UInt64, key: Key, result: Result<Value, any Error>) {
+  @inlinable
+  func finished(_ run: UInt64, key: Key, result: Result<Value, any Error>) {
     let clock = self.clock
     let succeeded: Bool
     if case .success = result { succeeded = true } else { succeeded = false }
@@ -203,24 +306,51 @@ final class SharedWorkStorage<Key: Hashable & Sendable, Value: Sendable>: Sendab
       else { return Effects() }
       for old in forget { state.kept[old] = nil }
       if keep, case .success(let value) = result { state.kept[run] = value }
-      let callers = state.runs.removeValue(forKey: run)?.continuations.values.map { $0 } ?? []
+      let callers = state.runs.removeValue(forKey: run)?.callers ?? Callers()
       return Effects(
-        resume: callers.map(\.continuation), result: result, countIn: callers.filter(\.tracked).count,
-        watchers: state.takeSatisfiedWatchers())
+        resume: callers, result: result, countIn: callers.trackedCount, watchers: state.takeSatisfiedWatchers())
     }
     carryOut(effects)
   }
 
   /// Performs the effects with the lock released.
-  private func carryOut(_ effects: Effects) {
+  @inlinable
+  func carryOut(_ effects: Effects) {
     effects.cancel?.cancel()
-    if effects.countIn > 0, let scheduler = clock.testScheduler {
-      for _ in 0..<effects.countIn { scheduler.activityStarted() }
-    }
-    if let result = effects.result {
-      for continuation in effects.resume { continuation.resume(with: result) }
-    }
+    if effects.countIn > 0 { countIn(effects.countIn) }
+    if let result = effects.result { effects.resume.resumeAll(with: result) }
     for watcher in effects.watchers { watcher.resume(returning: true) }
+  }
+
+  // MARK: On a TestScheduler only
+
+  /// Whether the ``TestScheduler`` follows the calling task.
+  @usableFromInline func followsCurrentTask() -> Bool {
+    clock.testScheduler?.followsCurrentTask ?? false
+  }
+
+  /// Counts a caller out while it waits for a run.
+  @usableFromInline func countOutCaller() {
+    clock.testScheduler?.activityStopped()
+  }
+
+  /// Counts `count` callers back in before they are resumed.
+  @usableFromInline func countIn(_ count: Int) {
+    guard let scheduler = clock.testScheduler else { return }
+    for _ in 0..<count { scheduler.activityStarted() }
+  }
+
+  /// A run's task that the ``TestScheduler`` follows: counted in before it can run, out by itself
+  /// once its callers have been counted in.
+  @usableFromInline func startFollowed(_ perform: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
+    guard let scheduler = clock.testScheduler else { return Task(operation: perform) }
+    scheduler.activityStarted()
+    return TrackedTask.start(on: scheduler) {
+      Task {
+        await perform()
+        scheduler.activityStopped()
+      }
+    }
   }
 
   var runningCount: Int { state.withLock { $0.machine.runningCount } }
