@@ -254,3 +254,14 @@ final class FakeTokenServer: Sendable {
     #expect(tokens.refreshes.count == 1)
   }
 }
+
+/// A bad setting stops the process with a message that names the parameter.
+@Suite struct CredentialRefresherPreconditionTests {
+  @Test func zeroRefreshesInARowNameTheParameter() async {
+    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      _ = CredentialRefresher<String>(maximumRefreshesInARow: 0) { _ in "token" }
+    }
+    let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+    #expect(message.contains("CredentialRefresher: maximumRefreshesInARow must be positive (got 0)"))
+  }
+}

@@ -478,3 +478,31 @@ struct CircuitBreakerReferenceModel {
     }
   }
 }
+
+/// Bad settings stop the process with a message that names the parameter.
+@Suite struct KeyedCircuitBreakerPreconditionTests {
+  static func message(_ result: ExitTest.Result?) -> String {
+    String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+  }
+
+  @Test func aFailureRatioAboveOneNamesTheParameter() async {
+    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      _ = KeyedCircuitBreaker<String>(failureRatio: 1.5, clock: TestScheduler())
+    }
+    #expect(Self.message(result).contains("KeyedCircuitBreaker: failureRatio must be above 0 and at most 1 (got 1.5)"))
+  }
+
+  @Test func zeroProbesNameTheParameter() async {
+    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      _ = KeyedCircuitBreaker<String>(probes: 0, clock: TestScheduler())
+    }
+    #expect(Self.message(result).contains("KeyedCircuitBreaker: probes must be positive (got 0)"))
+  }
+
+  @Test func aZeroWindowNamesTheParameter() async {
+    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      _ = KeyedCircuitBreaker<String>(window: .zero, clock: TestScheduler())
+    }
+    #expect(Self.message(result).contains("KeyedCircuitBreaker: window must be positive"))
+  }
+}
