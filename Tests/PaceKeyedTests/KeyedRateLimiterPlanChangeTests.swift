@@ -96,4 +96,31 @@ import Testing
     #expect(limiter.availablePermits(for: "k") == 10)
     #expect(limiter.availablePermits(for: "never seen") == 10)
   }
+
+  #if compiler(>=6.2)  // Task.immediate
+  /// A request waiting when its key's plan changes is granted under the new limit, with what the
+  /// change assumes: 1 per 10 ns, burst 1, then 1 per 100 ns with a burst of 2 from 5: the bucket
+  /// is empty at 5, so the request waiting since 0 for 10 is granted at 105.
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
+  @Test func aWaitingRequestIsGrantedUnderTheNewLimit() async throws {
+    let plans = RateLimitPlans<String>(
+      default: RateLimit(permits: 1, per: .nanoseconds(10)), limits: ["k": RateLimit(permits: 1, per: .nanoseconds(10))]
+    )
+    let limiter = KeyedRateLimiter(plans: plans, clock: scheduler)
+    #expect(limiter.tryAcquire("k").isAllowed)
+    let request = Task.immediate { try await limiter.acquire("k") }
+    #expect(limiter.waitingCount == 1)
+    advance(to: 5)
+    try plans.setLimit(RateLimit(permits: 1, per: .nanoseconds(100), burst: 2), for: "k")
+    advance(to: 104)
+    #expect(limiter.waitingCount == 1)
+    advance(to: 105)
+    try await request.value
+    #expect(limiter.waitingCount == 0)
+    #expect(limiter.availablePermits(for: "k") == 0)
+    advance(to: 305)
+    #expect(limiter.trackedKeyCount == 0)
+    #expect(scheduler.pendingDeadlines.isEmpty)
+  }
+  #endif
 }
