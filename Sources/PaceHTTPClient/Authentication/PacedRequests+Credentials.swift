@@ -11,24 +11,21 @@ extension PacedRequests {
   /// }
   /// ```
   ///
-  /// Each send, the first and every one after a refresh, goes through
-  /// ``send(key:idempotent:isConnectionError:_:)``: paced by the key's limiter and retried as its
-  /// strategy says. A 401 is sent again whether the request is idempotent or not: the server
+  /// Each send, the first and every one after a refresh, goes through the plain
+  /// `send(key:idempotent:…)`: paced by the key's limiter and retried as its strategy says. A 401 is sent again whether the request is idempotent or not: the server
   /// refused it before acting on it. An answer other than 401 is returned, and tells `credentials`
   /// that its credential was accepted.
   ///
   /// - Parameters:
-  ///   - key: What the server counts separately (see ``send(key:idempotent:isConnectionError:_:)``).
+  ///   - key: What the server counts separately (see `send(key:idempotent:…)`).
   ///   - idempotent: Whether the request may be sent twice.
   ///   - credentials: Where the credential comes from, and who refreshes it.
   ///   - isConnectionError: Whether an error the attempt threw is a connection failure that a
   ///     retry may mend.
   ///   - attempt: One attempt with the credential: the body and the response's head.
-  /// - Returns: The last attempt's body and head, as ``send(key:idempotent:isConnectionError:_:)``
-  ///   returns them.
+  /// - Returns: The last attempt's body and head, as `send(key:idempotent:…)` returns them.
   /// - Throws: ``AuthenticationError/refreshLoop(attempts:)`` when the server refuses every
-  ///   refreshed credential; what the refresh throws; what ``send(key:idempotent:isConnectionError:_:)``
-  ///   throws.
+  ///   refreshed credential; what the refresh throws; what `send(key:idempotent:…)` throws.
   public func send<Body: Sendable, Credential: Sendable & Equatable>(
     key: String,
     idempotent: Bool,
