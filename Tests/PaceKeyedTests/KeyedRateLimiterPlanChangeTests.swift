@@ -85,6 +85,27 @@ import Testing
     #expect(limiter.tryAcquire("k", cost: 10) == .allowed(remaining: 0))
   }
 
+  /// A key's own limit removed, or replaced with the others, is a change of its limit too: fixed
+  /// windows of 3 per 10 s of their own, then the default of 10 per 60 s from 25 s, for keys that
+  /// took 3 at 0 s and 3 at 10 s.
+  @Test func removingOrReplacingAKeysOwnLimitIsAChange() throws {
+    let own = RateLimit.fixedWindow(permits: 3, per: .seconds(10))
+    let plans = RateLimitPlans<String>(
+      default: .fixedWindow(permits: 10, per: .seconds(60)), limits: ["a": own, "b": own])
+    let limiter = KeyedRateLimiter(plans: plans, clock: scheduler)
+    for t in [0, 10] {
+      scheduler.advance(to: PaceInstant(.seconds(t)))
+      for key in ["a", "b"] { #expect(limiter.tryAcquire(key, cost: 3) == .allowed(remaining: 0)) }
+    }
+    scheduler.advance(to: PaceInstant(.seconds(25)))
+    plans.removeLimit(for: "a")
+    try plans.replaceLimits(with: [:])
+    for key in ["a", "b"] {
+      #expect(limiter.tryAcquire(key, cost: 5) == .limited(retryAfter: .seconds(35)))
+      #expect(limiter.tryAcquire(key, cost: 4) == .allowed(remaining: 0))
+    }
+  }
+
   /// A change that looks no further back, or allows no more, assumes nothing: a shorter window
   /// starts from what the key used, as with a `limits:` closure.
   @Test func aChangeThatLooksNoFurtherBackAssumesNothing() throws {

@@ -764,6 +764,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
         effects.idle += ran.idle
       }
       shard.timer.endFiring()
+      if let change = shard.defaultChange, now >= change.until { shard.defaultChange = nil }
       shard.shrinkIfSparse()
       effects.arming = shard.timer.reserveIfNeeded()
       return effects
