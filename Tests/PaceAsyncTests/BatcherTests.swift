@@ -305,6 +305,31 @@ final class BatchLog: Sendable {
     #expect(batch.at == ms(100))
   }
 
+  /// A batcher indexes its items by key only from its first `load` (a batcher that only submits
+  /// makes and hashes no key): items submitted before it are indexed then, so the load joins an
+  /// equal one, which is sent once; so are those submitted after, and a submit waiting for room.
+  @Test func aLoadJoinsAnItemSubmittedBeforeTheFirstLoad() async throws {
+    let log = BatchLog(scheduler: scheduler)
+    let batcher = Batcher<Int, Int>(
+      maximumCount: 4, maximumWait: .milliseconds(100), bufferCapacity: 3, clock: scheduler, send: log.send)
+    try await batcher.submit(1)
+    try await batcher.submit(2)
+    let first = Task { try await batcher.load(1) }
+    #expect(await batcher.waitUntilLoaderCount(1, timeout: .seconds(10)))
+    try await batcher.submit(3)
+    let waitingForRoom = Task { try await batcher.submit(4) }
+    #expect(await batcher.waitUntilWaitingCount(1, timeout: .seconds(10)))
+    let second = Task { try await batcher.load(3) }
+    #expect(await batcher.waitUntilLoaderCount(2, timeout: .seconds(10)))
+    #expect(batcher.bufferedCount == 3)
+    scheduler.advance(to: ms(100))
+    let batch = await log.sent.next()
+    #expect(batch.items == [1, 2, 3])
+    #expect(try await [first.value, second.value] == [10, 30])
+    try await waitingForRoom.value
+    #expect(batcher.bufferedCount == 1)
+  }
+
   @Test func flushSendsWhatIsBufferedAtOnce() async throws {
     let log = BatchLog(scheduler: scheduler)
     let batcher = Batcher<Int, Int>(maximumCount: 2, maximumWait: .seconds(60), clock: scheduler, send: log.send)

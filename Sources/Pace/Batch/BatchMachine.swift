@@ -13,49 +13,74 @@
 ///   their key, which the driver gives (the item itself, where items are `Hashable`); an item
 ///   without a key can be neither joined nor join.
 /// - At most `capacity` items are buffered; beyond that, ``BatchOverflow`` decides.
+@usableFromInline
 struct BatchMachine<Item> {
+  // The events are `@inlinable`, so that a batcher's calls are specialised for its `Item`.
+
   /// One buffered item.
+  @usableFromInline
   struct Entry {
-    let id: UInt64
-    let item: Item
+    @usableFromInline let id: UInt64
+    @usableFromInline let item: Item
     /// What a `load` of an equal item joins it by; `nil` for an item that cannot be joined.
-    let key: BatchKey?
+    @usableFromInline var key: BatchKey?
     /// When the item was buffered: the start of its `maxWait`.
-    let arrival: PaceInstant
+    @usableFromInline let arrival: PaceInstant
+
+    @inlinable init(id: UInt64, item: Item, key: BatchKey?, arrival: PaceInstant) {
+      self.id = id
+      self.item = item
+      self.key = key
+      self.arrival = arrival
+    }
   }
 
   /// A caller waiting for room, under ``BatchOverflow/suspend``.
+  @usableFromInline
   struct Waiter {
-    let caller: UInt64
-    let item: Item
-    let key: BatchKey?
-    let joins: Bool
+    @usableFromInline let caller: UInt64
+    @usableFromInline let item: Item
+    @usableFromInline var key: BatchKey?
+    @usableFromInline let joins: Bool
+
+    @inlinable init(caller: UInt64, item: Item, key: BatchKey?, joins: Bool) {
+      self.caller = caller
+      self.item = item
+      self.key = key
+      self.joins = joins
+    }
   }
 
-  let maxCount: Int
-  let maxWaitNanoseconds: Int64
-  let maxInFlight: Int
-  let capacity: Int
-  let overflow: BatchOverflow
+  @usableFromInline let maxCount: Int
+  @usableFromInline let maxWaitNanoseconds: Int64
+  @usableFromInline let maxInFlight: Int
+  @usableFromInline let capacity: Int
+  @usableFromInline let overflow: BatchOverflow
 
   /// The buffered entries from `head` on, oldest first; the slots before `head` are spent.
-  private var entries: [Entry] = []
-  private var head = 0
+  @usableFromInline var entries: [Entry] = []
+  @usableFromInline var head = 0
   /// The newest buffered entry of each key, for `load`s to join.
-  private var newest: [BatchKey: UInt64] = [:]
+  @usableFromInline var newest: [BatchKey: UInt64] = [:]
+  /// Whether entries are indexed by key in `newest`: from the first `load` on. Until then (a
+  /// batcher that only submits) no key is made or hashed: the driver passes `nil`.
+  @usableFromInline var indexesKeys = false
   /// The callers waiting for room, in arrival order.
-  private var waiters: [Waiter] = []
+  @usableFromInline var waiters: [Waiter] = []
   /// Entries up to this id were buffered before a flush: they are due.
-  private var flushedThrough: UInt64 = 0
-  private var lastEntry: UInt64 = 0
-  private var lastBatch: UInt64 = 0
+  @usableFromInline var flushedThrough: UInt64 = 0
+  @usableFromInline var lastEntry: UInt64 = 0
+  @usableFromInline var lastBatch: UInt64 = 0
   /// The deadline the driver's timer is armed for.
-  private var armed: PaceInstant?
+  @usableFromInline var armed: PaceInstant?
   /// How many batches are in flight.
-  private(set) var inFlight = 0
+  @usableFromInline var inFlight = 0
 
   /// How many items are buffered, not yet sent.
-  var bufferedCount: Int { entries.count - head }
+  @inlinable var bufferedCount: Int { entries.count - head }
+
+  /// Whether a new entry is buffered at once: there is room, and no caller waits for it before.
+  @inlinable var hasRoom: Bool { waiters.isEmpty && bufferedCount < capacity }
 
   /// How many callers wait for room.
   var waitingCount: Int { waiters.count }
@@ -73,6 +98,7 @@ struct BatchMachine<Item> {
 
   /// The caller `caller` adds `item`, told apart by `key`, at `now`; `joins` for a `load`, which
   /// joins a buffered entry of the same key.
+  @inlinable
   mutating func add(
     _ item: Item, key: BatchKey?, caller: UInt64, joins: Bool, now: PaceInstant
   ) -> BatchAction<Item> {
@@ -97,8 +123,31 @@ struct BatchMachine<Item> {
     return action
   }
 
+  /// Indexes the buffered entries and the waiting callers by key, with `keyOf`, before the first
+  /// `load` joins one; from then on the driver passes every item's key.
+  @usableFromInline
+  mutating func indexKeys(_ keyOf: (Item) -> BatchKey?) {
+    indexesKeys = true
+    for index in head..<entries.count {
+      entries[index].key = keyOf(entries[index].item)
+      if let key = entries[index].key { newest[key] = entries[index].id }
+    }
+    for index in waiters.indices { waiters[index].key = keyOf(waiters[index].item) }
+  }
+
+  /// A `submit` of `item` that finds room (``hasRoom``) at `now`: buffered at once, with no
+  /// caller to admit, so that the driver needs no continuation for it.
+  @inlinable
+  mutating func buffer(_ item: Item, key: BatchKey?, now: PaceInstant) -> BatchAction<Item> {
+    var action = BatchAction<Item>()
+    _ = append(item, key: key, now: now)
+    sendDue(now: now, into: &action)
+    return action
+  }
+
   /// The caller `caller`, waiting for room, is cancelled: it is refused. Nothing if it no longer
   /// waits.
+  @inlinable
   mutating func cancel(caller: UInt64) -> BatchAction<Item> {
     var action = BatchAction<Item>()
     guard let index = waiters.firstIndex(where: { $0.caller == caller }) else { return action }
@@ -108,6 +157,7 @@ struct BatchMachine<Item> {
   }
 
   /// `flush()` at `now`: every item buffered now is due, and sent as slots allow.
+  @inlinable
   mutating func flush(now: PaceInstant) -> BatchAction<Item> {
     flushedThrough = lastEntry
     var action = BatchAction<Item>()
@@ -116,6 +166,7 @@ struct BatchMachine<Item> {
   }
 
   /// The driver's timer, armed for the oldest item's `maxWait`, fired at `now`.
+  @inlinable
   mutating func timerFired(now: PaceInstant) -> BatchAction<Item> {
     armed = nil
     var action = BatchAction<Item>()
@@ -124,6 +175,7 @@ struct BatchMachine<Item> {
   }
 
   /// A batch in flight ended (delivered or failed) at `now`: its slot is free.
+  @inlinable
   mutating func batchEnded(now: PaceInstant) -> BatchAction<Item> {
     inFlight -= 1
     var action = BatchAction<Item>()
@@ -132,7 +184,8 @@ struct BatchMachine<Item> {
   }
 
   /// Buffers `item` as a new entry; returns its id.
-  private mutating func append(_ item: Item, key: BatchKey?, now: PaceInstant) -> UInt64 {
+  @inlinable
+  mutating func append(_ item: Item, key: BatchKey?, now: PaceInstant) -> UInt64 {
     lastEntry &+= 1
     entries.append(Entry(id: lastEntry, item: item, key: key, arrival: now))
     if let key { newest[key] = lastEntry }
@@ -140,37 +193,49 @@ struct BatchMachine<Item> {
   }
 
   /// The entry leaves the buffer: a `load` can no longer join it.
-  private mutating func forget(_ entry: Entry) {
-    if let key = entry.key, newest[key] == entry.id { newest[key] = nil }
+  @inlinable
+  mutating func forget(at index: Int) {
+    if let key = entries[index].key, newest[key] == entries[index].id { newest[key] = nil }
   }
 
   /// Drops the oldest buffered entry; returns its id.
-  private mutating func dropFirst() -> UInt64 {
-    let entry = entries[head]
+  @inlinable
+  mutating func dropFirst() -> UInt64 {
+    let id = entries[head].id
+    forget(at: head)
     head += 1
-    forget(entry)
-    return entry.id
+    return id
   }
 
   /// Whether the oldest buffered items make a batch due at `now`.
-  private func isDue(now: PaceInstant) -> Bool {
+  @inlinable
+  func isDue(now: PaceInstant) -> Bool {
     guard head < entries.count else { return false }
-    let first = entries[head]
-    return bufferedCount >= maxCount || first.id <= flushedThrough
-      || first.arrival.advanced(byNanoseconds: maxWaitNanoseconds) <= now
+    // Fields read in place: a copy of the entry would copy its item and key.
+    return bufferedCount >= maxCount || entries[head].id <= flushedThrough
+      || entries[head].arrival.advanced(byNanoseconds: maxWaitNanoseconds) <= now
   }
 
   /// Sends the due batches that slots allow, lets waiting callers in as room appears, and sets the
   /// timer for the next batch that only `maxWait` will make due.
-  private mutating func sendDue(now: PaceInstant, into action: inout BatchAction<Item>) {
+  @inlinable
+  mutating func sendDue(now: PaceInstant, into action: inout BatchAction<Item>) {
     while inFlight < maxInFlight, isDue(now: now) {
       let end = min(entries.count, head + maxCount)
-      let batch = entries[head..<end]
-      for entry in batch { forget(entry) }
+      // By index, in place: iterating the entries would copy each one, key and all.
+      var ids: [UInt64] = []
+      var items: [Item] = []
+      ids.reserveCapacity(end - head)
+      items.reserveCapacity(end - head)
+      for index in head..<end {
+        forget(at: index)
+        ids.append(entries[index].id)
+        items.append(entries[index].item)
+      }
       head = end
       lastBatch &+= 1
       inFlight += 1
-      action.batches.append(.init(id: lastBatch, entries: batch.map(\.id), items: batch.map(\.item)))
+      action.batches.append(.init(id: lastBatch, entries: ids, items: items))
       admitWaiters(now: now, into: &action)
     }
     if head > 64, head * 2 > entries.count {
@@ -191,7 +256,8 @@ struct BatchMachine<Item> {
   }
 
   /// Lets waiting callers in, oldest first, while there is room.
-  private mutating func admitWaiters(now: PaceInstant, into action: inout BatchAction<Item>) {
+  @inlinable
+  mutating func admitWaiters(now: PaceInstant, into action: inout BatchAction<Item>) {
     var admitted = 0
     while admitted < waiters.count {
       let waiter = waiters[admitted]
@@ -266,38 +332,65 @@ extension BatchMachine where Item: Hashable & Sendable {
 }
 
 /// What a ``BatchMachine`` asks its driver to do.
+@usableFromInline
 struct BatchAction<Item> {
   /// A caller whose item is buffered, in the entry `entry` (new, or joined).
+  @usableFromInline
   struct Admission: Equatable {
-    let caller: UInt64
-    let entry: UInt64
+    @usableFromInline let caller: UInt64
+    @usableFromInline let entry: UInt64
+
+    @inlinable init(caller: UInt64, entry: UInt64) {
+      self.caller = caller
+      self.entry = entry
+    }
   }
 
   /// A batch to send now: its entries' ids and items, in the same order.
+  @usableFromInline
   struct Batch {
-    let id: UInt64
-    let entries: [UInt64]
-    let items: [Item]
+    @usableFromInline let id: UInt64
+    @usableFromInline let entries: [UInt64]
+    @usableFromInline let items: [Item]
+
+    @inlinable init(id: UInt64, entries: [UInt64], items: [Item]) {
+      self.id = id
+      self.entries = entries
+      self.items = items
+    }
   }
 
   /// A change to the driver's timer.
+  @usableFromInline
   enum Timer: Equatable {
     case arm(at: PaceInstant)
     case disarm
   }
 
   /// The callers whose items are buffered, in order.
-  var admitted: [Admission] = []
+  @usableFromInline var admitted: [Admission] = []
   /// The caller refused with ``BatcherError/bufferFull``.
-  var rejected: UInt64?
+  @usableFromInline var rejected: UInt64?
   /// The caller waiting for room that leaves, with `CancellationError`.
-  var refused: UInt64?
+  @usableFromInline var refused: UInt64?
   /// The entries dropped to make room, whose loaders get ``BatcherError/dropped``.
-  var dropped: [UInt64] = []
+  @usableFromInline var dropped: [UInt64] = []
   /// The batches to send, in order.
-  var batches: [Batch] = []
+  @usableFromInline var batches: [Batch] = []
   /// The timer's new deadline, or `nil` if it stays as it is.
-  var timer: Timer?
+  @usableFromInline var timer: Timer?
+
+  @inlinable init(
+    admitted: [Admission] = [], rejected: UInt64? = nil, refused: UInt64? = nil, dropped: [UInt64] = [],
+    batches: [Batch] = [], timer: Timer? = nil
+  ) {
+    self.admitted = admitted
+    self.rejected = rejected
+    self.refused = refused
+    self.dropped = dropped
+    self.batches = batches
+    self.timer = timer
+  }
 }
 
 extension BatchAction: Equatable where Item: Equatable {}

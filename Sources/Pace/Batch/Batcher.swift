@@ -57,7 +57,7 @@ public enum BatcherError: Error, Equatable, Sendable {
 /// going to the background does). Safe from any task; the lock is never held while `send` or
 /// `onFailure` runs or a caller is resumed.
 public final class Batcher<Item: Sendable, Output: Sendable>: Sendable {
-  let storage: BatcherStorage<Item, Output>
+  @usableFromInline let storage: BatcherStorage<Item, Output>
 
   @usableFromInline
   init(
@@ -84,6 +84,7 @@ public final class Batcher<Item: Sendable, Output: Sendable>: Sendable {
   ///   - isolation: The caller's actor; leave the default.
   /// - Throws: ``BatcherError/bufferFull`` under ``BatchOverflow/reject``; `CancellationError` if
   ///   the task is cancelled while it waits for room (the item is then not buffered).
+  @inlinable
   public func submit(_ item: Item, isolation: isolated (any Actor)? = #isolation) async throws {
     try await storage.submit(item, isolation: isolation)
   }
@@ -176,6 +177,7 @@ extension Batcher where Item: Hashable {
   /// - Throws: The batch's error; ``BatcherError/noResult`` if `send` returned no output for the
   ///   item; ``BatcherError/bufferFull`` or ``BatcherError/dropped`` by the overflow policy;
   ///   `CancellationError` at once if the task is cancelled (the item is still sent).
+  @inlinable
   public func load(_ item: Item, isolation: isolated (any Actor)? = #isolation) async throws -> Output {
     try await storage.load(item, key: BatchKey(item), isolation: isolation)
   }

@@ -1,35 +1,79 @@
 /// The driver of ``Batcher``: takes the lock, asks the ``BatchMachine``, releases the lock, then
 /// starts the batches' tasks, arms the timer and resumes the callers. The user's `send` runs in a
 /// batch's task, never under the lock.
+@usableFromInline
 final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
+  // The calls' paths are `@inlinable`, so that they are specialised for the batcher's `Item` and
+  // `Output`: unspecialised, each generic type they touch is looked up at run time, which cost
+  // more than the call itself. What only tests use (the watchers) stays behind calls that are not
+  // inlined.
+
   /// Sends a batch, and answers each item's output by its index in the batch (`nil`: none).
-  typealias Send = @Sendable ([Item]) async throws -> @Sendable (Int) -> Output?
+  @usableFromInline typealias Send = @Sendable ([Item]) async throws -> @Sendable (Int) -> Output?
   /// Called with the items of a failed batch that no caller was told about, and its error.
-  typealias OnFailure = @Sendable ([Item], any Error) -> Void
-  typealias Loader = UnsafeContinuation<Output, any Error>
-  typealias Submitter = UnsafeContinuation<Void, any Error>
+  @usableFromInline typealias OnFailure = @Sendable ([Item], any Error) -> Void
+  @usableFromInline typealias Loader = UnsafeContinuation<Output, any Error>
+  @usableFromInline typealias Submitter = UnsafeContinuation<Void, any Error>
+  @usableFromInline typealias Watchers = [UnsafeContinuation<Bool, Never>]
 
   /// A caller's continuation: a `load` waits for its item's output, a `submit` only for room.
+  @usableFromInline
   enum Caller {
     case load(Loader)
     case submit(Submitter)
   }
 
+  /// The loaders of one entry: the first inline, the others (those that joined it) in a
+  /// dictionary made only when one joins, so that an entry with one loader allocates nothing.
+  @usableFromInline
+  struct EntryLoaders {
+    @usableFromInline var first: (caller: UInt64, loader: Loader)?
+    @usableFromInline var others: [UInt64: Loader] = [:]
+
+    @inlinable init(_ caller: UInt64, _ loader: Loader) {
+      first = (caller, loader)
+    }
+
+    @inlinable var isEmpty: Bool { first == nil && others.isEmpty }
+
+    @inlinable mutating func add(_ caller: UInt64, _ loader: Loader) {
+      if first == nil, others.isEmpty { first = (caller, loader) } else { others[caller] = loader }
+    }
+
+    @inlinable mutating func remove(_ caller: UInt64) -> Loader? {
+      if let first, first.caller == caller {
+        self.first = nil
+        return first.loader
+      }
+      return others.removeValue(forKey: caller)
+    }
+
+    @inlinable func forEach(_ body: (UInt64, Loader) -> Void) {
+      if let first { body(first.caller, first.loader) }
+      for (caller, loader) in others { body(caller, loader) }
+    }
+  }
+
+  @usableFromInline
   struct State {
-    var machine: BatchMachine<Item>
+    @usableFromInline var machine: BatchMachine<Item>
     /// The callers waiting for room, by caller id.
-    var waiting: [UInt64: Caller] = [:]
-    /// The loaders of each buffered or sent entry, by entry id, then caller id.
-    var loaders: [UInt64: [UInt64: Loader]] = [:]
+    @usableFromInline var waiting: [UInt64: Caller] = [:]
+    /// The loaders of each buffered or sent entry, by entry id.
+    @usableFromInline var loaders: [UInt64: EntryLoaders] = [:]
     /// The entry each loader waits for, to find it when its task is cancelled.
-    var entryOf: [UInt64: UInt64] = [:]
-    var lastCaller: UInt64 = 0
+    @usableFromInline var entryOf: [UInt64: UInt64] = [:]
+    @usableFromInline var lastCaller: UInt64 = 0
     /// How many calls have reached the machine, and how many batches have ended; for tests.
-    var calls = 0
-    var endedBatches = 0
-    var timer = TimerSlot()
+    @usableFromInline var calls = 0
+    @usableFromInline var endedBatches = 0
+    @usableFromInline var timer = TimerSlot()
     /// Tests waiting for a condition; empty outside tests.
-    var watchers = ConditionWaiters<Condition>()
+    @usableFromInline var watchers = ConditionWaiters<Condition>()
+
+    @inlinable init(machine: BatchMachine<Item>) {
+      self.machine = machine
+    }
 
     func holds(_ condition: Condition) -> Bool {
       switch condition {
@@ -41,12 +85,17 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
     }
 
     /// Takes the continuations the machine's action resumes, and reserves or disarms the timer.
+    @inlinable
     mutating func apply(_ action: BatchAction<Item>) -> Effects {
       var effects = Effects()
       for admission in action.admitted {
         switch waiting.removeValue(forKey: admission.caller) {
         case .load(let loader):
-          loaders[admission.entry, default: [:]][admission.caller] = loader
+          if loaders[admission.entry] == nil {
+            loaders[admission.entry] = EntryLoaders(admission.caller, loader)
+          } else {
+            loaders[admission.entry]?.add(admission.caller, loader)
+          }
           entryOf[admission.caller] = admission.entry
         case .submit(let submitter):
           effects.admitted.append(submitter)
@@ -54,13 +103,14 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
           break
         }
       }
-      for caller in [action.rejected, action.refused].compactMap({ $0 }) {
-        guard let continuation = waiting.removeValue(forKey: caller) else { continue }
-        let error: any Error = caller == action.rejected ? BatcherError.bufferFull : CancellationError()
-        effects.failed.append((continuation, error))
+      if let caller = action.rejected, let continuation = waiting.removeValue(forKey: caller) {
+        effects.failed.append((continuation, BatcherError.bufferFull))
+      }
+      if let caller = action.refused, let continuation = waiting.removeValue(forKey: caller) {
+        effects.failed.append((continuation, CancellationError()))
       }
       for entry in action.dropped {
-        for (caller, loader) in loaders.removeValue(forKey: entry) ?? [:] {
+        loaders.removeValue(forKey: entry)?.forEach { caller, loader in
           entryOf[caller] = nil
           effects.failed.append((.load(loader), BatcherError.dropped))
         }
@@ -71,32 +121,39 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
       case .disarm: effects.superseded = timer.disarm()
       case nil: break
       }
-      var waiting = watchers
-      effects.watchers = waiting.takeReady(holds: holds)
-      watchers = waiting
+      if !watchers.isEmpty { effects.watchers = takeReadyWatchers() }
       return effects
+    }
+
+    @usableFromInline mutating func takeReadyWatchers() -> Watchers {
+      var waiting = watchers
+      defer { watchers = waiting }
+      return waiting.takeReady(holds: holds)
     }
   }
 
   /// What to do once the lock is released.
+  @usableFromInline
   struct Effects {
-    var admitted: [Submitter] = []
-    var failed: [(Caller, any Error)] = []
+    @usableFromInline var admitted: [Submitter] = []
+    @usableFromInline var failed: [(Caller, any Error)] = []
     /// The batches to send.
-    var batches: [BatchAction<Item>.Batch] = []
+    @usableFromInline var batches: [BatchAction<Item>.Batch] = []
     /// The loaders of a batch that ended, each with its output.
-    var outputs: [(Loader, Result<Output, any Error>)] = []
-    var arm: TimerSlot.Ticket?
-    var superseded: (any PaceCancellable)?
-    var watchers: [UnsafeContinuation<Bool, Never>] = []
+    @usableFromInline var outputs: [(Loader, Result<Output, any Error>)] = []
+    @usableFromInline var arm: TimerSlot.Ticket?
+    @usableFromInline var superseded: (any PaceCancellable)?
+    @usableFromInline var watchers: Watchers = []
+
+    @inlinable init() {}
   }
 
-  let clock: AsyncClock
-  let send: Send
+  @usableFromInline let clock: AsyncClock
+  @usableFromInline let send: Send
   /// What a `load` of an item joins by: the item itself where it is `Hashable`, `nil` otherwise.
-  let key: @Sendable (Item) -> BatchKey?
-  let onFailure: OnFailure?
-  let state: LockedState<State>
+  @usableFromInline let key: @Sendable (Item) -> BatchKey?
+  @usableFromInline let onFailure: OnFailure?
+  @usableFromInline let state: LockedState<State>
 
   init(
     machine: BatchMachine<Item>, clock: AsyncClock, key: @escaping @Sendable (Item) -> BatchKey?,
@@ -115,6 +172,7 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
   }
 
   /// Adds `item`, joined by `key`, and waits for its output.
+  @inlinable
   func load(_ item: Item, key: BatchKey, isolation: isolated (any Actor)?) async throws -> Output {
     try Task.checkCancellation()
     let caller = nextCaller()
@@ -130,7 +188,7 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
           if state.waiting[caller] != nil { return state.apply(state.machine.cancel(caller: caller)) }
           var effects = Effects()
           if let entry = state.entryOf.removeValue(forKey: caller),
-            let loader = state.loaders[entry]?.removeValue(forKey: caller)
+            let loader = state.loaders[entry]?.remove(caller)
           {
             effects.failed = [(.load(loader), CancellationError())]
           }
@@ -142,14 +200,27 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
     )
   }
 
+  @inlinable
   func submit(_ item: Item, isolation: isolated (any Actor)?) async throws {
     try Task.checkCancellation()
+    let clock = self.clock
+    // Room in the buffer, and nobody waiting for it before this item: buffered at once, without
+    // a continuation or a suspension (the common case).
+    let buffered = state.withLock { state -> Effects? in
+      guard state.machine.hasRoom else { return nil }
+      state.calls += 1
+      let key = state.machine.indexesKeys ? self.key(item) : nil
+      return state.apply(state.machine.buffer(item, key: key, now: clock.now()))
+    }
+    if let buffered {
+      carryOut(buffered)
+      return
+    }
     let caller = nextCaller()
-    let key = self.key(item)
     try await withTaskCancellationHandler(
       operation: {
         try await withUnsafeThrowingContinuation(isolation: isolation) { (submitter: Submitter) in
-          add(item, key: key, from: caller, .submit(submitter))
+          add(item, key: nil, from: caller, .submit(submitter))
         }
       },
       onCancel: {
@@ -160,8 +231,10 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
   }
 
   /// Hands `item` to the machine for `caller`, whose continuation waits for room (a `load` joins
-  /// an equal item already buffered); a caller whose task is cancelled already fails at once.
-  private func add(_ item: Item, key: BatchKey?, from caller: UInt64, _ continuation: Caller) {
+  /// an equal item already buffered, by `key`); a caller whose task is cancelled already fails at
+  /// once. A submitted item's key is made here, once a `load` has made the machine index keys.
+  @inlinable
+  func add(_ item: Item, key: BatchKey?, from caller: UInt64, _ continuation: Caller) {
     let clock = self.clock
     let joins = if case .load = continuation { true } else { false }
     let effects = state.withLock { state -> Effects in
@@ -171,6 +244,8 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
         return effects
       }
       state.calls += 1
+      if joins, !state.machine.indexesKeys { state.machine.indexKeys(self.key) }
+      let key = joins ? key : state.machine.indexesKeys ? self.key(item) : nil
       state.waiting[caller] = continuation
       return state.apply(state.machine.add(item, key: key, caller: caller, joins: joins, now: clock.now()))
     }
@@ -182,14 +257,16 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
     carryOut(state.withLock { $0.apply($0.machine.flush(now: clock.now())) })
   }
 
-  private func nextCaller() -> UInt64 {
+  @inlinable
+  func nextCaller() -> UInt64 {
     state.withLock { state in
       state.lastCaller &+= 1
       return state.lastCaller
     }
   }
 
-  private func timerFired(generation: UInt64) {
+  @usableFromInline
+  func timerFired(generation: UInt64) {
     let clock = self.clock
     carryOut(
       state.withLock { state -> Effects in
@@ -202,7 +279,8 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
   /// The batch ended with `result`: its loaders (those not cancelled) get their outputs, and its
   /// slot is free. A failure nobody was told about (a submitted item's, a cancelled loader's) goes
   /// to `onFailure`, with the lock released.
-  private func batchEnded(
+  @inlinable
+  func batchEnded(
     _ batch: BatchAction<Item>.Batch, result: Result<@Sendable (Int) -> Output?, any Error>
   ) {
     let clock = self.clock
@@ -217,7 +295,7 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
         let output: Result<Output, any Error> = result.flatMap { outputs in
           outputs(index).map { .success($0) } ?? .failure(BatcherError.noResult)
         }
-        for (caller, loader) in group {
+        group.forEach { caller, loader in
           state.entryOf[caller] = nil
           outputs.append((loader, output))
         }
@@ -232,13 +310,10 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
   }
 
   /// Performs the effects with the lock released.
-  private func carryOut(_ effects: Effects) {
+  @inlinable
+  func carryOut(_ effects: Effects) {
     effects.superseded?.cancel()
-    if let ticket = effects.arm {
-      TimerSlot.arm(ticket, schedule: clock.schedule, fire: { [weak self] in self?.timerFired(generation: $0) }) {
-        timer in state.withLock { $0.timer.install(timer, for: ticket) }
-      }
-    }
+    if let ticket = effects.arm { arm(ticket) }
     for (loader, output) in effects.outputs { loader.resume(with: output) }
     for batch in effects.batches { start(batch) }
     for submitter in effects.admitted { submitter.resume() }
@@ -251,9 +326,18 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
     for watcher in effects.watchers { watcher.resume(returning: true) }
   }
 
+  /// Arms the timer for `ticket`, with the lock released; once for a buffer's first item.
+  @usableFromInline
+  func arm(_ ticket: TimerSlot.Ticket) {
+    TimerSlot.arm(ticket, schedule: clock.schedule, fire: { [weak self] in self?.timerFired(generation: $0) }) {
+      timer in state.withLock { $0.timer.install(timer, for: ticket) }
+    }
+  }
+
   /// Sends one batch in a task of its own, which holds the batcher weakly (a batch of submitted
   /// items may outlive it).
-  private func start(_ batch: BatchAction<Item>.Batch) {
+  @inlinable
+  func start(_ batch: BatchAction<Item>.Batch) {
     let send = self.send
     Task { [weak self] in
       let result: Result<@Sendable (Int) -> Output?, any Error>
@@ -275,6 +359,7 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
   var loaderCount: Int { state.withLock { $0.entryOf.count } }
 
   /// What a test waits for.
+  @usableFromInline
   enum Condition {
     /// At least this many callers wait for room.
     case waitingForRoom(Int)
