@@ -1,4 +1,4 @@
-public import CoreMetrics
+import CoreMetrics
 
 /// What ``PacedRequests`` counts, for an app's or a server's dashboards (swift-metrics).
 ///
