@@ -305,6 +305,18 @@ final class BatchLog: Sendable {
     #expect(batch.at == ms(100))
   }
 
+  /// A key made from a statically `Hashable` item (a `load`'s) and one from an item found
+  /// `Hashable` at run time (a `submit`'s, to a batcher of any item) are equal, and hash alike,
+  /// when their items are.
+  @Test func keysOfBothKindsAreEqualAndHashAlikeForEqualItems() {
+    #expect(BatchKey("tap") == BatchKey(ifHashable: "tap")!)
+    #expect(BatchKey(ifHashable: "tap")! == BatchKey("tap"))
+    #expect(BatchKey("tap").hashValue == BatchKey(ifHashable: "tap")!.hashValue)
+    #expect(BatchKey(7) == BatchKey(7) && BatchKey(7) != BatchKey(8))
+    #expect(BatchKey("7") != BatchKey(7))
+    #expect(BatchKey(ifHashable: (1, 2)) == nil)
+  }
+
   /// A batcher indexes its items by key only from its first `load` (a batcher that only submits
   /// makes and hashes no key): items submitted before it are indexed then, so the load joins an
   /// equal one, which is sent once; so are those submitted after, and a submit waiting for room.

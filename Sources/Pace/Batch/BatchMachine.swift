@@ -276,8 +276,10 @@ struct BatchMachine<Item> {
 
 /// What a `load` joins a buffered item by: the item, where it is `Hashable`.
 ///
-/// It holds the item itself, `Sendable` as `Batcher`'s items are, and compares and hashes it as
-/// the `AnyHashable` it makes (which cannot say that it holds a `Sendable` value).
+/// It holds the item itself, `Sendable` as `Batcher`'s items are. A statically `Hashable` item
+/// hashes and compares as itself, through its own witnesses: an `AnyHashable` made per hash and
+/// per comparison cost a conformance look-up each time. An item found `Hashable` at run time
+/// only (`Batcher`'s initialiser for any item) goes through `AnyHashable`.
 @usableFromInline
 struct BatchKey: Hashable, Sendable {
   private let item: any HashableItem
@@ -294,34 +296,53 @@ struct BatchKey: Hashable, Sendable {
   }
 
   @usableFromInline static func == (left: BatchKey, right: BatchKey) -> Bool {
-    left.item.anyHashable == right.item.anyHashable
+    left.item.isEqual(to: right.item)
   }
 
   @usableFromInline func hash(into hasher: inout Hasher) {
-    item.anyHashable.hash(into: &hasher)
+    item.hash(into: &hasher)
   }
 }
 
-/// A `Sendable` item seen as `Hashable`.
+/// A `Sendable` item seen as `Hashable`. Both kinds hash as the item itself, so that equal items
+/// hash alike whichever kind holds them (a `load`'s key is static, a `submit`'s to a batcher of any
+/// item is dynamic).
 private protocol HashableItem: Sendable {
   var anyHashable: AnyHashable { get }
+  func hash(into hasher: inout Hasher)
+  func isEqual(to other: any HashableItem) -> Bool
 }
 
 /// An item whose type is `Hashable`.
 private struct StaticallyHashable<Item: Hashable & Sendable>: HashableItem {
   let item: Item
+
   var anyHashable: AnyHashable { AnyHashable(item) }
+
+  func hash(into hasher: inout Hasher) { item.hash(into: &hasher) }
+
+  func isEqual(to other: any HashableItem) -> Bool {
+    if let other = other as? Self { return item == other.item }
+    return anyHashable == other.anyHashable
+  }
 }
 
 /// An item found `Hashable` at run time, when its key was made.
 private struct DynamicallyHashable<Item: Sendable>: HashableItem {
   let item: Item
-  var anyHashable: AnyHashable {
+
+  var hashable: any Hashable {
     guard let hashable = item as? any Hashable else {
       preconditionFailure("BatchKey: made only from an item found Hashable")
     }
-    return AnyHashable(hashable)
+    return hashable
   }
+
+  var anyHashable: AnyHashable { AnyHashable(hashable) }
+
+  func hash(into hasher: inout Hasher) { hashable.hash(into: &hasher) }
+
+  func isEqual(to other: any HashableItem) -> Bool { anyHashable == other.anyHashable }
 }
 
 extension BatchMachine where Item: Hashable & Sendable {
