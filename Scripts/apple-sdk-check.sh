@@ -120,12 +120,12 @@ relativize() { sed "s|$project/||g"; }
 # folders, not in an SDK): a stand-in for their internal reporting function takes their place
 # (see pacetesting_shim below), so every other file of the product users link into their tests is
 # checked at the minimums.
-# PaceHTTPClient (its URLSession glue) needs swift-http-structured-headers' parser, compiled from
-# the checkout SwiftPM resolved (`swift package resolve` makes it); its own diagnostics are not
-# Pace's and are not counted.
-modules=(Pace PaceMarbles PaceTesting PaceUI PaceCombine PaceObservation PaceSwiftUI RawStructuredFieldValues PaceHTTPClient)
-declare -A needs=([Pace]=CPaceSupport [PaceMarbles]=Pace [PaceTesting]=PaceMarbles [PaceUI]=Pace [PaceCombine]=Pace [PaceObservation]=Pace [PaceSwiftUI]=Pace [RawStructuredFieldValues]=none [PaceHTTPClient]=RawStructuredFieldValues)
-declare -A source_dirs=([RawStructuredFieldValues]=.build/checkouts/swift-http-structured-headers/Sources/RawStructuredFieldValues)
+# PaceHTTPClient (its URLSession glue) needs swift-http-structured-headers' parser and
+# swift-metrics' API (CoreMetrics), compiled from the checkouts SwiftPM resolved (`swift package
+# resolve` makes them); their own diagnostics are not Pace's and are not counted.
+modules=(Pace PaceMarbles PaceTesting PaceUI PaceCombine PaceObservation PaceSwiftUI RawStructuredFieldValues CoreMetrics PaceHTTPClient)
+declare -A needs=([Pace]=CPaceSupport [PaceMarbles]=Pace [PaceTesting]=PaceMarbles [PaceUI]=Pace [PaceCombine]=Pace [PaceObservation]=Pace [PaceSwiftUI]=Pace [RawStructuredFieldValues]=none [CoreMetrics]=none [PaceHTTPClient]=RawStructuredFieldValues)
+declare -A source_dirs=([RawStructuredFieldValues]=.build/checkouts/swift-http-structured-headers/Sources/RawStructuredFieldValues [CoreMetrics]=.build/checkouts/swift-metrics/Sources/CoreMetrics)
 
 # The declarations of PaceTesting's XCTest/Testing files that its other files use, without those
 # frameworks: the same signatures, bodies that do nothing (this compiles, it never runs).

@@ -278,13 +278,8 @@ final class SharedWorkStorage<Key: Hashable & Sendable, Value: Sendable>: Sendab
     let task: Task<Void, Never>
     if clock.testScheduler != nil {
       task = startFollowed(perform)
-    } else if #available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *) {
-      // Started on the caller's thread, which is about to wait for it anyway, rather than
-      // enqueued for another thread to be woken: an operation that returns at once costs no
-      // thread switch. Its first suspension hands the thread back as usual.
-      task = Task.immediate(operation: perform)
     } else {
-      task = Task(operation: perform)
+      task = startRun(perform)
     }
     let installed = state.withLock { state in
       guard state.runs[run] != nil else { return false }
@@ -320,6 +315,19 @@ final class SharedWorkStorage<Key: Hashable & Sendable, Value: Sendable>: Sendab
     if effects.countIn > 0 { countIn(effects.countIn) }
     if let result = effects.result { effects.resume.resumeAll(with: result) }
     for watcher in effects.watchers { watcher.resume(returning: true) }
+  }
+
+  /// A run's task, started on the caller's thread where `Task.immediate` exists (the caller is
+  /// about to wait for it anyway): an operation that returns at once costs no thread switch, and
+  /// its first suspension hands the thread back as usual. On Apple platforms, where an SDK before
+  /// the 26 releases has no `Task.immediate` to compile against, it is enqueued as before.
+  @inlinable
+  func startRun(_ perform: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
+    #if canImport(Darwin)
+    Task(operation: perform)
+    #else
+    Task.immediate(operation: perform)
+    #endif
   }
 
   // MARK: On a TestScheduler only
