@@ -13,6 +13,7 @@ import Testing
   }
 
   struct Step {
+    /// In milliseconds; in nanoseconds for the far-late timelines (``check``'s `unit`).
     var time: Int64
     var key: Int
     var operation: Operation
@@ -199,11 +200,12 @@ import Testing
   /// invocations, times and values, to be its reference's.
   static func check(
     _ steps: [Step], keys: [Int], context: String, scheduler: TestScheduler, recorder: KeyedRecorder<Int, [Int]>,
-    references: [Reference], isPending: (Int) -> Bool, apply: (Int, Event) -> Void
+    references: [Reference], unit: Int64 = 1_000_000, isPending: (Int) -> Bool, apply: (Int, Event) -> Void
   ) {
     for (index, step) in steps.enumerated() {
-      scheduler.advance(to: ms(step.time))
-      for reference in references { reference.scheduler.advance(to: ms(step.time)) }
+      let now = PaceInstant(nanoseconds: step.time * unit)
+      scheduler.advance(to: now)
+      for reference in references { reference.scheduler.advance(to: now) }
       let reference = references[step.key]
       let event: Event =
         switch step.operation {
@@ -215,7 +217,7 @@ import Testing
       reference.apply(event)
       #expect(isPending(keys[step.key]) == reference.isPending(), "\(context), step \(index)")
     }
-    let end = ms((steps.last?.time ?? 0) + 10_000)
+    let end = PaceInstant(nanoseconds: (steps.last?.time ?? 0) * unit).advanced(by: .seconds(10))
     scheduler.advance(to: end)
     for (key, reference) in references.enumerated() {
       reference.scheduler.advance(to: end)

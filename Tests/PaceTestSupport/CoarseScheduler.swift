@@ -42,9 +42,16 @@ public final class CoarseScheduler: PaceScheduler {
   public let granularity: Int64
   /// Which boundary a timer fires at.
   public let tick: Tick
+  /// What ``isCurrent`` answers: a scheduler that says it is not current makes the pacers
+  /// enqueue what they would otherwise run at once.
+  public let reportsCurrent: Bool
 
-  /// A scheduler whose timers fire at multiples of `granularity` (at least 1 ns), on `base`.
-  public init(granularity: Duration, tick: Tick = .atOrAfterTheDeadline, base: TestScheduler = TestScheduler()) {
+  /// A scheduler whose timers fire at multiples of `granularity` (at least 1 ns), on `base`,
+  /// answering `reportsCurrent` when asked whether the caller is on it.
+  public init(
+    granularity: Duration, tick: Tick = .atOrAfterTheDeadline, reportsCurrent: Bool = true,
+    base: TestScheduler = TestScheduler()
+  ) {
     let (seconds, attoseconds) = granularity.components
     let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
     let nanoseconds = overflow ? Int64.max : whole &+ attoseconds / 1_000_000_000
@@ -52,6 +59,7 @@ public final class CoarseScheduler: PaceScheduler {
     self.base = base
     self.granularity = nanoseconds
     self.tick = tick
+    self.reportsCurrent = reportsCurrent
   }
 
   /// The instant a timer for `deadline` fires at; ``PaceInstant/max`` when there is no such
@@ -69,8 +77,8 @@ public final class CoarseScheduler: PaceScheduler {
   /// The base's time.
   public var now: PaceInstant { base.now }
 
-  /// Always `true`, as the base's.
-  public var isCurrent: Bool { true }
+  /// ``reportsCurrent``: `true` by default, as the base's.
+  public var isCurrent: Bool { reportsCurrent }
 
   /// Runs `work` at ``firingInstant(for:)`` of `deadline` (at the next advance if that has passed).
   @discardableResult
