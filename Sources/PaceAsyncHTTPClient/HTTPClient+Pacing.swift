@@ -54,7 +54,8 @@ extension HTTPClient {
   ///
   /// - Parameters:
   ///   - request: The request.
-  ///   - timeout: The deadline of each attempt.
+  ///   - timeout: The deadline of each attempt. An attempt cut by it is tried again, for an
+  ///     idempotent request, as a connection error is.
   ///   - requests: The paced requests that hold and retry it.
   ///   - key: What the server counts separately; the request's origin by default
   ///     (`PacedRequests.originKey(scheme:host:port:)`).
@@ -68,11 +69,15 @@ extension HTTPClient {
   ///     `execute` returned, where nothing can retry it.
   ///   - isConnectionError: Whether an error is a connection failure that a retry may mend, in
   ///     addition to those `isConnectionError(_:)` knows; nil (the default) for those alone.
+  ///   - deadline: How long the whole execution may take from this call, every wait and attempt
+  ///     included; nil (the default) for no deadline. See `PacedRequests.send(key:idempotent:deadline:…)`.
   ///   - logger: The logger of each attempt; the client's background logger by default.
+  ///   - isolation: The caller's actor, so that requests started in order from it are paced in
+  ///     that order; leave the default.
   /// - Returns: The last attempt's response.
   /// - Throws: The last attempt's error; `ServerPacingError` when the server's quota would hold the
-  ///   request longer than the limiter's maximum wait; `CancellationError` when the task is
-  ///   cancelled.
+  ///   request longer than the limiter's maximum wait; `PacedRequestsError` when the deadline
+  ///   would pass or the last attempt timed out; `CancellationError` when the task is cancelled.
   public func execute(
     _ request: HTTPClientRequest,
     timeout: TimeAmount,
@@ -81,14 +86,20 @@ extension HTTPClient {
     idempotent: Bool? = nil,
     collectingBodyUpTo maximumBodyBytes: Int? = nil,
     isConnectionError: (@Sendable (any Error) -> Bool)? = nil,
-    logger: Logger? = nil
+    deadline: Duration? = nil,
+    logger: Logger? = nil,
+    isolation: isolated (any Actor)? = #isolation
   ) async throws -> HTTPClientResponse {
     let key = key ?? Self.pacingKey(for: request.url)
     let idempotent = idempotent ?? PacedRequests.isIdempotent(method: request.method.rawValue)
     let attempts = AttemptTracing(tracer: tracer)
+    // `timeout` is each attempt's: one cut by it is a timeout, retried as `send`'s own would be.
     let (response, _) = try await requests.send(
-      key: key, idempotent: idempotent,
-      isConnectionError: { Self.isConnectionError($0) || isConnectionError?($0) == true }
+      key: key, idempotent: idempotent, deadline: deadline,
+      isConnectionError: {
+        Self.isConnectionError($0) || ($0 as? HTTPClientError) == .deadlineExceeded || isConnectionError?($0) == true
+      },
+      isolation: isolation
     ) {
       try await attempts.traced {
         try await self.attempt(
@@ -98,7 +109,7 @@ extension HTTPClient {
     return response
   }
 
-  /// One attempt of ``execute(_:timeout:pacedBy:key:idempotent:collectingBodyUpTo:isConnectionError:logger:)``.
+  /// One attempt of ``execute(_:timeout:pacedBy:key:idempotent:collectingBodyUpTo:isConnectionError:deadline:logger:isolation:)``.
   private func attempt(
     _ request: HTTPClientRequest, timeout: TimeAmount, pacedBy requests: PacedRequests,
     collectingBodyUpTo maximumBodyBytes: Int?, logger: Logger?

@@ -19,7 +19,7 @@ import Darwin
 /// }
 /// ```
 ///
-/// ``send(key:idempotent:isConnectionError:_:)`` is the loop the URLSession and AsyncHTTPClient
+/// ``send(key:idempotent:deadline:attemptTimeout:isConnectionError:isolation:_:)`` is the loop the URLSession and AsyncHTTPClient
 /// glue call. For each attempt it:
 /// 1. waits for the key's turn in its `ServerPacedLimiter` (the server's `RateLimit`,
 ///    `X-RateLimit-*` and `Retry-After` of earlier responses hold it until the quota allows);
@@ -42,9 +42,14 @@ public final class PacedRequests: Sendable {
   /// The limiter that holds each key's requests until the server's quota allows them.
   public let limiter: ServerPacedLimiter<String>
 
-  private let sleep: @Sendable (Duration) async throws -> Void
-  private let unixTime: @Sendable () -> Duration
-  private let metrics: PacedRequestsMetrics
+  /// Time, timers and sleeps for the send loop.
+  let time: SendClock
+  let unixTime: @Sendable () -> Duration
+  let metrics: PacedRequestsMetrics
+  /// When a slow attempt of an idempotent request is hedged; nil for never.
+  let hedge: Hedge? = nil
+  /// Each key's recent latencies, when the hedge reads them.
+  let latencies: LatencyWindows? = nil
 
   /// Paced requests.
   ///
@@ -74,14 +79,14 @@ public final class PacedRequests: Sendable {
     retryStrategy = retry
     retryBudget = budget
     limiter = ServerPacedLimiter(maximumWait: maximumWait, localModel: localModel, clock: clock)
-    sleep = { duration in try await clock.sleep(for: duration) }
+    time = SendClock(clock)
     self.unixTime = unixTime ?? Self.systemUnixTime
     metrics = PacedRequestsMetrics(factory: metricsFactory)
   }
 
   /// The key of a request's origin: `scheme://host:port`, lowercased, the scheme's default port
   /// left out, an IPv6 address in brackets (`http://[::1]:8080`, as a URL writes it, whether
-  /// `host` has them or not); what ``send(key:idempotent:isConnectionError:_:)``'s glue passes by
+  /// `host` has them or not); what ``send(key:idempotent:deadline:attemptTimeout:isConnectionError:isolation:_:)``'s glue passes by
   /// default.
   public static func originKey(scheme: String, host: String, port: Int?) -> String {
     let scheme = scheme.lowercased()
@@ -107,70 +112,44 @@ public final class PacedRequests: Sendable {
   ///     (``originKey(scheme:host:port:)``), or a route or credential.
   ///   - idempotent: Whether the request may be sent twice (``isIdempotent(method:)``); only
   ///     those are retried unless the policy says otherwise.
+  ///   - deadline: How long the whole send may take from this call: every wait (the key's turn,
+  ///     a back-off, a hedge's delay, a wait for the network) and every attempt ends by then. A
+  ///     wait known to pass it (a back-off, a `Retry-After`, a key with no quota left until it is
+  ///     whole again) fails at once; a wait whose length is unknown (the key's queue, the network)
+  ///     and an attempt are cut at the deadline. Nil (the default) for no deadline; zero or
+  ///     negative fails before anything is sent.
+  ///   - attemptTimeout: How long one attempt may run before it is cancelled; a cancelled attempt
+  ///     is a timeout, which the policy retries as a connection error (idempotent requests only,
+  ///     by default). Nil (the default) for none. Positive.
   ///   - isConnectionError: Whether an error the attempt threw is a connection failure that a
   ///     retry may mend; any other error is rethrown at once.
-  ///   - attempt: One attempt: the body and the response's head.
+  ///   - isolation: The caller's actor; leave the default. A request reaches the key's limiter on
+  ///     it before `send` first suspends, so that requests started in order from one actor are
+  ///     paced, and start, in that order.
+  ///   - attempt: One attempt: the body and the response's head. It must end when its task is
+  ///     cancelled (URLSession's and AsyncHTTPClient's do), for a timeout or a deadline to end it.
   /// - Returns: The last attempt's body and head: a success, or the last retryable failure when
   ///   no retry is left.
   /// - Throws: The last attempt's error; `ServerPacingError` when the server's quota would hold
-  ///   the request longer than `maximumWait`; `CancellationError` if the task is cancelled.
+  ///   the request longer than `maximumWait`; ``PacedRequestsError/deadlineExceeded(needed:remaining:)``
+  ///   when the deadline would pass, with the time the wait needed;
+  ///   ``PacedRequestsError/attemptTimedOut(after:)`` when the last attempt timed out and no retry
+  ///   was left; `CancellationError` if the task is cancelled.
   public func send<Body: Sendable>(
     key: String,
     idempotent: Bool,
+    deadline: Duration? = nil,
+    attemptTimeout: Duration? = nil,
     isConnectionError: @Sendable (any Error) -> Bool = { _ in false },
+    isolation: isolated (any Actor)? = #isolation,
     _ attempt: @Sendable () async throws -> (Body, ResponseHead)
   ) async throws -> (Body, ResponseHead) {
-    retryBudget?.recordRequest()
-    var attemptNumber = 1
-    while true {
-      try await limiter.acquire(key)
-      let outcome: RetryStrategy.Outcome
-      let retryAfter: Duration?
-      let lastError: (any Error)?
-      let response: (Body, ResponseHead)?
-      do {
-        let result = try await attempt()
-        outcome = .status(result.1.status)
-        if result.1.status == 429 { metrics.rateLimited.increment() }
-        if result.1.isFromCache {
-          // A cache's answer says nothing current of the server's count (draft-ietf-httpapi-
-          // ratelimit-headers-11, section 7.3): the request ends, and nothing is learned.
-          limiter.recordFailure(for: key)
-          retryAfter = nil
-        } else {
-          let quota = ServerQuota(parsing: result.1, receivedAt: unixTime())
-          limiter.record(quota, for: key)
-          retryAfter = quota.retryAfter
-        }
-        lastError = nil
-        response = result
-      } catch {
-        limiter.recordFailure(for: key)
-        guard !(error is CancellationError), isConnectionError(error) else { throw error }
-        outcome = .connectionError
-        retryAfter = nil
-        lastError = error
-        response = nil
-      }
-      var decision = retryStrategy.decision(
-        afterAttempt: attemptNumber, outcome: outcome, idempotent: idempotent, retryAfter: retryAfter)
-      if case .retry = decision, let budget = retryBudget {
-        if budget.tryWithdraw() {
-          metrics.withdrawalsGranted.increment()
-        } else {
-          metrics.withdrawalsRefused.increment()
-          decision = .stop(.budgetExhausted)
-        }
-      }
-      guard case .retry(let delay) = decision else {
-        if let response { return response }
-        throw lastError ?? CancellationError()
-      }
-      try Task.checkCancellation()
-      metrics.recordRetry(after: outcome)
-      if delay > .zero { try await sleep(delay) }
-      attemptNumber += 1
-    }
+    precondition(
+      attemptTimeout.map { $0 > .zero } ?? true,
+      "PacedRequests: attemptTimeout must be positive (got \(attemptTimeout ?? .zero))")
+    return try await sendLoop(
+      key: key, idempotent: idempotent, deadline: deadline, attemptTimeout: attemptTimeout,
+      isConnectionError: isConnectionError, isolation: isolation, attempt)
   }
 
   /// The system's Unix time (`CLOCK_REALTIME`).

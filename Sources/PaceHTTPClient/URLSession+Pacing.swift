@@ -28,21 +28,30 @@ extension URLSession {
   ///     the server counts by one.
   ///   - idempotent: Whether the request may be sent twice; by default, whether its method is
   ///     `GET`, `HEAD`, `OPTIONS`, `TRACE`, `PUT` or `DELETE` (RFC 9110).
+  ///   - deadline: How long the whole load may take from this call, every wait and attempt
+  ///     included; nil (the default) for no deadline. See
+  ///     ``PacedRequests/send(key:idempotent:deadline:attemptTimeout:isConnectionError:isolation:_:)``.
+  ///   - attemptTimeout: How long one attempt may take before it is cancelled (and retried, for an
+  ///     idempotent request); nil (the default) leaves it to the session's own timeout.
   ///   - isConnectionError: Whether an error is a connection failure that a retry may mend, in
   ///     addition to those ``isConnectionError(_:)`` knows; nil (the default) for those alone.
+  ///   - isolation: The caller's actor, so that requests started in order from it are paced in
+  ///     that order; leave the default.
   /// - Returns: The last attempt's data and response.
   /// - Throws: The last attempt's error; `ServerPacingError` when the server's quota would hold the
-  ///   request longer than the limiter's maximum wait; `CancellationError` when the task is
-  ///   cancelled.
+  ///   request longer than the limiter's maximum wait; ``PacedRequestsError`` when the deadline
+  ///   would pass or the last attempt timed out; `CancellationError` when the task is cancelled.
   public func data(
     for request: URLRequest, pacedBy requests: PacedRequests, key: String? = nil, idempotent: Bool? = nil,
-    isConnectionError: (@Sendable (any Error) -> Bool)? = nil
+    deadline: Duration? = nil, attemptTimeout: Duration? = nil,
+    isConnectionError: (@Sendable (any Error) -> Bool)? = nil,
+    isolation: isolated (any Actor)? = #isolation
   ) async throws -> (Data, URLResponse) {
     let key = key ?? Self.pacingKey(for: request.url)
     let idempotent = Self.mayBeSentTwice(request, idempotent: idempotent)
     let (loaded, _) = try await requests.send(
-      key: key, idempotent: idempotent,
-      isConnectionError: { Self.isConnectionError($0) || isConnectionError?($0) == true }
+      key: key, idempotent: idempotent, deadline: deadline, attemptTimeout: attemptTimeout,
+      isConnectionError: { Self.isConnectionError($0) || isConnectionError?($0) == true }, isolation: isolation
     ) {
       let loaded = try await self.data(for: request)
       return (loaded, Self.head(of: loaded.1))

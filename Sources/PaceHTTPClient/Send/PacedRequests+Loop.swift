@@ -1,0 +1,363 @@
+import CoreMetrics
+import Pace
+
+/// The send loop of ``PacedRequests``: pacing, attempts (with their timeout and hedge), retries,
+/// all bounded by the send's deadline.
+extension PacedRequests {
+  /// How one attempt ended, once the limiter was told.
+  enum AttemptOutcome<Body: Sendable>: Sendable {
+    case answered((Body, ResponseHead), retryAfter: Duration?)
+    case threw(any Error)
+  }
+
+  /// How a round (an attempt, and its hedge) ended, when it did not throw.
+  enum RoundEnd<Body: Sendable>: Sendable {
+    case answered((Body, ResponseHead), retryAfter: Duration?)
+    case connectionError(any Error)
+    case timedOut(after: Duration)
+  }
+
+  /// What a round's tasks report.
+  enum RoundEvent<Body: Sendable>: Sendable {
+    case attempt(index: Int, started: PaceInstant, AttemptOutcome<Body>)
+    case timedOut
+    case deadlinePassed
+    case hedgeDue
+    /// A timer cancelled: the round is over.
+    case stopped
+  }
+
+  func sendLoop<Body: Sendable>(
+    key: String,
+    idempotent: Bool,
+    deadline: Duration?,
+    attemptTimeout: Duration?,
+    isConnectionError: @Sendable (any Error) -> Bool,
+    isolation: isolated (any Actor)?,
+    _ attempt: @Sendable () async throws -> (Body, ResponseHead)
+  ) async throws -> (Body, ResponseHead) {
+    let deadline = deadline.map { time.now().advanced(by: $0) }
+    retryBudget?.recordRequest()
+    var attemptNumber = 1
+    while true {
+      try await acquire(key, before: deadline, isolation: isolation)
+      let end = try await round(
+        key: key, idempotent: idempotent, deadline: deadline, attemptTimeout: attemptTimeout,
+        isConnectionError: isConnectionError, isolation: isolation, attempt)
+      let outcome: RetryStrategy.Outcome
+      let retryAfter: Duration?
+      switch end {
+      case .answered(let result, let after): (outcome, retryAfter) = (.status(result.1.status), after)
+      case .connectionError, .timedOut: (outcome, retryAfter) = (.connectionError, nil)
+      }
+      var decision = retryStrategy.decision(
+        afterAttempt: attemptNumber, outcome: outcome, idempotent: idempotent, retryAfter: retryAfter)
+      // Before the budget: a retry the deadline refuses takes nothing from it.
+      if case .retry(let delay) = decision, let deadline { try checkWait(delay, before: deadline) }
+      if case .retry = decision, let budget = retryBudget {
+        if budget.tryWithdraw() {
+          metrics.withdrawalsGranted.increment()
+        } else {
+          metrics.withdrawalsRefused.increment()
+          decision = .stop(.budgetExhausted)
+        }
+      }
+      guard case .retry(let delay) = decision else {
+        switch end {
+        case .answered(let result, _): return result
+        case .connectionError(let error): throw error
+        case .timedOut(let after): throw PacedRequestsError.attemptTimedOut(after: after)
+        }
+      }
+      try Task.checkCancellation()
+      metrics.recordRetry(after: outcome)
+      if delay > .zero { try await time.sleep(for: delay) }
+      attemptNumber += 1
+    }
+  }
+
+  /// Throws at once if a wait of `wait` from now would pass `deadline`.
+  func checkWait(_ wait: Duration, before deadline: PaceInstant) throws {
+    let remaining = time.now().duration(to: deadline)
+    guard wait <= remaining, remaining > .zero else {
+      throw PacedRequestsError.deadlineExceeded(needed: wait, remaining: max(remaining, .zero))
+    }
+  }
+
+  /// Waits for `key`'s turn in the limiter, no later than `deadline`: at once if what the limiter
+  /// knows holds the key beyond it, at the deadline if the key's queue still holds the request.
+  func acquire(_ key: String, before deadline: PaceInstant?, isolation: isolated (any Actor)?) async throws {
+    guard let deadline else { return try await limiter.acquire(key, isolation: isolation) }
+    let remaining = time.now().duration(to: deadline)
+    let knowledge = limiter.knowledge(for: key)
+    // What holds the key for sure: a `Retry-After`, or no quota left until it is whole again.
+    let exhausted = knowledge.remaining.map { $0 <= 0 } ?? false
+    let held = max(knowledge.blockedFor ?? .zero, exhausted ? knowledge.resetsIn ?? .zero : .zero)
+    guard held <= remaining, remaining > .zero else {
+      throw PacedRequestsError.deadlineExceeded(needed: held > .zero ? held : nil, remaining: max(remaining, .zero))
+    }
+    let waiter = Self.startAcquire(limiter, key, isolation: isolation)
+    let expired = LockedState(false)
+    let timer = time.schedule(at: deadline) {
+      expired.withLock { $0 = true }
+      waiter.cancel()
+    }
+    defer { timer.cancel() }
+    do {
+      try await withTaskCancellationHandler(
+        operation: { try await waiter.value }, onCancel: { waiter.cancel() }, isolation: isolation)
+    } catch is CancellationError where expired.withLock({ $0 }) {
+      throw PacedRequestsError.deadlineExceeded(needed: nil, remaining: .zero)
+    }
+  }
+
+  /// Starts `limiter.acquire(key)` in a task of its own (so that a deadline can cancel it alone)
+  /// that runs on the caller's actor up to its first suspension: the request is queued before
+  /// this returns, in the caller's order.
+  static func startAcquire(
+    _ limiter: ServerPacedLimiter<String>, _ key: String, isolation: isolated (any Actor)?
+  ) -> Task<Void, any Error> {
+    if #available(macOS 26, iOS 26, tvOS 26, watchOS 26, *) {
+      return Task.immediate {
+        _ = isolation
+        try await limiter.acquire(key, isolation: isolation)
+      }
+    }
+    // Before Task.immediate: enqueued on the caller's actor, which runs its jobs in order.
+    return Task {
+      _ = isolation
+      try await limiter.acquire(key, isolation: isolation)
+    }
+  }
+
+  /// Takes `key`'s turn if the limiter grants it at once; whether it did. A request the limiter
+  /// would hold is withdrawn from its queue.
+  func acquireNow(_ key: String, isolation: isolated (any Actor)?) async -> Bool {
+    let knowledge = limiter.knowledge(for: key)
+    guard knowledge.hasAnswered, knowledge.waiting == 0, knowledge.blockedFor == nil, knowledge.probeIn == nil,
+      !knowledge.isProbing, (knowledge.remaining ?? 1) > 0
+    else { return false }
+    guard #available(macOS 26, iOS 26, tvOS 26, watchOS 26, *) else {
+      // Without Task.immediate a grant cannot be told from a wait: no hedge.
+      return false
+    }
+    let waiter = Self.startAcquire(limiter, key, isolation: isolation)
+    // Granted already if it could be; otherwise this withdraws it from the queue.
+    waiter.cancel()
+    do {
+      try await waiter.value
+      return true
+    } catch {
+      return false
+    }
+  }
+
+  /// One attempt, and what it told the limiter.
+  func attemptOnce<Body: Sendable>(
+    _ key: String, _ attempt: @Sendable () async throws -> (Body, ResponseHead)
+  ) async -> AttemptOutcome<Body> {
+    do {
+      let result = try await attempt()
+      return .answered(result, retryAfter: record(result.1, for: key))
+    } catch {
+      limiter.recordFailure(for: key)
+      return .threw(error)
+    }
+  }
+
+  /// Tells the limiter what `head` said; the server's `Retry-After`.
+  func record(_ head: ResponseHead, for key: String) -> Duration? {
+    if head.status == 429 { metrics.rateLimited.increment() }
+    if head.isFromCache {
+      // A cache's answer says nothing current of the server's count (draft-ietf-httpapi-
+      // ratelimit-headers-11, section 7.3): the request ends, and nothing is learned.
+      limiter.recordFailure(for: key)
+      return nil
+    }
+    let quota = ServerQuota(parsing: head, receivedAt: unixTime())
+    limiter.record(quota, for: key)
+    return quota.retryAfter
+  }
+
+  /// One attempt, cancelled at its timeout or the deadline, with its hedge if it has one.
+  func round<Body: Sendable>(
+    key: String,
+    idempotent: Bool,
+    deadline: PaceInstant?,
+    attemptTimeout: Duration?,
+    isConnectionError: @Sendable (any Error) -> Bool,
+    isolation: isolated (any Actor)?,
+    _ attempt: @Sendable () async throws -> (Body, ResponseHead)
+  ) async throws -> RoundEnd<Body> {
+    let started = time.now()
+    let timeoutAt = attemptTimeout.map { started.advanced(by: $0) }
+    // The earlier of the two cuts the attempt.
+    let cut: (at: PaceInstant, event: RoundEvent<Body>)? =
+      switch (timeoutAt, deadline) {
+      case (let timeoutAt?, let deadline?): timeoutAt < deadline ? (timeoutAt, .timedOut) : (deadline, .deadlinePassed)
+      case (let timeoutAt?, nil): (timeoutAt, .timedOut)
+      case (nil, let deadline?): (deadline, .deadlinePassed)
+      case (nil, nil): nil
+      }
+    let hedgeAt = idempotent ? hedge?.delay(for: key, latencies: latencies).map { started.advanced(by: $0) } : nil
+    let hedgeDue = hedgeAt.flatMap { hedgeAt in cut.map { hedgeAt < $0.at } ?? true ? hedgeAt : nil }
+    guard cut != nil || hedgeDue != nil else {
+      let outcome = await attemptOnce(key, attempt)
+      return try classify(outcome, key: key, started: started, isConnectionError: isConnectionError)
+    }
+    // The timers are armed here, at the round's start, on the clock: a `TestScheduler` fires
+    // them at their exact instants, and they are not sleepers a test must tell apart.
+    let cutSignal = cut.map { RoundSignal<Body>(firing: $0.event, at: $0.at, on: time) }
+    let hedgeSignal = hedgeDue.map { RoundSignal<Body>(firing: .hedgeDue, at: $0, on: time) }
+    defer {
+      cutSignal?.disarm()
+      hedgeSignal?.disarm()
+    }
+    return try await withoutActuallyEscaping(attempt) { attempt in
+      try await withThrowingTaskGroup(of: RoundEvent<Body>.self, returning: RoundEnd<Body>.self) { group in
+        defer { group.cancelAll() }
+        group.addTask { .attempt(index: 0, started: started, await self.attemptOnce(key, attempt)) }
+        if let cutSignal { group.addTask { await cutSignal.wait() } }
+        if let hedgeSignal { group.addTask { await hedgeSignal.wait() } }
+        var running: [Int: PaceInstant] = [0: started]
+        while let event = try await group.next(isolation: isolation) {
+          switch event {
+          case .stopped: continue
+          case .attempt(let index, let attemptStarted, let outcome):
+            running[index] = nil
+            if case .threw(let error) = outcome, !running.isEmpty, !(error is CancellationError),
+              isConnectionError(error)
+            {
+              continue  // the other attempt may still answer
+            }
+            // The one still running is cancelled: it ran this long at least.
+            let now = time.now()
+            for other in running.values { latencies?.record(other.duration(to: now), for: key) }
+            return try classify(outcome, key: key, started: attemptStarted, isConnectionError: isConnectionError)
+          case .timedOut:
+            return .timedOut(after: attemptTimeout ?? .zero)
+          case .deadlinePassed:
+            throw PacedRequestsError.deadlineExceeded(needed: nil, remaining: .zero)
+          case .hedgeDue:
+            guard running.count == 1, await mayHedge(key, isolation: isolation) else { continue }
+            let hedgeStarted = time.now()
+            running[1] = hedgeStarted
+            group.addTask { .attempt(index: 1, started: hedgeStarted, await self.attemptOnce(key, attempt)) }
+          }
+        }
+        // The first attempt always reports; only a cancelled group ends without it.
+        throw CancellationError()
+      }
+    }
+  }
+
+  /// The end of a round whose attempt ended with `outcome`; rethrows an error no retry mends.
+  private func classify<Body: Sendable>(
+    _ outcome: AttemptOutcome<Body>, key: String, started: PaceInstant,
+    isConnectionError: @Sendable (any Error) -> Bool
+  ) throws -> RoundEnd<Body> {
+    switch outcome {
+    case .answered(let result, let retryAfter):
+      latencies?.record(started.duration(to: time.now()), for: key)
+      return .answered(result, retryAfter: retryAfter)
+    case .threw(let error):
+      guard !(error is CancellationError), isConnectionError(error) else { throw error }
+      return .connectionError(error)
+    }
+  }
+
+  /// Whether a hedge of `key` may go now, its turn taken and its retry withdrawn if so.
+  func mayHedge(_ key: String, isolation: isolated (any Actor)?) async -> Bool {
+    if let budget = retryBudget, budget.availableRetries <= 0 { return false }
+    guard await acquireNow(key, isolation: isolation) else { return false }
+    if let budget = retryBudget {
+      guard budget.tryWithdraw() else {
+        metrics.withdrawalsRefused.increment()
+        limiter.recordFailure(for: key)
+        return false
+      }
+      metrics.withdrawalsGranted.increment()
+    }
+    return true
+  }
+}
+
+/// A timer of a round: armed on the clock when made, awaited by one of the round's tasks, which
+/// it wakes with its event at its instant (or with `.stopped` when the task is cancelled).
+final class RoundSignal<Body: Sendable>: Sendable {
+  private enum State {
+    case armed
+    case waiting(UnsafeContinuation<PacedRequests.RoundEvent<Body>, Never>)
+    case fired
+    case done
+  }
+
+  private let event: PacedRequests.RoundEvent<Body>
+  private let state = LockedState(State.armed)
+  private let timer = LockedState<(any PaceCancellable)?>(nil)
+
+  init(firing event: PacedRequests.RoundEvent<Body>, at instant: PaceInstant, on time: SendClock) {
+    self.event = event
+    let handle = time.schedule(at: instant) { [weak self] in self?.fire() }
+    timer.withLock { $0 = handle }
+  }
+
+  func disarm() {
+    timer.withLock { $0 }?.cancel()
+  }
+
+  private func fire() {
+    let waiter = state.withLock { state -> UnsafeContinuation<PacedRequests.RoundEvent<Body>, Never>? in
+      switch state {
+      case .armed:
+        state = .fired
+        return nil
+      case .waiting(let continuation):
+        state = .done
+        return continuation
+      case .fired, .done:
+        return nil
+      }
+    }
+    waiter?.resume(returning: event)
+  }
+
+  /// The event once the timer fires; `.stopped` if the task is cancelled first.
+  func wait() async -> PacedRequests.RoundEvent<Body> {
+    await withTaskCancellationHandler {
+      await withUnsafeContinuation { (continuation: UnsafeContinuation<PacedRequests.RoundEvent<Body>, Never>) in
+        let result = state.withLock { state -> PacedRequests.RoundEvent<Body>? in
+          switch state {
+          case .armed:
+            if Task.isCancelled {
+              state = .done
+              return .stopped
+            }
+            state = .waiting(continuation)
+            return nil
+          case .fired:
+            state = .done
+            return event
+          case .waiting, .done:
+            return .stopped
+          }
+        }
+        if let result { continuation.resume(returning: result) }
+      }
+    } onCancel: {
+      let waiter = state.withLock { state -> UnsafeContinuation<PacedRequests.RoundEvent<Body>, Never>? in
+        switch state {
+        case .waiting(let continuation):
+          state = .done
+          return continuation
+        case .armed, .fired:
+          state = .done
+          return nil
+        case .done:
+          return nil
+        }
+      }
+      waiter?.resume(returning: .stopped)
+    }
+  }
+}
