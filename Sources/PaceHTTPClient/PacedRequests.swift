@@ -47,9 +47,9 @@ public final class PacedRequests: Sendable {
   let unixTime: @Sendable () -> Duration
   let metrics: PacedRequestsMetrics
   /// When a slow attempt of an idempotent request is hedged; nil for never.
-  let hedge: Hedge? = nil
+  let hedge: Hedge?
   /// Each key's recent latencies, when the hedge reads them.
-  let latencies: LatencyWindows? = nil
+  let latencies: LatencyWindows?
 
   /// Paced requests.
   ///
@@ -59,6 +59,9 @@ public final class PacedRequests: Sendable {
   ///   - budget: How many retries recent requests allow: 10 % of the last 10 s's requests plus
   ///     1 a second by default (on `ContinuousClock`: pass a budget on a `TestScheduler` in
   ///     tests); `nil` for no budget.
+  ///   - hedge: When a slow attempt of an idempotent request is sent a second time, the first
+  ///     answer winning (``Hedge``); nil (the default) for never. A hedge is withdrawn from
+  ///     `budget`.
   ///   - maximumWait: The longest a request waits for the server's quota. Not negative.
   ///   - localModel: How the limiter models a server's quota per window (see `ServerPacedLimiter`).
   ///   - clock: The clock for waits and backoff: `ContinuousClock` by default, or a `TestScheduler`.
@@ -70,6 +73,7 @@ public final class PacedRequests: Sendable {
   public init<C: Clock>(
     retry: RetryStrategy = RetryStrategy(),
     budget: RetryBudget? = RetryBudget(),
+    hedge: Hedge? = nil,
     maximumWait: Duration = .seconds(60),
     localModel: RateLimit.Algorithm = .slidingWindow,
     clock: C = ContinuousClock(),
@@ -78,6 +82,8 @@ public final class PacedRequests: Sendable {
   ) where C.Duration == Duration {
     retryStrategy = retry
     retryBudget = budget
+    self.hedge = hedge
+    latencies = hedge?.latencySamples.map { LatencyWindows(capacity: $0) }
     limiter = ServerPacedLimiter(maximumWait: maximumWait, localModel: localModel, clock: clock)
     time = SendClock(clock)
     self.unixTime = unixTime ?? Self.systemUnixTime
