@@ -29,6 +29,9 @@ extension PostgresRateLimitStore {
       // Concurrent migrations would race on the catalog ("tuple concurrently updated"): one at a time.
       "SELECT pg_advisory_xact_lock(\(Self.migrationLock))",
       Self.migrationSQL(table: tableName, options: tableOptions),
+      // Each token bucket's emission interval per permit, since 0.5.0: a change of rate keeps
+      // the permits owed (NULL in a row written before, which carries nothing over).
+      "ALTER TABLE \(tableName) ADD COLUMN IF NOT EXISTS unit bigint",
       Self.slidingWindowSQL(table: try tableName.companion(.slidingWindow), options: tableOptions),
       Self.fixedWindowSQL(table: try tableName.companion(.fixedWindow), options: tableOptions),
       // A table made with other options (or by an earlier version, before it had any) gets these.
@@ -36,6 +39,7 @@ extension PostgresRateLimitStore {
       tableOptions.alterSQL(table: try tableName.companion(.slidingWindow)),
       tableOptions.alterSQL(table: try tableName.companion(.fixedWindow)),
       try Self.functionSQL(table: tableName),
+      Self.previousFunctionSQL(table: tableName),
       Self.heartbeatMigrationSQL(table: tableName),
     ]
     try await migrating(client: client, timeout: timeout, logger: logger) {

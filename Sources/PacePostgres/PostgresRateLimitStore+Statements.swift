@@ -15,12 +15,13 @@ extension PostgresRateLimitStore {
 
   /// One batch: `$1` keys, `$2` policies (``StoredLimit/Algorithm``), `$3` checked amounts, `$4`
   /// capacities, `$5` windows, `$6` whether each takes its permits, `$7` the batch's budget in
-  /// microseconds, `$8` the instants to decide at (empty: the database's clock; tests only); a row
-  /// per decision, by its 1-based index in the arrays.
+  /// microseconds, `$8` the instants to decide at (empty: the database's clock; tests only), `$9`
+  /// each token bucket's emission interval per permit (``StoredLimit/unit``); a row per decision,
+  /// by its 1-based index in the arrays.
   static func batchSQL(table: TableName) -> String {
     """
     SELECT * FROM \(functionName(table: table))($1::text[], $2::smallint[], $3::bigint[], $4::bigint[], \
-    $5::bigint[], $6::boolean[], $7::bigint, $8::bigint[])
+    $5::bigint[], $6::boolean[], $7::bigint, $8::bigint[], $9::bigint[])
     """
   }
 
@@ -38,6 +39,7 @@ extension PostgresRateLimitStore {
     // database's clock among chosen ones.
     let chosen = requests.contains { $0.databaseNow != nil }
     binds.append(chosen ? requests.map { $0.databaseNow ?? .min } : [Int64]())
+    binds.append(requests.map(\.limit.unit))
     return binds
   }
 
@@ -65,6 +67,12 @@ extension PostgresRateLimitStore {
   ///   that window, else 0; granted if `used + amount <= capacity`; denied, the wait is until the
   ///   window ends.
   ///
+  /// A key with no row under its algorithm may have one under another (its limit changed
+  /// algorithm): that state is read under the new limit (see "What a key keeps when its plan
+  /// changes" in the article), and moves to the new algorithm's table when the decision writes. A
+  /// token bucket's row records its emission interval per permit (`unit`), so that a new rate keeps
+  /// the permits owed.
+  ///
   /// Each decision gets what is left of the batch's budget as its `lock_timeout` (set again only
   /// when that value, in milliseconds, changes), and one that holds its row after the budget takes
   /// nothing and answers `late`, as the single statement does: a batch whose callers stopped
@@ -84,7 +92,7 @@ extension PostgresRateLimitStore {
     return """
       CREATE OR REPLACE FUNCTION \(functionName(table: table))(
         keys text[], policies smallint[], amounts bigint[], capacities bigint[], windows bigint[],
-        takes boolean[], budget bigint, nows bigint[]
+        takes boolean[], budget bigint, nows bigint[], units bigint[]
       ) RETURNS TABLE (
         o_index int, o_granted bigint, o_current bigint, o_now bigint, o_late boolean, o_used bigint, o_wait bigint
       )
@@ -97,8 +105,19 @@ extension PostgresRateLimitStore {
         held bigint;
         held_used bigint;
         held_grants bigint[];
+        held_unit bigint;
         live bigint[];
         row_found boolean;
+        -- The key's state under another policy (its limit changed policy): the table it was
+        -- found in (-1: none), and what it holds.
+        moved smallint;
+        other_tat bigint;
+        other_unit bigint;
+        other_grants bigint[];
+        other_end bigint;
+        other_used bigint;
+        owed numeric;
+        rate_unit bigint;
         real_clock bigint;
         clock bigint;
         window_ends bigint;
@@ -126,22 +145,63 @@ extension PostgresRateLimitStore {
               o_current := NULL;
               o_used := NULL;
               o_wait := NULL;
+              -- A token bucket's emission interval per permit; NULL when unknown (a caller of an
+              -- earlier version), and then nothing is carried over from another bucket's rate.
+              rate_unit := nullif(units[i], 0);
               IF policies[i] = 0 THEN
-                SELECT r.tat INTO held FROM \(table) AS r WHERE r.key = keys[i] FOR UPDATE;
+                SELECT r.tat, r.unit INTO held, held_unit FROM \(table) AS r WHERE r.key = keys[i] FOR UPDATE;
               ELSIF policies[i] = 1 THEN
                 SELECT r.grants INTO held_grants FROM \(sliding) AS r WHERE r.key = keys[i] FOR UPDATE;
               ELSE
                 SELECT r.window_end, r.used INTO held, held_used FROM \(fixed) AS r WHERE r.key = keys[i] FOR UPDATE;
               END IF;
               row_found := FOUND;
+              moved := -1;
+              IF NOT row_found THEN
+                -- No state under this policy: the key's limit may have changed policy, and its
+                -- state under the old one carries over (and moves here when this decision writes).
+                IF policies[i] <> 0 THEN
+                  SELECT r.tat, r.unit INTO other_tat, other_unit FROM \(table) AS r WHERE r.key = keys[i] FOR UPDATE;
+                  IF FOUND THEN moved := 0; END IF;
+                END IF;
+                IF moved < 0 AND policies[i] <> 1 THEN
+                  SELECT r.grants INTO other_grants FROM \(sliding) AS r WHERE r.key = keys[i] FOR UPDATE;
+                  IF FOUND THEN moved := 1; END IF;
+                END IF;
+                IF moved < 0 AND policies[i] <> 2 THEN
+                  SELECT r.window_end, r.used INTO other_end, other_used FROM \(fixed) AS r
+                  WHERE r.key = keys[i] FOR UPDATE;
+                  IF FOUND THEN moved := 2; END IF;
+                END IF;
+              END IF;
               real_clock := \(clock);
               clock := coalesce(nullif(nows[i], -9223372036854775808), real_clock);
               o_now := clock;
               o_late := real_clock - started > budget;
               EXIT WHEN o_late;
+              -- The permits a token bucket of another rate or another policy's count left owed at
+              -- `clock`: a bucket's debt over its emission interval, a fixed window's count.
+              owed := CASE
+                WHEN moved = 0 AND other_unit > 0 AND other_tat > clock THEN ceil((other_tat - clock)::numeric / other_unit)
+                WHEN moved = 2 THEN other_used
+                ELSE 0 END;
               IF policies[i] = 0 THEN
-                IF NOT row_found THEN
+                IF row_found AND held_unit > 0 AND rate_unit IS NOT NULL AND held_unit <> rate_unit AND held > clock THEN
+                  -- Another rate: the permits owed stay owed, at this rate.
+                  held := clock + least(ceil((held - clock)::numeric / held_unit) * rate_unit, 2305843009213693951);
+                ELSIF NOT row_found THEN
                   held := clock;
+                  IF rate_unit IS NOT NULL AND moved = 1 THEN
+                    -- A sliding window's grants, replayed through this bucket.
+                    owed := NULL;
+                    FOR j IN 1 .. coalesce(cardinality(other_grants), 0) LOOP
+                      owed := greatest(coalesce(owed, other_grants[j]), other_grants[j]) + rate_unit;
+                    END LOOP;
+                    held := greatest(clock, least(coalesce(owed, clock), clock + 2305843009213693951));
+                  ELSIF rate_unit IS NOT NULL AND moved = 2 THEN
+                    -- A fixed window's count, as grants at its last instant (now at the latest).
+                    held := greatest(clock, least(least(clock, other_end - 1) + owed * rate_unit, clock + 2305843009213693951));
+                  END IF;
                 END IF;
                 -- Denied, or at the end of the timeline, where the new TAT would pass the largest
                 -- bigint: the client reads the latter from `held` as a refusal no wait lets through.
@@ -153,14 +213,24 @@ extension PostgresRateLimitStore {
                 o_granted := GREATEST(held, clock) + CASE WHEN takes[i] THEN amounts[i] ELSE 0 END;
                 EXIT WHEN NOT takes[i];
                 IF row_found THEN
-                  UPDATE \(table) AS r SET tat = o_granted WHERE r.key = keys[i];
+                  UPDATE \(table) AS r SET tat = o_granted, unit = coalesce(rate_unit, r.unit) WHERE r.key = keys[i];
                 ELSE
-                  INSERT INTO \(table) AS r (key, tat) VALUES (keys[i], o_granted) ON CONFLICT (key) DO NOTHING;
+                  INSERT INTO \(table) AS r (key, tat, unit) VALUES (keys[i], o_granted, rate_unit)
+                  ON CONFLICT (key) DO NOTHING;
                   CONTINUE WHEN NOT FOUND;
                 END IF;
               ELSIF policies[i] = 1 THEN
                 -- The log is in order (see below): the entries that left the window are a prefix,
                 -- found by binary search.
+                IF moved = 1 THEN
+                  held_grants := other_grants;
+                ELSIF moved = 0 THEN
+                  -- A bucket's permits owed, as grants now.
+                  held_grants := array_fill(clock, ARRAY[least(owed, capacities[i])::int]);
+                ELSIF moved = 2 AND least(clock, other_end - 1) > clock - windows[i] THEN
+                  -- A fixed window's count, as grants at its last instant (now at the latest).
+                  held_grants := array_fill(least(clock, other_end - 1), ARRAY[least(owed, capacities[i])::int]);
+                END IF;
                 held_grants := coalesce(held_grants, '{}');
                 live := held_grants[width_bucket(clock - windows[i], held_grants) + 1:];
                 counted := cardinality(live);
@@ -202,7 +272,16 @@ extension PostgresRateLimitStore {
                   EXIT;
                 END IF;
                 window_ends := window_ends + windows[i];
-                counted := CASE WHEN row_found AND held = window_ends THEN held_used ELSE 0 END;
+                counted := CASE
+                  WHEN row_found AND held = window_ends THEN held_used
+                  -- A window of another length that overlaps this one: its count counts here.
+                  WHEN row_found AND held > window_ends - windows[i] THEN least(held_used, capacities[i])
+                  -- Another policy's state: a sliding window's grants in this window, a bucket's
+                  -- permits owed, a fixed window's count while its window overlaps this one.
+                  WHEN moved = 1 THEN least(capacities[i], (
+                    SELECT count(*) FROM unnest(other_grants) AS g WHERE g >= window_ends - windows[i]))
+                  WHEN moved = 0 THEN least(capacities[i], owed)
+                  ELSE 0 END;
                 o_used := counted;
                 -- Not `counted + amounts[i]`, which overflows for a window of `Int64.max` permits.
                 IF amounts[i] > capacities[i] - counted THEN
@@ -219,6 +298,14 @@ extension PostgresRateLimitStore {
                   CONTINUE WHEN NOT FOUND;
                 END IF;
               END IF;
+              -- The state carried over from another policy's table now lives in this one.
+              IF moved = 0 THEN
+                DELETE FROM \(table) AS r WHERE r.key = keys[i];
+              ELSIF moved = 1 THEN
+                DELETE FROM \(sliding) AS r WHERE r.key = keys[i];
+              ELSIF moved = 2 THEN
+                DELETE FROM \(fixed) AS r WHERE r.key = keys[i];
+              END IF;
               charged := true;
               EXIT;
             END LOOP;
@@ -234,6 +321,23 @@ extension PostgresRateLimitStore {
       END
       $pace$
       """
+  }
+
+  /// The batch function under the signature of earlier versions, for instances not yet upgraded:
+  /// their decisions carry nothing over from another token bucket's rate (they do not pass it).
+  static func previousFunctionSQL(table: TableName) -> String {
+    """
+    CREATE OR REPLACE FUNCTION \(functionName(table: table))(
+      keys text[], policies smallint[], amounts bigint[], capacities bigint[], windows bigint[],
+      takes boolean[], budget bigint, nows bigint[]
+    ) RETURNS TABLE (
+      o_index int, o_granted bigint, o_current bigint, o_now bigint, o_late boolean, o_used bigint, o_wait bigint
+    )
+    LANGUAGE sql AS $pace$
+      SELECT * FROM \(functionName(table: table))(keys, policies, amounts, capacities, windows, takes, budget, nows,
+        '{}'::bigint[])
+    $pace$
+    """
   }
 
   /// The decision. `$1` key, `$2` the cost's increment of the TAT, `$3` the burst tolerance, `$4`

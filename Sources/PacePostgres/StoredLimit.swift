@@ -28,6 +28,10 @@ struct StoredLimit: Hashable, Sendable {
   let capacity: Int64
   /// A window's length in microseconds; 0 for the token bucket.
   let window: Int64
+  /// A token bucket's emission interval for one permit in microseconds (rounded up, as
+  /// ``amount`` is), which its row records, so that the permits it owes can be read under another
+  /// limit; 0 for the windows, whose state is counted in permits.
+  let unit: Int64
 
   /// The most permits a sliding window holds in the store: its row keeps a time per permit and is
   /// rewritten on every grant, so it stays under 80 kB (a fixed window or a token bucket costs the
@@ -44,7 +48,9 @@ struct StoredLimit: Hashable, Sendable {
     switch limit.algorithm {
     case .tokenBucket:
       let arithmetic = try GCRA(cost: Self.checkedCost(cost), limit: limit)
-      self.init(algorithm: .tokenBucket, amount: arithmetic.increment, capacity: arithmetic.tolerance, window: 0)
+      let unit = cost <= 1 ? arithmetic.increment : try GCRA(cost: 1, limit: limit).increment
+      self.init(
+        algorithm: .tokenBucket, amount: arithmetic.increment, capacity: arithmetic.tolerance, window: 0, unit: unit)
     case .slidingWindow, .fixedWindow:
       guard cost >= 0, cost <= limit.burst else {
         throw .invalid(
@@ -71,11 +77,12 @@ struct StoredLimit: Hashable, Sendable {
     }
   }
 
-  init(algorithm: Algorithm, amount: Int64, capacity: Int64, window: Int64) {
+  init(algorithm: Algorithm, amount: Int64, capacity: Int64, window: Int64, unit: Int64 = 0) {
     self.algorithm = algorithm
     self.amount = amount
     self.capacity = capacity
     self.window = window
+    self.unit = unit
   }
 }
 

@@ -131,11 +131,14 @@ struct PostgresTableOptionsTests {
         RateLimit(permits: 2, per: .seconds(3600)), .slidingWindow(permits: 2, per: .seconds(3600)),
         .fixedWindow(permits: 2, per: .seconds(3600)),
       ]
-      // Each policy's key charged once, under logged tables.
+      // Each policy's key (one key per policy: a key's state follows its limit's policy) charged
+      // once, under logged tables.
       let first = try PostgresRateLimitStore(client: client, table: table)
       try await first.migrate()
       for limit in limits {
-        #expect(try await first.tryAcquire("k", cost: 1, limit: limit, databaseNow: base) == .allowed(remaining: 1))
+        #expect(
+          try await first.tryAcquire("k-\(limit.algorithm)", cost: 1, limit: limit, databaseNow: base)
+            == .allowed(remaining: 1))
       }
       let switches = [
         try TableOptions(durability: .unlogged, fillfactor: 50),
@@ -155,7 +158,7 @@ struct PostgresTableOptionsTests {
         #expect(try await Self.catalog(tables, client: client) == switched, "\(options): migrated again, untouched")
         // Every key's state came along: one permit of two left, then none.
         for limit in limits {
-          let decision = try await store.tryAcquire("k", cost: 1, limit: limit, databaseNow: base)
+          let decision = try await store.tryAcquire("k-\(limit.algorithm)", cost: 1, limit: limit, databaseNow: base)
           if charged == 1 {
             #expect(decision == .allowed(remaining: 0), "\(options): \(limit)")
           } else {

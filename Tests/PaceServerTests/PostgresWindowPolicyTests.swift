@@ -166,11 +166,12 @@ struct PostgresWindowPolicyTests {
       // sliding window holds, taken at once; any count in a fixed window.
       #expect(try await store.tryAcquire("k", cost: 1, limit: .fixedWindow(permits: 1, per: .nanoseconds(1))).isAllowed)
       let widest = RateLimit.slidingWindow(permits: StoredLimit.maximumSlidingPermits, per: .seconds(3600))
-      #expect(try await store.tryAcquire("k", cost: widest.permits, limit: widest) == .allowed(remaining: 0))
-      #expect(try await store.tryAcquire("k", cost: 0, limit: widest).isAllowed == false)
+      // Other keys: a key's state follows its limit's policy.
+      #expect(try await store.tryAcquire("k2", cost: widest.permits, limit: widest) == .allowed(remaining: 0))
+      #expect(try await store.tryAcquire("k2", cost: 0, limit: widest).isAllowed == false)
       let fixed = RateLimit.fixedWindow(permits: Int.max, per: .seconds(36_000_000))
-      #expect(try await store.tryAcquire("k", cost: Int.max, limit: fixed) == .allowed(remaining: 0))
-      #expect(try await !store.tryAcquire("k", cost: 1, limit: fixed).isAllowed)
+      #expect(try await store.tryAcquire("k3", cost: Int.max, limit: fixed) == .allowed(remaining: 0))
+      #expect(try await !store.tryAcquire("k3", cost: 1, limit: fixed).isAllowed)
     }
   }
 
@@ -339,15 +340,17 @@ struct PostgresWindowPolicyTests {
       #expect(try await store.tryAcquire("old", cost: 1, limit: hourly, databaseNow: charged) == .allowed(remaining: 0))
       #expect(try await store.tryAcquire("new", cost: 1, limit: .slidingWindow(permits: 1, per: .seconds(1))).isAllowed)
       #expect(
-        try await store.tryAcquire("new", cost: 1, limit: .fixedWindow(permits: 1, per: .seconds(1_000_000))).isAllowed)
-      // The old table's columns are as they were.
+        try await store.tryAcquire("newer", cost: 1, limit: .fixedWindow(permits: 1, per: .seconds(1_000_000)))
+          .isAllowed)
+      // The old table's columns are as they were, with the emission interval per permit beside
+      // them (NULL in the rows written before).
       let columns = try await client.query(
         PostgresQuery(
           unsafeSQL: """
             SELECT string_agg(column_name || ' ' || data_type, ', ' ORDER BY ordinal_position)
             FROM information_schema.columns WHERE table_name = '\(table.name)'
             """))
-      for try await text in columns.decode(String.self) { #expect(text == "key text, tat bigint") }
+      for try await text in columns.decode(String.self) { #expect(text == "key text, tat bigint, unit bigint") }
     }
   }
 
@@ -442,7 +445,8 @@ struct PostgresWindowPolicyTests {
 
   /// The denial cache stays exact for the window policies, on the database's own clock: a denied
   /// key is answered locally, never longer than the database would say, cost 0 with it; another
-  /// policy or cost of the same key is the database's to decide.
+  /// policy or cost of the same key is the database's to decide (another policy counts what the
+  /// key used under this one: its limit changed policy).
   @Test(arguments: [
     RateLimit.slidingWindow(permits: 2, per: .seconds(3600)), .fixedWindow(permits: 2, per: .seconds(36_000_000)),
   ])
@@ -462,7 +466,7 @@ struct PostgresWindowPolicyTests {
         #expect(local <= remote)
       }
       #expect(store.batcher.batchesSent == before)
-      #expect(try await store.tryAcquire("k", cost: 1, limit: RateLimit(permits: 2, per: .seconds(3600))).isAllowed)
+      #expect(try await !store.tryAcquire("k", cost: 1, limit: RateLimit(permits: 2, per: .seconds(3600))).isAllowed)
       #expect(try await !store.tryAcquire("k", cost: 2, limit: limit).isAllowed)
       #expect(store.batcher.batchesSent == before + 2)
     }

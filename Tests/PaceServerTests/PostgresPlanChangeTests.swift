@@ -1,0 +1,159 @@
+#if PostgreSQL && Hummingbird
+import Foundation
+import Pace
+@testable import PacePostgres
+import PaceTestSupport
+import PostgresNIO
+import Testing
+
+/// A key's limit changed between two of the store's decisions, as `StoreBackedRateLimiter` passes
+/// a plan's new limit: every permit granted is one the old limit or the new one, each applied to
+/// the key's whole history, would have allowed.
+@Suite("PostgresRateLimitStore carries a key's use over a change of its limit", .timeLimit(.minutes(5)))
+struct PostgresPlanChangeTests {
+  /// An instant, in microseconds since the Unix epoch, that every window of these tests divides.
+  static let base: Int64 = 1_763_996_400_000_000
+
+  static func seconds(_ value: Double) -> Int64 { Int64((value * 1_000_000).rounded()) }
+
+  /// Whether `limit`, applied to the key's whole history `grants` (microseconds from ``base``,
+  /// one permit each), lets one more permit through at `t`: the oracle of
+  /// `KeyedRateLimiterLimitChangePropertyTests`, in microseconds.
+  static func allows(_ limit: RateLimit, _ grants: [Int64], at t: Int64) -> Bool {
+    let interval = limit.interval.wholeMicroseconds!
+    switch limit.algorithm {
+    case .slidingWindow:
+      return grants.filter { $0 > t - interval && $0 <= t }.count < limit.permits
+    case .fixedWindow:
+      return grants.filter { $0 / interval == t / interval }.count < limit.permits
+    case .tokenBucket:
+      var divisor = Int64(limit.permits)
+      var b = interval
+      while b != 0 { (divisor, b) = (b, divisor % b) }
+      let perPermit = interval / divisor
+      let perMicrosecond = Int64(limit.permits) / divisor
+      let capacity = Int64(limit.burst) * perPermit
+      var deficit: Int64 = 0
+      var last = grants.first ?? t
+      for grant in grants {
+        deficit = max(0, deficit - (grant - last) * perMicrosecond) + perPermit
+        last = grant
+      }
+      deficit = max(0, deficit - (t - last) * perMicrosecond)
+      return capacity - deficit >= perPermit
+    }
+  }
+
+  /// One key's decisions on a store: `old` before `change`, `new` from it on; each grant checked
+  /// against the oracle, and recorded.
+  final class Timeline: @unchecked Sendable {
+    let store: PostgresRateLimitStore
+    let key: String
+    let old: RateLimit
+    let new: RateLimit
+    let change: Int64
+    var grants: [Int64] = []
+
+    init(store: PostgresRateLimitStore, key: String = "k", old: RateLimit, new: RateLimit, change: Double) {
+      (self.store, self.key, self.old, self.new, self.change) = (store, key, old, new, seconds(change))
+    }
+
+    /// The store's decision for one permit at `time` seconds, checked against the oracle.
+    @discardableResult
+    func request(at time: Double, sourceLocation: SourceLocation = #_sourceLocation) async throws -> Bool {
+      let t = seconds(time)
+      let limit = t < change ? old : new
+      let decision = try await store.tryAcquire(key, cost: 1, limit: limit, databaseNow: base + t)
+      guard decision.isAllowed else { return false }
+      #expect(
+        allows(old, grants, at: t) || allows(new, grants, at: t),
+        "granted at \(time) s, which neither \(old) nor \(new) allows over \(grants.map { Double($0) / 1e6 })",
+        sourceLocation: sourceLocation)
+      grants.append(t)
+      return true
+    }
+
+    /// Requests one permit every `step` seconds over `[from, to)`; how many were granted.
+    @discardableResult
+    func requests(from: Double, to: Double, every step: Double, sourceLocation: SourceLocation = #_sourceLocation)
+      async throws -> Int
+    {
+      var granted = 0
+      var time = from
+      while time < to {
+        if try await request(at: time, sourceLocation: sourceLocation) { granted += 1 }
+        time += step
+      }
+      return granted
+    }
+  }
+
+  func withStore(_ body: @Sendable (PostgresRateLimitStore) async throws -> Void) async throws {
+    try await TestDatabase.withClients { clients in
+      let store = try PostgresRateLimitStore(client: clients[0], table: TestDatabase.uniqueTable("rl"))
+      try await store.migrate()
+      try await body(store)
+    }
+  }
+
+  /// The first case: a sliding window's grants count in the fixed window that replaces
+  /// it, so the key does not start afresh.
+  @Test func aSlidingWindowChangedToAFixedWindowKeepsItsGrants() async throws {
+    try await withStore { store async throws in
+      let timeline = Timeline(
+        store: store, old: .slidingWindow(permits: 3, per: .seconds(10)),
+        new: .fixedWindow(permits: 3, per: .seconds(10)),
+        change: 6)
+      #expect(try await timeline.requests(from: 5, to: 5.3, every: 0.1) == 3)
+      #expect(try await timeline.requests(from: 6, to: 10, every: 0.5) == 0)
+      #expect(try await timeline.requests(from: 10, to: 20, every: 0.5) == 3)
+      #expect(timeline.grants.count == 6)
+    }
+  }
+
+  /// The second case: ten permits owed at one a second stay ten permits owed at one per
+  /// ten seconds.
+  @Test func aTokenBucketSlowedDownKeepsThePermitsOwed() async throws {
+    try await withStore { store async throws in
+      let timeline = Timeline(
+        store: store, old: RateLimit(permits: 10, per: .seconds(10), burst: 10),
+        new: RateLimit(permits: 1, per: .seconds(10), burst: 10), change: 0.5)
+      #expect(try await timeline.requests(from: 0, to: 0.01, every: 0.001) == 10)
+      #expect(try await timeline.request(at: 0.5) == false)
+      try await timeline.requests(from: 1, to: 200, every: 0.5)
+      // From an empty start, 10 now and one per 10 s: no more than the old limit's 1 s debt drained.
+      #expect(timeline.grants.count <= 10 + 20 + 1)
+    }
+  }
+
+  /// A fixed window's count is carried into a longer fixed window that overlaps it.
+  @Test func aFixedWindowLengthenedCountsTheOverlappingWindow() async throws {
+    try await withStore { store async throws in
+      let timeline = Timeline(
+        store: store, old: .fixedWindow(permits: 3, per: .seconds(10)),
+        new: .fixedWindow(permits: 4, per: .seconds(60)),
+        change: 12)
+      #expect(try await timeline.requests(from: 11, to: 11.3, every: 0.1) == 3)
+      #expect(try await timeline.requests(from: 12, to: 60, every: 1) == 1)
+      #expect(try await timeline.requests(from: 60, to: 61, every: 0.1) == 4)
+    }
+  }
+
+  /// Across algorithms both ways: a token bucket's permits owed count in a sliding window, and a
+  /// fixed window's count is owed in a token bucket.
+  @Test func aChangeOfAlgorithmCarriesTheUseOver() async throws {
+    try await withStore { store async throws in
+      let first = Timeline(
+        store: store, key: "bucket", old: RateLimit(permits: 1, per: .seconds(1), burst: 5),
+        new: .slidingWindow(permits: 5, per: .seconds(10)), change: 2)
+      #expect(try await first.requests(from: 0, to: 0.5, every: 0.1) == 5)
+      try await first.requests(from: 2, to: 30, every: 0.25)
+      let second = Timeline(
+        store: store, key: "fixed", old: .fixedWindow(permits: 5, per: .seconds(10)),
+        new: RateLimit(permits: 1, per: .seconds(2), burst: 5), change: 3)
+      #expect(try await second.requests(from: 1, to: 1.5, every: 0.1) == 5)
+      try await second.requests(from: 3, to: 40, every: 0.25)
+    }
+  }
+}
+#endif
