@@ -50,6 +50,8 @@ public final class PacedRequests: Sendable {
   let hedge: Hedge?
   /// Each key's recent latencies, when the hedge reads them.
   let latencies: LatencyWindows?
+  /// The circuit breaker each key's attempts go through; nil for none.
+  public let breaker: KeyedCircuitBreaker<String>?
 
   /// Paced requests.
   ///
@@ -62,6 +64,11 @@ public final class PacedRequests: Sendable {
   ///   - hedge: When a slow attempt of an idempotent request is sent a second time, the first
   ///     answer winning (``Hedge``); nil (the default) for never. A hedge is withdrawn from
   ///     `budget`.
+  ///   - breaker: The circuit breaker of each key (make it with the same clock); nil (the default)
+  ///     for none. An open breaker fails a send at once with `CircuitBreakerError`, saying until
+  ///     when. Connection errors, timeouts and 5xx answers are failures, except a 503 with
+  ///     `Retry-After` (the server says when to come back, and the limiter holds the key until
+  ///     then); a 429 is pacing, reported as ignored; any other answer is a success.
   ///   - maximumWait: The longest a request waits for the server's quota. Not negative.
   ///   - localModel: How the limiter models a server's quota per window (see `ServerPacedLimiter`).
   ///   - clock: The clock for waits and backoff: `ContinuousClock` by default, or a `TestScheduler`.
@@ -74,6 +81,7 @@ public final class PacedRequests: Sendable {
     retry: RetryStrategy = RetryStrategy(),
     budget: RetryBudget? = RetryBudget(),
     hedge: Hedge? = nil,
+    breaker: KeyedCircuitBreaker<String>? = nil,
     maximumWait: Duration = .seconds(60),
     localModel: RateLimit.Algorithm = .slidingWindow,
     clock: C = ContinuousClock(),
@@ -83,6 +91,7 @@ public final class PacedRequests: Sendable {
     retryStrategy = retry
     retryBudget = budget
     self.hedge = hedge
+    self.breaker = breaker
     latencies = hedge?.latencySamples.map { LatencyWindows(capacity: $0) }
     limiter = ServerPacedLimiter(maximumWait: maximumWait, localModel: localModel, clock: clock)
     time = SendClock(clock)

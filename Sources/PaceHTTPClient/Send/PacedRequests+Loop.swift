@@ -40,10 +40,20 @@ extension PacedRequests {
     retryBudget?.recordRequest()
     var attemptNumber = 1
     while true {
-      try await acquire(key, before: deadline, isolation: isolation)
-      let end = try await round(
-        key: key, idempotent: idempotent, deadline: deadline, attemptTimeout: attemptTimeout,
-        isConnectionError: isConnectionError, isolation: isolation, attempt)
+      // An open breaker answers at once, before the key's queue.
+      let permit = try breaker?.permit(key)
+      let end: RoundEnd<Body>
+      do {
+        try await acquire(key, before: deadline, isolation: isolation)
+        end = try await round(
+          key: key, idempotent: idempotent, deadline: deadline, attemptTimeout: attemptTimeout,
+          isConnectionError: isConnectionError, isolation: isolation, attempt)
+      } catch {
+        // Nothing the key's health is known by: a wait refused, a cancellation, an error of the caller's.
+        if let permit { breaker?.record(.ignored, for: permit) }
+        throw error
+      }
+      if let permit { breaker?.record(Self.breakerOutcome(of: end), for: permit) }
       let outcome: RetryStrategy.Outcome
       let retryAfter: Duration?
       switch end {
@@ -73,6 +83,21 @@ extension PacedRequests {
       metrics.recordRetry(after: outcome)
       if delay > .zero { try await time.sleep(for: delay) }
       attemptNumber += 1
+    }
+  }
+
+  /// What a round says of its key's health: connection errors, timeouts and 5xx are failures,
+  /// but a 503 with `Retry-After` (the limiter holds the key until then) and a 429 are pacing.
+  static func breakerOutcome<Body>(of end: RoundEnd<Body>) -> CircuitBreakerOutcome {
+    switch end {
+    case .connectionError, .timedOut: .failure
+    case .answered(let result, let retryAfter):
+      switch result.1.status {
+      case 429: .ignored
+      case 503 where retryAfter != nil: .ignored
+      case 500...599: .failure
+      default: .success
+      }
     }
   }
 
@@ -268,6 +293,7 @@ extension PacedRequests {
 
   /// Whether a hedge of `key` may go now, its turn taken and its retry withdrawn if so.
   func mayHedge(_ key: String, isolation: isolated (any Actor)?) async -> Bool {
+    if let breaker, breaker.state(for: key) != .closed { return false }
     if let budget = retryBudget, budget.availableRetries <= 0 { return false }
     guard await acquireNow(key, isolation: isolation) else { return false }
     if let budget = retryBudget {
