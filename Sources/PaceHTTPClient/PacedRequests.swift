@@ -52,6 +52,8 @@ public final class PacedRequests: Sendable {
   let latencies: LatencyWindows?
   /// The circuit breaker each key's attempts go through; nil for none.
   public let breaker: KeyedCircuitBreaker<String>?
+  /// What a retry after a connection error waits on until the network path is up; nil for none.
+  public let connectivity: (any ConnectivitySignal)?
 
   /// Paced requests.
   ///
@@ -69,6 +71,10 @@ public final class PacedRequests: Sendable {
   ///     when. Connection errors, timeouts and 5xx answers are failures, except a 503 with
   ///     `Retry-After` (the server says when to come back, and the limiter holds the key until
   ///     then); a 429 is pacing, reported as ignored; any other answer is a success.
+  ///   - connectivity: What a retry after a connection error waits on, before its back-off, until
+  ///     the network path is up (`NetworkPathConnectivity` on Apple platforms,
+  ///     `ManualConnectivity` or a signal of the app's elsewhere), no later than the send's
+  ///     deadline; nil (the default) retries without waiting for it.
   ///   - maximumWait: The longest a request waits for the server's quota. Not negative.
   ///   - localModel: How the limiter models a server's quota per window (see `ServerPacedLimiter`).
   ///   - clock: The clock for waits and backoff: `ContinuousClock` by default, or a `TestScheduler`.
@@ -82,6 +88,7 @@ public final class PacedRequests: Sendable {
     budget: RetryBudget? = RetryBudget(),
     hedge: Hedge? = nil,
     breaker: KeyedCircuitBreaker<String>? = nil,
+    connectivity: (any ConnectivitySignal)? = nil,
     maximumWait: Duration = .seconds(60),
     localModel: RateLimit.Algorithm = .slidingWindow,
     clock: C = ContinuousClock(),
@@ -92,6 +99,7 @@ public final class PacedRequests: Sendable {
     retryBudget = budget
     self.hedge = hedge
     self.breaker = breaker
+    self.connectivity = connectivity
     latencies = hedge?.latencySamples.map { LatencyWindows(capacity: $0) }
     limiter = ServerPacedLimiter(maximumWait: maximumWait, localModel: localModel, clock: clock)
     time = SendClock(clock)

@@ -80,6 +80,10 @@ extension PacedRequests {
         }
       }
       try Task.checkCancellation()
+      if case .connectionError = end, let connectivity {
+        try await waitForPath(connectivity, before: deadline)
+        if let deadline { try checkWait(delay, before: deadline) }
+      }
       metrics.recordRetry(after: outcome)
       if delay > .zero { try await time.sleep(for: delay) }
       attemptNumber += 1
@@ -98,6 +102,25 @@ extension PacedRequests {
       case 500...599: .failure
       default: .success
       }
+    }
+  }
+
+  /// Waits until `connectivity` says the path is up, no later than `deadline`.
+  func waitForPath(_ connectivity: any ConnectivitySignal, before deadline: PaceInstant?) async throws {
+    guard let deadline else { return try await connectivity.waitUntilReachable() }
+    guard time.now() < deadline else { throw PacedRequestsError.deadlineExceeded(needed: nil, remaining: .zero) }
+    // A task of its own, so that the deadline can cancel the wait alone.
+    let waiter = Task { try await connectivity.waitUntilReachable() }
+    let expired = LockedState(false)
+    let timer = time.schedule(at: deadline) {
+      expired.withLock { $0 = true }
+      waiter.cancel()
+    }
+    defer { timer.cancel() }
+    do {
+      try await withTaskCancellationHandler(operation: { try await waiter.value }, onCancel: { waiter.cancel() })
+    } catch is CancellationError where expired.withLock({ $0 }) {
+      throw PacedRequestsError.deadlineExceeded(needed: nil, remaining: .zero)
     }
   }
 
