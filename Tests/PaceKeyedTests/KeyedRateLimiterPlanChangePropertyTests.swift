@@ -4,8 +4,9 @@ import Testing
 @testable import Pace
 
 /// `KeyedRateLimiterLimitChangePropertyTests` for a limiter made with `RateLimitPlans`, with no
-/// exclusion: every pair of limits of one algorithm, a longer window with more permits and a
-/// slower bucket with a larger burst included. Four keys, two under the default (changed with
+/// exclusion: every pair of limits, of one algorithm or of two (the sliding 3 per 10 ns to
+/// fixed 3 per 10 ns among them), a longer window with more permits and a slower bucket with a
+/// larger burst included. Four keys, two under the default (changed with
 /// `setDefaultLimit`) and two with limits of their own (changed with `setLimit`), one of each busy
 /// throughout and one quiet for a while before the change (forgotten, if it was quiet long
 /// enough) and called again after it.
@@ -64,13 +65,50 @@ import Testing
     if algorithm == .tokenBucket { #expect(owedMore > 0 && owedMore < 1_200 / 2) }
   }
 
-  /// Runs one seeded timeline of four keys; returns how many of them the new limit would have
-  /// put more than a whole burst in debt at the change.
-  static func check(_ algorithm: RateLimit.Algorithm, seed: UInt64) throws -> Int {
+  static let pairsOfAlgorithms: [(RateLimit.Algorithm, RateLimit.Algorithm)] = [
+    (.slidingWindow, .fixedWindow), (.fixedWindow, .slidingWindow), (.slidingWindow, .tokenBucket),
+    (.tokenBucket, .slidingWindow), (.fixedWindow, .tokenBucket), (.tokenBucket, .fixedWindow),
+  ]
+
+  @Test(arguments: pairsOfAlgorithms)
+  func everyGrantAfterAChangeOfAlgorithmIsOneTheOldOrTheNewLimitAllows(
+    old: RateLimit.Algorithm, new: RateLimit.Algorithm
+  ) throws {
+    for seed: UInt64 in 0..<300 { _ = try Self.check(old, new, seed: seed) }
+  }
+
+  /// The change of policy, and changes to a limit that looks further back and allows
+  /// more, each over many timelines.
+  @Test(arguments: [
+    (
+      RateLimit.slidingWindow(permits: 3, per: .nanoseconds(10)),
+      RateLimit.fixedWindow(permits: 3, per: .nanoseconds(10))
+    ),
+    (.slidingWindow(permits: 3, per: .nanoseconds(10)), .fixedWindow(permits: 10, per: .nanoseconds(60))),
+    (.fixedWindow(permits: 3, per: .nanoseconds(10)), .slidingWindow(permits: 10, per: .nanoseconds(60))),
+    (RateLimit(permits: 3, per: .nanoseconds(10), burst: 3), .slidingWindow(permits: 10, per: .nanoseconds(60))),
+    (RateLimit(permits: 3, per: .nanoseconds(10), burst: 3), .fixedWindow(permits: 10, per: .nanoseconds(60))),
+    (.slidingWindow(permits: 3, per: .nanoseconds(10)), RateLimit(permits: 1, per: .nanoseconds(10), burst: 10)),
+    (.fixedWindow(permits: 3, per: .nanoseconds(10)), RateLimit(permits: 6, per: .nanoseconds(10), burst: 10)),
+  ])
+  func everyGrantAfterAChangeToALimitThatLooksFurtherBackIsOneTheOldOrTheNewLimitAllows(old: RateLimit, new: RateLimit)
+    throws
+  {
+    for seed: UInt64 in 0..<100 { _ = try Self.check(old.algorithm, new.algorithm, seed: seed, limits: (old, new)) }
+  }
+
+  /// Runs one seeded timeline of four keys, from a random limit of `oldAlgorithm` (or
+  /// `limits.old`) to one of `newAlgorithm` (or `limits.new`); returns how many of them the new
+  /// limit would have put more than a whole burst in debt at the change.
+  static func check(
+    _ oldAlgorithm: RateLimit.Algorithm, _ newAlgorithm: RateLimit.Algorithm? = nil, seed: UInt64,
+    limits: (old: RateLimit, new: RateLimit)? = nil
+  ) throws -> Int {
     var random = SeededGenerator(seed: seed)
     let scheduler = TestScheduler()
-    let old = Oracle.randomLimit(algorithm, &random)
-    let new = Oracle.randomLimit(algorithm, &random)
+    let randomOld = Oracle.randomLimit(oldAlgorithm, &random)
+    let randomNew = Oracle.randomLimit(newAlgorithm ?? oldAlgorithm, &random)
+    let (old, new) = limits ?? (randomOld, randomNew)
     let plans = RateLimitPlans<String>(default: old, limits: ["own busy": old, "own quiet": old])
     let limiter = KeyedRateLimiter(plans: plans, clock: scheduler)
     let change = Int64.random(in: 100...400, using: &random)
@@ -89,7 +127,7 @@ import Testing
         try plans.setLimit(new, for: "own busy")
         try plans.setLimit(new, for: "own quiet")
         changedAt = t
-        if algorithm == .tokenBucket {
+        if new.algorithm == .tokenBucket {
           owedMore = Set(
             keys.filter { Self.bucketAllows(new, grants[$0, default: []], at: t, debtCappedAt: t).owedMoreAtTheChange })
         }
@@ -108,7 +146,7 @@ import Testing
             )
           }
           let exactFrom = s + old.interval.paceNanoseconds + new.interval.paceNanoseconds
-          if t >= exactFrom, algorithm != .tokenBucket {
+          if t >= exactFrom, new.algorithm != .tokenBucket {
             #expect(
               allowed == Oracle.allows(new, history, at: t),
               "seed \(seed), \(key): at \(t) under \(new), after \(old) until \(s); grants \(history.suffix(20))")

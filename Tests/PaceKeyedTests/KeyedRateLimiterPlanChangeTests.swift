@@ -118,6 +118,64 @@ import Testing
     #expect(limiter.availablePermits(for: "never seen") == 10)
   }
 
+  /// Sliding 3 per 10 ns, then fixed 10 per 60 ns from 30: the log holds nothing the old window
+  /// still counts, but the new window [0, 60) counts the grants at 0, 10 and 20. Taken as 3 at
+  /// each of 20, 10 and 0, the latest the old window allows: 1 left until 60, not 10.
+  @Test func aSlidingWindowChangedToALongerFixedWindowCountsWhatTheOldOneHadLetThrough() throws {
+    let plans = RateLimitPlans<String>(default: .slidingWindow(permits: 3, per: .nanoseconds(10)))
+    let limiter = KeyedRateLimiter(plans: plans, clock: scheduler)
+    for t: Int64 in [0, 10, 20] {
+      advance(to: t)
+      #expect(limiter.tryAcquire("k", cost: 3) == .allowed(remaining: 0))
+    }
+    advance(to: 30)
+    try plans.setDefaultLimit(.fixedWindow(permits: 10, per: .nanoseconds(60)))
+    #expect(limiter.availablePermits(for: "k") == 1)
+    #expect(limiter.tryAcquire("k") == .allowed(remaining: 0))
+    #expect(limiter.tryAcquire("k") == .limited(retryAfter: .nanoseconds(30)))
+    advance(to: 60)
+    #expect(limiter.availablePermits(for: "k") == 10)
+  }
+
+  /// A token bucket of 3 per 10 ns, burst 3, then a sliding window of 10 per 60 ns from 30: the
+  /// bucket is full again at 30 and records nothing, but could have let one permit through each
+  /// time it earned one: at 26, 23, 20, 16, 13, 10, 6, 3, 0 and -4, a full window. The first
+  /// leaves at 56; the new limit alone from 86.
+  @Test func aBucketChangedToALongerSlidingWindowCountsWhatTheBucketCouldHaveLetThrough() throws {
+    let plans = RateLimitPlans<String>(default: RateLimit(permits: 3, per: .nanoseconds(10), burst: 3))
+    let limiter = KeyedRateLimiter(plans: plans, clock: scheduler)
+    for t: Int64 in [0, 10, 20] {
+      advance(to: t)
+      #expect(limiter.tryAcquire("k", cost: 3) == .allowed(remaining: 0))
+    }
+    advance(to: 30)
+    try plans.setDefaultLimit(.slidingWindow(permits: 10, per: .nanoseconds(60)))
+    #expect(limiter.availablePermits(for: "k") == 0)
+    #expect(limiter.tryAcquire("k") == .limited(retryAfter: .nanoseconds(26)))
+    advance(to: 56)
+    #expect(limiter.tryAcquire("k") == .allowed(remaining: 0))
+    advance(to: 86)
+    #expect(limiter.availablePermits(for: "k") == 9)
+    advance(to: 116)
+    #expect(limiter.availablePermits(for: "k") == 10)
+  }
+
+  /// A sliding window of 3 per 10 ns, then a token bucket of 1 per 10 ns with a burst of 10 from
+  /// 35: the old window, three times faster, could have left the new bucket any debt, so it is
+  /// taken as empty at the change, as a slower bucket with a larger burst is.
+  @Test func aWindowChangedToASlowerBucketStartsItEmpty() throws {
+    let plans = RateLimitPlans<String>(default: .slidingWindow(permits: 3, per: .nanoseconds(10)))
+    let limiter = KeyedRateLimiter(plans: plans, clock: scheduler)
+    #expect(limiter.tryAcquire("k", cost: 3) == .allowed(remaining: 0))
+    advance(to: 35)
+    #expect(limiter.trackedKeyCount == 0)
+    try plans.setDefaultLimit(RateLimit(permits: 1, per: .nanoseconds(10), burst: 10))
+    #expect(limiter.availablePermits(for: "k") == 0)
+    #expect(limiter.tryAcquire("k") == .limited(retryAfter: .nanoseconds(10)))
+    advance(to: 135)
+    #expect(limiter.availablePermits(for: "k") == 10)
+  }
+
   #if compiler(>=6.2)  // Task.immediate
   /// A request waiting when its key's plan changes is granted under the new limit, with what the
   /// change assumes: 1 per 10 ns, burst 1, then 1 per 100 ns with a burst of 2 from 5: the bucket

@@ -17,6 +17,12 @@
 //   put the new bucket in debt beyond its whole burst, a faster use sustained for long before
 //   the change, is not assumed: no state of bounded size could say how long it lasted.)
 //
+// Between algorithms, the same usage: what the old limit could have let through before what its
+// state records (`unseenGrants`), at the latest instants, read by the new one. A window counts
+// those grants that fall in it (a sliding log holds them, grouped into a bounded number of
+// entries); a token bucket after a window is empty if the window is faster than it (any debt),
+// else owes for the window's latest unseen grants what its rate has not repaid since.
+//
 // A change of one key converts its state (or gives a key with none the state that assumed
 // usage leaves). A change of the default converts the keys with state under it, and leaves the
 // state a key with none starts from in every shard (`DefaultLimitChange`) until it is idle.
@@ -37,8 +43,7 @@ extension KeyedRateLimiter {
 
   /// Adds to `counter`, loaded at `now` under a new limit, what the old limit `old` could have
   /// let through before what the state records and the new limit still counts (see "A change of
-  /// plans" above). Nothing for a limit of another algorithm, or one that looks no further back
-  /// or allows no more at once.
+  /// plans" above). Nothing for a limit that looks no further back or allows no more at once.
   @usableFromInline
   static func addUnseenUsage(to counter: inout RateLimitCounter, from old: KeyRate, at now: PaceInstant) {
     switch (old, counter) {
@@ -89,9 +94,159 @@ extension KeyedRateLimiter {
       bucket.refill(now: now)
       if bucket.level.balance > 0 { bucket.level = TokenBucketLevel(balance: 0, updated: now) }
       counter = .tokenBucket(bucket)
+    case (.tokenBucket, _):
+      // Bucket to bucket is above; a window's is below.
+      addUnseenUsageAcrossAlgorithms(to: &counter, from: old, at: now)
+    case (.slidingWindow(let window), .tokenBucket(var bucket)), (.fixedWindow(let window), .tokenBucket(var bucket)):
+      // The old limit's latest window before what the state records.
+      guard let latest = unseenGrants(of: old, at: now, from: .min, upTo: window.permits).first else { return }
+      let new = bucket.rate
+      bucket.refill(now: now)
+      // Faster than the new bucket: sustained for long, it would leave the new bucket any debt.
+      let oldPace = UInt64(window.permits).multipliedFullWidth(by: UInt64(new.unitsPerPermit))
+      let newPace = UInt64(window.nanoseconds).multipliedFullWidth(by: UInt64(new.unitsPerNanosecond))
+      if (oldPace.high, oldPace.low) > (newPace.high, newPace.low) {
+        if bucket.level.balance > 0 { bucket.level = TokenBucketLevel(balance: 0, updated: now) }
+      } else {
+        // As slow: only the latest window can still be owed for (each one before it is repaid
+        // before the next); what it let through, less what the new rate repaid since.
+        let used = UInt64(latest.cost).multipliedFullWidth(by: UInt64(new.unitsPerPermit))
+        let since = UInt64(bitPattern: now.nanoseconds &- latest.time)
+        let repaid = since.multipliedFullWidth(by: UInt64(new.unitsPerNanosecond))
+        let owed = Self.saturatingDifference(used, repaid)
+        let (balance, overflow) = bucket.level.balance.subtractingReportingOverflow(owed)
+        bucket.level = TokenBucketLevel(balance: overflow ? .min : balance, updated: now)
+      }
+      counter = .tokenBucket(bucket)
     default:
+      addUnseenUsageAcrossAlgorithms(to: &counter, from: old, at: now)
+    }
+  }
+
+  /// The most grouped into one assumed grant: a log that assumed usage leaves holds at most this
+  /// many entries beyond the ones the key's state records.
+  @usableFromInline static var maximumUnseenGrants: Int { 64 }
+
+  /// `addUnseenUsage` into a window of another algorithm than `old`'s: the grants
+  /// ``unseenGrants(of:at:from:upTo:)`` assumes that the new window counts at `now`.
+  @usableFromInline
+  static func addUnseenUsageAcrossAlgorithms(
+    to counter: inout RateLimitCounter, from old: KeyRate, at now: PaceInstant
+  ) {
+    switch counter {
+    case .slidingWindow(var log):
+      // Counted while later than `now - W2`.
+      let (start, overflow) = now.nanoseconds.subtractingReportingOverflow(log.rate.nanoseconds &- 1)
+      let unseen = unseenGrants(of: old, at: now, from: overflow ? .min : start, upTo: log.rate.permits)
+      guard !unseen.isEmpty else { return }
+      // What the state records converts to grants at `now`, after every assumed one.
+      var grants = ContiguousArray(unseen.reversed())
+      var used = 0
+      for grant in grants { used = saturatingSum(used, grant.cost) }
+      for grant in log.grants[log.head...] {
+        grants.append(grant)
+        used = saturatingSum(used, grant.cost)
+      }
+      log.grants = grants
+      log.head = 0
+      log.used = used
+      counter = .slidingWindow(log)
+    case .fixedWindow(var window):
+      let permits = window.rate.permits
+      var used = window.used
+      for grant in unseenGrants(of: old, at: now, from: window.windowStart.nanoseconds, upTo: permits) {
+        used = saturatingSum(used, grant.cost)
+      }
+      window.used = Swift.min(permits, used)
+      counter = .fixedWindow(window)
+    case .tokenBucket:
       return
     }
+  }
+
+  /// The grants `old` could have let through at `start` or later, before what a key's state
+  /// under it records at `now`, each at the latest instant it allows, latest first: at most `cap`
+  /// permits' worth (more would fill any window of `cap`), in at most ``maximumUnseenGrants``
+  /// grants (a group at the latest instant of its members, so counted at least as long).
+  ///
+  /// - sliding window, `P` per `W`: `P` at `now - W`, `now - 2 W`, … (the state records the
+  ///   grants after `now - W`);
+  /// - fixed window: `P` at the last instant of each window before the current one (whose count
+  ///   the state records);
+  /// - token bucket: beyond the permits owed at `now` (which the state records), one more each
+  ///   time the bucket could have earned it: the `k`-th at `now - ⌈k / rate⌉`.
+  @usableFromInline
+  static func unseenGrants(of old: KeyRate, at now: PaceInstant, from start: Int64, upTo cap: Int)
+    -> [SlidingWindowLog.Grant]
+  {
+    // The `k`-th (from 1) of `count` items, each of `cost`, at `time(k)`, latest first.
+    let count: UInt64
+    let cost: Int
+    let time: (UInt64) -> Int64
+    switch old {
+    case .slidingWindow(let rate), .fixedWindow(let rate):
+      var latest: Int64
+      if case .slidingWindow = old {
+        let (edge, overflow) = now.nanoseconds.subtractingReportingOverflow(rate.nanoseconds)
+        if overflow { return [] }
+        latest = edge
+      } else {
+        let windowStart = FixedWindowCounter(rate: rate, now: now).windowStart.nanoseconds
+        if windowStart == .min { return [] }
+        latest = windowStart &- 1
+      }
+      guard latest >= start else { return [] }
+      let window = UInt64(rate.nanoseconds)
+      count = UInt64(bitPattern: latest &- start) / window &+ 1
+      cost = rate.permits
+      time = { k in Int64(bitPattern: UInt64(bitPattern: latest) &- (k &- 1) &* window) }
+    case .tokenBucket(let rate):
+      guard now.nanoseconds > start else { return [] }
+      let perPermit = UInt64(rate.unitsPerPermit)
+      let perNanosecond = UInt64(rate.unitsPerNanosecond)
+      // The `k`-th fits while `⌈k perPermit / perNanosecond⌉ <= now - start`.
+      let span = UInt64(bitPattern: now.nanoseconds &- start)
+      let earned = span.multipliedFullWidth(by: perNanosecond)
+      count = earned.high >= perPermit ? .max : perPermit.dividingFullWidth(earned).quotient
+      cost = 1
+      time = { k in
+        let units = k.multipliedFullWidth(by: perPermit)
+        let (quotient, remainder) = perNanosecond.dividingFullWidth(units)
+        return Int64(bitPattern: UInt64(bitPattern: now.nanoseconds) &- quotient &- (remainder == 0 ? 0 : 1))
+      }
+    }
+    let needed = UInt64(cap / cost + (cap % cost == 0 ? 0 : 1))
+    let items = Swift.min(count, needed)
+    guard items > 0 else { return [] }
+    let groups = Swift.min(items, UInt64(maximumUnseenGrants))
+    let perGroup = items / groups + (items % groups == 0 ? 0 : 1)
+    var grants: [SlidingWindowLog.Grant] = []
+    var first: UInt64 = 1
+    while first <= items {
+      let members = Swift.min(perGroup, items - first + 1)
+      let (permits, overflow) = Int(members).multipliedReportingOverflow(by: cost)
+      grants.append(SlidingWindowLog.Grant(time: time(first), cost: overflow ? .max : permits))
+      first += members
+    }
+    return grants
+  }
+
+  /// `a + b`, at most `Int.max`.
+  @usableFromInline
+  static func saturatingSum(_ a: Int, _ b: Int) -> Int {
+    let (sum, overflow) = a.addingReportingOverflow(b)
+    return overflow ? .max : sum
+  }
+
+  /// `a - b` for 128-bit `a` and `b`, 0 if `b` is larger, at most `Int64.max`.
+  @usableFromInline
+  static func saturatingDifference(
+    _ a: (high: UInt64, low: UInt64), _ b: (high: UInt64, low: UInt64)
+  ) -> Int64 {
+    guard (a.high, a.low) > (b.high, b.low) else { return 0 }
+    let (low, borrow) = a.low.subtractingReportingOverflow(b.low)
+    let high = a.high &- b.high &- (borrow ? 1 : 0)
+    return high > 0 || low > UInt64(Int64.max) ? .max : Int64(low)
   }
 
   /// The state a key with no state starts from at `now` under the default `rate`, if the default

@@ -24,19 +24,24 @@
 ///   window with more permits, a slower token bucket with a larger burst), the part of its
 ///   look-back that the key's state no longer records (the limiter keeps only what the old limit
 ///   still counts, and forgets idle keys) is taken as used at the old limit's maximum, at the
-///   latest instants that limit allows: a sliding window of `P` per `W` counts `P` at each of
-///   the instants `W`, `2 W`, … before the change that the new window still covers; a fixed
-///   window counts `P` for each old window between the new window's start and the current old
-///   window's; a slower bucket with a larger burst starts empty and fills at its rate. That
-///   assumed use stops counting as time passes, as real grants do: a window is exactly the new
-///   limit's once the new window has passed since the change.
+///   latest instants that limit allows, whatever the two limits' algorithms: a sliding window of
+///   `P` per `W` counts `P` at each of the instants `W`, `2 W`, … before the change; a fixed
+///   window `P` at the last instant of each window before the current one; a token bucket one
+///   permit each time it could have earned one, beyond what it owes. The new limit counts those
+///   that fall in its look-back: a window the ones it covers (a sliding window may group them
+///   into fewer, later grants, which counts them a little longer, never beyond the new window
+///   after the change); a slower bucket with a larger burst, or a bucket slower than the old
+///   window, starts empty and fills at its rate; a bucket as fast as the old window owes for the
+///   window's latest grants what its rate has not repaid since. That assumed use stops counting
+///   as time passes, as real grants do: a window is exactly the new limit's once the old
+///   limit's interval and the new window have passed since the change.
 ///
-/// So no change lets a key through more than the old limit or the new one would have allowed
-/// over its whole history, with one bound: a slower bucket assumes the key owed at most its
-/// whole new burst at the change (a history faster than the new rate for long would owe more,
-/// which no state of bounded size could record). Between algorithms (a window to a bucket, say),
-/// only what the key's state records carries over. A limiter made with a `limits:` closure
-/// cannot know when a limit changed, and keeps only what the state records.
+/// So no change, of limit, window or algorithm, lets a key through more than the old limit or
+/// the new one would have allowed over its whole history, with one bound: a bucket that starts
+/// empty assumes the key owed at most its whole new burst at the change (a history faster than
+/// the new rate for long would owe more, which no state of bounded size could record). A limiter
+/// made with a `limits:` closure cannot know when a limit changed, and keeps only what the state
+/// records.
 ///
 /// Every limit held here is one ``RateLimit/validated(permits:per:burst:algorithm:)`` accepts, so
 /// no limiter ever traps or saturates on a plan changed at run time: ``setLimit(_:for:)`` refuses
