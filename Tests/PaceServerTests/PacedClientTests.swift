@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import Pace
 import PaceHTTPClient
+import PaceTestSupport
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -26,18 +27,21 @@ enum ClientLibrary: String, CaseIterable, CustomStringConvertible, Sendable {
   var description: String { rawValue }
 
   /// Sends `method` to `url` through `requests` and returns the final status.
-  func send(_ method: String, _ url: String, through requests: PacedRequests, client: Clients) async throws -> Int {
+  func send(
+    _ method: String, _ url: String, through requests: PacedRequests, client: Clients, deadline: Duration? = nil
+  ) async throws -> Int {
     switch self {
     case .urlSession:
       var request = URLRequest(url: URL(string: url)!)
       request.httpMethod = method
-      let (_, response) = try await client.session.data(for: request, pacedBy: requests)
+      let (_, response) = try await client.session.data(for: request, pacedBy: requests, deadline: deadline)
       return (response as? HTTPURLResponse)?.statusCode ?? 0
     #if AsyncHTTPClient
     case .asyncHTTPClient:
       var request = HTTPClientRequest(url: url)
       request.method = .init(rawValue: method)
-      let response = try await client.httpClient.execute(request, timeout: .seconds(5), pacedBy: requests)
+      let response = try await client.httpClient.execute(
+        request, timeout: .seconds(5), pacedBy: requests, deadline: deadline)
       _ = try await response.body.collect(upTo: 1 << 20)
       return Int(response.status.code)
     #endif
@@ -258,6 +262,42 @@ struct PacedClientRetryTests {
     }
     #expect(status == 200)
     #expect(ledger.all.map(\.status) == [200])
+  }
+}
+
+/// The send's deadline through each glue, against a server that answers late.
+@Suite("Paced clients keep their deadline, over loopback", .timeLimit(.minutes(2)))
+struct PacedClientDeadlineTests {
+  /// A server that answers 200 after `delay`, and says when it has.
+  static func slow(after delay: Duration, answered: LockedBox<Bool>) -> Router<BasicRequestContext> {
+    let router = Router()
+    router.get("/") { _, _ in
+      // real-time: the server is late by design; the client's deadline must not wait for it.
+      try await Task.sleep(for: delay)
+      answered.withLock { $0 = true }
+      return Response(status: .ok, body: ResponseBody(byteBuffer: ByteBuffer(string: "ok")))
+    }
+    return router
+  }
+
+  /// A GET with a deadline of 300 ms to a server that answers in 5 s fails with
+  /// `deadlineExceeded` before the server answers: the attempt is cancelled at the deadline.
+  @Test(arguments: ClientLibrary.allCases)
+  func aSendEndsAtItsDeadline(_ library: ClientLibrary) async throws {
+    let answered = LockedBox(false)
+    let outcome = try await TestServer.run(Self.slow(after: .seconds(5), answered: answered)) { port in
+      try await Clients.with { clients in
+        do {
+          _ = try await library.send(
+            "GET", "http://127.0.0.1:\(port)/", through: PacedRequests(), client: clients,
+            deadline: .milliseconds(300))
+          return "answered"
+        } catch let error as PacedRequestsError {
+          return "\(error)" + (answered.withLock { $0 } ? " after the answer" : "")
+        }
+      }
+    }
+    #expect(outcome == "\(PacedRequestsError.deadlineExceeded(needed: nil, remaining: .zero))")
   }
 }
 #endif
