@@ -183,6 +183,42 @@ final class FakeTokenServer: Sendable {
     #expect(server.attempts.times == [ms(0), ms(100), ms(200), ms(300)])
   }
 
+  /// The deadline bounds the whole: refused at 0 and at 100 ms, each refresh taking 100 ms, a
+  /// deadline of 150 ms ends the wait for the second refresh at 150 ms, exactly; the refresh goes
+  /// on for whoever else waits for it.
+  @Test func theDeadlineBoundsEverySendAndTheWaitForARefresh() async throws {
+    let tokens = FakeTokenServer(scheduler: scheduler, duration: .milliseconds(100))
+    let credentials = CredentialRefresher<String>(initial: "token-0", maximumRefreshesInARow: 5) {
+      try await tokens.refresh($0)
+    }
+    let server = AuthServer(valid: "none", scheduler: scheduler)
+    let requests = requests()
+    let ended = LockedRecorder<String>(scheduler: scheduler)
+    let send = Task {
+      do {
+        _ = try await requests.send(
+          key: "https://api.example.com", idempotent: true, credentials: credentials, deadline: .milliseconds(150)
+        ) {
+          server.attempt($0)
+        }
+      } catch {
+        ended.record("\(error)")
+        throw error
+      }
+    }
+    await scheduler.waitForSleepers(1)
+    scheduler.advance(by: .milliseconds(100))
+    await scheduler.waitForSleepers(1)
+    #expect(server.attempts.times == [ms(0), ms(100)])
+    scheduler.advance(to: ms(150))
+    await #expect(throws: PacedRequestsError.deadlineExceeded(needed: nil, remaining: .zero)) {
+      try await send.value
+    }
+    #expect(ended.times == [ms(150)])
+    #expect(tokens.refreshes.count == 2)
+    #expect(server.attempts.times == [ms(0), ms(100)])
+  }
+
   @Test func anAcceptedCredentialEndsTheRow() async throws {
     let tokens = FakeTokenServer(scheduler: scheduler, duration: .zero)
     let credentials = CredentialRefresher<String>(initial: "token-0", maximumRefreshesInARow: 1) {

@@ -18,7 +18,7 @@ import Pace
 /// is a loop (a revoked account, a clock skew): after `maximumRefreshesInARow` refreshes with no
 /// credential accepted in between, ``refresh(after:)`` throws
 /// ``AuthenticationError/refreshLoop(attempts:)``. ``accepted(_:)`` (the server answered other
-/// than 401) ends the row; `PacedRequests`' `send(key:idempotent:credentials:isConnectionError:_:)`
+/// than 401) ends the row; `PacedRequests`' `send(key:idempotent:credentials:deadline:attemptTimeout:isConnectionError:isolation:_:)`
 /// calls it.
 ///
 /// A refresh that throws throws to every caller waiting for it, and the next refusal tries again.
