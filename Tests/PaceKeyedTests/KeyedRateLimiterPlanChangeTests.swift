@@ -30,6 +30,7 @@ import Testing
     advance(to: 30)
     try plans.setLimit(.slidingWindow(permits: 10, per: .nanoseconds(60)), for: "k")
     #expect(limiter.tryAcquire("k") == .limited(retryAfter: .nanoseconds(20)))
+    #expect(limiter.availablePermits(for: "k") == 0)
     advance(to: 50)
     #expect(limiter.tryAcquire("k") == .allowed(remaining: 0))
     // (0, 60] holds the grants at 10, 20 and 50.
@@ -174,6 +175,40 @@ import Testing
     #expect(limiter.tryAcquire("k") == .limited(retryAfter: .nanoseconds(10)))
     advance(to: 135)
     #expect(limiter.availablePermits(for: "k") == 10)
+  }
+
+  /// A decision that read the key's old limit just before a change, and takes the shard's lock
+  /// after the change was applied: made under the old limit, it would store the key's state
+  /// under it, which no longer records the usage the change assumed. It reads the limit again:
+  /// sliding 3 per 10 ns, then 10 per 60 ns from 30, the new window full until 50.
+  @Test func aDecisionThatReadTheOldLimitBeforeAChangeIsMadeUnderTheNewOne() throws {
+    let plans = RateLimitPlans<String>(
+      default: .slidingWindow(permits: 3, per: .nanoseconds(10)),
+      limits: ["k": .slidingWindow(permits: 3, per: .nanoseconds(10))])
+    let limiter = KeyedRateLimiter(plans: plans, clock: scheduler)
+    for t: Int64 in [0, 10, 20] {
+      advance(to: t)
+      #expect(limiter.tryAcquire("k", cost: 3) == .allowed(remaining: 0))
+    }
+    advance(to: 30)
+    let readBeforeTheChange = limiter.keyLimit(for: "k")
+    try plans.setLimit(.slidingWindow(permits: 10, per: .nanoseconds(60)), for: "k")
+    #expect(limiter.decideLocally("k", cost: 1, limit: readBeforeTheChange) == .limited(retryAfter: .nanoseconds(20)))
+    #expect(limiter.availablePermits(for: "k") == 0)
+    advance(to: 50)
+    #expect(limiter.tryAcquire("k") == .allowed(remaining: 0))
+  }
+
+  /// The same for a change of the default, whose assumed usage a key with no state finds in its
+  /// shard: a token bucket of 3 per 10 ns, then a sliding window of 10 per 60 ns from 30.
+  @Test func aDecisionThatReadTheOldDefaultBeforeAChangeIsMadeUnderTheNewOne() throws {
+    let plans = RateLimitPlans<String>(default: RateLimit(permits: 3, per: .nanoseconds(10), burst: 3))
+    let limiter = KeyedRateLimiter(plans: plans, clock: scheduler)
+    advance(to: 30)
+    let readBeforeTheChange = limiter.keyLimit(for: "k")
+    try plans.setDefaultLimit(.slidingWindow(permits: 10, per: .nanoseconds(60)))
+    #expect(limiter.decideLocally("k", cost: 1, limit: readBeforeTheChange) == .limited(retryAfter: .nanoseconds(26)))
+    #expect(limiter.availablePermits(for: "k") == 0)
   }
 
   #if compiler(>=6.2)  // Task.immediate

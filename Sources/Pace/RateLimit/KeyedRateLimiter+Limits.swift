@@ -33,8 +33,9 @@ extension KeyedRateLimiter {
       case .perKey(let limits):
         return KeyLimit(limits(key), unixNanosecondsAtOrigin: clock.unixNanosecondsAtOrigin)
       case .planned(let plans):
-        let (limit, isDefault) = plans.limitAndIsDefault(for: key)
-        return KeyLimit(limit, unixNanosecondsAtOrigin: clock.unixNanosecondsAtOrigin, isDefault: isDefault)
+        let (limit, isDefault, version) = plans.limitAndIsDefault(for: key)
+        return KeyLimit(
+          limit, unixNanosecondsAtOrigin: clock.unixNanosecondsAtOrigin, isDefault: isDefault, planVersion: version)
       }
     }
   }
@@ -48,6 +49,9 @@ extension KeyedRateLimiter {
     /// Whether the limit is its plans' default (``Limits/planned(_:)``), which a change of the
     /// default may have left a key with no state owing (``DefaultLimitChange``).
     @usableFromInline let isDefault: Bool
+    /// The plans' version the limit was read at (``Limits/planned(_:)``; 0 otherwise): a shard
+    /// that applied a later change (``Shard/planVersion``) tells a decision to read it again.
+    @usableFromInline let planVersion: UInt64
 
     /// Converts `limit` into units; for a token bucket the greatest common divisor is computed
     /// here, once per call on a per-key limiter, and once for all on a uniform one.
@@ -55,9 +59,10 @@ extension KeyedRateLimiter {
     /// - Parameter unixNanosecondsAtOrigin: The clock's ``AsyncClock/unixNanosecondsAtOrigin``,
     ///   which aligns fixed windows to Unix time on a real clock.
     @usableFromInline
-    init(_ limit: RateLimit, unixNanosecondsAtOrigin: Int64? = nil, isDefault: Bool = false) {
+    init(_ limit: RateLimit, unixNanosecondsAtOrigin: Int64? = nil, isDefault: Bool = false, planVersion: UInt64 = 0) {
       self.limit = limit
       self.isDefault = isDefault
+      self.planVersion = planVersion
       switch limit.algorithm {
       case .tokenBucket:
         rate = .tokenBucket(TokenBucketRate(permits: limit.permits, per: limit.interval, burst: limit.burst))

@@ -23,6 +23,11 @@
 // entries); a token bucket after a window is empty if the window is faster than it (any debt),
 // else owes for the window's latest unseen grants what its rate has not repaid since.
 //
+// A decision reads its key's limit before it takes the shard's lock; one that read it before a
+// change the shard has since applied would store the key's state under the old limit, without
+// what the change assumed. Each shard keeps the plans' version of the latest change it applied
+// (`Shard.planVersion`), and such a decision reads the limit again.
+//
 // A change of one key converts its state (or gives a key with none the state that assumed
 // usage leaves). A change of the default converts the keys with state under it, and leaves the
 // state a key with none starts from in every shard (`DefaultLimitChange`) until it is idle.
@@ -64,11 +69,13 @@ extension KeyedRateLimiter {
         time = earlier
       }
       steps.reverse()
-      var used = steps.count &* old.permits
+      let assumed = steps.count &* old.permits
+      var used = assumed
       for grant in log.grants[log.head...] where grant.time > edge {
         steps.append(grant)
         used &+= grant.cost
       }
+      Self.dropEarliest(of: &steps, used: &used, assumed: assumed, permits: new.permits)
       log.grants = steps
       log.head = 0
       log.used = used
@@ -143,10 +150,12 @@ extension KeyedRateLimiter {
       var grants = ContiguousArray(unseen.reversed())
       var used = 0
       for grant in grants { used = saturatingSum(used, grant.cost) }
+      let assumed = used
       for grant in log.grants[log.head...] {
         grants.append(grant)
         used = saturatingSum(used, grant.cost)
       }
+      dropEarliest(of: &grants, used: &used, assumed: assumed, permits: log.rate.permits)
       log.grants = grants
       log.head = 0
       log.used = used
@@ -231,6 +240,30 @@ extension KeyedRateLimiter {
     return grants
   }
 
+  /// Drops the earliest of the `assumed` permits that open `grants` (in time order), as many as
+  /// `used` has beyond a full window of `permits`: while any of them counts, so do the later
+  /// ones, which fill the window, so every decision is the same, and the window never reports
+  /// fewer than 0 available.
+  @usableFromInline
+  static func dropEarliest(
+    of grants: inout ContiguousArray<SlidingWindowLog.Grant>, used: inout Int, assumed: Int, permits: Int
+  ) {
+    var excess = Swift.min(used &- permits, assumed)
+    var dropped = 0
+    while excess > 0, dropped < grants.count {
+      let cost = grants[dropped].cost
+      if cost > excess {
+        grants[dropped].cost = cost &- excess
+        used &-= excess
+        break
+      }
+      excess &-= cost
+      used &-= cost
+      dropped &+= 1
+    }
+    grants.removeFirst(dropped)
+  }
+
   /// `a + b`, at most `Int.max`.
   @usableFromInline
   static func saturatingSum(_ a: Int, _ b: Int) -> Int {
@@ -278,6 +311,7 @@ extension KeyedRateLimiter {
       let index = Self.shardIndex(hash: hash)
       let arming = shards.withLock(index) { shard -> ShardTimer<Key>.Arming? in
         changeLimit(of: key, hash: hash, from: old, to: new, oldIsDefault: change.oldIsDefault, now: now, in: &shard)
+        shard.planVersion = Swift.max(shard.planVersion, change.version)
         return shard.timer.reserveIfNeeded()
       }
       if arming != nil { carryOut(Effects(arming: arming), shard: index) }
@@ -289,6 +323,7 @@ extension KeyedRateLimiter {
     for index in shards.indices {
       let arming = shards.withLock(index) { shard -> ShardTimer<Key>.Arming? in
         shard.defaultChange = record
+        shard.planVersion = Swift.max(shard.planVersion, change.version)
         // Collected first: a key found idle under the new limit leaves the table.
         var keys: [Key] = []
         shard.buckets.forEachSlot { slot in

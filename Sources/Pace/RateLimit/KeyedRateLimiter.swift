@@ -81,6 +81,9 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     /// What a key with no state owes under the default of the plans the limiter was made with,
     /// after the default changed; `nil` once that no longer matters.
     @usableFromInline var defaultChange: DefaultLimitChange?
+    /// The plans' version of the latest change applied here: a decision made with a limit read
+    /// at an earlier version read it before that change, and reads it again.
+    @usableFromInline var planVersion: UInt64 = 0
 
     /// Gives back the storage of the table, the queues and the waiters once they are sparse,
     /// after requests were granted or cancelled: a shard whose keys have gone quiet holds none.
@@ -715,7 +718,9 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   {
     let rate = limit.rate
     var arming: ShardTimer<Key>.Arming?
-    let decision = shards.withLock(index) { shard -> RateLimitDecision in
+    let decision = shards.withLock(index) { shard -> RateLimitDecision? in
+      // A limit read before a change this shard has applied would undo what the change assumed.
+      if limit.planVersion < shard.planVersion { return nil }
       let slot = shard.buckets.index(of: key, hash: hash)
       let level = slot.map { shard.buckets.unsafeValuePointer(at: $0).pointee.level }
       let log = shard.logs.isEmpty ? nil : shard.logs.removeValue(forKey: key)
@@ -745,6 +750,11 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       return decision
     }
     if arming != nil { carryOut(Effects(arming: arming), shard: index) }
+    guard let decision else {
+      let current = keyLimit(for: key)
+      if cost > current.burst { return .limited(retryAfter: RateLimitDecision.never) }
+      return decideLocally(key, cost: cost, limit: current)
+    }
     return decision
   }
 
@@ -781,15 +791,22 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   /// and looked at again when it is idle; a key that changed meanwhile is left to its new state.
   @usableFromInline
   func forgetIfIdle(_ keys: [Key], shard index: Int) {
-    let rates = keys.map { keyLimit(for: $0).rate }
+    let limits = keys.map { keyLimit(for: $0) }
     let now = clock.now()
     let arming = shards.withLock(index) { shard -> ShardTimer<Key>.Arming? in
-      for (key, rate) in zip(keys, rates) {
+      for (key, limit) in zip(keys, limits) {
         let hash = key.hashValue
         guard let slot = shard.buckets.index(of: key, hash: hash),
           shard.queues.isEmpty || shard.queues[key] == nil
         else { continue }
         let entry = shard.buckets.unsafeValuePointer(at: slot)
+        if limit.planVersion < shard.planVersion {
+          // Read before a change this shard applied: looked at again, with its limit read anew.
+          entry.pointee.checkAt = now
+          shard.timer.add(now, for: key)
+          continue
+        }
+        let rate = limit.rate
         let log = shard.logs.isEmpty ? nil : shard.logs.removeValue(forKey: key)
         let bucketRate = shard.bucketRates.isEmpty ? nil : shard.bucketRates[key]
         var counter = loadCounter(level: entry.pointee.level, log: log, bucketRate: bucketRate, rate: rate, now: now)

@@ -35,6 +35,8 @@
 ///   window's latest grants what its rate has not repaid since. That assumed use stops counting
 ///   as time passes, as real grants do: a window is exactly the new limit's once the old
 ///   limit's interval and the new window have passed since the change.
+/// - A decision that read the key's old limit just before the change, and reaches the key's
+///   state after it was applied, reads the limit again, so it never undoes what was assumed.
 ///
 /// So no change, of limit, window or algorithm, lets a key through more than the old limit or
 /// the new one would have allowed over its whole history, with one bound: a bucket that starts
@@ -67,7 +69,9 @@ public final class RateLimitPlans<Key: Hashable & Sendable>: Sendable {
     mutating func notifyChange(of key: Key, from old: RateLimit, isDefault oldIsDefault: Bool) {
       let new = limits[key] ?? defaultLimit
       if new != old, !observers.isEmpty {
-        notify(RateLimitPlanChange(key: key, old: old, oldIsDefault: oldIsDefault, new: new, ownLimits: [:]))
+        notify(
+          RateLimitPlanChange(
+            key: key, old: old, oldIsDefault: oldIsDefault, new: new, ownLimits: [:], version: version))
       }
     }
   }
@@ -94,12 +98,13 @@ public final class RateLimitPlans<Key: Hashable & Sendable>: Sendable {
     state.withLock { $0.limits[key] ?? $0.defaultLimit }
   }
 
-  /// `key`'s limit now, and whether it is the default: one look under the lock.
+  /// `key`'s limit now, whether it is the default, and the ``version`` it was read at: one look
+  /// under the lock.
   @usableFromInline
-  func limitAndIsDefault(for key: Key) -> (limit: RateLimit, isDefault: Bool) {
+  func limitAndIsDefault(for key: Key) -> (limit: RateLimit, isDefault: Bool, version: UInt64) {
     state.withLock { state in
-      if let own = state.limits[key] { return (own, false) }
-      return (state.defaultLimit, true)
+      if let own = state.limits[key] { return (own, false, state.version) }
+      return (state.defaultLimit, true, state.version)
     }
   }
 
@@ -165,7 +170,8 @@ public final class RateLimitPlans<Key: Hashable & Sendable>: Sendable {
         state.defaultLimit = limit
         state.version &+= 1
         state.notify(
-          RateLimitPlanChange(key: nil, old: old, oldIsDefault: true, new: limit, ownLimits: state.limits))
+          RateLimitPlanChange(
+            key: nil, old: old, oldIsDefault: true, new: limit, ownLimits: state.limits, version: state.version))
       }
     }
   }
@@ -219,4 +225,7 @@ struct RateLimitPlanChange<Key: Hashable & Sendable>: Sendable {
   let new: RateLimit
   /// For a change of the default: the keys with limits of their own, which it does not change.
   let ownLimits: [Key: RateLimit]
+  /// The plans' ``RateLimitPlans/version`` with the change made: a limit read at an earlier one
+  /// was read before it.
+  let version: UInt64
 }
