@@ -165,39 +165,25 @@ extension PacedRequests {
   static func startAcquire(
     _ limiter: ServerPacedLimiter<String>, _ key: String, isolation: isolated (any Actor)?
   ) -> Task<Void, any Error> {
-    if #available(macOS 26, iOS 26, tvOS 26, watchOS 26, *) {
-      return Task.immediate {
-        _ = isolation
-        try await limiter.acquire(key, isolation: isolation)
-      }
-    }
-    // Before Task.immediate: enqueued on the caller's actor, which runs its jobs in order.
+    #if canImport(Darwin)
+    // The Apple SDKs the package supports have no Task.immediate to compile against: enqueued on
+    // the caller's actor, which runs its jobs in order.
     return Task {
       _ = isolation
       try await limiter.acquire(key, isolation: isolation)
     }
+    #else
+    return Task.immediate {
+      _ = isolation
+      try await limiter.acquire(key, isolation: isolation)
+    }
+    #endif
   }
 
   /// Takes `key`'s turn if the limiter grants it at once; whether it did. A request the limiter
-  /// would hold is withdrawn from its queue.
-  func acquireNow(_ key: String, isolation: isolated (any Actor)?) async -> Bool {
-    let knowledge = limiter.knowledge(for: key)
-    guard knowledge.hasAnswered, knowledge.waiting == 0, knowledge.blockedFor == nil, knowledge.probeIn == nil,
-      !knowledge.isProbing, (knowledge.remaining ?? 1) > 0
-    else { return false }
-    guard #available(macOS 26, iOS 26, tvOS 26, watchOS 26, *) else {
-      // Without Task.immediate a grant cannot be told from a wait: no hedge.
-      return false
-    }
-    let waiter = Self.startAcquire(limiter, key, isolation: isolation)
-    // Granted already if it could be; otherwise this withdraws it from the queue.
-    waiter.cancel()
-    do {
-      try await waiter.value
-      return true
-    } catch {
-      return false
-    }
+  /// would hold is not queued.
+  func acquireNow(_ key: String) -> Bool {
+    limiter.tryAcquire(key)
   }
 
   /// One attempt, and what it told the limiter.
@@ -318,7 +304,7 @@ extension PacedRequests {
   func mayHedge(_ key: String, isolation: isolated (any Actor)?) async -> Bool {
     if let breaker, breaker.state(for: key) != .closed { return false }
     if let budget = retryBudget, budget.availableRetries <= 0 { return false }
-    guard await acquireNow(key, isolation: isolation) else { return false }
+    guard acquireNow(key) else { return false }
     if let budget = retryBudget {
       guard budget.tryWithdraw() else {
         metrics.withdrawalsRefused.increment()

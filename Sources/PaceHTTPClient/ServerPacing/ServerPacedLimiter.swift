@@ -103,6 +103,13 @@ public final class ServerPacedLimiter<Key: Hashable & Sendable>: Sendable {
     try await storage.acquire(key, isolation: isolation)
   }
 
+  /// Takes `key`'s turn if the limiter grants it now, without waiting: `true` if it did (the
+  /// request is in flight: record its answer as after ``acquire(_:isolation:)``); `false`, with
+  /// nothing counted, if the request would wait or be refused, or if others wait before it.
+  public func tryAcquire(_ key: Key) -> Bool {
+    storage.tryAcquire(key)
+  }
+
   /// Tells the limiter that one of `key`'s requests got its response, and what the server said.
   ///
   /// - Parameters:
@@ -244,6 +251,27 @@ final class ServerPacingStorage<Key: Hashable & Sendable>: Sendable {
     }
     state.keys[key] = keyState
     return effects
+  }
+
+  func tryAcquire(_ key: Key) -> Bool {
+    let (granted, effects) = state.withLock { state -> (Bool, Effects) in
+      if let waiting = state.keys[key]?.machine.queue.count, waiting > 0 { return (false, Effects()) }
+      state.nextID &+= 1
+      let id = state.nextID
+      var granted = false
+      let effects = update(key, &state) { machine, now in
+        let action = machine.enqueue(id: id, now: now)
+        if action.granted.contains(id) {
+          granted = true
+          return action
+        }
+        // It would wait, or be refused: withdrawn, as if it had never come.
+        return machine.cancel(id: id, now: now)
+      }
+      return (granted, effects)
+    }
+    carryOut(effects, key: key)
+    return granted
   }
 
   func acquire(_ key: Key, isolation: isolated (any Actor)?) async throws {

@@ -19,6 +19,23 @@ import Testing
     return task
   }
 
+  /// `tryAcquire` takes the key's turn only when it would be granted at once, and changes nothing
+  /// otherwise: the probe of a key never answered goes, a second request does not while it is
+  /// out; with quota left after the answer one goes, and none once it is spent or another waits.
+  @Test func tryAcquireTakesOnlyATurnGrantedAtOnce() async throws {
+    let limiter = ServerPacedLimiter<String>(localModel: .fixedWindow, clock: scheduler)
+    #expect(limiter.tryAcquire("k"))  // the probe
+    #expect(!limiter.tryAcquire("k"))
+    #expect(limiter.knowledge(for: "k").waiting == 0)
+    limiter.record(ServerQuota(quota: 2, window: .seconds(10), remaining: 1, resetsIn: .seconds(5)), for: "k")
+    #expect(limiter.tryAcquire("k"))
+    #expect(!limiter.tryAcquire("k"))  // spent until 5 s
+    let waiting = await waiting(limiter, suspended: 1)
+    scheduler.advance(to: ms(5_000))
+    try await waiting.value
+    #expect(limiter.knowledge(for: "k").waiting == 0)
+  }
+
   /// "q=2;w=10, r=0;t=5" under a fixed-window model: two requests at 5 s, in the order they came;
   /// the third once a response says when: at 15 s.
   @Test func requestsStartWhenTheServersWindowAllowsThem() async throws {
