@@ -29,11 +29,10 @@ extension PostgresRateLimitStore {
       // Concurrent migrations would race on the catalog ("tuple concurrently updated"): one at a time.
       "SELECT pg_advisory_xact_lock(\(Self.migrationLock))",
       Self.migrationSQL(table: tableName, options: tableOptions),
-      // Each token bucket's emission interval per permit, since 0.5.0: a change of rate keeps
-      // the permits owed (NULL in a row written before, which carries nothing over).
-      "ALTER TABLE \(tableName) ADD COLUMN IF NOT EXISTS unit bigint",
       Self.slidingWindowSQL(table: try tableName.companion(.slidingWindow), options: tableOptions),
       Self.fixedWindowSQL(table: try tableName.companion(.fixedWindow), options: tableOptions),
+      // The limit each row is written under, since 0.5.0 (see `limitColumnsSQL`).
+      try Self.limitColumnsSQL(table: tableName),
       // A table made with other options (or by an earlier version, before it had any) gets these.
       tableOptions.alterSQL(table: tableName),
       tableOptions.alterSQL(table: try tableName.companion(.slidingWindow)),
@@ -81,39 +80,71 @@ extension PostgresRateLimitStore {
   /// The token bucket's table: one row per key, its TAT in microseconds of the database's clock.
   /// No index on `tat`, nor on any column a decision writes, so that every grant can be a HOT
   /// update (the purge scans instead; see the article). The same table as in 0.2.0, so an
-  /// upgraded store keeps its keys' state.
+  /// upgraded store keeps its keys' state, with the limit each row is written under (see
+  /// ``limitColumnsSQL(table:)``).
   static func migrationSQL(table: TableName, options: TableOptions) -> String {
     """
     \(options.createPrefix) TABLE IF NOT EXISTS \(table) (
       key text PRIMARY KEY,
-      tat bigint NOT NULL
+      tat bigint NOT NULL,
+      unit bigint,
+      tolerance bigint
     ) WITH (fillfactor = \(options.fillfactor))
     """
   }
 
   /// The sliding window's table: one row per key, the grant time of every permit that may still
   /// count (one entry per permit, oldest first, at most the window's permits once trimmed), and
-  /// when the last of them stops counting (`expires`, which the purge reads).
+  /// when the last of them stops counting (`expires`, which the purge reads), and the limit the
+  /// row was last written under.
   static func slidingWindowSQL(table: TableName, options: TableOptions) -> String {
     """
     \(options.createPrefix) TABLE IF NOT EXISTS \(table) (
       key text PRIMARY KEY,
       expires bigint NOT NULL,
-      grants bigint[] NOT NULL
+      grants bigint[] NOT NULL,
+      permits bigint,
+      span bigint
     ) WITH (fillfactor = \(options.fillfactor))
     """
   }
 
   /// The fixed window's table: one row per key, the end of the window it counts (windows are
-  /// aligned to the Unix epoch, so the end names the window) and the permits granted in it.
+  /// aligned to the Unix epoch, so the end names the window), the permits granted in it, and the
+  /// limit the row was last written under.
   static func fixedWindowSQL(table: TableName, options: TableOptions) -> String {
     """
     \(options.createPrefix) TABLE IF NOT EXISTS \(table) (
       key text PRIMARY KEY,
       window_end bigint NOT NULL,
-      used bigint NOT NULL
+      used bigint NOT NULL,
+      permits bigint,
+      span bigint
     ) WITH (fillfactor = \(options.fillfactor))
     """
+  }
+
+  /// Adds the columns that record the limit each row was last written under, to tables of an
+  /// earlier version (NULL in their rows: nothing is carried over or assumed for them): a token
+  /// bucket's emission interval per permit (`unit`), so that a change of rate keeps the permits
+  /// owed, and its tolerance; a window's permits and length, so that a new limit that looks
+  /// further back and allows more assumes the use the row no longer records. Only a table that
+  /// lacks one is altered: `ALTER TABLE` takes an exclusive lock even when it would do nothing.
+  static func limitColumnsSQL(table: TableName) throws(PacePostgresError) -> String {
+    let columns: [(TableName, String)] = [
+      (table, "unit"), (table, "tolerance"),
+      (try table.companion(.slidingWindow), "permits"), (try table.companion(.slidingWindow), "span"),
+      (try table.companion(.fixedWindow), "permits"), (try table.companion(.fixedWindow), "span"),
+    ]
+    let additions = columns.map { table, column in
+      """
+        IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = '\(table)'::regclass AND attname = '\(column)'
+          AND NOT attisdropped) THEN
+          ALTER TABLE \(table) ADD COLUMN \(column) bigint;
+        END IF;
+      """
+    }
+    return "DO $pace$ BEGIN\n" + additions.joined(separator: "\n") + "\nEND $pace$"
   }
 
   /// The advisory lock that serialises migrations of the store's tables.

@@ -106,6 +106,13 @@ extension PostgresRateLimitStore {
         held_used bigint;
         held_grants bigint[];
         held_unit bigint;
+        -- The limit a row was last written under (NULL in a row written before they were
+        -- recorded): a window's permits and length, a token bucket's tolerance.
+        held_permits bigint;
+        held_span bigint;
+        held_tolerance bigint;
+        edge bigint;
+        steps bigint;
         live bigint[];
         row_found boolean;
         -- The key's state under another policy (its limit changed policy): the table it was
@@ -149,11 +156,14 @@ extension PostgresRateLimitStore {
               -- earlier version), and then nothing is carried over from another bucket's rate.
               rate_unit := nullif(units[i], 0);
               IF policies[i] = 0 THEN
-                SELECT r.tat, r.unit INTO held, held_unit FROM \(table) AS r WHERE r.key = keys[i] FOR UPDATE;
+                SELECT r.tat, r.unit, r.tolerance INTO held, held_unit, held_tolerance FROM \(table) AS r
+                WHERE r.key = keys[i] FOR UPDATE;
               ELSIF policies[i] = 1 THEN
-                SELECT r.grants INTO held_grants FROM \(sliding) AS r WHERE r.key = keys[i] FOR UPDATE;
+                SELECT r.grants, r.permits, r.span INTO held_grants, held_permits, held_span FROM \(sliding) AS r
+                WHERE r.key = keys[i] FOR UPDATE;
               ELSE
-                SELECT r.window_end, r.used INTO held, held_used FROM \(fixed) AS r WHERE r.key = keys[i] FOR UPDATE;
+                SELECT r.window_end, r.used, r.permits, r.span INTO held, held_used, held_permits, held_span
+                FROM \(fixed) AS r WHERE r.key = keys[i] FOR UPDATE;
               END IF;
               row_found := FOUND;
               moved := -1;
@@ -189,6 +199,12 @@ extension PostgresRateLimitStore {
                 IF row_found AND held_unit > 0 AND rate_unit IS NOT NULL AND held_unit <> rate_unit AND held > clock THEN
                   -- Another rate: the permits owed stay owed, at this rate.
                   held := clock + least(ceil((held - clock)::numeric / held_unit) * rate_unit, 2305843009213693951);
+                END IF;
+                IF row_found AND held_unit > 0 AND held_tolerance > 0 AND rate_unit > held_unit
+                  AND capacities[i]::numeric * held_unit > held_tolerance::numeric * rate_unit THEN
+                  -- A slower bucket with a larger burst: the use the row no longer records is
+                  -- assumed at the old rate, so the new bucket starts empty.
+                  held := greatest(held, clock + capacities[i]);
                 ELSIF NOT row_found THEN
                   held := clock;
                   IF rate_unit IS NOT NULL AND moved = 1 THEN
@@ -213,9 +229,10 @@ extension PostgresRateLimitStore {
                 o_granted := GREATEST(held, clock) + CASE WHEN takes[i] THEN amounts[i] ELSE 0 END;
                 EXIT WHEN NOT takes[i];
                 IF row_found THEN
-                  UPDATE \(table) AS r SET tat = o_granted, unit = coalesce(rate_unit, r.unit) WHERE r.key = keys[i];
+                  UPDATE \(table) AS r SET tat = o_granted, unit = rate_unit, tolerance = capacities[i]
+                  WHERE r.key = keys[i];
                 ELSE
-                  INSERT INTO \(table) AS r (key, tat, unit) VALUES (keys[i], o_granted, rate_unit)
+                  INSERT INTO \(table) AS r (key, tat, unit, tolerance) VALUES (keys[i], o_granted, rate_unit, capacities[i])
                   ON CONFLICT (key) DO NOTHING;
                   CONTINUE WHEN NOT FOUND;
                 END IF;
@@ -232,6 +249,20 @@ extension PostgresRateLimitStore {
                   held_grants := array_fill(least(clock, other_end - 1), ARRAY[least(owed, capacities[i])::int]);
                 END IF;
                 held_grants := coalesce(held_grants, '{}');
+                IF row_found AND held_permits > 0 AND windows[i] > held_span AND capacities[i] > held_permits
+                  AND clock - held_span > -4611686018427387904 THEN
+                  -- A longer window with more permits: the part of it the log no longer records
+                  -- is assumed used at the old limit's maximum, its permits at each instant a
+                  -- window apart before the old window's start (only the latest that can fill
+                  -- the new window matter).
+                  edge := clock - held_span;
+                  steps := least((windows[i] - 1) / held_span, (capacities[i] + held_permits - 1) / held_permits);
+                  held_grants := ARRAY(
+                    SELECT edge - k * held_span FROM generate_series(steps - 1, 0, -1) AS k,
+                      generate_series(1, held_permits) AS p
+                    WHERE edge - k * held_span > -4611686018427387904 ORDER BY 1)
+                    || ARRAY(SELECT g FROM unnest(held_grants) AS g WHERE g > edge ORDER BY g);
+                END IF;
                 live := held_grants[width_bucket(clock - windows[i], held_grants) + 1:];
                 counted := cardinality(live);
                 o_used := counted;
@@ -253,11 +284,13 @@ extension PostgresRateLimitStore {
                   live := ARRAY(SELECT g FROM unnest(live) AS g ORDER BY g);
                 END IF;
                 IF row_found THEN
-                  UPDATE \(sliding) AS r SET grants = live, expires = greatest(r.expires, clock + windows[i])
+                  UPDATE \(sliding) AS r
+                  SET grants = live, expires = greatest(r.expires, clock + windows[i]), permits = capacities[i],
+                    span = windows[i]
                   WHERE r.key = keys[i];
                 ELSE
-                  INSERT INTO \(sliding) AS r (key, expires, grants)
-                  VALUES (keys[i], clock + windows[i], live)
+                  INSERT INTO \(sliding) AS r (key, expires, grants, permits, span)
+                  VALUES (keys[i], clock + windows[i], live, capacities[i], windows[i])
                   ON CONFLICT (key) DO NOTHING;
                   CONTINUE WHEN NOT FOUND;
                 END IF;
@@ -282,6 +315,16 @@ extension PostgresRateLimitStore {
                     SELECT count(*) FROM unnest(other_grants) AS g WHERE g >= window_ends - windows[i]))
                   WHEN moved = 0 THEN least(capacities[i], owed)
                   ELSE 0 END;
+                IF row_found AND held_span > 0 AND held_permits > 0 AND capacities[i] > held_permits THEN
+                  -- More permits in a window that starts before the old one's current window:
+                  -- each old window between the two starts is assumed used at the old limit's
+                  -- maximum, since the row records only one.
+                  edge := clock - ((clock % held_span) + held_span) % held_span;
+                  IF window_ends - windows[i] < edge THEN
+                    counted := least(capacities[i],
+                      counted + ((edge - (window_ends - windows[i]) - 1) / held_span + 1)::numeric * held_permits);
+                  END IF;
+                END IF;
                 o_used := counted;
                 -- Not `counted + amounts[i]`, which overflows for a window of `Int64.max` permits.
                 IF amounts[i] > capacities[i] - counted THEN
@@ -291,9 +334,12 @@ extension PostgresRateLimitStore {
                 o_granted := window_ends;
                 EXIT WHEN NOT takes[i];
                 IF row_found THEN
-                  UPDATE \(fixed) AS r SET window_end = window_ends, used = counted + amounts[i] WHERE r.key = keys[i];
+                  UPDATE \(fixed) AS r
+                  SET window_end = window_ends, used = counted + amounts[i], permits = capacities[i], span = windows[i]
+                  WHERE r.key = keys[i];
                 ELSE
-                  INSERT INTO \(fixed) AS r (key, window_end, used) VALUES (keys[i], window_ends, amounts[i])
+                  INSERT INTO \(fixed) AS r (key, window_end, used, permits, span)
+                  VALUES (keys[i], window_ends, counted + amounts[i], capacities[i], windows[i])
                   ON CONFLICT (key) DO NOTHING;
                   CONTINUE WHEN NOT FOUND;
                 END IF;

@@ -126,7 +126,8 @@ struct PostgresPlanChangeTests {
     }
   }
 
-  /// A fixed window's count is carried into a longer fixed window that overlaps it.
+  /// A fixed window's count is carried into a longer fixed window that overlaps it, with the old
+  /// window before it in the new one assumed used to the full (3 + 3 of 4).
   @Test func aFixedWindowLengthenedCountsTheOverlappingWindow() async throws {
     try await withStore { store async throws in
       let timeline = Timeline(
@@ -134,7 +135,7 @@ struct PostgresPlanChangeTests {
         new: .fixedWindow(permits: 4, per: .seconds(60)),
         change: 12)
       #expect(try await timeline.requests(from: 11, to: 11.3, every: 0.1) == 3)
-      #expect(try await timeline.requests(from: 12, to: 60, every: 1) == 1)
+      #expect(try await timeline.requests(from: 12, to: 60, every: 1) == 0)
       #expect(try await timeline.requests(from: 60, to: 61, every: 0.1) == 4)
     }
   }
@@ -153,6 +154,46 @@ struct PostgresPlanChangeTests {
         new: RateLimit(permits: 1, per: .seconds(2), burst: 5), change: 3)
       #expect(try await second.requests(from: 1, to: 1.5, every: 0.1) == 5)
       try await second.requests(from: 3, to: 40, every: 0.25)
+    }
+  }
+
+  /// The third case: 3 per 10 s used to the full for 30 s, then 10 per 60 s. The row
+  /// records one old window; the two before it in the new window are assumed used to the full.
+  @Test func aLongerFixedWindowWithMorePermitsAssumesTheUseTheRowNoLongerRecords() async throws {
+    try await withStore { store async throws in
+      let timeline = Timeline(
+        store: store, old: .fixedWindow(permits: 3, per: .seconds(10)),
+        new: .fixedWindow(permits: 10, per: .seconds(60)), change: 35)
+      for start in [0.0, 10, 20] {
+        #expect(try await timeline.requests(from: start, to: start + 0.3, every: 0.1) == 3)
+      }
+      #expect(try await timeline.requests(from: 35, to: 60, every: 0.5) == 0)
+      #expect(try await timeline.requests(from: 60, to: 120, every: 0.5) == 10)
+    }
+  }
+
+  /// A sliding window of 2 per 10 s used to the full, then 10 per 60 s: the log keeps the last
+  /// 10 s only; the grants before are assumed at the old limit's maximum.
+  @Test func aLongerSlidingWindowWithMorePermitsAssumesTheUseTheLogNoLongerRecords() async throws {
+    try await withStore { store async throws in
+      let timeline = Timeline(
+        store: store, old: .slidingWindow(permits: 2, per: .seconds(10)),
+        new: .slidingWindow(permits: 10, per: .seconds(60)), change: 35)
+      #expect(try await timeline.requests(from: 0, to: 35, every: 0.5) == 8)
+      try await timeline.requests(from: 35, to: 150, every: 0.5)
+    }
+  }
+
+  /// A token bucket of 1 per second, burst 2, used to the full for 100 s, then 1 per 10 s with a
+  /// burst of 5: the new bucket starts empty.
+  @Test func aSlowerTokenBucketWithALargerBurstStartsEmpty() async throws {
+    try await withStore { store async throws in
+      let timeline = Timeline(
+        store: store, old: RateLimit(permits: 1, per: .seconds(1), burst: 2),
+        new: RateLimit(permits: 1, per: .seconds(10), burst: 5), change: 100.5)
+      try await timeline.requests(from: 0, to: 100.5, every: 1)
+      #expect(try await timeline.requests(from: 100.5, to: 110, every: 0.5) == 0)
+      try await timeline.requests(from: 110, to: 200, every: 0.5)
     }
   }
 }
