@@ -109,6 +109,72 @@ extension HTTPClient {
     return response
   }
 
+  /// Executes `request` through `requests` with a credential from `credentials`, which
+  /// `authorize` puts on each attempt's copy of the request: a 401 refreshes it once for every
+  /// request refused with it, and sends this one again with the new credential (see
+  /// `PacedRequests.send(key:idempotent:credentials:…)`).
+  ///
+  /// ```swift
+  /// let tokens = CredentialRefresher<String> { _ in try await signIn() }
+  /// let response = try await client.execute(
+  ///   request, timeout: .seconds(10), pacedBy: requests, credentials: tokens
+  /// ) { request, token in
+  ///   request.headers.replaceOrAdd(name: "Authorization", value: "Bearer \(token)")
+  /// }
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - request: The request, without its credential.
+  ///   - timeout: Each attempt's timeout.
+  ///   - requests: The paced requests that hold and retry it.
+  ///   - credentials: Where the credential comes from, and who refreshes it.
+  ///   - key: What the server counts separately; the request's origin by default.
+  ///   - idempotent: Whether the request may be sent twice; by default, by its method.
+  ///   - collectingBodyUpTo: The most bytes of a body read within each attempt (see the plain
+  ///     `execute(_:timeout:pacedBy:…)`).
+  ///   - isConnectionError: Whether an error is a connection failure that a retry may mend.
+  ///   - deadline: How long the whole execution may take from this call, refreshes included.
+  ///   - logger: The logger of each attempt.
+  ///   - isolation: The caller's actor; leave the default.
+  ///   - authorize: Puts the credential on a copy of the request.
+  /// - Returns: The last attempt's response.
+  /// - Throws: What the plain `execute(_:timeout:pacedBy:…)` throws;
+  ///   `AuthenticationError.refreshLoop(attempts:)` when the server refuses every refreshed
+  ///   credential; what the refresh throws.
+  public func execute<Credential: Sendable & Equatable>(
+    _ request: HTTPClientRequest,
+    timeout: TimeAmount,
+    pacedBy requests: PacedRequests,
+    credentials: CredentialRefresher<Credential>,
+    key: String? = nil,
+    idempotent: Bool? = nil,
+    collectingBodyUpTo maximumBodyBytes: Int? = nil,
+    isConnectionError: (@Sendable (any Error) -> Bool)? = nil,
+    deadline: Duration? = nil,
+    logger: Logger? = nil,
+    isolation: isolated (any Actor)? = #isolation,
+    authorize: @escaping @Sendable (inout HTTPClientRequest, Credential) -> Void
+  ) async throws -> HTTPClientResponse {
+    let key = key ?? Self.pacingKey(for: request.url)
+    let idempotent = idempotent ?? PacedRequests.isIdempotent(method: request.method.rawValue)
+    let attempts = AttemptTracing(tracer: tracer)
+    let (response, _) = try await requests.send(
+      key: key, idempotent: idempotent, credentials: credentials, deadline: deadline,
+      isConnectionError: {
+        Self.isConnectionError($0) || ($0 as? HTTPClientError) == .deadlineExceeded || isConnectionError?($0) == true
+      },
+      isolation: isolation
+    ) { credential in
+      var authorized = request
+      authorize(&authorized, credential)
+      return try await attempts.traced {
+        try await self.attempt(
+          authorized, timeout: timeout, pacedBy: requests, collectingBodyUpTo: maximumBodyBytes, logger: logger)
+      }
+    }
+    return response
+  }
+
   /// One attempt of ``execute(_:timeout:pacedBy:key:idempotent:collectingBodyUpTo:isConnectionError:deadline:logger:isolation:)``.
   private func attempt(
     _ request: HTTPClientRequest, timeout: TimeAmount, pacedBy requests: PacedRequests,

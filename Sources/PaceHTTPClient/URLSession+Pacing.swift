@@ -59,6 +59,57 @@ extension URLSession {
     return loaded
   }
 
+  /// Loads `request` through `requests` with a credential from `credentials`, which `authorize`
+  /// puts on each attempt's copy of the request: a 401 refreshes it once for every request
+  /// refused with it, and sends this one again with the new credential (see
+  /// ``PacedRequests/send(key:idempotent:credentials:deadline:attemptTimeout:isConnectionError:isolation:_:)``).
+  ///
+  /// ```swift
+  /// let tokens = CredentialRefresher<String> { _ in try await signIn() }
+  /// let (data, response) = try await URLSession.shared.data(
+  ///   for: request, pacedBy: requests, credentials: tokens
+  /// ) { request, token in
+  ///   request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+  /// }
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - request: The request, without its credential.
+  ///   - requests: The paced requests that hold and retry it.
+  ///   - credentials: Where the credential comes from, and who refreshes it.
+  ///   - key: What the server counts separately; the request's origin by default.
+  ///   - idempotent: Whether the request may be sent twice; by default, by its method.
+  ///   - deadline: How long the whole load may take from this call, refreshes included.
+  ///   - attemptTimeout: How long one attempt may take before it is cancelled.
+  ///   - isConnectionError: Whether an error is a connection failure that a retry may mend, in
+  ///     addition to those ``isConnectionError(_:)`` knows.
+  ///   - isolation: The caller's actor; leave the default.
+  ///   - authorize: Puts the credential on a copy of the request.
+  /// - Returns: The last attempt's data and response.
+  /// - Throws: What ``data(for:pacedBy:key:idempotent:deadline:attemptTimeout:isConnectionError:isolation:)``
+  ///   throws; `AuthenticationError.refreshLoop(attempts:)` when the server refuses every
+  ///   refreshed credential; what the refresh throws.
+  public func data<Credential: Sendable & Equatable>(
+    for request: URLRequest, pacedBy requests: PacedRequests, credentials: CredentialRefresher<Credential>,
+    key: String? = nil, idempotent: Bool? = nil, deadline: Duration? = nil, attemptTimeout: Duration? = nil,
+    isConnectionError: (@Sendable (any Error) -> Bool)? = nil,
+    isolation: isolated (any Actor)? = #isolation,
+    authorize: @escaping @Sendable (inout URLRequest, Credential) -> Void
+  ) async throws -> (Data, URLResponse) {
+    let key = key ?? Self.pacingKey(for: request.url)
+    let idempotent = Self.mayBeSentTwice(request, idempotent: idempotent)
+    let (loaded, _) = try await requests.send(
+      key: key, idempotent: idempotent, credentials: credentials, deadline: deadline, attemptTimeout: attemptTimeout,
+      isConnectionError: { Self.isConnectionError($0) || isConnectionError?($0) == true }, isolation: isolation
+    ) { credential in
+      var authorized = request
+      authorize(&authorized, credential)
+      let loaded = try await self.data(for: authorized)
+      return (loaded, Self.head(of: loaded.1))
+    }
+    return loaded
+  }
+
   /// Whether `error` is a connection failure that another attempt may mend: the host could not be
   /// found or reached, the connection was lost (or cut mid-answer: `cannotParseResponse`, and
   /// `unknown`, which FoundationNetworking on Linux reports for a cut), the request timed out, or
