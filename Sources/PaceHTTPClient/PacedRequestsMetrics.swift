@@ -1,4 +1,5 @@
 import CoreMetrics
+import Pace
 
 /// What ``PacedRequests`` counts, for an app's or a server's dashboards (swift-metrics).
 ///
@@ -7,6 +8,9 @@ import CoreMetrics
 /// | `pace_http_client_rate_limited_total` | | every 429 answered, retried or final |
 /// | `pace_http_client_retries_total` | `reason`: `rate_limited` (429), `unavailable` (503), `server_error` (other 5xx), `other_status`, `connection_error` | every retry sent, by what the attempt before it ended with |
 /// | `pace_http_client_retry_budget_withdrawals_total` | `result`: `granted`, `refused` | every retry asked of the ``RetryBudget`` |
+/// | `pace_http_client_breaker_refusals_total` | | every send an open breaker refused at once |
+/// | `pace_http_client_breaker_probes_total` | | every send let through a half-open breaker as a probe |
+/// | `pace_http_client_breaker_transitions_total` | `to`: `open`, `closed` | every opening and closing of a key's breaker that a send's outcome made |
 ///
 /// Counters have no key dimension: keys (origins, routes, credentials) are unbounded, a
 /// dashboard's series must not be.
@@ -19,6 +23,10 @@ struct PacedRequestsMetrics: Sendable {
   let retriesConnectionError: Counter
   let withdrawalsGranted: Counter
   let withdrawalsRefused: Counter
+  let breakerRefusals: Counter
+  let breakerProbes: Counter
+  let breakerOpened: Counter
+  let breakerClosed: Counter
 
   init(factory: any MetricsFactory) {
     rateLimited = Counter(label: "pace_http_client_rate_limited_total", factory: factory)
@@ -36,6 +44,24 @@ struct PacedRequestsMetrics: Sendable {
     }
     withdrawalsGranted = withdrawals("granted")
     withdrawalsRefused = withdrawals("refused")
+    breakerRefusals = Counter(label: "pace_http_client_breaker_refusals_total", factory: factory)
+    func transitions(_ state: String) -> Counter {
+      Counter(label: "pace_http_client_breaker_transitions_total", dimensions: [("to", state)], factory: factory)
+    }
+    breakerProbes = Counter(label: "pace_http_client_breaker_probes_total", factory: factory)
+    breakerOpened = transitions("open")
+    breakerClosed = transitions("closed")
+  }
+
+  /// Counts an opening or a closing of a key's breaker, from `old` to `new` (an `open` whose
+  /// instant moved opened again); half-open comes with time, and is counted by its probes.
+  func recordBreakerChange(from old: CircuitBreakerState, to new: CircuitBreakerState) {
+    guard old != new else { return }
+    switch new {
+    case .open: breakerOpened.increment()
+    case .closed: breakerClosed.increment()
+    case .halfOpen: break
+    }
   }
 
   /// Counts a retry after an attempt that ended with `outcome`.

@@ -1,3 +1,4 @@
+import MetricsTestKit
 import Pace
 import PaceHTTPClient
 import PaceTestSupport
@@ -10,13 +11,13 @@ import Testing
   let scheduler = TestScheduler()
 
   /// Opens on 2 failures of 2 calls, for 5 s; one probe. No retries, to count each send once.
-  func requests() -> (PacedRequests, KeyedCircuitBreaker<String>) {
+  func requests(metrics: TestMetrics = TestMetrics()) -> (PacedRequests, KeyedCircuitBreaker<String>) {
     let scheduler = scheduler
     let breaker = KeyedCircuitBreaker<String>(
       failureRatio: 0.5, minimumCalls: 2, window: .seconds(10), coolDown: .seconds(5), probes: 1, clock: scheduler)
     let requests = PacedRequests(
       retry: .never, budget: nil, breaker: breaker, clock: scheduler,
-      unixTime: { .seconds(1_700_000_000) + scheduler.now.offset })
+      unixTime: { .seconds(1_700_000_000) + scheduler.now.offset }, metricsFactory: metrics)
     return (requests, breaker)
   }
 
@@ -30,7 +31,8 @@ import Testing
   /// 5.999 s fail at once, saying until when, and reach nobody; the send at 6 s is the probe,
   /// its 200 closes the breaker, and the next send goes through.
   @Test func theBreakerStopsAFailingOriginAndLetsItBackThroughItsProbe() async throws {
-    let (requests, breaker) = requests()
+    let metrics = TestMetrics()
+    let (requests, breaker) = requests(metrics: metrics)
     let server = ScriptedServer([status(500), .failure(ConnectionLost()), status(200), status(200)], clock: scheduler)
     #expect(try await send(requests, server) == 500)
     scheduler.advance(to: ms(1000))
@@ -48,6 +50,14 @@ import Testing
     #expect(breaker.state(for: "k") == .closed)
     #expect(try await send(requests, server) == 200)
     #expect(server.attempts.times == [ms(0), ms(1000), ms(6000), ms(6000)])
+    // Counted: two sends refused; opened once, one probe, closed by its 200.
+    func count(_ label: String, _ dimensions: [(String, String)] = []) throws -> Int64 {
+      try metrics.expectCounter(label, dimensions).totalValue
+    }
+    #expect(try count("pace_http_client_breaker_refusals_total") == 2)
+    #expect(try count("pace_http_client_breaker_transitions_total", [("to", "open")]) == 1)
+    #expect(try count("pace_http_client_breaker_probes_total") == 1)
+    #expect(try count("pace_http_client_breaker_transitions_total", [("to", "closed")]) == 1)
   }
 
   /// 429s and 503s with `Retry-After` are pacing: they never open the breaker; a 503 without

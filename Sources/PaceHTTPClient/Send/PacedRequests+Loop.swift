@@ -41,7 +41,14 @@ extension PacedRequests {
     var attemptNumber = 1
     while true {
       // An open breaker answers at once, before the key's queue.
-      let permit = try breaker?.permit(key)
+      let permit: KeyedCircuitBreaker<String>.Permit?
+      do {
+        permit = try breaker?.permit(key)
+      } catch {
+        metrics.breakerRefusals.increment()
+        throw error
+      }
+      if permit?.isProbe == true { metrics.breakerProbes.increment() }
       let end: RoundEnd<Body>
       do {
         try await acquire(key, before: deadline, isolation: isolation)
@@ -53,7 +60,11 @@ extension PacedRequests {
         if let permit { breaker?.record(.ignored, for: permit) }
         throw error
       }
-      if let permit { breaker?.record(Self.breakerOutcome(of: end), for: permit) }
+      if let permit, let breaker {
+        let before = breaker.state(for: key)
+        breaker.record(Self.breakerOutcome(of: end), for: permit)
+        metrics.recordBreakerChange(from: before, to: breaker.state(for: key))
+      }
       let outcome: RetryStrategy.Outcome
       let retryAfter: Duration?
       switch end {
