@@ -139,7 +139,6 @@ struct ResilientClientEndToEndTests {
     #expect(
       afterOpening.count <= halfOpenings * (1 + 5 + Self.callers),
       "\(afterOpening.count) failures after it opened, \(halfOpenings) half-openings, of \(counts.failed.count)")
-    #expect(afterOpening.count * 10 < counts.failed.count, "the breaker cut the failures by at least ten times")
     // And lets it back through its probes: closed for good within a cool-down (and slack) of the
     // end of the failing span, and the server answering again.
     let lastChange = changes.last
