@@ -115,9 +115,13 @@ struct PostgresRateLimitPlansTests {
         try await b.plans.setLimit(Self.bucket, for: "customer")
         try await Self.eventually { a.plans.plans.limit(for: "customer") == Self.bucket }
       }
-      // Neither logged anything above info.
-      #expect(a.logs.entries.filter { $0.level > .info }.isEmpty, "\(a.logs.entries)")
-      #expect(b.logs.entries.filter { $0.level > .info }.isEmpty, "\(b.logs.entries)")
+      // Neither logged anything above info, but a migration's wait for the migration lock that
+      // the suite's other tests hold at the same time (CleanStartTests checks a start alone).
+      let fromThisTest = { (entry: InMemoryLogHandler.Entry) in
+        entry.level > .info && entry.message != "migration waits for PostgreSQL"
+      }
+      #expect(a.logs.entries.filter(fromThisTest).isEmpty, "\(a.logs.entries)")
+      #expect(b.logs.entries.filter(fromThisTest).isEmpty, "\(b.logs.entries)")
     }
   }
 
