@@ -37,6 +37,19 @@ final class SlowServer: Sendable {
   }
 
   var startTimes: [PaceInstant] { started.withLock { $0 } }
+
+  /// Returns once `count` attempts have started (the attempt runs in a task of the send's, which
+  /// may start after the timers that cut it are armed), or records an issue after 10 s.
+  func waitForAttempts(_ count: Int, sourceLocation: SourceLocation = #_sourceLocation) async {
+    let begun = ContinuousClock.now
+    while startTimes.count < count {
+      guard ContinuousClock.now - begun < .seconds(10) else {
+        Issue.record("\(startTimes.count) attempts started, not \(count)", sourceLocation: sourceLocation)
+        return
+      }
+      await Task.yield()
+    }
+  }
   var endTimes: [PaceInstant] { ended.withLock { $0.map(\.0) } }
   var cancelled: [Int] { ended.withLock { $0.filter(\.cancelled).map(\.1) } }
 }
@@ -158,6 +171,7 @@ extension TestScheduler {
         try await server.attempt()
       }
     }
+    await server.waitForAttempts(1)
     await scheduler.advance(toScheduled: ms(500))  // the timeout
     await scheduler.advance(toScheduled: ms(600))  // the back-off
     let (body, head) = try await task.value
@@ -177,6 +191,7 @@ extension TestScheduler {
         try await server.attempt()
       }
     }
+    await server.waitForAttempts(1)
     await scheduler.advance(toScheduled: ms(500))
     let (result, end) = await ended(task)
     #expect(deadlineError(result) == .attemptTimedOut(after: .milliseconds(500)))
@@ -195,8 +210,10 @@ extension TestScheduler {
         key: "k", idempotent: true, deadline: .milliseconds(1500), attemptTimeout: .seconds(1)
       ) { try await server.attempt() }
     }
+    await server.waitForAttempts(1)
     await scheduler.advance(toScheduled: ms(1000))  // the first attempt's timeout
     await scheduler.advance(toScheduled: ms(1100))  // the back-off
+    await server.waitForAttempts(2)
     await scheduler.advance(toScheduled: ms(1500))  // the deadline
     let (result, end) = await ended(task)
     #expect(deadlineError(result) == .deadlineExceeded(needed: nil, remaining: .zero))

@@ -40,6 +40,7 @@ import Testing
     try await prime(requests, server)
     let available = budget.availableRetries
     let task = slowSend(requests, server)
+    await server.waitForAttempts(2)
     await scheduler.advance(toScheduled: ms(300))  // the hedge's delay
     await scheduler.advance(toScheduled: ms(400))  // its answer
     #expect(try await task.value == 3)
@@ -59,6 +60,7 @@ import Testing
     try await prime(requests, server)
     let available = budget.availableRetries
     let task = slowSend(requests, server)
+    await server.waitForAttempts(2)
     await scheduler.advance(toScheduled: ms(200))
     #expect(try await task.value == 2)
     #expect(server.startTimes == [ms(0), ms(0)])
@@ -72,6 +74,7 @@ import Testing
     let server = SlowServer(scheduler: scheduler, latencies: [.zero, .seconds(1)])
     try await prime(requests, server)
     let task = slowSend(requests, server)
+    await server.waitForAttempts(2)
     await scheduler.advance(toScheduled: ms(300))
     await scheduler.advance(toScheduled: ms(1000))
     #expect(try await task.value == 2)
@@ -84,6 +87,7 @@ import Testing
     let server = SlowServer(scheduler: scheduler, latencies: [.zero, .seconds(1)])
     try await prime(requests, server, idempotent: false)
     let task = slowSend(requests, server, idempotent: false)
+    await server.waitForAttempts(2)
     #expect(!scheduler.pendingDeadlines.contains(ms(300)))
     await scheduler.advance(toScheduled: ms(1000))
     #expect(try await task.value == 2)
@@ -103,6 +107,7 @@ import Testing
     try await prime(requests, server)
     let available = budget.availableRetries
     let task = slowSend(requests, server)
+    await server.waitForAttempts(2)
     await scheduler.advance(toScheduled: ms(300))
     await scheduler.advance(toScheduled: ms(1000))
     #expect(try await task.value == 2)
@@ -123,6 +128,7 @@ import Testing
       _ = try await task.value
     }
     let task = slowSend(requests, server)
+    await server.waitForAttempts(5)
     await scheduler.advance(toScheduled: ms(1200))
     #expect(try await task.value == 6)
     #expect(server.startTimes.suffix(2) == [ms(1000), ms(1200)])
