@@ -29,6 +29,7 @@ let package = Package(
   dependencies: [
     .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
     .package(url: "https://github.com/apple/swift-http-structured-headers", from: "1.7.0"),
+    .package(url: "https://github.com/apple/swift-metrics", from: "2.5.0"),
   ],
   targets: [
     .target(name: "Pace", dependencies: ["CPaceSupport"], swiftSettings: swiftSettings),
@@ -38,7 +39,11 @@ let package = Package(
     .target(name: "PaceHTTPServer", dependencies: ["Pace"], swiftSettings: swiftSettings),
     .target(
       name: "PaceHTTPClient",
-      dependencies: ["Pace", .product(name: "RawStructuredFieldValues", package: "swift-http-structured-headers")],
+      dependencies: [
+        "Pace",
+        .product(name: "RawStructuredFieldValues", package: "swift-http-structured-headers"),
+        .product(name: "CoreMetrics", package: "swift-metrics"),
+      ],
       swiftSettings: swiftSettings
     ),
     .target(
