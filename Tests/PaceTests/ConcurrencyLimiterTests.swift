@@ -271,3 +271,47 @@ import Testing
     #expect(limiter.keyCount == 0)
   }
 }
+
+/// Bad settings stop the process with a message that names the type, the parameter, the rule and
+/// the value.
+@Suite struct ConcurrencyLimiterPreconditionTests {
+  static func message(_ result: ExitTest.Result?) -> String {
+    String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+  }
+
+  @Test func aZeroLimitNamesTheParameter() async {
+    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      _ = ConcurrencyLimiter(maximumInFlight: 0, clock: TestScheduler())
+    }
+    #expect(Self.message(result).contains("ConcurrencyLimiter: maximumInFlight must be positive (got 0)"))
+  }
+
+  @Test func aLimitSetToZeroNamesTheParameter() async {
+    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      KeyedConcurrencyLimiter<String>(maximumInFlight: 1, clock: TestScheduler()).maximumInFlight = 0
+    }
+    #expect(Self.message(result).contains("KeyedConcurrencyLimiter: maximumInFlight must be positive (got 0)"))
+  }
+
+  @Test func aNegativeQueueNamesTheParameter() async {
+    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      _ = KeyedConcurrencyLimiter<String>(maximumInFlight: 1, maximumQueued: -1, clock: TestScheduler())
+    }
+    #expect(Self.message(result).contains("KeyedConcurrencyLimiter: maximumQueued must not be negative (got -1)"))
+  }
+
+  @Test func aZeroMaximumWaitNamesTheParameter() async {
+    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      _ = ConcurrencyLimiter(maximumInFlight: 1, maximumWait: .zero, clock: TestScheduler())
+    }
+    #expect(Self.message(result).contains("ConcurrencyLimiter: maximumWait must be positive (got 0.0 seconds)"))
+  }
+
+  @Test func sharesOutOfOrderNameTheParameter() async {
+    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      _ = PriorityShares(defaultPercent: 50, sheddablePercent: 80)
+    }
+    #expect(
+      Self.message(result).contains("PriorityShares: sheddablePercent must be 0 through defaultPercent, 50 (got 80)"))
+  }
+}
