@@ -27,6 +27,8 @@ struct SimulatedService {
   struct Request {
     var admittedAt: PaceInstant
     var inFlight: Int
+    /// The permit of an ``AdaptiveConcurrencyLimiter`` run.
+    var permit: AdaptiveConcurrencyPermit?
   }
 
   struct Completion {
@@ -69,9 +71,17 @@ struct SimulatedService {
     var result = Result()
   }
 
-  func run(limit: AdaptiveLimit?) -> Result {
+  /// Runs the service, with `limit` in front of it: fed by the simulation itself, or through an
+  /// ``AdaptiveConcurrencyLimiter`` on the run's scheduler if `throughLimiter`.
+  func run(limit: AdaptiveLimit?, throughLimiter: Bool = false) -> Result {
     let scheduler = TestScheduler()
-    let state = LockedState(State(limit: limit))
+    let state = LockedState(State(limit: throughLimiter ? nil : limit))
+    let limiter = limit.flatMap { limit in
+      throughLimiter
+        ? AdaptiveConcurrencyLimiter(limit, clock: scheduler) { _, to in
+          state.withLock { $0.result.limits.append((scheduler.now, to)) }
+        } : nil
+    }
     let end = PaceInstant.zero.advanced(by: duration)
     let arrivalCount = arrivalsPerSecond * duration.paceNanoseconds / 1_000_000_000
     let service = self
@@ -83,8 +93,9 @@ struct SimulatedService {
 
     @Sendable func complete(_ request: Request) {
       let now = scheduler.now
+      let latency = request.admittedAt.duration(to: now)
+      request.permit?.release(latency > clientTimeout ? .dropped : .success)
       let next: Request? = state.withLock { s in
-        let latency = request.admittedAt.duration(to: now)
         s.inFlight -= 1
         s.result.completions.append(Completion(at: now, latency: latency))
         if var limit = s.limit {
@@ -114,14 +125,19 @@ struct SimulatedService {
         _ = scheduler.schedule(at: at) { arrive(k + 1) }
       }
       let now = scheduler.now
+      let permit = limiter?.tryAcquire()
       let toStart: Request? = state.withLock { s in
         s.result.arrivals += 1
         if let limit = s.limit, s.inFlight >= limit.limit {
           s.result.refused += 1
           return nil
         }
+        if limiter != nil, permit == nil {
+          s.result.refused += 1
+          return nil
+        }
         s.inFlight += 1
-        let request = Request(admittedAt: now, inFlight: s.inFlight)
+        let request = Request(admittedAt: now, inFlight: s.inFlight, permit: permit)
         guard s.busy < service.workers else {
           s.queue.append(request)
           return nil
@@ -196,6 +212,20 @@ struct SimulatedService {
     #expect((gradient2.good, gradient2.refused, gradient2.p99) == (11_591, 24_398, .nanoseconds(36_666_667)))
   }
 
+  /// The same runs through an ``AdaptiveConcurrencyLimiter`` (its ``ConcurrencyLimiter`` admits,
+  /// its permits' releases are the samples): the same figures and the same limits at the same
+  /// instants as the value fed directly.
+  @Test(arguments: [("aimd", aimd), ("gradient2", gradient2)])
+  func anAdaptiveConcurrencyLimiterRunsTheSame(name: String, limit: AdaptiveLimit) {
+    let direct = Self.overloaded.run(limit: limit)
+    let through = Self.overloaded.run(limit: limit, throughLimiter: true)
+    #expect((through.good, through.refused, through.p99) == (direct.good, direct.refused, direct.p99), "\(name)")
+    #expect(through.completions.map(\.latency) == direct.completions.map(\.latency), "\(name)")
+    let changes = { (run: SimulatedService.Result) in run.limits.map { "\($0.at)=\($0.limit)" } }
+    #expect(changes(through) == changes(direct), "\(name)")
+    #expect(through.limits.count > 5, "\(name)")
+  }
+
   /// The timeline the AdaptiveLimits article shows, rendered from these runs: the test fails if
   /// the checked-in image differs. `PACE_RENDER_PLOTS=1 swift test --filter AdaptiveLimitSimulationTests`
   /// writes it instead.
@@ -253,20 +283,14 @@ struct TimelinePlot {
     return p.bottom - (p.bottom - p.top) * (clamped - p.decades.from) / (p.decades.to - p.decades.from)
   }
 
-  /// The limit at the end of each bucket.
+  /// The limit as a step line: every change.
   func limitPoints(_ result: SimulatedService.Result) -> [(Double, Double)] {
     var points: [(Double, Double)] = []
-    var index = 0
-    var current = result.limits.first?.limit ?? 0
-    var at = PaceInstant.zero
-    while at <= PaceInstant(duration) {
-      while index < result.limits.count, result.limits[index].at <= at {
-        current = result.limits[index].limit
-        index += 1
-      }
-      points.append((x(at), yLimit(Double(current))))
-      at = at.advanced(by: Self.bucket)
+    for (index, change) in result.limits.enumerated() {
+      if index > 0 { points.append((x(change.at), yLimit(Double(result.limits[index - 1].limit)))) }
+      points.append((x(change.at), yLimit(Double(change.limit))))
     }
+    if let last = result.limits.last { points.append((x(PaceInstant(duration)), yLimit(Double(last.limit)))) }
     return points
   }
 
