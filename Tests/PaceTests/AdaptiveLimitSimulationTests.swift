@@ -210,6 +210,8 @@ struct SimulatedService {
     let gradient2 = Self.overloaded.run(limit: Self.gradient2)
     #expect((aimd.good, aimd.refused, aimd.p99) == (11_993, 23_999, .nanoseconds(34_166_667)))
     #expect((gradient2.good, gradient2.refused, gradient2.p99) == (11_591, 24_398, .nanoseconds(36_666_667)))
+    let unlimited = Self.overloaded.run(limit: nil)
+    #expect((unlimited.good, unlimited.refused, unlimited.p99) == (592, 0, .nanoseconds(19_806_666_666)))
   }
 
   /// The same runs through an ``AdaptiveConcurrencyLimiter`` (its ``ConcurrencyLimiter`` admits,
