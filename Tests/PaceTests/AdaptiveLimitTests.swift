@@ -38,6 +38,14 @@ final class Fed {
     #expect((1...4).map { _ in limit.record(good(2), now: .zero) } == [4, 4, 4, 5])
   }
 
+  @Test func anInFlightCountOfAnySizeIsRead() {
+    let limit = Fed(.aimd(initialLimit: 3, timeout: .milliseconds(30)))
+    // 1 × 2 < 3; 2 × 2 ≥ 3; Int.max does not overflow.
+    #expect(limit.record(good(1), now: .zero) == 3)
+    #expect((1...3).map { _ in limit.record(good(2), now: .zero) } == [3, 3, 4])
+    #expect((1...4).map { _ in limit.record(good(.max), now: .zero) } == [4, 4, 4, 5])
+  }
+
   @Test func aDropHalvesWithARatioOfOneHalf() {
     let limit = Fed(.aimd(initialLimit: 10, timeout: .milliseconds(30), backoffRatio: 0.5))
     #expect(limit.record(drop, now: .zero) == 5)

@@ -221,7 +221,8 @@ public struct AdaptiveLimit: Sendable, Hashable {
       limit = Swift.max(minimumLimit, Int((Double(limit) * backoffRatio).rounded(.down)))
       return
     }
-    guard sample.inFlight * 2 >= limit else { return }
+    // inFlight × 2 ≥ limit, written so that no inFlight overflows.
+    guard sample.inFlight >= (limit + 1) / 2 else { return }
     state.goodSamples += 1
     guard state.goodSamples >= limit else { return }
     state.goodSamples = 0
