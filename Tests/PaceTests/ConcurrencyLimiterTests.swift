@@ -207,6 +207,17 @@ import Testing
     #expect(limiter.inFlightCount == 0)
   }
 
+  @Test func errorsSayTheBoundAndHowLongTheCallWaited() {
+    #expect(
+      "\(ConcurrencyLimiterError.queueFull(maximumQueued: 100, waited: .milliseconds(250)))"
+        == "refused: the queue was full (maximumQueued 100) after a wait of 0.25 seconds")
+    #expect(
+      "\(ConcurrencyLimiterError.maximumWaitReached(waited: .seconds(2)))"
+        == "refused: not admitted within the maximum wait (waited 2.0 seconds)")
+    #expect("\(AdmissionPriority.default)" == "default")
+    #expect(AdmissionPriority.allCases.sorted() == [.sheddable, .default, .critical])
+  }
+
   // MARK: Keyed
 
   @Test func eachKeyHasItsOwnLimit() async throws {

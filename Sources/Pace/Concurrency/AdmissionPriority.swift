@@ -12,8 +12,10 @@ public enum AdmissionPriority: Int, Sendable, Hashable, Comparable, CaseIterable
   /// Work that must go through while anything does: health checks, payments, logins.
   case critical = 2
 
+  /// Whether `lhs` is a lower class than `rhs`: `sheddable < default < critical`.
   public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
 
+  /// The class's name, as written in code: `critical`, `default` or `sheddable`.
   public var description: String {
     switch self {
     case .sheddable: "sheddable"
@@ -96,4 +98,16 @@ public enum ConcurrencyLimiterError: Error, Sendable, Hashable {
   /// The call waited its `maximumWait` without being admitted. `waited` is how long it waited:
   /// `maximumWait` on time, more if the clock's timer fired late.
   case maximumWaitReached(waited: Duration)
+}
+
+extension ConcurrencyLimiterError: CustomStringConvertible {
+  /// What happened, for a log line: the bound and how long the call waited.
+  public var description: String {
+    switch self {
+    case .queueFull(let maximumQueued, let waited):
+      "refused: the queue was full (maximumQueued \(maximumQueued)) after a wait of \(waited)"
+    case .maximumWaitReached(let waited):
+      "refused: not admitted within the maximum wait (waited \(waited))"
+    }
+  }
 }
