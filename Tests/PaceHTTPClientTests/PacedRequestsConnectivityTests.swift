@@ -20,13 +20,8 @@ import Testing
 
   /// Waits until `connectivity` has `count` callers waiting, for 10 s of real time at most.
   func waitForWaiters(_ connectivity: ManualConnectivity, _ count: Int) async {
-    let started = ContinuousClock.now
-    while connectivity.waitingCount < count {
-      guard ContinuousClock.now - started < .seconds(10) else {
-        Issue.record("\(connectivity.waitingCount) waiting, not \(count)")
-        return
-      }
-      await Task.yield()
+    await waitUntil("\(count) wait for the path (waiting: \(connectivity.waitingCount))", timeout: .seconds(10)) {
+      connectivity.waitingCount >= count
     }
   }
 

@@ -41,34 +41,13 @@ final class SlowServer: Sendable {
   /// Returns once `count` attempts have started (the attempt runs in a task of the send's, which
   /// may start after the timers that cut it are armed), or records an issue after 10 s.
   func waitForAttempts(_ count: Int, sourceLocation: SourceLocation = #_sourceLocation) async {
-    let begun = ContinuousClock.now
-    while startTimes.count < count {
-      guard ContinuousClock.now - begun < .seconds(10) else {
-        Issue.record("\(startTimes.count) attempts started, not \(count)", sourceLocation: sourceLocation)
-        return
-      }
-      await Task.yield()
-    }
+    await waitUntil(
+      "\(count) attempts started (started: \(startTimes.count))", timeout: .seconds(10),
+      sourceLocation: sourceLocation
+    ) { startTimes.count >= count }
   }
   var endTimes: [PaceInstant] { ended.withLock { $0.map(\.0) } }
   var cancelled: [Int] { ended.withLock { $0.filter(\.cancelled).map(\.1) } }
-}
-
-extension TestScheduler {
-  /// Waits until work is scheduled at `instant` (a sleep, a timer, armed by another task), then
-  /// advances to it: a step of a test that also checks the instant. Fails the test if nothing is
-  /// scheduled there within 10 s of real time.
-  func advance(toScheduled instant: PaceInstant, sourceLocation: SourceLocation = #_sourceLocation) async {
-    let started = ContinuousClock.now
-    while !pendingDeadlines.contains(instant) {
-      guard ContinuousClock.now - started < .seconds(10) else {
-        Issue.record("Nothing was scheduled at \(instant): \(pendingDeadlines)", sourceLocation: sourceLocation)
-        return
-      }
-      await Task.yield()
-    }
-    advance(to: instant)
-  }
 }
 
 /// `send(deadline:attemptTimeout:)` on virtual time: every wait ends by the deadline, a wait

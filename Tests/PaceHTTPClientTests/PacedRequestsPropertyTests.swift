@@ -146,7 +146,7 @@ final class SimulatedServer: Sendable {
     let end = start.advanced(by: limit.interval * windows)
     while true {
       // Every caller waits: for the limiter, or on the wire.
-      while scheduler.suspendedCallerCount + scheduler.sleeperCount < 16 { await Task.yield() }
+      await waitUntil("16 callers wait") { scheduler.suspendedCallerCount + scheduler.sleeperCount >= 16 }
       guard let next = scheduler.pendingDeadlines.min(), next < end else { break }
       scheduler.advance(to: next)
     }

@@ -85,7 +85,9 @@ import Testing
     _ = try await limiter.decide("k", cost: 2)
     let waiting = Task { try await limiter.acquire("k") }
     // The waiter asks, is told 500 ms, and sleeps that long on the limiter's clock.
-    while store.askedCount < 2 || !scheduler.pendingDeadlines.contains(ms(500)) { await Task.yield() }
+    await waitUntil("the store asked 2 times and the timer at 500 ms armed") {
+      store.askedCount >= 2 && scheduler.pendingDeadlines.contains(ms(500))
+    }
     scheduler.advance(to: ms(499))
     #expect(store.askedCount == 2)
     scheduler.advance(to: ms(500))
@@ -100,7 +102,9 @@ import Testing
     let limiter = StoreBackedRateLimiter<String>(limit: Self.limit, clock: scheduler, store: store)
     _ = try await limiter.decide("k", cost: 2)
     let waiting = Task { try await limiter.acquire("k") }
-    while store.askedCount < 2 || !scheduler.pendingDeadlines.contains(ms(500)) { await Task.yield() }
+    await waitUntil("the store asked 2 times and the timer at 500 ms armed") {
+      store.askedCount >= 2 && scheduler.pendingDeadlines.contains(ms(500))
+    }
     waiting.cancel()
     await #expect(throws: CancellationError.self) { try await waiting.value }
     #expect(store.askedCount == 2)
@@ -131,7 +135,9 @@ import Testing
     #expect(try await limiter.decide("k") == .allowed(remaining: 1))
     #expect(try await limiter.decide("k") == .allowed(remaining: 0))
     let waiting = Task { try await limiter.acquire("k") }
-    while store.askedCount < 3 || !scheduler.pendingDeadlines.contains(ms(500)) { await Task.yield() }
+    await waitUntil("the store asked 3 times and the timer at 500 ms armed") {
+      store.askedCount >= 3 && scheduler.pendingDeadlines.contains(ms(500))
+    }
     scheduler.advance(to: ms(500))
     try await waiting.value
     #expect(store.askedLimits == Array(repeating: Self.limit, count: 4))

@@ -1,4 +1,5 @@
 import PaceTestSupport
+import Testing
 
 @testable import Pace
 
@@ -57,6 +58,6 @@ func startRequest(
     defer { returned.withLock { $0 = true } }
     try await acquire()
   }
-  while !returned.withLock({ $0 }) && waitingCount() == waitingBefore { await Task.yield() }
+  await waitUntil("the request returned or queued") { returned.withLock({ $0 }) || waitingCount() != waitingBefore }
   return task
 }

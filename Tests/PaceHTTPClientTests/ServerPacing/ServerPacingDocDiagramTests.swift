@@ -164,11 +164,15 @@ import Testing
           finished.withLock { $0 += 1 }
         })
       // Every request has started and been answered, or waits in the limiter.
-      while finished.withLock({ $0 }) + scheduler.suspendedCallerCount < tasks.count { await Task.yield() }
+      await waitUntil("every task finished or waits") {
+        finished.withLock({ $0 }) + scheduler.suspendedCallerCount >= tasks.count
+      }
     }
     while let next = scheduler.pendingDeadlines.min(), finished.withLock({ $0 }) < tasks.count {
       scheduler.advance(to: next)
-      while finished.withLock({ $0 }) + scheduler.suspendedCallerCount < tasks.count { await Task.yield() }
+      await waitUntil("every task finished or waits") {
+        finished.withLock({ $0 }) + scheduler.suspendedCallerCount >= tasks.count
+      }
     }
     for task in tasks { try await task.value }
     #expect(Self.render(started.withLock { $0 }) == "abc--def--gh")
