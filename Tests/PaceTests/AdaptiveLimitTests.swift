@@ -226,6 +226,13 @@ final class Fed {
     #expect(Self.message(result).contains("AdaptiveLimit.gradient2: tolerance must be at least 1 (got 0.9)"))
   }
 
+  @Test func theAdaptiveLimitersQueueSettingsNameIt() async {
+    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      _ = AdaptiveConcurrencyLimiter(.aimd(timeout: .milliseconds(30)), maximumQueued: -1)
+    }
+    #expect(Self.message(result).contains("AdaptiveConcurrencyLimiter: maximumQueued must not be negative (got -1)"))
+  }
+
   @Test func aCeilingBelowTheFloorIsRefused() async {
     let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
       _ = AdaptiveLimit.gradient2(initialLimit: 5, minimumLimit: 5, maximumLimit: 4)

@@ -64,8 +64,10 @@ public final class AdaptiveConcurrencyLimiter: Sendable {
     onLimitChange: (@Sendable (_ from: Int, _ to: Int) -> Void)? = nil
   ) where C.Duration == Duration {
     limiter = ConcurrencyLimiter(
-      maximumInFlight: limit.limit, maximumQueued: maximumQueued, order: order, maximumWait: maximumWait,
-      shares: shares, clock: clock)
+      configuration: checkedConcurrencyConfiguration(
+        "AdaptiveConcurrencyLimiter", maximumInFlight: limit.limit, maximumQueued: maximumQueued, order: order,
+        maximumWait: maximumWait, shares: shares),
+      clock: AsyncClock(clock))
     state = LockedState(State(limit: limit))
     self.clock = AsyncClock(clock)
     self.onLimitChange = onLimitChange
@@ -76,6 +78,9 @@ public final class AdaptiveConcurrencyLimiter: Sendable {
 
   /// How many calls may be in flight now.
   public var maximumInFlight: Int { limiter.maximumInFlight }
+
+  /// Permits admitted and not yet released or deallocated: for tests.
+  var permitsOut: Int { state.withLock { $0.inFlight } }
 
   /// Runs `body` holding a place, as ``ConcurrencyLimiter/withPermit(priority:isolation:_:)``
   /// does, and records its outcome: a return is a success, an error for which `isDropped` is

@@ -128,3 +128,53 @@ import Testing
     held.release(.success)
   }
 }
+
+/// Many tasks on real threads through one adaptive limiter, with outcomes of every kind: every
+/// permit is accounted for, and the limiter's limit is the adaptive limit's, however the
+/// completions interleave. Run under the thread sanitizer with the other stress tests.
+@Suite(.offThePool, .timeLimit(.minutes(2))) struct AdaptiveLimitConcurrencyLimiterStressTests {
+  struct Failure: Error {}
+
+  @Test(arguments: [
+    AdaptiveLimit.aimd(initialLimit: 4, maximumLimit: 16, timeout: .microseconds(50), backoffRatio: 0.5),
+    .gradient2(initialLimit: 4, maximumLimit: 16, window: .milliseconds(1), longWindow: 10),
+  ])
+  func everyPermitIsAccountedForAndTheLimitsAgree(limit: AdaptiveLimit) async {
+    let limiter = AdaptiveConcurrencyLimiter(limit, maximumQueued: 64)
+    let outcomes = LockedBox((ran: 0, refused: 0, failed: 0))
+    await withTaskGroup(of: Void.self) { group in
+      for call in 0..<2_000 {
+        group.addTask {
+          do {
+            switch call % 4 {
+            case 0:
+              guard let permit = limiter.tryAcquire() else {
+                throw ConcurrencyLimiterError.queueFull(maximumQueued: 0, waited: .zero)
+              }
+              for _ in 0..<(call % 5) { await Task.yield() }
+              permit.release(call % 3 == 0 ? .dropped : .success)
+              permit.release(.success)
+            case 1:
+              try await limiter.withPermit { throw Failure() }
+            default:
+              try await limiter.withPermit { for _ in 0..<(call % 7) { await Task.yield() } }
+            }
+            outcomes.withLock { $0.ran += 1 }
+          } catch is ConcurrencyLimiterError {
+            outcomes.withLock { $0.refused += 1 }
+          } catch {
+            outcomes.withLock { $0.failed += 1 }
+          }
+        }
+      }
+    }
+    let counts = outcomes.withLock { $0 }
+    #expect(counts.ran + counts.refused + counts.failed == 2_000)
+    #expect(counts.ran > 0)
+    #expect(limiter.permitsOut == 0)
+    #expect(limiter.limiter.inFlightCount == 0)
+    #expect(limiter.limiter.forgottenPermitCount == 0)
+    #expect(limiter.maximumInFlight == limiter.limit.limit)
+    #expect((1...16).contains(limiter.maximumInFlight))
+  }
+}
