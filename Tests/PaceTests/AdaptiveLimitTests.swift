@@ -131,6 +131,16 @@ final class Fed {
     #expect(limit.value.longRoundTrip == .milliseconds(20))
   }
 
+  @Test func eachWindowOpensWhenTheOneBeforeClosed() {
+    let limit = Fed(gradient2())
+    limit.record(sample(20), now: ms(0))
+    #expect(limit.record(sample(20), now: ms(100)) == 11)  // the first closes; the second opens at 100 ms
+    #expect(limit.record(sample(20), now: ms(199)) == 11)
+    #expect(limit.record(sample(20), now: ms(200)) == 12)  // 100 ms after it opened
+    // After a quiet spell, the window that opened at 200 ms closes with the next sample, alone.
+    #expect(limit.record(sample(20), now: ms(5_000)) == 13)
+  }
+
   @Test func aSlowerWindowShrinksTheLimitByTheGradient() {
     let limit = Fed(gradient2())
     limit.record(sample(20), now: ms(0))

@@ -58,7 +58,7 @@ public struct AdaptiveLimit: Sendable, Hashable {
   private struct Gradient2State: Sendable, Hashable {
     /// The limit before it is rounded down.
     var estimate: Double
-    /// When the current window opened: at its first sample.
+    /// When the current window opened: the first sample's instant, then each close's.
     var windowStart: PaceInstant?
     var windowSamples = 0
     var windowRoundTripNanoseconds = 0.0
@@ -119,9 +119,10 @@ public struct AdaptiveLimit: Sendable, Hashable {
   /// trip (the service unloaded) to the short-term one (the service now), with room for a small
   /// queue.
   ///
-  /// Samples are gathered into windows: a window opens at its first sample and closes with the
-  /// first sample at or after `window` later, that sample included. When a window closes, with
-  /// `short` its mean round trip and `inFlight` the largest `inFlight` of its samples:
+  /// Samples are gathered into windows: the first opens at the first sample, each later one at
+  /// the instant the one before closed, and a window closes with the first sample at or after
+  /// `window` after it opened, that sample included. When a window closes, with `short` its mean
+  /// round trip and `inFlight` the largest `inFlight` of its samples:
   /// 1. The long-term round trip `long` becomes `short` at the first window, and
   ///    `long + (short - long) × 2 / (longWindow + 1)` at every later one (an exponential
   ///    average over about `longWindow` windows).
