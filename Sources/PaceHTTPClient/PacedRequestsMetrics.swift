@@ -53,10 +53,9 @@ struct PacedRequestsMetrics: Sendable {
     breakerClosed = transitions("closed")
   }
 
-  /// Counts an opening or a closing of a key's breaker, from `old` to `new` (an `open` whose
-  /// instant moved opened again); half-open comes with time, and is counted by its probes.
-  func recordBreakerChange(from old: CircuitBreakerState, to new: CircuitBreakerState) {
-    guard old != new else { return }
+  /// Counts an opening or a closing of a key's breaker, as its `record` reported it (a probe that
+  /// fails opens it again); half-open comes with time, and is counted by its probes.
+  func recordBreakerChange(to new: CircuitBreakerState) {
     switch new {
     case .open: breakerOpened.increment()
     case .closed: breakerClosed.increment()

@@ -214,6 +214,22 @@ import Testing
       ])
   }
 
+  /// `record` answers the state it moved the key to, and `nil` for an outcome that moved nothing:
+  /// a caller counts openings and closings without reading the state before and after.
+  @Test func recordAnswersTheStateItMovedTheKeyTo() throws {
+    let breaker = breaker(probes: 1)
+    for _ in 0..<3 { #expect(breaker.record(.failure, for: try breaker.permit("a")) == nil) }
+    #expect(breaker.record(.failure, for: try breaker.permit("a")) == .open(until: ms(5000)))
+    scheduler.advance(to: ms(5000))
+    let failedProbe = try breaker.permit("a")
+    scheduler.advance(by: .seconds(1))
+    #expect(breaker.record(.failure, for: failedProbe) == .open(until: ms(11000)))
+    scheduler.advance(to: ms(11000))
+    let probe = try breaker.permit("a")
+    #expect(breaker.record(.success, for: probe) == .closed)
+    #expect(breaker.record(.success, for: try breaker.permit("a")) == nil)
+  }
+
   @Test func theHookIsCalledWithNoLockHeld() throws {
     // The hook reads the breaker's state: it would deadlock under the breaker's lock.
     let seen = LockedBox<[CircuitBreakerState]>([])

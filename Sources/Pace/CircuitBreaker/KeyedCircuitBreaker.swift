@@ -121,7 +121,11 @@ public final class KeyedCircuitBreaker<Key: Hashable & Sendable>: Sendable {
   }
 
   /// Records what became of the call `permit` let through.
-  public func record(_ outcome: Outcome, for permit: Permit) {
+  ///
+  /// - Returns: The key's new state if this outcome changed it (a failure that opens the breaker,
+  ///   a probe's outcome that closes or reopens it); `nil` if the state stays as it was.
+  @discardableResult
+  public func record(_ outcome: Outcome, for permit: Permit) -> State? {
     let now = clock.now()
     let transition = storage.withLock { storage -> CircuitBreakerStateMachine.Transition? in
       storage.tick(now: now)
@@ -132,6 +136,7 @@ public final class KeyedCircuitBreaker<Key: Hashable & Sendable>: Sendable {
       return transition
     }
     report(transition, for: permit.key)
+    return transition?.to
   }
 
   /// The key's state now.
