@@ -76,18 +76,6 @@ extension PacedRequests {
     guard let end else { return try await credentials.refresh(after: sent) }
     guard time.now() < end else { throw PacedRequestsError.deadlineExceeded(needed: nil, remaining: .zero) }
     // A task of its own, so that the deadline can take this request out of the wait alone.
-    let waiter = Task { try await credentials.refresh(after: sent) }
-    let expired = LockedState(false)
-    let timer = time.schedule(at: end) {
-      expired.withLock { $0 = true }
-      waiter.cancel()
-    }
-    defer { timer.cancel() }
-    do {
-      return try await withTaskCancellationHandler(
-        operation: { try await waiter.value }, onCancel: { waiter.cancel() })
-    } catch is CancellationError where expired.withLock({ $0 }) {
-      throw PacedRequestsError.deadlineExceeded(needed: nil, remaining: .zero)
-    }
+    return try await time.value(of: Task { try await credentials.refresh(after: sent) }, cutAt: end)
   }
 }

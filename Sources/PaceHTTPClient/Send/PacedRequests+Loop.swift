@@ -60,10 +60,8 @@ extension PacedRequests {
         if let permit { breaker?.record(.ignored, for: permit) }
         throw error
       }
-      if let permit, let breaker {
-        let before = breaker.state(for: key)
-        breaker.record(Self.breakerOutcome(of: end), for: permit)
-        metrics.recordBreakerChange(from: before, to: breaker.state(for: key))
+      if let permit, let breaker, let changed = breaker.record(Self.breakerOutcome(of: end), for: permit) {
+        metrics.recordBreakerChange(to: changed)
       }
       let outcome: RetryStrategy.Outcome
       let retryAfter: Duration?
@@ -121,18 +119,7 @@ extension PacedRequests {
     guard let deadline else { return try await connectivity.waitUntilReachable() }
     guard time.now() < deadline else { throw PacedRequestsError.deadlineExceeded(needed: nil, remaining: .zero) }
     // A task of its own, so that the deadline can cancel the wait alone.
-    let waiter = Task { try await connectivity.waitUntilReachable() }
-    let expired = LockedState(false)
-    let timer = time.schedule(at: deadline) {
-      expired.withLock { $0 = true }
-      waiter.cancel()
-    }
-    defer { timer.cancel() }
-    do {
-      try await withTaskCancellationHandler(operation: { try await waiter.value }, onCancel: { waiter.cancel() })
-    } catch is CancellationError where expired.withLock({ $0 }) {
-      throw PacedRequestsError.deadlineExceeded(needed: nil, remaining: .zero)
-    }
+    try await time.value(of: Task { try await connectivity.waitUntilReachable() }, cutAt: deadline)
   }
 
   /// Throws at once if a wait of `wait` from now would pass `deadline`.
@@ -155,19 +142,8 @@ extension PacedRequests {
     guard held <= remaining, remaining > .zero else {
       throw PacedRequestsError.deadlineExceeded(needed: held > .zero ? held : nil, remaining: max(remaining, .zero))
     }
-    let waiter = Self.startAcquire(limiter, key, isolation: isolation)
-    let expired = LockedState(false)
-    let timer = time.schedule(at: deadline) {
-      expired.withLock { $0 = true }
-      waiter.cancel()
-    }
-    defer { timer.cancel() }
-    do {
-      try await withTaskCancellationHandler(
-        operation: { try await waiter.value }, onCancel: { waiter.cancel() }, isolation: isolation)
-    } catch is CancellationError where expired.withLock({ $0 }) {
-      throw PacedRequestsError.deadlineExceeded(needed: nil, remaining: .zero)
-    }
+    try await time.value(
+      of: Self.startAcquire(limiter, key, isolation: isolation), cutAt: deadline, isolation: isolation)
   }
 
   /// Starts `limiter.acquire(key)` in a task of its own (so that a deadline can cancel it alone)

@@ -32,4 +32,24 @@ struct SendClock: Sendable {
   func schedule(at instant: PaceInstant, _ work: @escaping @Sendable () -> Void) -> any PaceCancellable {
     clock.schedule(instant, work)
   }
+
+  /// The value of `waiter`, a task of a request's own, cut at `deadline`: the timer cancels the
+  /// task there and the wait throws `PacedRequestsError.deadlineExceeded`; the caller's
+  /// cancellation cancels the task too.
+  func value<Value: Sendable>(
+    of waiter: Task<Value, any Error>, cutAt deadline: PaceInstant, isolation: isolated (any Actor)? = #isolation
+  ) async throws -> Value {
+    let expired = LockedState(false)
+    let timer = schedule(at: deadline) {
+      expired.withLock { $0 = true }
+      waiter.cancel()
+    }
+    defer { timer.cancel() }
+    do {
+      return try await withTaskCancellationHandler(
+        operation: { try await waiter.value }, onCancel: { waiter.cancel() }, isolation: isolation)
+    } catch is CancellationError where expired.withLock({ $0 }) {
+      throw PacedRequestsError.deadlineExceeded(needed: nil, remaining: .zero)
+    }
+  }
 }
