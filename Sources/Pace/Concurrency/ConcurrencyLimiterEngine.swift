@@ -35,9 +35,9 @@ final class ConcurrencyLimiterEngine<Key: Hashable & Sendable>: Sendable {
     /// once it is idle.
     mutating func event(_ key: Key, create: Bool, _ event: (inout Machine) -> Machine.Action) -> Effects {
       var effects = Effects()
-      var found = entries[key]
-      if found == nil { found = makeEntry(create) }
-      guard var entry = found else { return effects }
+      // Taken out of the table while it changes, so that the machine's storage is not shared
+      // with the table's copy, which would copy it at every change.
+      guard var entry = entries.removeValue(forKey: key) ?? makeEntry(create) else { return effects }
       let waitingBefore = entry.machine.waitingCount
       let action = event(&entry.machine)
       effects.waitingChange = entry.machine.waitingCount - waitingBefore
@@ -57,7 +57,6 @@ final class ConcurrencyLimiterEngine<Key: Hashable & Sendable>: Sendable {
         entries[key] = entry
         return
       }
-      entries.removeValue(forKey: key)
       // Gives back the storage of a table mostly emptied, without reallocating for one key
       // that comes and goes.
       if entries.capacity > 64, entries.count < entries.capacity / 4 {
