@@ -188,7 +188,10 @@ struct SimulatedService {
     #expect(run.p99 > unloadedP99 * 500)
   }
 
-  @Test(arguments: [("aimd", aimd), ("gradient2", gradient2)])
+  @Test(arguments: [
+    ("aimd", aimd), ("gradient2", gradient2),
+    ("aimd from below", AdaptiveLimit.aimd(initialLimit: 2, timeout: .milliseconds(30))),
+  ])
   func anAdaptiveLimitKeepsGoodputAndLatency(name: String, limit: AdaptiveLimit) {
     let unloadedP99 = Self.unloaded.run(limit: nil).p99
     let unlimited = Self.overloaded.run(limit: nil)
@@ -203,6 +206,15 @@ struct SimulatedService {
     #expect(limited.limits.allSatisfy { (1...200).contains($0.limit) })
     let settled = limited.limits.filter { $0.at >= .init(.seconds(20)) }.map(\.limit)
     #expect(settled.allSatisfy { (8...16).contains($0) }, "\(name): \(Set(settled).sorted())")
+  }
+
+  /// Gradient2's limit, started far above the capacity, learns the overloaded first window as
+  /// its baseline and keeps the latency there: the article says to start below.
+  @Test func gradient2StartedFarAboveTheCapacityKeepsAnOverloadedBaseline() {
+    let unloadedP99 = Self.unloaded.run(limit: nil).p99
+    let run = Self.overloaded.run(limit: .gradient2(initialLimit: 20, tolerance: 1.25, queueSize: 2))
+    #expect(run.goodput >= 0.9)
+    #expect(run.p99 > unloadedP99 * 2)
   }
 
   @Test func theExactFigures() {
