@@ -1,5 +1,5 @@
 /// At most `maximumInFlight` calls at once; the others wait in a bounded queue, in priority
-/// classes, for at most `maximumWait`. <doc:ConcurrencyLimiter> has the whole design.
+/// classes, for at most `maximumWait`.
 ///
 /// ```swift
 /// let limiter = ConcurrencyLimiter(maximumInFlight: 8, maximumQueued: 100, maximumWait: .seconds(2))
