@@ -34,75 +34,64 @@ import Testing
 
   @Test(arguments: merges, [true, false])
   func aKeyedDebouncerMatchesOneDebouncerPerKey(merge: Model.MergeCase, current: Bool) async {
-    for seed in 0..<UInt64(fuzzRuns(40)) {
-      await Task.yield()
-      var generator = SeededGenerator(seed: seed &* 104_729 &+ 3)
-      let tick = CoarseScheduler.Tick.allCases.randomElement(using: &generator)!
+    await Self.check(merge: merge, current: current, salt: 3) { generator, scheduler, record in
       let maximumWait: Duration? = [nil, .nanoseconds(4), .microseconds(9)].randomElement(using: &generator)!
-      let keys = Int.random(in: 65...130, using: &generator)
-      let steps = Self.timeline(&generator, keys: keys)
-      let names = Model.keys(keys, &generator)
-      let context =
-        "seed \(seed), .\(merge), \(tick), current \(current), \(keys) keys, maximumWait \(maximumWait.map { "\($0)" } ?? "nil")"
-      let (base, scheduler) = Self.schedulers(tick: tick, current: current)
-      let recorder = KeyedRecorder<Int, [Int]>(clock: scheduler)
       let keyed = KeyedDebouncer<Int, [Int]>(
         for: .nanoseconds(3), edges: .trailing, maximumWait: maximumWait, merge: merge.merge, scheduler: scheduler,
-        perform: recorder.record)
-      let references = (0..<keys).map { key in
-        let (base, scheduler) = Self.schedulers(tick: tick, current: current)
-        let recorder = KeyedRecorder<Int, [Int]>(clock: scheduler)
-        let debouncer = Debouncer<[Int]>(
-          for: .nanoseconds(3), edges: .trailing, maximumWait: maximumWait, merge: merge.merge, scheduler: scheduler
-        ) { recorder.record(key, $0) }
-        return Model.Reference(scheduler: base, recorder: recorder, isPending: { debouncer.isPending }) { event in
-          switch event {
-          case .call(let value): debouncer.call(value)
-          case .flush: debouncer.flush()
-          case .cancel: debouncer.cancel()
-          }
-        }
+        perform: record)
+      let single = { (scheduler: any PaceScheduler, perform: @escaping @Sendable ([Int]) -> Void) in
+        Debouncer<[Int]>(
+          for: .nanoseconds(3), edges: .trailing, maximumWait: maximumWait, merge: merge.merge, scheduler: scheduler,
+          perform: perform)
       }
-      Model.check(
-        steps, keys: names, context: context, scheduler: base, recorder: recorder, references: references, unit: 1,
-        isPending: keyed.isPending(for:)
-      ) { key, event in
-        switch event {
-        case .call(let value): keyed.call(key, value)
-        case .flush: keyed.flush(key)
-        case .cancel: keyed.cancel(key)
-        }
-      }
-      #expect(keyed.trackedKeyCount == 0, "\(context)")
-      #expect(base.pendingDeadlines.isEmpty, "\(context)")
+      return (keyed, single, "maximumWait \(maximumWait.map { "\($0)" } ?? "nil")")
     }
   }
 
   @Test(arguments: merges, [true, false])
   func aKeyedThrottlerMatchesOneThrottlerPerKey(merge: Model.MergeCase, current: Bool) async {
+    await Self.check(merge: merge, current: current, salt: 5) { _, scheduler, record in
+      let keyed = KeyedThrottler<Int, [Int]>(
+        for: .microseconds(7), edges: .trailing, merge: merge.merge, scheduler: scheduler, perform: record)
+      let single = { (scheduler: any PaceScheduler, perform: @escaping @Sendable ([Int]) -> Void) in
+        Throttler<[Int]>(
+          for: .microseconds(7), edges: .trailing, merge: merge.merge, scheduler: scheduler, perform: perform)
+      }
+      return (keyed, single, "")
+    }
+  }
+
+  /// Seeded timelines, each played on one keyed pacer and on one pacer per key that `make` builds
+  /// (from the generator, after the tick is drawn): every key's invocations must be its pacer's.
+  /// Builds, from the generator and the scheduler, the keyed pacer (performing with the recorder
+  /// given), one pacer per key, and the settings drawn, for the context of a failure.
+  typealias Make = (inout SeededGenerator, any PaceScheduler, @escaping @Sendable (Int, [Int]) -> Void) -> (
+    any KeyedPacedFunction<Int, [Int]>,
+    (any PaceScheduler, @escaping @Sendable ([Int]) -> Void) -> any PacedFunction<[Int]>,
+    String
+  )
+
+  static func check(merge: Model.MergeCase, current: Bool, salt: UInt64, _ make: Make) async {
     for seed in 0..<UInt64(fuzzRuns(40)) {
       await Task.yield()
-      var generator = SeededGenerator(seed: seed &* 104_729 &+ 5)
+      var generator = SeededGenerator(seed: seed &* 104_729 &+ salt)
       let tick = CoarseScheduler.Tick.allCases.randomElement(using: &generator)!
-      let keys = Int.random(in: 65...130, using: &generator)
-      let steps = Self.timeline(&generator, keys: keys)
-      let names = Model.keys(keys, &generator)
-      let context = "seed \(seed), .\(merge), \(tick), current \(current), \(keys) keys"
-      let (base, scheduler) = Self.schedulers(tick: tick, current: current)
+      let (base, scheduler) = schedulers(tick: tick, current: current)
       let recorder = KeyedRecorder<Int, [Int]>(clock: scheduler)
-      let keyed = KeyedThrottler<Int, [Int]>(
-        for: .microseconds(7), edges: .trailing, merge: merge.merge, scheduler: scheduler, perform: recorder.record)
+      let (keyed, single, settings) = make(&generator, scheduler, recorder.record)
+      let keys = Int.random(in: 65...130, using: &generator)
+      let steps = timeline(&generator, keys: keys)
+      let names = Model.keys(keys, &generator)
+      let context = "seed \(seed), .\(merge), \(tick), current \(current), \(keys) keys \(settings)"
       let references = (0..<keys).map { key in
-        let (base, scheduler) = Self.schedulers(tick: tick, current: current)
+        let (base, scheduler) = schedulers(tick: tick, current: current)
         let recorder = KeyedRecorder<Int, [Int]>(clock: scheduler)
-        let throttler = Throttler<[Int]>(
-          for: .microseconds(7), edges: .trailing, merge: merge.merge, scheduler: scheduler
-        ) { recorder.record(key, $0) }
-        return Model.Reference(scheduler: base, recorder: recorder, isPending: { throttler.isPending }) { event in
+        let pacer = single(scheduler) { recorder.record(key, $0) }
+        return Model.Reference(scheduler: base, recorder: recorder, isPending: { pacer.isPending }) { event in
           switch event {
-          case .call(let value): throttler.call(value)
-          case .flush: throttler.flush()
-          case .cancel: throttler.cancel()
+          case .call(let value): pacer.call(value)
+          case .flush: pacer.flush()
+          case .cancel: pacer.cancel()
           }
         }
       }

@@ -17,34 +17,8 @@ import Testing
 /// exclusion. And for the windows, from `s + old.interval + new.interval`
 /// on (`s` the change), every decision is `new`'s over the whole history, exactly.
 @Suite(.offThePool) struct KeyedRateLimiterLimitChangePropertyTests {
-  /// Whether `limit`, applied to the key's whole history `grants` (every grant, each of cost 1,
-  /// taken whatever the limit would have said), lets one more permit through at `t`:
-  /// - sliding window: fewer than `permits` grants in `(t - interval, t]`;
-  /// - fixed window: fewer than `permits` grants in the window of `t`;
-  /// - token bucket: the bucket replayed over every grant (debt allowed) holds a permit at `t`.
   static func allows(_ limit: RateLimit, _ grants: [Int64], at t: Int64) -> Bool {
-    let interval = limit.interval.paceNanoseconds
-    switch limit.algorithm {
-    case .slidingWindow:
-      return grants.filter { $0 > t - interval && $0 <= t }.count < limit.permits
-    case .fixedWindow:
-      return grants.filter { $0 / interval == t / interval }.count < limit.permits
-    case .tokenBucket:
-      var divisor = Int64(limit.permits)
-      var b = interval
-      while b != 0 { (divisor, b) = (b, divisor % b) }
-      let perPermit = interval / divisor
-      let perNanosecond = Int64(limit.permits) / divisor
-      let capacity = Int64(limit.burst) * perPermit
-      var deficit: Int64 = 0
-      var last = grants.first ?? t
-      for grant in grants {
-        deficit = max(0, deficit - (grant - last) * perNanosecond) + perPermit
-        last = grant
-      }
-      deficit = max(0, deficit - (t - last) * perNanosecond)
-      return capacity - deficit >= perPermit
-    }
+    RateLimitHistoryOracle.allows(limit, grants, at: t)
   }
 
   static func randomLimit(_ algorithm: RateLimit.Algorithm, _ random: inout SeededGenerator) -> RateLimit {

@@ -16,32 +16,10 @@ struct PostgresPlanChangeTests {
 
   static func seconds(_ value: Double) -> Int64 { Int64((value * 1_000_000).rounded()) }
 
-  /// Whether `limit`, applied to the key's whole history `grants` (microseconds from ``base``,
-  /// one permit each), lets one more permit through at `t`: the oracle of
-  /// `KeyedRateLimiterLimitChangePropertyTests`, in microseconds.
+  /// Whether `limit`, applied to the key's whole history `grants` (microseconds from ``base``),
+  /// lets one more permit through at `t`.
   static func allows(_ limit: RateLimit, _ grants: [Int64], at t: Int64) -> Bool {
-    let interval = limit.interval.wholeMicroseconds!
-    switch limit.algorithm {
-    case .slidingWindow:
-      return grants.filter { $0 > t - interval && $0 <= t }.count < limit.permits
-    case .fixedWindow:
-      return grants.filter { $0 / interval == t / interval }.count < limit.permits
-    case .tokenBucket:
-      var divisor = Int64(limit.permits)
-      var b = interval
-      while b != 0 { (divisor, b) = (b, divisor % b) }
-      let perPermit = interval / divisor
-      let perMicrosecond = Int64(limit.permits) / divisor
-      let capacity = Int64(limit.burst) * perPermit
-      var deficit: Int64 = 0
-      var last = grants.first ?? t
-      for grant in grants {
-        deficit = max(0, deficit - (grant - last) * perMicrosecond) + perPermit
-        last = grant
-      }
-      deficit = max(0, deficit - (t - last) * perMicrosecond)
-      return capacity - deficit >= perPermit
-    }
+    RateLimitHistoryOracle.allows(limit, grants, at: t, unit: .microseconds(1))
   }
 
   /// One key's decisions on a store: `old` before `change`, `new` from it on; each grant checked
