@@ -10,6 +10,14 @@ import Testing
 @Suite(.timeLimit(.minutes(1))) struct KeyedRateLimiterPlanChangeTests {
   let scheduler = TestScheduler()
 
+  /// A limiter of `plans` made from these arguments, on this suite's scheduler.
+  func planned(
+    default limit: RateLimit, limits: [String: RateLimit] = [:]
+  ) -> (RateLimitPlans<String>, KeyedRateLimiter<String>) {
+    let plans = RateLimitPlans<String>(default: limit, limits: limits)
+    return (plans, KeyedRateLimiter(plans: plans, clock: scheduler))
+  }
+
   func advance(to nanoseconds: Int64) {
     scheduler.advance(to: PaceInstant(nanoseconds: nanoseconds))
   }
@@ -19,10 +27,9 @@ import Testing
   /// 0 and -10 (the latest the old window allows; the older ones matter only while the window is
   /// full): full until -10's grants leave at 50, then exactly the new limit.
   @Test func aLongerSlidingWindowWithMorePermitsCountsWhatTheOldOneHadLetThrough() throws {
-    let plans = RateLimitPlans<String>(
+    let (plans, limiter) = planned(
       default: .slidingWindow(permits: 3, per: .nanoseconds(10)),
       limits: ["k": .slidingWindow(permits: 3, per: .nanoseconds(10))])
-    let limiter = KeyedRateLimiter(plans: plans, clock: scheduler)
     for t: Int64 in [0, 10, 20] {
       advance(to: t)
       #expect(limiter.tryAcquire("k", cost: 3) == .allowed(remaining: 0))
@@ -48,8 +55,7 @@ import Testing
   /// key took 10 at 0, was full again at 10 and forgotten. The new, slower bucket would still owe
   /// for what the old one let through; taken as empty at the change, it fills at its own rate.
   @Test func aSlowerBucketWithALargerBurstStartsEmpty() throws {
-    let plans = RateLimitPlans<String>(default: RateLimit(permits: 10, per: .nanoseconds(10)))
-    let limiter = KeyedRateLimiter(plans: plans, clock: scheduler)
+    let (plans, limiter) = planned(default: RateLimit(permits: 10, per: .nanoseconds(10)))
     #expect(limiter.tryAcquire("k", cost: 10) == .allowed(remaining: 0))
     advance(to: 15)
     #expect(limiter.trackedKeyCount == 0)
@@ -72,8 +78,7 @@ import Testing
   /// 3 at 10 s and was forgotten at 20 s: the new window [0, 60 s) is taken to hold 3 for each
   /// old window before [20 s, 30 s), 6 in all, so it lets 4 through, not 10.
   @Test func aLongerFixedWindowCountsWhatAForgottenKeyHadUsed() throws {
-    let plans = RateLimitPlans<String>(default: .fixedWindow(permits: 3, per: .seconds(10)))
-    let limiter = KeyedRateLimiter(plans: plans, clock: scheduler)
+    let (plans, limiter) = planned(default: .fixedWindow(permits: 3, per: .seconds(10)))
     #expect(limiter.tryAcquire("k", cost: 3) == .allowed(remaining: 0))
     scheduler.advance(to: PaceInstant(.seconds(10)))
     #expect(limiter.tryAcquire("k", cost: 3) == .allowed(remaining: 0))
@@ -91,9 +96,8 @@ import Testing
   /// took 3 at 0 s and 3 at 10 s.
   @Test func removingOrReplacingAKeysOwnLimitIsAChange() throws {
     let own = RateLimit.fixedWindow(permits: 3, per: .seconds(10))
-    let plans = RateLimitPlans<String>(
+    let (plans, limiter) = planned(
       default: .fixedWindow(permits: 10, per: .seconds(60)), limits: ["a": own, "b": own])
-    let limiter = KeyedRateLimiter(plans: plans, clock: scheduler)
     for t in [0, 10] {
       scheduler.advance(to: PaceInstant(.seconds(t)))
       for key in ["a", "b"] { #expect(limiter.tryAcquire(key, cost: 3) == .allowed(remaining: 0)) }
@@ -110,8 +114,7 @@ import Testing
   /// A change that looks no further back, or allows no more, assumes nothing: a shorter window
   /// starts from what the key used, as with a `limits:` closure.
   @Test func aChangeThatLooksNoFurtherBackAssumesNothing() throws {
-    let plans = RateLimitPlans<String>(default: .slidingWindow(permits: 3, per: .nanoseconds(60)))
-    let limiter = KeyedRateLimiter(plans: plans, clock: scheduler)
+    let (plans, limiter) = planned(default: .slidingWindow(permits: 3, per: .nanoseconds(60)))
     #expect(limiter.tryAcquire("k", cost: 2) == .allowed(remaining: 1))
     advance(to: 30)
     try plans.setDefaultLimit(.slidingWindow(permits: 10, per: .nanoseconds(10)))
@@ -123,8 +126,7 @@ import Testing
   /// still counts, but the new window [0, 60) counts the grants at 0, 10 and 20. Taken as 3 at
   /// each of 20, 10 and 0, the latest the old window allows: 1 left until 60, not 10.
   @Test func aSlidingWindowChangedToALongerFixedWindowCountsWhatTheOldOneHadLetThrough() throws {
-    let plans = RateLimitPlans<String>(default: .slidingWindow(permits: 3, per: .nanoseconds(10)))
-    let limiter = KeyedRateLimiter(plans: plans, clock: scheduler)
+    let (plans, limiter) = planned(default: .slidingWindow(permits: 3, per: .nanoseconds(10)))
     for t: Int64 in [0, 10, 20] {
       advance(to: t)
       #expect(limiter.tryAcquire("k", cost: 3) == .allowed(remaining: 0))
@@ -143,8 +145,7 @@ import Testing
   /// time it earned one: at 26, 23, 20, 16, 13, 10, 6, 3, 0 and -4, a full window. The first
   /// leaves at 56; the new limit alone from 86.
   @Test func aBucketChangedToALongerSlidingWindowCountsWhatTheBucketCouldHaveLetThrough() throws {
-    let plans = RateLimitPlans<String>(default: RateLimit(permits: 3, per: .nanoseconds(10), burst: 3))
-    let limiter = KeyedRateLimiter(plans: plans, clock: scheduler)
+    let (plans, limiter) = planned(default: RateLimit(permits: 3, per: .nanoseconds(10), burst: 3))
     for t: Int64 in [0, 10, 20] {
       advance(to: t)
       #expect(limiter.tryAcquire("k", cost: 3) == .allowed(remaining: 0))
@@ -165,8 +166,7 @@ import Testing
   /// 35: the old window, three times faster, could have left the new bucket any debt, so it is
   /// taken as empty at the change, as a slower bucket with a larger burst is.
   @Test func aWindowChangedToASlowerBucketStartsItEmpty() throws {
-    let plans = RateLimitPlans<String>(default: .slidingWindow(permits: 3, per: .nanoseconds(10)))
-    let limiter = KeyedRateLimiter(plans: plans, clock: scheduler)
+    let (plans, limiter) = planned(default: .slidingWindow(permits: 3, per: .nanoseconds(10)))
     #expect(limiter.tryAcquire("k", cost: 3) == .allowed(remaining: 0))
     advance(to: 35)
     #expect(limiter.trackedKeyCount == 0)
@@ -182,10 +182,9 @@ import Testing
   /// under it, which no longer records the usage the change assumed. It reads the limit again:
   /// sliding 3 per 10 ns, then 10 per 60 ns from 30, the new window full until 50.
   @Test func aDecisionThatReadTheOldLimitBeforeAChangeIsMadeUnderTheNewOne() throws {
-    let plans = RateLimitPlans<String>(
+    let (plans, limiter) = planned(
       default: .slidingWindow(permits: 3, per: .nanoseconds(10)),
       limits: ["k": .slidingWindow(permits: 3, per: .nanoseconds(10))])
-    let limiter = KeyedRateLimiter(plans: plans, clock: scheduler)
     for t: Int64 in [0, 10, 20] {
       advance(to: t)
       #expect(limiter.tryAcquire("k", cost: 3) == .allowed(remaining: 0))
@@ -202,8 +201,7 @@ import Testing
   /// The same for a change of the default, whose assumed usage a key with no state finds in its
   /// shard: a token bucket of 3 per 10 ns, then a sliding window of 10 per 60 ns from 30.
   @Test func aDecisionThatReadTheOldDefaultBeforeAChangeIsMadeUnderTheNewOne() throws {
-    let plans = RateLimitPlans<String>(default: RateLimit(permits: 3, per: .nanoseconds(10), burst: 3))
-    let limiter = KeyedRateLimiter(plans: plans, clock: scheduler)
+    let (plans, limiter) = planned(default: RateLimit(permits: 3, per: .nanoseconds(10), burst: 3))
     advance(to: 30)
     let readBeforeTheChange = limiter.keyLimit(for: "k")
     try plans.setDefaultLimit(.slidingWindow(permits: 10, per: .nanoseconds(60)))
@@ -216,8 +214,7 @@ import Testing
   /// before what the state records (5 in (-40, 20]), not the first limit's 10 at 0, so it lets 5
   /// through at 20 where the old limit allows 1 and the new one none. Not handled yet.
   @Test func twoChangesWithinOneLookBackAssumeTheMaximumOfEveryLimitInForce() throws {
-    let plans = RateLimitPlans<String>(default: .slidingWindow(permits: 10, per: .nanoseconds(60)))
-    let limiter = KeyedRateLimiter(plans: plans, clock: scheduler)
+    let (plans, limiter) = planned(default: .slidingWindow(permits: 10, per: .nanoseconds(60)))
     #expect(limiter.tryAcquire("k", cost: 10) == .allowed(remaining: 0))
     advance(to: 1)
     try plans.setDefaultLimit(.slidingWindow(permits: 1, per: .nanoseconds(10)))
@@ -234,10 +231,9 @@ import Testing
   /// is empty at 5, so the request waiting since 0 for 10 is granted at 105.
   @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func aWaitingRequestIsGrantedUnderTheNewLimit() async throws {
-    let plans = RateLimitPlans<String>(
+    let (plans, limiter) = planned(
       default: RateLimit(permits: 1, per: .nanoseconds(10)), limits: ["k": RateLimit(permits: 1, per: .nanoseconds(10))]
     )
-    let limiter = KeyedRateLimiter(plans: plans, clock: scheduler)
     #expect(limiter.tryAcquire("k").isAllowed)
     let request = Task.immediate { try await limiter.acquire("k") }
     #expect(limiter.waitingCount == 1)
