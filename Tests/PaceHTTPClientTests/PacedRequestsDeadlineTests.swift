@@ -39,11 +39,10 @@ final class SlowServer: Sendable {
   var startTimes: [PaceInstant] { started.withLock { $0 } }
 
   /// Returns once `count` attempts have started (the attempt runs in a task of the send's, which
-  /// may start after the timers that cut it are armed), or records an issue after 10 s.
+  /// may start after the timers that cut it are armed), or records an issue after 30 s.
   func waitForAttempts(_ count: Int, sourceLocation: SourceLocation = #_sourceLocation) async {
     await waitUntil(
-      "\(count) attempts started (started: \(startTimes.count))", timeout: .seconds(10),
-      sourceLocation: sourceLocation
+      "\(count) attempts started (started: \(startTimes.count))", sourceLocation: sourceLocation
     ) { startTimes.count >= count }
   }
   var endTimes: [PaceInstant] { ended.withLock { $0.map(\.0) } }
