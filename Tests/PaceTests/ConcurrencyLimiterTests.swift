@@ -247,6 +247,16 @@ import Testing
     #expect(limiter.keyCount == 0)
   }
 
+  @Test func theTableGivesBackItsStorageWhenKeysGo() throws {
+    let limiter = KeyedConcurrencyLimiter<Int>(maximumInFlight: 1, clock: scheduler)
+    let held = (0..<100_000).compactMap { limiter.tryAcquire($0) }
+    #expect(limiter.keyCount == 100_000)
+    #expect(limiter.tableCapacity >= 100_000)
+    for permit in held { permit.release() }
+    #expect(limiter.keyCount == 0)
+    #expect(limiter.tableCapacity <= 64)
+  }
+
   @Test func aKeyMadeAgainKeepsItsOwnDeadline() async throws {
     // A key forgotten and made again must not take the timer of its earlier self.
     let limiter = KeyedConcurrencyLimiter<String>(maximumInFlight: 1, maximumWait: .seconds(1), clock: scheduler)

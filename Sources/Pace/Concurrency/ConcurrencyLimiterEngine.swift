@@ -247,6 +247,11 @@ final class ConcurrencyLimiterEngine<Key: Hashable & Sendable>: Sendable {
     state.withLock { $0.entries.count }
   }
 
+  /// How many keys the table has room for: for tests that its storage is given back.
+  var tableCapacity: Int {
+    state.withLock { $0.entries.capacity }
+  }
+
   var forgottenPermitCount: Int {
     state.withLock { $0.forgottenPermits }
   }

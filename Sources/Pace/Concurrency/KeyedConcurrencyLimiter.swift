@@ -75,6 +75,9 @@ public final class KeyedConcurrencyLimiter<Key: Hashable & Sendable>: Sendable {
   /// How many keys the limiter holds: those with calls in flight or waiting.
   public var keyCount: Int { engine.keyCount }
 
+  /// How many keys the table has room for: for tests that its storage is given back.
+  var tableCapacity: Int { engine.tableCapacity }
+
   /// How many ``ConcurrencyPermit``s were released by their deinit rather than by `release()`:
   /// each one a bug in the caller. A test expects 0.
   public var forgottenPermitCount: Int { engine.forgottenPermitCount }
