@@ -54,6 +54,8 @@ public final class PacedRequests: Sendable {
   public let breaker: KeyedCircuitBreaker<String>?
   /// What a retry after a connection error waits on until the network path is up; nil for none.
   public let connectivity: (any ConnectivitySignal)?
+  /// Each key's concurrency limit as it stands; nil when the requests have none.
+  public let concurrency: UpstreamConcurrencyLimits?
 
   /// Paced requests.
   ///
@@ -75,6 +77,11 @@ public final class PacedRequests: Sendable {
   ///     the network path is up (`NetworkPathConnectivity` on Apple platforms,
   ///     `ManualConnectivity` or a signal of the app's elsewhere), no later than the send's
   ///     deadline; nil (the default) retries without waiting for it.
+  ///   - concurrency: How many attempts of one key may be in flight at once
+  ///     (``ConcurrencyLimit/adaptive(_:)``: a limit per key that moves with the upstream's round
+  ///     trips and its 429 and 5xx answers); nil (the default) for no limit. An attempt waits for
+  ///     a place after the key's turn in the limiter, until the send's deadline; a hedge goes only
+  ///     if a place is free.
   ///   - maximumWait: The longest a request waits for the server's quota. Not negative.
   ///   - localModel: How the limiter models a server's quota per window (see `ServerPacedLimiter`).
   ///   - clock: The clock for waits and backoff: `ContinuousClock` by default, or a `TestScheduler`.
@@ -89,6 +96,7 @@ public final class PacedRequests: Sendable {
     hedge: Hedge? = nil,
     breaker: KeyedCircuitBreaker<String>? = nil,
     connectivity: (any ConnectivitySignal)? = nil,
+    concurrency: ConcurrencyLimit? = nil,
     maximumWait: Duration = .seconds(60),
     localModel: RateLimit.Algorithm = .slidingWindow,
     clock: C = ContinuousClock(),
@@ -105,6 +113,8 @@ public final class PacedRequests: Sendable {
     time = SendClock(clock)
     self.unixTime = unixTime ?? Self.systemUnixTime
     metrics = PacedRequestsMetrics(factory: metricsFactory)
+    let metrics = metrics
+    self.concurrency = concurrency.map { UpstreamConcurrencyLimits($0.adaptiveLimit, clock: clock, metrics: metrics) }
   }
 
   /// The key of a request's origin: `scheme://host:port`, lowercased, the scheme's default port

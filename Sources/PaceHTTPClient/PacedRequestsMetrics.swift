@@ -11,6 +11,9 @@ import Pace
 /// | `pace_http_client_breaker_refusals_total` | | every send an open breaker refused at once |
 /// | `pace_http_client_breaker_probes_total` | | every send let through a half-open breaker as a probe |
 /// | `pace_http_client_breaker_transitions_total` | `to`: `open`, `closed` | every opening and closing of a key's breaker that a send's outcome made |
+/// | `pace_http_client_concurrency_limit_changes_total` | `direction`: `increased`, `decreased` | every change of a key's adaptive concurrency limit |
+/// | `pace_http_client_concurrency_waits_total` | | every attempt that waited for a place under its key's concurrency limit |
+/// | `pace_http_client_concurrency_hedges_held_total` | | every hedge not sent because its key's concurrency limit had no place free |
 ///
 /// Counters have no key dimension: keys (origins, routes, credentials) are unbounded, a
 /// dashboard's series must not be.
@@ -27,6 +30,10 @@ struct PacedRequestsMetrics: Sendable {
   let breakerProbes: Counter
   let breakerOpened: Counter
   let breakerClosed: Counter
+  let concurrencyLimitIncreases: Counter
+  let concurrencyLimitDecreases: Counter
+  let concurrencyWaits: Counter
+  let concurrencyHedgesHeld: Counter
 
   init(factory: any MetricsFactory) {
     rateLimited = Counter(label: "pace_http_client_rate_limited_total", factory: factory)
@@ -51,6 +58,15 @@ struct PacedRequestsMetrics: Sendable {
     breakerProbes = Counter(label: "pace_http_client_breaker_probes_total", factory: factory)
     breakerOpened = transitions("open")
     breakerClosed = transitions("closed")
+    func limitChanges(_ direction: String) -> Counter {
+      Counter(
+        label: "pace_http_client_concurrency_limit_changes_total", dimensions: [("direction", direction)],
+        factory: factory)
+    }
+    concurrencyLimitIncreases = limitChanges("increased")
+    concurrencyLimitDecreases = limitChanges("decreased")
+    concurrencyWaits = Counter(label: "pace_http_client_concurrency_waits_total", factory: factory)
+    concurrencyHedgesHeld = Counter(label: "pace_http_client_concurrency_hedges_held_total", factory: factory)
   }
 
   /// Counts an opening or a closing of a key's breaker, as its `record` reported it (a probe that

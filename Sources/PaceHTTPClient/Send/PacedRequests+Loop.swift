@@ -52,9 +52,12 @@ extension PacedRequests {
       let end: RoundEnd<Body>
       do {
         try await acquire(key, before: deadline, isolation: isolation)
+        // After the key's turn: a place held while the turn is awaited would be latency the
+        // concurrency limit's samples count against the upstream.
+        let upstreamPermit = try await concurrency?.acquire(key, before: deadline)
         end = try await round(
           key: key, idempotent: idempotent, deadline: deadline, attemptTimeout: attemptTimeout,
-          isConnectionError: isConnectionError, isolation: isolation, attempt)
+          isConnectionError: isConnectionError, permit: upstreamPermit, isolation: isolation, attempt)
       } catch {
         // Nothing the key's health is known by: a wait refused, a cancellation, an error of the caller's.
         if let permit { breaker?.record(.ignored, for: permit) }
@@ -173,14 +176,30 @@ extension PacedRequests {
     limiter.tryAcquire(key)
   }
 
-  /// One attempt, and what it told the limiter.
+  /// One attempt, and what it told the limiter; its place in the key's concurrency limit, if it
+  /// has one, is released as it ends, with what the attempt said of the upstream's load.
   func attemptOnce<Body: Sendable>(
-    _ key: String, _ attempt: @Sendable () async throws -> (Body, ResponseHead)
+    _ key: String, permit: UpstreamPermit?, cut: RoundCut?, isConnectionError: @Sendable (any Error) -> Bool,
+    _ attempt: @Sendable () async throws -> (Body, ResponseHead)
   ) async -> AttemptOutcome<Body> {
     do {
       let result = try await attempt()
+      permit?.release(UpstreamPermit.outcome(of: result.1))
       return .answered(result, retryAfter: record(result.1, for: key))
     } catch {
+      if let permit {
+        // A round's timeout or deadline cut it: the upstream was too slow. Cancelled otherwise
+        // (the caller, a hedge that lost): it says nothing of the upstream.
+        let outcome: AdaptiveConcurrencyLimiter.Outcome =
+          if cut?.isMarked == true {
+            .dropped
+          } else if Task.isCancelled || error is CancellationError {
+            .ignored
+          } else {
+            isConnectionError(error) ? .dropped : .ignored
+          }
+        permit.release(outcome)
+      }
       limiter.recordFailure(for: key)
       return .threw(error)
     }
@@ -207,9 +226,12 @@ extension PacedRequests {
     deadline: PaceInstant?,
     attemptTimeout: Duration?,
     isConnectionError: @Sendable (any Error) -> Bool,
+    permit: UpstreamPermit?,
     isolation: isolated (any Actor)?,
     _ attempt: @Sendable () async throws -> (Body, ResponseHead)
   ) async throws -> RoundEnd<Body> {
+    // Whatever ends the round, no place is kept (an attempt that never started gives it back).
+    defer { permit?.release(.ignored) }
     let started = time.now()
     let timeoutAt = attemptTimeout.map { started.advanced(by: $0) }
     // The earlier of the two cuts the attempt.
@@ -223,51 +245,73 @@ extension PacedRequests {
     let hedgeAt = idempotent ? hedge?.delay(for: key, latencies: latencies).map { started.advanced(by: $0) } : nil
     let hedgeDue = hedgeAt.flatMap { hedgeAt in cut.map { hedgeAt < $0.at } ?? true ? hedgeAt : nil }
     guard cut != nil || hedgeDue != nil else {
-      let outcome = await attemptOnce(key, attempt)
+      let outcome = await attemptOnce(
+        key, permit: permit, cut: nil, isConnectionError: isConnectionError, attempt)
       return try classify(outcome, key: key, started: started, isConnectionError: isConnectionError)
     }
     // The timers are armed here, at the round's start, on the clock: a `TestScheduler` fires
     // them at their exact instants, and they are not sleepers a test must tell apart.
     let cutSignal = cut.map { RoundSignal<Body>(firing: $0.event, at: $0.at, on: time) }
     let hedgeSignal = hedgeDue.map { RoundSignal<Body>(firing: .hedgeDue, at: $0, on: time) }
+    let roundCut = RoundCut()
     defer {
       cutSignal?.disarm()
       hedgeSignal?.disarm()
     }
     return try await withoutActuallyEscaping(attempt) { attempt in
-      try await withThrowingTaskGroup(of: RoundEvent<Body>.self, returning: RoundEnd<Body>.self) { group in
-        defer { group.cancelAll() }
-        group.addTask { .attempt(index: 0, started: started, await self.attemptOnce(key, attempt)) }
-        if let cutSignal { group.addTask { await cutSignal.wait() } }
-        if let hedgeSignal { group.addTask { await hedgeSignal.wait() } }
-        var running: [Int: PaceInstant] = [0: started]
-        while let event = try await group.next(isolation: isolation) {
-          switch event {
-          case .stopped: continue
-          case .attempt(let index, let attemptStarted, let outcome):
-            running[index] = nil
-            if case .threw(let error) = outcome, !running.isEmpty, !(error is CancellationError),
-              isConnectionError(error)
-            {
-              continue  // the other attempt may still answer
-            }
-            // The one still running is cancelled: it ran this long at least.
-            let now = time.now()
-            for other in running.values { latencies?.record(other.duration(to: now), for: key) }
-            return try classify(outcome, key: key, started: attemptStarted, isConnectionError: isConnectionError)
-          case .timedOut:
-            return .timedOut(after: attemptTimeout ?? .zero)
-          case .deadlinePassed:
-            throw PacedRequestsError.deadlineExceeded(needed: nil, remaining: .zero)
-          case .hedgeDue:
-            guard running.count == 1, await mayHedge(key, isolation: isolation) else { continue }
-            let hedgeStarted = time.now()
-            running[1] = hedgeStarted
-            group.addTask { .attempt(index: 1, started: hedgeStarted, await self.attemptOnce(key, attempt)) }
+      try await withoutActuallyEscaping(isConnectionError) { isConnectionError in
+        try await withThrowingTaskGroup(of: RoundEvent<Body>.self, returning: RoundEnd<Body>.self) { group in
+          defer { group.cancelAll() }
+          group.addTask {
+            .attempt(
+              index: 0, started: started,
+              await self.attemptOnce(key, permit: permit, cut: roundCut, isConnectionError: isConnectionError, attempt))
           }
+          if let cutSignal { group.addTask { await cutSignal.wait() } }
+          if let hedgeSignal { group.addTask { await hedgeSignal.wait() } }
+          var running: [Int: PaceInstant] = [0: started]
+          while let event = try await group.next(isolation: isolation) {
+            switch event {
+            case .stopped: continue
+            case .attempt(let index, let attemptStarted, let outcome):
+              running[index] = nil
+              if case .threw(let error) = outcome, !running.isEmpty, !(error is CancellationError),
+                isConnectionError(error)
+              {
+                continue  // the other attempt may still answer
+              }
+              // The one still running is cancelled: it ran this long at least.
+              let now = time.now()
+              for other in running.values { latencies?.record(other.duration(to: now), for: key) }
+              return try classify(outcome, key: key, started: attemptStarted, isConnectionError: isConnectionError)
+            case .timedOut:
+              roundCut.mark()
+              return .timedOut(after: attemptTimeout ?? .zero)
+            case .deadlinePassed:
+              roundCut.mark()
+              throw PacedRequestsError.deadlineExceeded(needed: nil, remaining: .zero)
+            case .hedgeDue:
+              guard running.count == 1 else { continue }
+              // A hedge adds load: it goes only if its key's concurrency limit has a place free now.
+              let hedgePermit = concurrency?.tryAcquire(key)
+              if concurrency != nil, hedgePermit == nil { metrics.concurrencyHedgesHeld.increment() }
+              guard concurrency == nil || hedgePermit != nil, await mayHedge(key, isolation: isolation) else {
+                hedgePermit?.release(.ignored)
+                continue
+              }
+              let hedgeStarted = time.now()
+              running[1] = hedgeStarted
+              group.addTask {
+                .attempt(
+                  index: 1, started: hedgeStarted,
+                  await self.attemptOnce(
+                    key, permit: hedgePermit, cut: roundCut, isConnectionError: isConnectionError, attempt))
+              }
+            }
+          }
+          // The first attempt always reports; only a cancelled group ends without it.
+          throw CancellationError()
         }
-        // The first attempt always reports; only a cancelled group ends without it.
-        throw CancellationError()
       }
     }
   }
