@@ -26,6 +26,8 @@ package struct RateLimitControls: Sendable {
     let nearLimit: NearLimitTracker
     let exempted: Counter
     let blocked: Counter
+    /// The requests the policy limited in shadow and let through.
+    let shadowLimited: Counter
 
     package init(name: String, threshold: NearLimitThreshold, metricsFactory: any MetricsFactory) {
       nearLimit = NearLimitTracker(policy: name, threshold: threshold, metricsFactory: metricsFactory)
@@ -36,12 +38,16 @@ package struct RateLimitControls: Sendable {
       }
       exempted = counter("exempted")
       blocked = counter("blocked")
+      shadowLimited = Counter(
+        label: "pace_http_rate_limit_shadow_limited_total", dimensions: [("policy", name)], factory: metricsFactory)
     }
   }
 
   package let exemptions: RateLimitExemptions?
   package let blocks: RateLimitBlocks<String>?
   package let onNearLimit: (@Sendable (NearLimitSignal) -> Void)?
+  /// Which refusals are enforced; nil enforces every one.
+  package let shadowMode: RateLimitShadowMode?
   /// The wall clock the blocks are read on: the system's, or a test's.
   let unixTime: @Sendable () -> UnixTime
   /// The blocks already logged, so that each is logged once per instance, not once per request.
@@ -50,12 +56,13 @@ package struct RateLimitControls: Sendable {
   /// - Parameter unixTime: The wall clock the blocks are read on; the system's by default.
   package init(
     exemptions: RateLimitExemptions? = nil, blocks: RateLimitBlocks<String>? = nil,
-    onNearLimit: (@Sendable (NearLimitSignal) -> Void)? = nil,
+    onNearLimit: (@Sendable (NearLimitSignal) -> Void)? = nil, shadowMode: RateLimitShadowMode? = nil,
     unixTime: @escaping @Sendable () -> UnixTime = { UnixTime.now }
   ) {
     self.exemptions = exemptions
     self.blocks = blocks
     self.onNearLimit = onNearLimit
+    self.shadowMode = shadowMode
     self.unixTime = unixTime
   }
 
@@ -168,10 +175,11 @@ extension RateLimitGate {
         ])
     }
     let seconds = RateLimitFields.wholeSeconds(retryAfter)
+    let detail = "Blocked (policy \(fields.quotedName)) until \(Self.rfc3339(end)): retry after \(seconds) s"
     return .respond(
       PlainTextResponse(
-        status: 429, fields: refused.fields.filter { $0.name != "Content-Type" },
-        body: "Blocked (policy \(fields.quotedName)) until \(Self.rfc3339(end)): retry after \(seconds) s\n"))
+        status: 429, fields: refused.fields.filter { $0.name != "Content-Type" }, body: detail + "\n",
+        problem: ProblemDetails(.quotaExceeded, status: 429, detail: detail, violatedPolicies: [policy.name])))
   }
 
   /// `end` as RFC 3339 in UTC, to the second, rounded up (a client that comes back then is let

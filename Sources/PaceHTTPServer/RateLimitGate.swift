@@ -79,6 +79,7 @@ package struct RateLimitGate: Sendable {
   /// The exemptions, blocks and near-limit hook, set by the operator.
   package let controls: RateLimitControls
   private let invalidReport = OccasionalReport(every: .seconds(10))
+  private let shadowReport = OccasionalReport(every: .seconds(10))
 
   /// - Precondition: at least one policy, no two with the same name, each name printable ASCII.
   package init(
@@ -156,7 +157,28 @@ package struct RateLimitGate: Sendable {
       return .proceed(fields: fields.fields(remaining: remaining))
     case .limited:
       policy.responses.limited.increment()
+      guard isEnforced(asked) else {
+        letThroughInShadow(policy)
+        return .proceed(fields: RateLimitFields.fields(states: [(fields, decision)]))
+      }
       return .respond(RateLimitFields.tooManyRequests(states: [(fields, decision)], deniedBy: 0))
+    }
+  }
+
+  /// Whether a refusal of `asked` by its policy is enforced: false for a key in shadow
+  /// (``RateLimitShadowMode``).
+  private func isEnforced(_ asked: Asked) -> Bool {
+    controls.shadowMode?.snapshot.enforces(key: asked.key, inPolicy: asked.policy.name) ?? true
+  }
+
+  /// Counts a request that `policy` limited and shadow mode let through, and reports it at most
+  /// once per 10 s.
+  private func letThroughInShadow(_ policy: Policy) {
+    policy.controls.shadowLimited.increment()
+    if let requests = shadowReport.record() {
+      logger.info(
+        "rate limit: a request over its limit was let through in shadow",
+        metadata: ["pace.requests": "\(requests)", "pace.policy": "\(policy.name)"])
     }
   }
 
@@ -212,7 +234,7 @@ package struct RateLimitGate: Sendable {
       logger.error(
         "rate limit: the limiter could not decide; answered 503",
         metadata: ["error": "\(String(reflecting: failure.error))", "pace.policy": "\(failure.policy.name)"])
-      return .respond(RateLimitFields.unavailable)
+      return .respond(RateLimitFields.unavailable(policies: [failure.policy.name]))
     default:
       throw error
     }
@@ -253,29 +275,37 @@ package struct RateLimitGate: Sendable {
     // One policy and a real cost: one charge, which decides and charges at once.
     if asked.count == 1, asked[0].cost >= 1 {
       let decision = try await decide(asked[0], cost: asked[0].cost)
-      return ([decision], decision.isAllowed ? nil : 0)
+      return ([decision], decision.isAllowed || !isEnforced(asked[0]) ? nil : 0)
     }
     var decisions: [RateLimitDecision] = []
     decisions.reserveCapacity(asked.count)
-    var charged: Set<Int> = []
+    // Charged by the question's pass, or limited in shadow: neither is charged again.
+    var settled: Set<Int> = []
     for (index, one) in asked.enumerated() {
       let question = try await decide(one, cost: 0)
       decisions.append(question)
       if Self.passes(question, cost: one.cost) { continue }
       // The question answered as cost 1 would: for a cost of at most 1, its retryAfter is the
       // request's own.
-      if case .limited = question, one.cost <= 1 { return (decisions, index) }
+      if case .limited = question, one.cost <= 1 {
+        // A refusal in shadow lets the request on to the next policy, uncharged here.
+        guard isEnforced(one) else {
+          settled.insert(index)
+          continue
+        }
+        return (decisions, index)
+      }
       // Asked again with the request's cost for its own retryAfter; a refusal takes nothing.
       let exact = try await decide(one, cost: max(one.cost, 1))
       decisions[index] = exact
-      guard exact.isAllowed else { return (decisions, index) }
-      charged.insert(index)  // permits came back in between: it is charged, go on with the others
+      guard exact.isAllowed || !isEnforced(one) else { return (decisions, index) }
+      settled.insert(index)  // permits came back in between: it is charged, go on with the others
     }
     // A cost of 0 asks and takes nothing: its question was the answer.
-    for (index, one) in asked.enumerated() where one.cost > 0 && !charged.contains(index) {
+    for (index, one) in asked.enumerated() where one.cost > 0 && !settled.contains(index) {
       let decision = try await decide(one, cost: one.cost)
       decisions[index] = decision
-      if !decision.isAllowed { return (decisions, index) }
+      if !decision.isAllowed && isEnforced(one) { return (decisions, index) }
     }
     return (decisions, nil)
   }
@@ -291,9 +321,17 @@ package struct RateLimitGate: Sendable {
   ) -> RateLimitOutcome {
     // The policies asked: a refusal ends the list.
     let states = zip(asked, result.decisions).map { ($0.policy.fields(limit: $0.limit, key: $0.key), $1) }
+    // A policy that limited the request in shadow counts it as limited, as an enforced one would.
+    for (index, (one, decision)) in zip(asked, result.decisions).enumerated()
+    where !decision.isAllowed && index != result.deniedBy {
+      one.policy.responses.limited.increment()
+      letThroughInShadow(one.policy)
+    }
     guard let deniedBy = result.deniedBy else {
       // One request: once per policy, whatever questions it took.
-      for one in asked { one.policy.responses.allowed.increment() }
+      for (one, decision) in zip(asked, result.decisions) where decision.isAllowed {
+        one.policy.responses.allowed.increment()
+      }
       // Every decision is the charge of its policy's cost (a question for a cost of 0).
       for (one, decision) in zip(asked, result.decisions) {
         guard case .allowed(let remaining) = decision else { continue }

@@ -16,7 +16,9 @@ package struct HeaderField: Hashable, Sendable, CustomStringConvertible {
   package var description: String { "\(name): \(value)" }
 }
 
-/// A response the middleware sends in place of the route's: status, fields and a plain-text body.
+/// A response the middleware sends in place of the route's: status, fields and a plain-text body,
+/// and for a `429` or a `503` the same answer as problem details, sent instead to a client that
+/// accepts JSON (``negotiated(accept:)``).
 package struct PlainTextResponse: Hashable, Sendable {
   /// The status code: 400, 429 or 503.
   package let status: Int
@@ -34,14 +36,21 @@ package struct PlainTextResponse: Hashable, Sendable {
   private static let contentType = HeaderField("Content-Type", "text/plain; charset=utf-8")
   /// The body, UTF-8 text ending in a newline.
   package let body: String
+  /// The answer as RFC 9457 problem details; nil for a `400`, which has no problem type of the
+  /// draft's.
+  package let problem: ProblemDetails?
 
-  package init(status: Int, fields: [HeaderField], body: String) {
+  /// - Parameter contentType: The body's media type; plain text by default.
+  package init(
+    status: Int, contentType: String? = nil, fields: [HeaderField], body: String, problem: ProblemDetails? = nil
+  ) {
     self.status = status
-    var all = [Self.contentType]
+    var all = [contentType.map { HeaderField("Content-Type", $0) } ?? Self.contentType]
     all.reserveCapacity(fields.count + 1)
     all += fields
     self.fields = all
     self.body = body
+    self.problem = problem
   }
 }
 
@@ -209,9 +218,12 @@ package struct RateLimitFields: Hashable, Sendable {
     let denier = states[deniedBy]
     let seconds: Int64
     if case .limited(let retryAfter) = denier.1 { seconds = wholeSeconds(retryAfter) } else { seconds = 0 }
+    let detail = "Too many requests (policy \(denier.0.quotedName)): retry after \(seconds) s"
+    // Every policy that limited the request: the one that refused it, and any in shadow before it.
+    let violated = states.compactMap { $0.1.isAllowed ? nil : $0.0.policyName }
     return PlainTextResponse(
-      status: 429, fields: fields(states: states, deniedBy: deniedBy),
-      body: "Too many requests (policy \(denier.0.quotedName)): retry after \(seconds) s\n")
+      status: 429, fields: fields(states: states, deniedBy: deniedBy), body: detail + "\n",
+      problem: ProblemDetails(.quotaExceeded, status: 429, detail: detail, violatedPolicies: violated))
   }
 
   /// What the middleware does for `answer`, with this policy alone.
@@ -224,7 +236,7 @@ package struct RateLimitFields: Hashable, Sendable {
     case .invalid(let reason):
       return .respond(Self.badRequest(reason))
     case .unavailable:
-      return .respond(Self.unavailable)
+      return .respond(Self.unavailable(policies: [policyName]))
     }
   }
 
@@ -234,9 +246,16 @@ package struct RateLimitFields: Hashable, Sendable {
   }
 
   /// The `503` for a limiter that could not decide.
-  package static let unavailable = PlainTextResponse(
-    status: 503, fields: [HeaderField(retryAfter, "1")],
-    body: "Service unavailable: the rate limiter could not decide\n")
+  package static let unavailable = unavailable(policies: [])
+
+  /// The `503` for the limiter of the policies named `policies` that could not decide; its
+  /// problem details (`temporary-reduced-capacity`) name them.
+  package static func unavailable(policies: [String]) -> PlainTextResponse {
+    let detail = "Service unavailable: the rate limiter could not decide"
+    return PlainTextResponse(
+      status: 503, fields: [HeaderField(retryAfter, "1")], body: detail + "\n",
+      problem: ProblemDetails(.temporaryReducedCapacity, status: 503, detail: detail, violatedPolicies: policies))
+  }
 
   /// `ours` added in front of the same fields already on a response (an inner middleware's):
   /// each list keeps every member, the outer policies first, as a request meets them.

@@ -158,6 +158,8 @@ extension RateLimitingMiddleware {
   ///   - onNearLimit: Called once per key per window when a decision leaves the key past its
   ///     policy's near-limit threshold (``NearLimitSignal``), outside every lock, on the request's
   ///     thread: keep it quick. None by default; the signals are counted either way.
+  ///   - shadowMode: Which policies' refusals are enforced, for which share of keys
+  ///     (``RateLimitShadowMode``), changed at run time; every refusal enforced by default.
   public init(
     policies: [RateLimitPolicy<PolicyInput>],
     longKeys: LongKeyHandling = .hash,
@@ -166,13 +168,15 @@ extension RateLimitingMiddleware {
     clientAddress: ClientAddress = .peer,
     exemptions: RateLimitExemptions? = nil,
     blocks: RateLimitBlocks<String>? = nil,
-    onNearLimit: (@Sendable (NearLimitSignal) -> Void)? = nil
+    onNearLimit: (@Sendable (NearLimitSignal) -> Void)? = nil,
+    shadowMode: RateLimitShadowMode? = nil
   ) {
     self.init(
       _rateLimitState: RateLimitMiddlewareState(
         policies: policies, longKeys: longKeys, logger: logger, metricsFactory: metricsFactory,
         clientAddress: clientAddress,
-        controls: RateLimitControls(exemptions: exemptions, blocks: blocks, onNearLimit: onNearLimit)))
+        controls: RateLimitControls(
+          exemptions: exemptions, blocks: blocks, onNearLimit: onNearLimit, shadowMode: shadowMode)))
   }
 
   /// A middleware that takes permits from `limiter`, in this process's memory: each instance of

@@ -50,7 +50,9 @@ public struct RateLimitMiddleware<Context: RequestContext>: RouterMiddleware, Ra
       var response = try await next(request, context)
       Self.add(fields, to: &response.headers)
       return response
-    case .respond(let plain):
+    case .respond(let answer):
+      // Problem details for a client that accepts JSON, the plain text otherwise.
+      let plain = answer.negotiated(accept: request.headers[values: .accept])
       var headers = HTTPFields()
       for field in plain.fields { headers[Self.name(field.name)] = field.value }
       return Response(

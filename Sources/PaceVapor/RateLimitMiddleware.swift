@@ -55,7 +55,7 @@ public struct RateLimitMiddleware: AsyncMiddleware, RateLimitingMiddleware {
     case .proceed(let fields):
       return Self.adding(fields, to: try await next.respond(to: request))
     case .respond(let plain):
-      return Self.response(plain)
+      return Self.response(plain, to: request)
     }
   }
 
@@ -99,7 +99,7 @@ public struct RateLimitMiddleware: AsyncMiddleware, RateLimitingMiddleware {
       if fields.isEmpty { return next.respond(to: request) }
       return next.respond(to: request).map { Self.adding(fields, to: $0) }
     case .respond(let plain):
-      return request.eventLoop.makeSucceededFuture(Self.response(plain))
+      return request.eventLoop.makeSucceededFuture(Self.response(plain, to: request))
     }
   }
 
@@ -120,9 +120,11 @@ public struct RateLimitMiddleware: AsyncMiddleware, RateLimitingMiddleware {
     return response
   }
 
-  /// The middleware's own answer: a `429`, a `400` or a `503`.
-  private static func response(_ plain: PlainTextResponse) -> Response {
-    Response(
+  /// The middleware's own answer to `request`: a `429`, a `400` or a `503`; problem details for
+  /// a client that accepts JSON, the plain text otherwise.
+  private static func response(_ answer: PlainTextResponse, to request: Request) -> Response {
+    let plain = answer.negotiated(accept: request.headers[.accept])
+    return Response(
       status: HTTPResponseStatus(statusCode: plain.status, reasonPhrase: plain.reasonPhrase),
       headers: HTTPHeaders(plain.fields.map { ($0.name, $0.value) }),
       body: Response.Body(string: plain.body))

@@ -442,7 +442,10 @@ struct RateLimitFieldsTests {
               HeaderField("RateLimit-Policy", "\"api\";q=100;w=60"), HeaderField("RateLimit", "\"api\";r=0;t=2"),
               HeaderField("Retry-After", "2"),
             ],
-            body: "Too many requests (policy \"api\"): retry after 2 s\n")))
+            body: "Too many requests (policy \"api\"): retry after 2 s\n",
+            problem: ProblemDetails(
+              .quotaExceeded, status: 429, detail: "Too many requests (policy \"api\"): retry after 2 s",
+              violatedPolicies: ["api"]))))
   }
 
   @Test func invalidInputAndFailuresGet400And503() {
