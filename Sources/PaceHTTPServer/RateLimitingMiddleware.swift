@@ -40,6 +40,11 @@ import Pace
 /// | refuses the key or the cost (`InvalidInput`: empty, NUL, a negative cost, a cost above the burst; a key over `InputRules.maximumKeyBytes` only under ``LongKeyHandling/refuse``) | `400 Bad Request`, with the reason as plain text |
 /// | cannot decide (its store throws) | `503 Service Unavailable`, `Retry-After: 1` |
 ///
+/// A `429` or `503` is RFC 9457 problem details (`application/problem+json`, the rate-limit
+/// draft's `quota-exceeded` or `temporary-reduced-capacity`, with `violated-policies`) for a client
+/// whose `Accept` prefers JSON, the plain text otherwise; both carry `Vary: Accept`. A policy in
+/// shadow (``RateLimitShadowMode``) decides and counts as usual but lets through what it limits.
+///
 /// A store with a failure mode decides before that. Invalid requests and failures are logged to
 /// `logger` (invalid requests at most one line per 10 s, with how many it stands for) and counted
 /// in `pace_http_rate_limit_responses_total`, with dimensions `policy` and `outcome` (`allowed`,
