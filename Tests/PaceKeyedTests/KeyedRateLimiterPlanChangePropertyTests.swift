@@ -157,4 +157,92 @@ import Testing
     }
     return owedMore.count
   }
+
+  /// Whether `limit`, a token bucket, replayed over `grants` (debt allowed, except that it owes at
+  /// most its whole burst at each instant of `caps`) lets one more permit through at `t`.
+  static func bucketAllows(_ limit: RateLimit, _ grants: [Int64], at t: Int64, debtCappedAt caps: [Int64]) -> Bool {
+    let interval = limit.interval.paceNanoseconds
+    var divisor = Int64(limit.permits)
+    var b = interval
+    while b != 0 { (divisor, b) = (b, divisor % b) }
+    let perPermit = interval / divisor
+    let perNanosecond = Int64(limit.permits) / divisor
+    let capacity = Int64(limit.burst) * perPermit
+    var deficit: Int64 = 0
+    // Every grant and cap in time order (a cap before a grant at the same instant).
+    let events = (caps.filter { $0 <= t }.map { ($0, true) } + grants.map { ($0, false) }).sorted {
+      $0.0 < $1.0 || ($0.0 == $1.0 && $0.1 && !$1.1)
+    }
+    var last = events.first?.0 ?? t
+    for (time, isCap) in events {
+      deficit = max(0, deficit - (time - last) * perNanosecond)
+      last = time
+      deficit = isCap ? min(deficit, capacity) : deficit + perPermit
+    }
+    deficit = max(0, deficit - (t - last) * perNanosecond)
+    return capacity - deficit >= perPermit
+  }
+
+  /// Several changes within one look-back: a key's limit changes 2 or 3 times (random limits of
+  /// any algorithm, the changes 0 to 60 ns apart, so that several fall within one limit's
+  /// look-back), on four keys as above. The property: every permit granted at `t` is one that
+  /// SOME limit in force for the key at or before `t` (its first, or one a change gave it) allows
+  /// over the key's whole history (`RateLimitHistoryOracle.allows`), a token bucket judged with
+  /// its debt capped at its whole burst at each change (the bound a change assumes: see
+  /// `RateLimitPlans`); and once every interval of those limits and the current window have passed
+  /// since the last change, a window decides exactly as its limit over the whole history.
+  @Test(arguments: [2, 3], 0..<300 as Range<UInt64>)
+  func everyGrantAfterSeveralPlanChangesIsOneThatALimitInForceAllows(changes: Int, seed: UInt64) throws {
+    var random = SeededGenerator(seed: seed)
+    let algorithms: [RateLimit.Algorithm] = [.tokenBucket, .slidingWindow, .fixedWindow]
+    let limits = (0...changes).map { _ in Oracle.randomLimit(algorithms.randomElement(using: &random)!, &random) }
+    var instants: [Int64] = [Int64.random(in: 100...300, using: &random)]
+    for _ in 1..<changes { instants.append(instants[instants.count - 1] + Int64.random(in: 0...60, using: &random)) }
+    let scheduler = TestScheduler()
+    let plans = RateLimitPlans<String>(default: limits[0], limits: ["own busy": limits[0], "own quiet": limits[0]])
+    let limiter = KeyedRateLimiter(plans: plans, clock: scheduler)
+    let quietFrom = Int64.random(in: 0...instants[0], using: &random)
+    let backAt = instants[changes - 1] + Int64.random(in: 0...30, using: &random)
+    let keys = ["default busy", "own busy", "default quiet", "own quiet"]
+    var grants: [String: [Int64]] = [:]
+    var changedAt: [Int64] = []
+    var t: Int64 = 0
+    while t < 1_200 {
+      t += Int64.random(in: 0...6, using: &random)
+      scheduler.advance(to: PaceInstant(nanoseconds: t))
+      while changedAt.count < changes, t >= instants[changedAt.count] {
+        let limit = limits[changedAt.count + 1]
+        try plans.setDefaultLimit(limit)
+        try plans.setLimit(limit, for: "own busy")
+        try plans.setLimit(limit, for: "own quiet")
+        changedAt.append(t)
+      }
+      let inForce = limits[0...changedAt.count]
+      for key in keys where !key.hasSuffix("quiet") || t < quietFrom || t >= backAt {
+        let allowed = limiter.tryAcquire(key).isAllowed
+        let history = grants[key, default: []]
+        if allowed, !changedAt.isEmpty {
+          let someLimitAllows = inForce.contains { limit in
+            limit.algorithm == .tokenBucket
+              ? Self.bucketAllows(limit, history, at: t, debtCappedAt: changedAt)
+              : Oracle.allows(limit, history, at: t)
+          }
+          #expect(
+            someLimitAllows,
+            "seed \(seed), \(key): granted at \(t) under \(Array(inForce)) changed at \(changedAt); grants \(history.suffix(20))"
+          )
+        }
+        let current = limits[changedAt.count]
+        if changedAt.count == changes, current.algorithm != .tokenBucket {
+          let exactFrom = changedAt[changes - 1] + limits.reduce(0) { $0 + $1.interval.paceNanoseconds }
+          if t >= exactFrom {
+            #expect(
+              allowed == Oracle.allows(current, history, at: t),
+              "seed \(seed), \(key): at \(t) under \(current) after \(limits) changed at \(changedAt)")
+          }
+        }
+        if allowed { grants[key, default: []].append(t) }
+      }
+    }
+  }
 }

@@ -209,20 +209,47 @@ import Testing
     #expect(limiter.availablePermits(for: "k") == 0)
   }
 
-  /// Two changes within one look-back: sliding 10 per 60 ns, 10 taken at 0; 1 per 10 ns from 1;
-  /// 10 per 60 ns again from 20. The second change assumes only the 1 per 10 ns limit's maximum
-  /// before what the state records (5 in (-40, 20]), not the first limit's 10 at 0, so it lets 5
-  /// through at 20 where the old limit allows 1 and the new one none. Not handled yet.
+  /// Two changes within one look-back: sliding 10 per 60 ns, 10 taken at 0; 1 per 10 ns from 1
+  /// (the key is forgotten at 10); 10 per 60 ns again from 20. Assuming only the previous limit's
+  /// maximum before what the state records (1 at 10, 0, …) would let 5 through at 20, where the
+  /// limit before it allows 1 and the new one none; the first limit's 10 at 0 counts too.
   @Test func twoChangesWithinOneLookBackAssumeTheMaximumOfEveryLimitInForce() throws {
     let (plans, limiter) = planned(default: .slidingWindow(permits: 10, per: .nanoseconds(60)))
     #expect(limiter.tryAcquire("k", cost: 10) == .allowed(remaining: 0))
     advance(to: 1)
     try plans.setDefaultLimit(.slidingWindow(permits: 1, per: .nanoseconds(10)))
     advance(to: 20)
+    #expect(limiter.trackedKeyCount == 0)
     try plans.setDefaultLimit(.slidingWindow(permits: 10, per: .nanoseconds(60)))
-    withKnownIssue("a second change within the look-back assumes only the previous limit's maximum") {
-      #expect(limiter.availablePermits(for: "k") <= 1)
-    }
+    // 10 at 0 (10 per 60 ns until 1) and 1 at 10 (1 per 10 ns until 20): full until 0 leaves.
+    #expect(limiter.availablePermits(for: "k") == 0)
+    #expect(limiter.tryAcquire("k") == .limited(retryAfter: .nanoseconds(40)))
+    advance(to: 60)
+    #expect(limiter.availablePermits(for: "k") == 9)
+    advance(to: 70)
+    #expect(limiter.availablePermits(for: "k") == 10)
+    #expect(limiter.trackedKeyCount == 0)
+  }
+
+  /// The same with the key's own limit, changed three times (fixed 10 per 60 ns, sliding 1 per
+  /// 10 ns, a token bucket of 1 per 10 ns, then sliding 10 per 60 ns): each limit in force within
+  /// the last one's look-back counts at its maximum over its own time, and none lets the key
+  /// start afresh.
+  @Test func threeChangesOfAKeysOwnLimitAssumeTheMaximumOfEveryLimitInForce() throws {
+    let (plans, limiter) = planned(
+      default: .fixedWindow(permits: 10, per: .nanoseconds(60)),
+      limits: ["k": .fixedWindow(permits: 10, per: .nanoseconds(60))])
+    #expect(limiter.tryAcquire("k", cost: 10) == .allowed(remaining: 0))
+    advance(to: 1)
+    try plans.setLimit(.slidingWindow(permits: 1, per: .nanoseconds(10)), for: "k")
+    advance(to: 11)
+    try plans.setLimit(RateLimit(permits: 1, per: .nanoseconds(10)), for: "k")
+    advance(to: 30)
+    try plans.setLimit(.slidingWindow(permits: 10, per: .nanoseconds(60)), for: "k")
+    // (-30, 30] holds the 10 taken at 0: nothing before 60.
+    #expect(limiter.availablePermits(for: "k") == 0)
+    advance(to: 59)
+    #expect(limiter.availablePermits(for: "k") == 0)
   }
 
   #if compiler(>=6.2)  // Task.immediate

@@ -28,6 +28,10 @@
 // what the change assumed. Each shard keeps the plans' version of the latest change it applied
 // (`Shard.planVersion`), and such a decision reads the limit again.
 //
+// A key whose limit changed more than once within the new limit's look-back counts what the
+// limits before the old one let through too: see "Several changes within one look-back" in
+// KeyedRateLimiter+LimitHistory.swift.
+//
 // A change of one key converts its state (or gives a key with none the state that assumed
 // usage leaves). A change of the default converts the keys with state under it, and leaves the
 // state a key with none starts from in every shard (`DefaultLimitChange`) until it is idle.
@@ -307,18 +311,40 @@ extension KeyedRateLimiter {
     let old = KeyLimit(change.old, unixNanosecondsAtOrigin: origin).rate
     let new = KeyLimit(change.new, unixNanosecondsAtOrigin: origin).rate
     if let key = change.key {
+      let history = planHistories.withLock { histories -> LimitHistory in
+        let history = histories.keys[key] ?? histories.defaultLimits
+        var after = history
+        after.append(old, until: now)
+        histories.keys[key] = change.newIsDefault && after == histories.defaultLimits ? nil : after
+        return history
+      }
       let hash = key.hashValue
       let index = Self.shardIndex(hash: hash)
       let arming = shards.withLock(index) { shard -> ShardTimer<Key>.Arming? in
-        changeLimit(of: key, hash: hash, from: old, to: new, oldIsDefault: change.oldIsDefault, now: now, in: &shard)
+        changeLimit(
+          of: key, hash: hash, from: old, to: new, oldIsDefault: change.oldIsDefault, history: history, now: now,
+          in: &shard)
         shard.planVersion = Swift.max(shard.planVersion, change.version)
         return shard.timer.reserveIfNeeded()
       }
       if arming != nil { carryOut(Effects(arming: arming), shard: index) }
       return
     }
+    // The keys given back the default that have a history of their own are changed with it.
+    let (history, ownHistories) = planHistories.withLock {
+      histories -> (LimitHistory, [Key: LimitHistory]) in
+      let history = histories.defaultLimits
+      let own = histories.keys.filter { change.ownLimits[$0.key] == nil }
+      histories.defaultLimits.append(old, until: now)
+      for (key, var keyHistory) in own {
+        keyHistory.append(old, until: now)
+        histories.keys[key] = keyHistory == histories.defaultLimits ? nil : keyHistory
+      }
+      return (history, own)
+    }
     var counter = loadCounter(level: nil, log: nil, rate: new, now: now)
     Self.addUnseenUsage(to: &counter, from: old, at: now)
+    Self.addEarlierUsage(to: &counter, history: history, latest: old, at: now)
     let record = counter.isIdle ? nil : DefaultLimitChange(rate: new, counter: counter, until: counter.idleTime ?? .max)
     for index in shards.indices {
       let arming = shards.withLock(index) { shard -> ShardTimer<Key>.Arming? in
@@ -328,11 +354,23 @@ extension KeyedRateLimiter {
         var keys: [Key] = []
         shard.buckets.forEachSlot { slot in
           let key = shard.buckets.key(at: slot)
-          if change.ownLimits[key] == nil { keys.append(key) }
+          if change.ownLimits[key] == nil, ownHistories[key] == nil { keys.append(key) }
         }
         for key in keys {
-          changeLimit(of: key, hash: key.hashValue, from: old, to: new, oldIsDefault: false, now: now, in: &shard)
+          changeLimit(
+            of: key, hash: key.hashValue, from: old, to: new, oldIsDefault: false, history: history, now: now,
+            in: &shard)
         }
+        return shard.timer.reserveIfNeeded()
+      }
+      if arming != nil { carryOut(Effects(arming: arming), shard: index) }
+    }
+    for (key, keyHistory) in ownHistories {
+      let hash = key.hashValue
+      let index = Self.shardIndex(hash: hash)
+      let arming = shards.withLock(index) { shard -> ShardTimer<Key>.Arming? in
+        changeLimit(
+          of: key, hash: hash, from: old, to: new, oldIsDefault: false, history: keyHistory, now: now, in: &shard)
         return shard.timer.reserveIfNeeded()
       }
       if arming != nil { carryOut(Effects(arming: arming), shard: index) }
@@ -343,8 +381,8 @@ extension KeyedRateLimiter {
   /// key with no state gets the state that usage leaves, if any. A key with waiting requests is
   /// granted them under `new` from its next check.
   func changeLimit(
-    of key: Key, hash: Int, from old: KeyRate, to new: KeyRate, oldIsDefault: Bool, now: PaceInstant,
-    in shard: inout Shard
+    of key: Key, hash: Int, from old: KeyRate, to new: KeyRate, oldIsDefault: Bool, history: LimitHistory,
+    now: PaceInstant, in shard: inout Shard
   ) {
     let slot = shard.buckets.index(of: key, hash: hash)
     var level = slot.map { shard.buckets.unsafeValuePointer(at: $0).pointee.level }
@@ -361,6 +399,7 @@ extension KeyedRateLimiter {
     var counter = loadCounter(level: level, log: log, bucketRate: bucketRate, rate: new, now: now)
     counter.refill(now: now)
     Self.addUnseenUsage(to: &counter, from: old, at: now)
+    Self.addEarlierUsage(to: &counter, history: history, latest: old, at: now)
     let waiting = !shard.queues.isEmpty && shard.queues[key] != nil
     if waiting { shard.queues[key]?.rate = new }
     guard let slot else {

@@ -148,6 +148,9 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   @usableFromInline let storeBacked: StoreBackedRateLimiter<Key>?
   @usableFromInline let shards: Shards<Shard>
   private let nextID = LockedState<UInt64>(0)
+  /// The latest limits of the plans' default and keys, for a limiter made with plans: changed
+  /// and read only as the plans tell of a change.
+  let planHistories = LockedState(PlanHistories())
 
   /// An in-memory keyed rate limiter granting each key `permits` per `interval`: the same as
   /// ``init(limit:clock:)`` with `RateLimit(permits:per:burst:)`.

@@ -35,13 +35,27 @@
 ///   window's latest grants what its rate has not repaid since. That assumed use stops counting
 ///   as time passes, as real grants do: a window is exactly the new limit's once the old
 ///   limit's interval and the new window have passed since the change.
+/// - Where the key's limit changed before, the limits it had before the old one count too: each
+///   is taken as having let through its maximum over its whole time in force, at the latest
+///   instants it allows (a sliding window `P` at the last instant it was in force and every `W`
+///   before; a fixed window `P` there and at the last instant of each window before; a token
+///   bucket its burst there and one permit each time it could have earned one before), since the
+///   key's state no longer records what they let through (a limit with a shorter look-back in
+///   between dropped it). A new window counts those that fall in it; a new token bucket replays
+///   them, empty after a limit faster than itself. So a key whose limit went up and back down
+///   within one look-back is taken to have used the higher limit to its maximum while it had it.
+///   The limiter keeps the latest four limits of the default and of each key whose own limit was
+///   set or taken away (a key given back the default until the default has changed five times
+///   since); the limit before the oldest kept is unknown, and taken as having let through the new
+///   limit's maximum at the instant it ended.
 /// - A decision that read the key's old limit just before the change, and reaches the key's
 ///   state after it was applied, reads the limit again, so it never undoes what was assumed.
 ///
-/// So no change, of limit, window or algorithm, lets a key through more than the old limit or
-/// the new one would have allowed over its whole history, with one bound: a bucket that starts
-/// empty assumes the key owed at most its whole new burst at the change (a history faster than
-/// the new rate for long would owe more, which no state of bounded size could record). A limiter
+/// So no change, or series of changes, of limit, window or algorithm, lets a key through more
+/// than some limit it had within the new limit's look-back would have allowed over its whole
+/// history, with one bound: a bucket that starts empty assumes the key owed at most its whole new
+/// burst at the change (a history faster than the new rate for long would owe more, which no
+/// state of bounded size could record). A limiter
 /// made with a `limits:` closure cannot know when a limit changed, and keeps only what the state
 /// records.
 ///
@@ -71,7 +85,8 @@ public final class RateLimitPlans<Key: Hashable & Sendable>: Sendable {
       if new != old, !observers.isEmpty {
         notify(
           RateLimitPlanChange(
-            key: key, old: old, oldIsDefault: oldIsDefault, new: new, ownLimits: [:], version: version))
+            key: key, old: old, oldIsDefault: oldIsDefault, new: new, newIsDefault: limits[key] == nil, ownLimits: [:],
+            version: version))
       }
     }
   }
@@ -171,7 +186,8 @@ public final class RateLimitPlans<Key: Hashable & Sendable>: Sendable {
         state.version &+= 1
         state.notify(
           RateLimitPlanChange(
-            key: nil, old: old, oldIsDefault: true, new: limit, ownLimits: state.limits, version: state.version))
+            key: nil, old: old, oldIsDefault: true, new: limit, newIsDefault: true, ownLimits: state.limits,
+            version: state.version))
       }
     }
   }
@@ -223,6 +239,8 @@ struct RateLimitPlanChange<Key: Hashable & Sendable>: Sendable {
   let oldIsDefault: Bool
   /// Its limit from now on.
   let new: RateLimit
+  /// Whether that limit is the default (always, for a change of the default).
+  let newIsDefault: Bool
   /// For a change of the default: the keys with limits of their own, which it does not change.
   let ownLimits: [Key: RateLimit]
   /// The plans' ``RateLimitPlans/version`` with the change made: a limit read at an earlier one
