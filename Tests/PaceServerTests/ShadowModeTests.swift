@@ -156,6 +156,31 @@ struct ShadowModeTests {
     #expect(answers[1].text == "ok")
   }
 
+  /// Switched from another task while requests are decided: every limited decision is either a
+  /// 429 or a shadow pass, never lost or both.
+  @Test func switchingWhileRequestsRunKeepsTheCountsWhole() async throws {
+    let server = ShadowedServer([("default", 5)], shadow: RateLimitShadowMode())
+    let refused = try await withThrowingTaskGroup(of: Int.self) { group in
+      group.addTask {
+        for round in 0..<200 { try server.shadow.setEnforcedFraction(round.isMultiple(of: 2) ? 0 : 0.5) }
+        return 0
+      }
+      for task in 0..<4 {
+        group.addTask {
+          var refused = 0
+          for request in 0..<250 where try await server.outcome("key-\((task * 250 + request) % 20)").status == 429 {
+            refused += 1
+          }
+          return refused
+        }
+      }
+      return try await group.reduce(0, +)
+    }
+    let limited = server.responses("default", "limited")
+    #expect(limited == 1_000 - 100, "20 keys of 5 permits on a clock that stands still")
+    #expect(Int64(refused) + server.shadowLimited("default") == limited)
+  }
+
   /// The enforced fraction: a fixed hash of the policy's name and the key, the same on every
   /// control (every instance), growing with the fraction, a quarter of the keys at 0.25.
   @Test func theEnforcedKeysAreAFixedGrowingShare() throws {
