@@ -25,9 +25,9 @@ struct ResilientClientEndToEndTests {
   static let callers = 6
   static let run = 5.5
   static let deadline = Duration.milliseconds(400)
-  /// What a send may take beyond its deadline on a loaded 2-core machine: the scheduling of the
-  /// timer that cuts it and of the caller's task.
-  static let slack = 0.25
+  /// What a send may take beyond its deadline on a loaded 2-core machine (a neighbour building):
+  /// the scheduling of the timer that cuts it and of the caller's task.
+  static let slack = 0.6
 
   struct Send: Sendable {
     let start: Double
