@@ -12,7 +12,7 @@ extension PacedRequests {
     /// The algorithm, floor, ceiling and initial limit each key starts from.
     public let adaptiveLimit: AdaptiveLimit
 
-    /// A limit per key that moves with the key's measured round trips and drops (``AdaptiveLimit``).
+    /// A limit per key that moves with the key's measured round trips and drops (`AdaptiveLimit` (Pace)).
     ///
     /// Each attempt (a hedge too) holds a place for as long as it runs; its round trip is a
     /// sample, dropped when it timed out or was cut at the send's deadline, failed with a
@@ -59,7 +59,7 @@ public final class UpstreamConcurrencyLimits: Sendable {
     }
   }
 
-  /// `key`'s adaptive limit now (its current ``AdaptiveLimit/limit``); `nil` when no attempt of
+  /// `key`'s adaptive limit now (its current `AdaptiveLimit.limit`); `nil` when no attempt of
   /// `key` runs or waits.
   public func limit(for key: String) -> AdaptiveLimit? {
     entries.withLock { $0[key]?.limiter }?.limit
