@@ -103,6 +103,8 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     @usableFromInline var refused: Waiter?
     /// A request refused before it waited (its task was cancelled first).
     @usableFromInline var refusedAtOnce: Continuation?
+    /// A request that did not wait, decided under a limit read before a plan change.
+    @usableFromInline var staleAtOnce: Continuation?
     /// The shard's timer, reserved for an earliest deadline earlier than the one it was armed for.
     @usableFromInline var arming: ShardTimer<Key>.Arming?
     /// Whether a request started waiting: told to a ``TestScheduler``.
@@ -122,7 +124,8 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     }
 
     @inlinable var isEmpty: Bool {
-      granted.isEmpty && refused == nil && refusedAtOnce == nil && arming == nil && !queued && idle.isEmpty
+      granted.isEmpty && refused == nil && refusedAtOnce == nil && staleAtOnce == nil && arming == nil && !queued
+        && idle.isEmpty
     }
   }
 
@@ -446,10 +449,32 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   ///   the permits are granted (then nothing is taken); or what the store throws.
   public func acquire(_ key: Key, cost: Int = 1, isolation: isolated (any Actor)? = #isolation) async throws {
     if let storeBacked { return try await storeBacked.acquire(key, cost: cost) }
-    let limit = keyLimit(for: key)
-    try InputRules.check(cost: cost, limit: limit.limit)
-    try Task.checkCancellation()
-    if decideLocally(key, cost: cost, limit: limit).isAllowed { return }
+    while true {
+      let limit = keyLimit(for: key)
+      try InputRules.check(cost: cost, limit: limit.limit)
+      try Task.checkCancellation()
+      if decideLocally(key, cost: cost, limit: limit).isAllowed { return }
+      do {
+        return try await wait(key, cost: cost, limit: limit, isolation: isolation)
+      } catch is StaleLimit {
+        // Its limit was read before a plan change the key's shard has applied: read it again.
+        continue
+      }
+    }
+  }
+
+  /// Why a request did not start waiting: the limit it was decided under was read before a plan
+  /// change its key's shard has applied (``Shard/planVersion``), and queued under it, it would
+  /// undo what the change assumed.
+  @usableFromInline
+  struct StaleLimit: Error {
+    @inlinable init() {}
+  }
+
+  /// Queues a request for `cost` of `key`'s permits under `limit`, and waits for its turn.
+  ///
+  /// - Throws: `CancellationError`, or ``StaleLimit`` (at once, queuing nothing).
+  private func wait(_ key: Key, cost: Int, limit: KeyLimit, isolation: isolated (any Actor)?) async throws {
     let id = nextID.withLock { id in
       id &+= 1
       return id
@@ -467,6 +492,11 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
           let now = clock.now()
           let effects = shards.withLock(index) { shard -> Effects in
             guard !Task.isCancelled else { return Effects(refusedAtOnce: continuation) }
+            if limit.planVersion < shard.planVersion {
+              var effects = Effects()
+              effects.staleAtOnce = continuation
+              return effects
+            }
             shard.waiters[id] = (continuation: continuation, tracked: tracked)
             _ = shard.buckets.indexInserting(
               key, hash: hash,
@@ -482,7 +512,9 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
           carryOut(effects, shard: index)
           // Counted out after the grants it made were counted in: the count never reads zero
           // while something is on its way.
-          if tracked, effects.refusedAtOnce == nil { clock.testScheduler?.activityStopped() }
+          if tracked, effects.refusedAtOnce == nil, effects.staleAtOnce == nil {
+            clock.testScheduler?.activityStopped()
+          }
         }
       },
       onCancel: {
@@ -845,6 +877,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     }
     if let scheduler = clock.testScheduler { countOnTestScheduler(effects, scheduler) }
     effects.refusedAtOnce?.resume(throwing: CancellationError())
+    effects.staleAtOnce?.resume(throwing: StaleLimit())
     effects.refused?.continuation.resume(throwing: CancellationError())
     for waiter in effects.granted { waiter.continuation.resume() }
   }

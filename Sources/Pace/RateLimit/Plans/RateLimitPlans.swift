@@ -48,8 +48,10 @@
 ///   set or taken away (a key given back the default until the default has changed five times
 ///   since); the limit before the oldest kept is unknown, and taken as having let through the new
 ///   limit's maximum at the instant it ended.
-/// - A decision that read the key's old limit just before the change, and reaches the key's
-///   state after it was applied, reads the limit again, so it never undoes what was assumed.
+/// - A decision, or a request about to wait (`acquire`), that read the key's old limit just
+///   before the change, and reaches the key's state after it was applied, reads the limit again,
+///   so it never undoes what was assumed. A request already waiting at the change waits from then
+///   on under the new limit, with what the change assumed.
 ///
 /// So no change, or series of changes, of limit, window or algorithm, lets a key through more
 /// than some limit it had within the new limit's look-back would have allowed over its whole
