@@ -102,7 +102,7 @@ final class SimulatedUpstream: Sendable {
     var maximumInFlightFrom300ms: Int
     var roundTrips: [Duration]
     var end: PaceInstant
-    /// Each change of the key's limit, read after each completion: when, and the new limit.
+    /// Each change of the key's limit, read whenever every caller is parked: when, and the new limit.
     var limits: [(at: PaceInstant, limit: Int)]
     /// Keys the concurrency limit holds once every caller is done: none, all idle.
     var keysHeldAtEnd: Int
@@ -138,13 +138,12 @@ final class SimulatedUpstream: Sendable {
     }
     while finished.withLock({ $0 }) < Self.callers {
       await waitUntil("every caller is parked") { parked() }
-      let (completed, next) = upstream.completeNext()
-      if completed {
-        if let limit = requests.concurrency?.limit(for: Self.key)?.limit, limit != limits.last?.limit {
-          limits.append((scheduler.now, limit))
-        }
-        continue
+      // Read once every caller is parked, so that each completion's sample is in.
+      if let limit = requests.concurrency?.limit(for: Self.key)?.limit, limit != limits.last?.limit {
+        limits.append((scheduler.now, limit))
       }
+      let (completed, next) = upstream.completeNext()
+      if completed { continue }
       guard let next else { break }
       scheduler.advance(to: next)
     }
@@ -181,7 +180,7 @@ final class SimulatedUpstream: Sendable {
     #expect(gradient2.end == ms(3_140))
     #expect(
       gradient2.limits.map { "\($0.at)=\($0.limit)" } == [
-        "20 ms=6", "340 ms=7", "540 ms=8", "840 ms=9", "1.04 s=10", "1.34 s=11", "1.74 s=12",
+        "0 ms=6", "340 ms=7", "540 ms=8", "840 ms=9", "1.04 s=10", "1.34 s=11", "1.74 s=12",
       ])
 
     let aimd = try await run(.aimd(initialLimit: 20, timeout: .milliseconds(30)))
@@ -194,7 +193,7 @@ final class SimulatedUpstream: Sendable {
     #expect(aimd.end == ms(3_020))
     #expect(
       aimd.limits.prefix(7).map { "\($0.at)=\($0.limit)" } == [
-        "20 ms=20", "60 ms=18", "100 ms=16", "160 ms=14", "200 ms=12", "240 ms=10", "280 ms=9",
+        "0 ms=20", "60 ms=18", "100 ms=16", "160 ms=14", "200 ms=12", "240 ms=10", "280 ms=9",
       ])
     #expect(aimd.limits.dropFirst(7).allSatisfy { (9...10).contains($0.limit) })
     #expect([unlimited, gradient2, aimd].map(\.keysHeldAtEnd) == [0, 0, 0])
