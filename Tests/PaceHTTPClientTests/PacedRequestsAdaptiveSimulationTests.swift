@@ -154,12 +154,11 @@ final class SimulatedUpstream: Sendable {
       keysHeldAtEnd: requests.concurrency?.keyCount ?? 0)
   }
 
-  /// The three runs beside each other, exact. Unloaded, a call takes 20 ms. With no limit all
-  /// 100 callers are in the upstream at once and each call takes 240 ms or more. Gradient2,
-  /// started at 6 (below the capacity: its first window is the baseline), rises to 12 and keeps
-  /// the calls within 40 ms, at 96 % of the upstream's throughput; AIMD, started at 20 (above
-  /// it), comes down within 300 ms and holds 9 to 10, within 60 ms, at all of its throughput.
-  /// The callers send one request after another, so they wait in front of the upstream instead of in it.
+  /// The three runs beside each other, exact: with no limit every caller is in the upstream at
+  /// once; Gradient2, started below the capacity (its first window is the baseline), rises to a
+  /// limit just above it; AIMD, started above it, comes down within its first rounds and holds
+  /// near it. The callers send one request after another, so they wait in front of the upstream
+  /// instead of in it.
   @Test func anAdaptiveLimitKeepsTheUpstreamNearItsCapacity() async throws {
     let total = Self.callers * Self.requestsPerCaller
 
