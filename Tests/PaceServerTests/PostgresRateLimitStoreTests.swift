@@ -1,5 +1,7 @@
 #if PostgreSQL && Hummingbird
 import Foundation
+import InMemoryLogging
+import Logging
 import Pace
 @testable import PacePostgres
 import PostgresNIO
@@ -25,6 +27,26 @@ struct PostgresRateLimitStoreTests {
       // Allowed again when the first permit comes back: 1000 s after it was taken, less the time since.
       #expect(retryAfter > .seconds(900) && retryAfter <= .seconds(1000))
       #expect(try await store.tryAcquire("other", cost: 3, limit: limit) == .allowed(remaining: 0))
+    }
+  }
+
+  /// A store never run sends each decision alone, on a leased connection, two to three times
+  /// slower than its lanes: it says so once, at its thousandth decision (not at its first, which
+  /// may come just before its run() starts), at notice.
+  @Test func aStoreNeverRunSaysOnceThatItsDecisionsGoOneAtATime() async throws {
+    try await TestDatabase.withClients { clients in
+      let logs = InMemoryLogHandler()
+      let store = try PostgresRateLimitStore(
+        client: clients[0], table: TestDatabase.uniqueTable("rl"),
+        logger: Logger(label: "test", factory: { _ in logs }))
+      try await store.migrate()
+      let told = { logs.entries.filter { $0.level == .notice && "\($0.message)".contains("one at a time") }.count }
+      // Every decision allowed: a denied key is answered by the denial cache, without the database.
+      let plenty = RateLimit(permits: 1_000_000, per: .seconds(3600))
+      for _ in 0..<999 { _ = try await store.tryAcquire("k", cost: 1, limit: plenty) }
+      #expect(told() == 0)
+      for _ in 0..<200 { _ = try await store.tryAcquire("k", cost: 1, limit: plenty) }
+      #expect(told() == 1)
     }
   }
 

@@ -9,6 +9,11 @@
 //                                                              process's CPU µs and context switches
 //                                                              per decision, and (store) decisions
 //                                                              per round trip
+//   pace-postgres-benchmark plain CALLERS hot|random SECONDS TABLE [unrun]
+//                                                              the store as a user writes it: a client
+//                                                              of CALLERS connections opened on demand,
+//                                                              the store's default timeout, no warm-up;
+//                                                              unrun: the store's run() not started
 //   pace-postgres-benchmark driver CALLERS hot|random SECONDS TABLE [on-loop]
 //                                                              the same figures for PostgresNIO alone:
 //                                                              each caller on a connection of its own
@@ -53,7 +58,7 @@ guard let text = ProcessInfo.processInfo.environment["PACE_POSTGRES_URL"], let u
   fail("set PACE_POSTGRES_URL (Scripts/with-postgres.sh does)")
 }
 
-func makeClient(url: URL, connections: Int) -> PostgresClient {
+func makeClient(url: URL, connections: Int, plain: Bool = false) -> PostgresClient {
   var logger = Logger(label: "pace-postgres-benchmark")
   logger.logLevel = .critical
   var configuration = PostgresClient.Configuration(
@@ -61,7 +66,8 @@ func makeClient(url: URL, connections: Int) -> PostgresClient {
     password: url.password, database: url.path.isEmpty ? nil : String(url.path.dropFirst()), tls: .disable
   )
   configuration.options.maximumConnections = connections
-  configuration.options.minimumConnections = connections
+  // As a user writes it: no connections opened ahead of the first request.
+  if !plain { configuration.options.minimumConnections = connections }
   return PostgresClient(configuration: configuration, backgroundLogger: logger)
 }
 
@@ -280,9 +286,9 @@ final class LoopExecutor: TaskExecutor {
 
 /// Runs `body` with a running client of `connections`.
 func withClient<Result: Sendable>(
-  connections: Int, _ body: @escaping @Sendable (PostgresClient) async throws -> Result
+  connections: Int, plain: Bool = false, _ body: @escaping @Sendable (PostgresClient) async throws -> Result
 ) async throws -> Result {
-  let client = makeClient(url: url, connections: connections)
+  let client = makeClient(url: url, connections: connections, plain: plain)
   return try await withThrowingTaskGroup(of: Result?.self) { group in
     group.addTask {
       await client.run()
@@ -341,6 +347,32 @@ case "store", "naive":
     let naive = NaiveStore(client: client, table: table)
     let figures = try await measure(callers: callers, seconds: seconds) { _ in _ = try await naive.tryAcquire(key()) }
     return (figures, Int64(0))
+  }
+  let decisions = figures.perSecond * seconds
+  print(
+    String(
+      format: "%.0f %.3f %.3f %.1f %.2f %.2f", figures.perSecond, figures.p50, figures.p99, figures.cpuPerDecision,
+      figures.switchesPerDecision, trips > 0 ? decisions / Double(trips) : 0))
+
+case "plain":
+  guard (5...6).contains(arguments.count), let callers = Int(arguments[1]), let seconds = Double(arguments[3]),
+    arguments.count == 5 || arguments[5] == "unrun"
+  else { fail("usage: plain CALLERS hot|random SECONDS TABLE [unrun]") }
+  let unrun = arguments.count == 6
+  let (hot, table) = (arguments[2] == "hot", arguments[4])
+  let key: @Sendable () -> String = { hot ? "key-0" : "key-\(Int.random(in: 1...keyCount))" }
+  let roundTrips = RoundTrips()
+  let (figures, trips) = try await withClient(connections: callers, plain: true) { client in
+    let store = try PostgresRateLimitStore(client: client, table: table, metricsFactory: roundTrips)
+    let running = Task { if !unrun { try await store.run() } }
+    let before = roundTrips.value
+    let figures = try await measure(callers: callers, seconds: seconds) { _ in
+      _ = try await store.tryAcquire(key(), cost: 1, limit: limit)
+    }
+    let trips = roundTrips.value - before
+    running.cancel()
+    try await running.value
+    return (figures, trips)
   }
   let decisions = figures.perSecond * seconds
   print(
