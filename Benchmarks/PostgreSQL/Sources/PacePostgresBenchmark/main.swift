@@ -318,22 +318,28 @@ case "setup":
     try await client.query("VACUUM ANALYZE \(unescaped: table)")
   }
 
-case "store", "naive":
-  guard arguments.count == 5, let callers = Int(arguments[1]), let seconds = Double(arguments[3]) else {
-    fail("usage: store|naive CALLERS hot|random SECONDS TABLE")
-  }
-  let (hot, table) = (arguments[2] == "hot", arguments[4])
+case "store", "naive", "plain":
+  let plain = command == "plain"
+  guard (5...6).contains(arguments.count), let callers = Int(arguments[1]), let seconds = Double(arguments[3]),
+    arguments.count == 5 || (plain && arguments[5] == "unrun")
+  else { fail("usage: store|naive CALLERS hot|random SECONDS TABLE, or plain … TABLE [unrun]") }
+  let (hot, table, unrun) = (arguments[2] == "hot", arguments[4], arguments.count == 6)
   let key: @Sendable () -> String = { hot ? "key-0" : "key-\(Int.random(in: 1...keyCount))" }
   let roundTrips = RoundTrips()
-  let (figures, trips) = try await withClient(connections: max(callers, 4)) { client in
-    if command == "store" {
-      // A timeout far above a decision's time: on a loaded machine a decision that waited a second
-      // would end the run with `unavailable` (thrown at top level) instead of being measured.
-      let store = try PostgresRateLimitStore(
-        client: client, table: table, timeout: .seconds(30), metricsFactory: roundTrips)
+  // The plain cell's client has a connection per caller, opened on demand, as a user writes it.
+  let (figures, trips) = try await withClient(connections: plain ? callers : max(callers, 4), plain: plain) {
+    client in
+    if command != "naive" {
+      // The benchmark's store: a timeout far above a decision's time (on a loaded machine a
+      // decision that waited a second would end the run with `unavailable`, thrown at top level,
+      // instead of being measured) and a warm-up; the plain one: the defaults, no warm-up.
+      let store =
+        plain
+        ? try PostgresRateLimitStore(client: client, table: table, metricsFactory: roundTrips)
+        : try PostgresRateLimitStore(client: client, table: table, timeout: .seconds(30), metricsFactory: roundTrips)
       // The store's run() owns its lanes: decisions are batched while it runs.
-      let running = Task { try await store.run() }
-      _ = try await store.tryAcquire("key-0", cost: 0, limit: limit)  // connected, function planned
+      let running = Task { if !unrun { try await store.run() } }
+      if !plain { _ = try await store.tryAcquire("key-0", cost: 0, limit: limit) }  // connected, function planned
       let before = roundTrips.value
       let figures = try await measure(callers: callers, seconds: seconds) { _ in
         _ = try await store.tryAcquire(key(), cost: 1, limit: limit)
@@ -347,32 +353,6 @@ case "store", "naive":
     let naive = NaiveStore(client: client, table: table)
     let figures = try await measure(callers: callers, seconds: seconds) { _ in _ = try await naive.tryAcquire(key()) }
     return (figures, Int64(0))
-  }
-  let decisions = figures.perSecond * seconds
-  print(
-    String(
-      format: "%.0f %.3f %.3f %.1f %.2f %.2f", figures.perSecond, figures.p50, figures.p99, figures.cpuPerDecision,
-      figures.switchesPerDecision, trips > 0 ? decisions / Double(trips) : 0))
-
-case "plain":
-  guard (5...6).contains(arguments.count), let callers = Int(arguments[1]), let seconds = Double(arguments[3]),
-    arguments.count == 5 || arguments[5] == "unrun"
-  else { fail("usage: plain CALLERS hot|random SECONDS TABLE [unrun]") }
-  let unrun = arguments.count == 6
-  let (hot, table) = (arguments[2] == "hot", arguments[4])
-  let key: @Sendable () -> String = { hot ? "key-0" : "key-\(Int.random(in: 1...keyCount))" }
-  let roundTrips = RoundTrips()
-  let (figures, trips) = try await withClient(connections: callers, plain: true) { client in
-    let store = try PostgresRateLimitStore(client: client, table: table, metricsFactory: roundTrips)
-    let running = Task { if !unrun { try await store.run() } }
-    let before = roundTrips.value
-    let figures = try await measure(callers: callers, seconds: seconds) { _ in
-      _ = try await store.tryAcquire(key(), cost: 1, limit: limit)
-    }
-    let trips = roundTrips.value - before
-    running.cancel()
-    try await running.value
-    return (figures, trips)
   }
   let decisions = figures.perSecond * seconds
   print(
