@@ -132,7 +132,9 @@ import Testing
 /// Many tasks on real threads through one adaptive limiter, with outcomes of every kind: every
 /// permit is accounted for, and the limiter's limit is the adaptive limit's, however the
 /// completions interleave. Run under the thread sanitizer with the other stress tests.
-@Suite(.offThePool, .timeLimit(.minutes(2))) struct AdaptiveLimitConcurrencyLimiterStressTests {
+// On the pool, not `.offThePool`: its serial queues would hold these tasks behind a long
+// synchronous suite.
+@Suite(.timeLimit(.minutes(2))) struct AdaptiveLimitConcurrencyLimiterStressTests {
   struct Failure: Error {}
 
   @Test(arguments: [

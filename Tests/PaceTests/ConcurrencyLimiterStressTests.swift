@@ -5,7 +5,9 @@ import Testing
 
 /// Many tasks on real threads through one limiter: the work itself counts how many run at once,
 /// and never sees more than the limit. Run under the thread sanitizer by CI (`StressTests`).
-@Suite(.offThePool, .timeLimit(.minutes(2))) struct ConcurrencyLimiterStressTests {
+// On the pool, not `.offThePool`: its serial queues would hold these tasks behind a long
+// synchronous suite.
+@Suite(.timeLimit(.minutes(2))) struct ConcurrencyLimiterStressTests {
   /// How many run at once, and the most seen, counted by the work.
   final class Occupancy: Sendable {
     private let counts = LockedBox((now: 0, most: 0))
