@@ -84,6 +84,9 @@ public struct RateLimitMiddlewareState<Input>: Sendable {
   /// How a request's client is read: the key of a policy without one, and the address that
   /// exemptions and blocks are checked against.
   package let clientAddress: ClientAddress
+  /// The limit on requests in flight, asked after the policies; none unless
+  /// ``RateLimitingMiddleware/limitingConcurrency(_:)`` set one.
+  package var concurrency: RequestConcurrencyLimit<Input>?
 
   /// - Precondition: at least one policy, no two with the same name, each name printable ASCII.
   package init(
@@ -96,6 +99,15 @@ public struct RateLimitMiddlewareState<Input>: Sendable {
     gate = RateLimitGate(
       policies: policies.map { ($0.name, $0.decider, $0.partitionKeys, $0.nearLimit) }, longKeys: longKeys,
       logger: logger, metricsFactory: metricsFactory, controls: controls)
+  }
+
+  /// Asks the concurrency limit, if any, for `input`'s place: after the policies let it through.
+  ///
+  /// - Throws: `CancellationError` only, when the request's task is cancelled while it waits.
+  package func admitConcurrency(_ input: Input, client: ClientReader<Input>) async throws -> ConcurrencyAdmission {
+    guard let concurrency else { return .admitted(nil) }
+    return try await concurrency.admit(
+      input, clientKey: { clientKey(input, client: client) }, shadowMode: gate.controls.shadowMode)
   }
 
   /// What the policy at `index` makes of `input`: its key (the client's address, `clientKey`, for
@@ -133,6 +145,19 @@ extension RateLimitingMiddleware {
   public var logger: Logger { _rateLimitState.gate.logger }
   /// The first policy's name in the `RateLimit-Policy` and `RateLimit` fields.
   public var policyName: String { policies[0].name }
+
+  /// The limit on requests in flight, if the middleware has one.
+  public var concurrencyLimit: RequestConcurrencyLimit<PolicyInput>? { _rateLimitState.concurrency }
+
+  /// This middleware with `limit` on the requests in flight: asked after the policies, for each
+  /// request they let through; a request it refuses is answered `503` with `Retry-After`, and its
+  /// place is held until the response's body is written or the connection drops
+  /// (``RequestConcurrencyLimit`` says the rules). Replaces any limit set before.
+  public func limitingConcurrency(_ limit: RequestConcurrencyLimit<PolicyInput>) -> Self {
+    var state = _rateLimitState
+    state.concurrency = limit
+    return Self(_rateLimitState: state)
+  }
 
   /// The first policy's limiter, for a policy made with a `KeyedRateLimiter` or a limit.
   @available(*, deprecated, message: "Keep the limiter you gave the middleware: it may be a StoreBackedRateLimiter")

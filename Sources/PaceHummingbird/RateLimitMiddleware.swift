@@ -47,18 +47,51 @@ public struct RateLimitMiddleware<Context: RequestContext>: RouterMiddleware, Ra
   ) async throws -> Response {
     switch try await _rateLimitState.outcome((request, context), client: Self.client) {
     case .proceed(let fields):
-      var response = try await next(request, context)
+      var permit: RequestPermit?
+      switch try await _rateLimitState.admitConcurrency((request, context), client: Self.client) {
+      case .admitted(let admitted): permit = admitted
+      case .refused(let answer): return Self.response(answer, to: request)
+      }
+      var response: Response
+      do {
+        response = try await next(request, context)
+      } catch {
+        permit?.release(.failed(status: (error as? any HTTPResponseError).map { Int($0.status.code) }))
+        throw error
+      }
       Self.add(fields, to: &response.headers)
+      if let permit { Self.hold(permit, until: &response) }
       return response
     case .respond(let answer):
-      // Problem details for a client that accepts JSON, the plain text otherwise.
-      let plain = answer.negotiated(accept: request.headers[values: .accept])
-      var headers = HTTPFields()
-      for field in plain.fields { headers[Self.name(field.name)] = field.value }
-      return Response(
-        status: HTTPResponse.Status(code: plain.status, reasonPhrase: plain.reasonPhrase), headers: headers,
-        body: ResponseBody(byteBuffer: ByteBuffer(string: plain.body)))
+      return Self.response(answer, to: request)
     }
+  }
+
+  /// `response`'s body, holding `permit` until the body's `write` returns (the last byte handed to
+  /// the connection and the response finished) or throws (the client left, the body failed).
+  static func hold(_ permit: RequestPermit, until response: inout Response) {
+    let body = response.body
+    let status = Int(response.status.code)
+    response.body = ResponseBody(contentLength: body.contentLength) { writer in
+      do {
+        try await body.write(writer)
+      } catch {
+        permit.release(.abandoned)
+        throw error
+      }
+      permit.release(.written(status: status))
+    }
+  }
+
+  /// The middleware's own answer: problem details for a client that accepts JSON, the plain text
+  /// otherwise.
+  static func response(_ answer: PlainTextResponse, to request: Request) -> Response {
+    let plain = answer.negotiated(accept: request.headers[values: .accept])
+    var headers = HTTPFields()
+    for field in plain.fields { headers[Self.name(field.name)] = field.value }
+    return Response(
+      status: HTTPResponse.Status(code: plain.status, reasonPhrase: plain.reasonPhrase), headers: headers,
+      body: ResponseBody(byteBuffer: ByteBuffer(string: plain.body)))
   }
 
   /// How a request's client is read: the peer of a context that knows it

@@ -53,7 +53,20 @@ public struct RateLimitMiddleware: AsyncMiddleware, RateLimitingMiddleware {
     let outcome = try await _rateLimitState.outcome(request, client: Self.client)
     switch outcome {
     case .proceed(let fields):
-      return Self.adding(fields, to: try await next.respond(to: request))
+      var permit: RequestPermit?
+      switch try await _rateLimitState.admitConcurrency(request, client: Self.client) {
+      case .admitted(let admitted): permit = admitted
+      case .refused(let plain): return Self.response(plain, to: request)
+      }
+      let response: Response
+      do {
+        response = try await next.respond(to: request)
+      } catch {
+        permit?.release(.failed(status: (error as? any AbortError).map { Int($0.status.code) }))
+        throw error
+      }
+      if let permit { Self.hold(permit, until: response, answering: request) }
+      return Self.adding(fields, to: response)
     case .respond(let plain):
       return Self.response(plain, to: request)
     }
@@ -65,7 +78,8 @@ public struct RateLimitMiddleware: AsyncMiddleware, RateLimitingMiddleware {
   /// where the system has task executors (Linux; macOS 15, iOS 18 and later), so that neither the
   /// task's start nor its answer wakes another thread. The same answers either way.
   public func respond(to request: Request, chainingTo next: any Responder) -> EventLoopFuture<Response> {
-    guard _rateLimitState.policies.count == 1 else {
+    // A concurrency limit holds its place past the handler: the async path, which wraps the body.
+    guard _rateLimitState.policies.count == 1, _rateLimitState.concurrency == nil else {
       return request.eventLoop.makeFutureWithTaskOnLoop {
         try await respond(to: request, chainingTo: AsyncBasicResponder { try await next.respond(to: $0).get() })
       }
@@ -103,6 +117,40 @@ public struct RateLimitMiddleware: AsyncMiddleware, RateLimitingMiddleware {
     }
   }
 
+  /// Makes `response`'s body hold `permit` until it is written: a body of bytes is sent as a
+  /// stream of known length (the same `Content-Length`), whose `.end` releases the permit once
+  /// Vapor has written and flushed it; a stream's `.end` or `.error` does the same, and the first
+  /// write that fails (the client left) releases it at once. An async stream
+  /// (`Response.Body(asyncStream:)`), whose closure Vapor keeps out of reach, gives it back as
+  /// the handler returns. No body (`HEAD`, `204`, an empty body) releases it now.
+  static func hold(_ permit: RequestPermit, until response: Response, answering request: Request) {
+    let status = Int(response.status.code)
+    let body = response.body
+    if request.method == .HEAD || response.status == .noContent {
+      permit.release(.written(status: status))
+      return
+    }
+    if let buffer = body.buffer {
+      response.body = Response.Body(
+        stream: { writer in
+          let releasing = ReleasingBodyStreamWriter(writer, permit: permit, status: status)
+          releasing.write(.buffer(buffer), promise: nil)
+          releasing.write(.end, promise: nil)
+        }, count: buffer.readableBytes)
+      return
+    }
+    switch StreamedBody(body) {
+    case .stream(let callback):
+      response.body = Response.Body(
+        stream: { writer in callback(ReleasingBodyStreamWriter(writer, permit: permit, status: status)) },
+        count: body.count)
+    case nil:
+      // No body, an async stream (whose closure is not read here), or a layout not known here:
+      // the place is given back as the handler returns.
+      permit.release(.written(status: status))
+    }
+  }
+
   /// `response` with the fields of the limits that let its request through.
   private static func adding(_ fields: [HeaderField], to response: Response) -> Response {
     for field in fields {
@@ -130,4 +178,72 @@ public struct RateLimitMiddleware: AsyncMiddleware, RateLimitingMiddleware {
       body: Response.Body(string: plain.body))
   }
 }
+/// A streamed body's closure. Vapor keeps it in `Response.Body`'s internal storage, with no
+/// public accessor, so that a middleware cannot wrap its writer: it is read here from the
+/// storage's layout (a case `stream` or `asyncStream` whose payload is `count`, then `callback`),
+/// checked by reflection first; another layout is no stream known here.
+enum StreamedBody {
+  case stream(@Sendable (any BodyStreamWriter) -> Void)
+
+  /// The closure of `body`'s stream; nil for a body of bytes, none, or an unknown layout.
+  init?(_ body: Response.Body) {
+    guard let storage = Mirror(reflecting: body).descendant("storage"),
+      let payload = Mirror(reflecting: storage).children.first
+    else { return nil }
+    guard Self.isCountThenCallback(payload.value) else { return nil }
+    switch payload.label {
+    case "stream":
+      // Loaded with the concrete function type: a generic load would read another representation.
+      typealias Callback = @Sendable (any BodyStreamWriter) -> Void
+      func read<Payload>(_ value: Payload) -> Callback? {
+        guard MemoryLayout<Payload>.size == MemoryLayout<Int>.stride + MemoryLayout<Callback>.size else { return nil }
+        return withUnsafeBytes(of: value) { $0.load(fromByteOffset: MemoryLayout<Int>.stride, as: Callback.self) }
+      }
+      guard let callback = _openExistential(payload.value, do: read) else { return nil }
+      self = .stream(callback)
+    default:
+      return nil
+    }
+  }
+
+  /// Whether a payload is laid out as `count: Int` then `callback`, Vapor's `BodyStream` and
+  /// `AsyncBodyStream`. The callback is read from memory, not by a dynamic cast out of `Any`,
+  /// which on Linux does not keep an async function's context.
+  private static func isCountThenCallback(_ payload: Any) -> Bool {
+    let mirror = Mirror(reflecting: payload)
+    return mirror.children.map(\.label) == ["count", "callback"] && mirror.children.first?.value is Int
+  }
+}
+
+/// A body stream's writer that releases a request's permit when the stream ends (its `.end` or
+/// `.error` written) or a write fails (the client left).
+struct ReleasingBodyStreamWriter: BodyStreamWriter {
+  let inner: any BodyStreamWriter
+  let permit: RequestPermit
+  let status: Int
+
+  init(_ inner: any BodyStreamWriter, permit: RequestPermit, status: Int) {
+    self.inner = inner
+    self.permit = permit
+    self.status = status
+  }
+
+  var eventLoop: any EventLoop { inner.eventLoop }
+
+  func write(_ result: BodyStreamResult, promise: EventLoopPromise<Void>?) {
+    let written = promise ?? inner.eventLoop.makePromise()
+    let permit = permit
+    let status = status
+    written.futureResult.whenComplete { outcome in
+      switch (outcome, result) {
+      case (.failure, _): permit.release(.abandoned)
+      case (.success, .end): permit.release(.written(status: status))
+      case (.success, .error): permit.release(.failed(status: nil))
+      case (.success, .buffer): break
+      }
+    }
+    inner.write(result, promise: written)
+  }
+}
+
 #endif
