@@ -119,10 +119,10 @@ public struct RateLimitMiddleware: AsyncMiddleware, RateLimitingMiddleware {
 
   /// Makes `response`'s body hold `permit` until it is written: a body of bytes is sent as a
   /// stream of known length (the same `Content-Length`), whose `.end` releases the permit once
-  /// Vapor has written and flushed it; a stream's `.end` or `.error` does the same, and the first
-  /// write that fails (the client left) releases it at once. An async stream
-  /// (`Response.Body(asyncStream:)`), whose closure Vapor keeps out of reach, gives it back as
-  /// the handler returns. No body (`HEAD`, `204`, an empty body) releases it now.
+  /// Vapor has written and flushed it, and whose failed write (the client left) releases it at
+  /// once. A streamed body (`Response.Body(stream:)` or `asyncStream:`), whose closure Vapor keeps
+  /// with no public accessor, gives the permit back as the handler returns: Vapor offers no way
+  /// to wrap its writer. No body (`HEAD`, `204`, an empty body) releases it now.
   static func hold(_ permit: RequestPermit, until response: Response, answering request: Request) {
     let status = Int(response.status.code)
     let body = response.body
@@ -139,16 +139,8 @@ public struct RateLimitMiddleware: AsyncMiddleware, RateLimitingMiddleware {
         }, count: buffer.readableBytes)
       return
     }
-    switch StreamedBody(body) {
-    case .stream(let callback):
-      response.body = Response.Body(
-        stream: { writer in callback(ReleasingBodyStreamWriter(writer, permit: permit, status: status)) },
-        count: body.count)
-    case nil:
-      // No body, an async stream (whose closure is not read here), or a layout not known here:
-      // the place is given back as the handler returns.
-      permit.release(.written(status: status))
-    }
+    // No body, or a stream whose writer cannot be wrapped: the place is given back now.
+    permit.release(.written(status: status))
   }
 
   /// `response` with the fields of the limits that let its request through.
@@ -178,43 +170,6 @@ public struct RateLimitMiddleware: AsyncMiddleware, RateLimitingMiddleware {
       body: Response.Body(string: plain.body))
   }
 }
-/// A streamed body's closure. Vapor keeps it in `Response.Body`'s internal storage, with no
-/// public accessor, so that a middleware cannot wrap its writer: it is read here from the
-/// storage's layout (a case `stream` or `asyncStream` whose payload is `count`, then `callback`),
-/// checked by reflection first; another layout is no stream known here.
-enum StreamedBody {
-  case stream(@Sendable (any BodyStreamWriter) -> Void)
-
-  /// The closure of `body`'s stream; nil for a body of bytes, none, or an unknown layout.
-  init?(_ body: Response.Body) {
-    guard let storage = Mirror(reflecting: body).descendant("storage"),
-      let payload = Mirror(reflecting: storage).children.first
-    else { return nil }
-    guard Self.isCountThenCallback(payload.value) else { return nil }
-    switch payload.label {
-    case "stream":
-      // Loaded with the concrete function type: a generic load would read another representation.
-      typealias Callback = @Sendable (any BodyStreamWriter) -> Void
-      func read<Payload>(_ value: Payload) -> Callback? {
-        guard MemoryLayout<Payload>.size == MemoryLayout<Int>.stride + MemoryLayout<Callback>.size else { return nil }
-        return withUnsafeBytes(of: value) { $0.load(fromByteOffset: MemoryLayout<Int>.stride, as: Callback.self) }
-      }
-      guard let callback = _openExistential(payload.value, do: read) else { return nil }
-      self = .stream(callback)
-    default:
-      return nil
-    }
-  }
-
-  /// Whether a payload is laid out as `count: Int` then `callback`, Vapor's `BodyStream` and
-  /// `AsyncBodyStream`. The callback is read from memory, not by a dynamic cast out of `Any`,
-  /// which on Linux does not keep an async function's context.
-  private static func isCountThenCallback(_ payload: Any) -> Bool {
-    let mirror = Mirror(reflecting: payload)
-    return mirror.children.map(\.label) == ["count", "callback"] && mirror.children.first?.value is Int
-  }
-}
-
 /// A body stream's writer that releases a request's permit when the stream ends (its `.end` or
 /// `.error` written) or a write fails (the client left).
 struct ReleasingBodyStreamWriter: BodyStreamWriter {
