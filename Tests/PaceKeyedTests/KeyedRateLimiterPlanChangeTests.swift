@@ -257,6 +257,22 @@ import Testing
   /// change assumes: 1 per 10 ns, burst 1, then 1 per 100 ns with a burst of 2 from 5: the bucket
   /// is empty at 5, so the request waiting since 0 for 10 is granted at 105.
   @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
+  /// A sliding window shortened at the instant of the key's last grant: the grants the shorter
+  /// window no longer counts leave the log at once (a refill at that instant skips them), so the
+  /// key has its permits and goes idle; kept, they made it never idle, and its timer re-armed at
+  /// the same instant forever.
+  @Test func aSlidingWindowShortenedAtTheInstantOfALastGrantDropsWhatItNoLongerCounts() throws {
+    let (plans, limiter) = planned(default: .slidingWindow(permits: 4, per: .nanoseconds(100)))
+    #expect(limiter.tryAcquire("k", cost: 3) == .allowed(remaining: 1))
+    advance(to: 50)
+    #expect(limiter.tryAcquire("k") == .allowed(remaining: 0))
+    try plans.setDefaultLimit(.slidingWindow(permits: 4, per: .nanoseconds(10)))
+    #expect(limiter.availablePermits(for: "k") == 3)
+    advance(to: 60)
+    #expect(limiter.availablePermits(for: "k") == 4)
+    #expect(limiter.trackedKeyCount == 0)
+  }
+
   @Test func aWaitingRequestIsGrantedUnderTheNewLimit() async throws {
     let (plans, limiter) = planned(
       default: RateLimit(permits: 1, per: .nanoseconds(10)), limits: ["k": RateLimit(permits: 1, per: .nanoseconds(10))]

@@ -188,6 +188,7 @@ extension KeyedRateLimiter {
         resized.grants = log.grants
         resized.head = log.head
         resized.used = log.used
+        resized.dropGrantsThatNoLongerCount()
         return .slidingWindow(resized)
       }
       var log = SlidingWindowLog(rate: rate, now: now)

@@ -49,6 +49,13 @@ package struct SlidingWindowLog: WindowCounting, Sendable, Equatable {
   package mutating func refill(now: PaceInstant) {
     guard now > updated else { return }
     updated = now
+    dropGrantsThatNoLongerCount()
+  }
+
+  /// Drops the grants that no longer count at `updated`: after a refill, or once the log is read
+  /// under a shorter window at the instant it was last updated (which a refill skips).
+  @inlinable
+  package mutating func dropGrantsThatNoLongerCount() {
     while head < grants.count, !counts(grants[head].time) {
       used &-= grants[head].cost
       head &+= 1
