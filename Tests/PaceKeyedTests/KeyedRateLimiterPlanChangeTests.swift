@@ -252,11 +252,6 @@ import Testing
     #expect(limiter.availablePermits(for: "k") == 0)
   }
 
-  #if compiler(>=6.2)  // Task.immediate
-  /// A request waiting when its key's plan changes is granted under the new limit, with what the
-  /// change assumes: 1 per 10 ns, burst 1, then 1 per 100 ns with a burst of 2 from 5: the bucket
-  /// is empty at 5, so the request waiting since 0 for 10 is granted at 105.
-  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   /// A sliding window shortened at the instant of the key's last grant: the grants the shorter
   /// window no longer counts leave the log at once (a refill at that instant skips them), so the
   /// key has its permits and goes idle; kept, they made it never idle, and its timer re-armed at
@@ -273,6 +268,11 @@ import Testing
     #expect(limiter.trackedKeyCount == 0)
   }
 
+  #if compiler(>=6.2)  // Task.immediate
+  /// A request waiting when its key's plan changes is granted under the new limit, with what the
+  /// change assumes: 1 per 10 ns, burst 1, then 1 per 100 ns with a burst of 2 from 5: the bucket
+  /// is empty at 5, so the request waiting since 0 for 10 is granted at 105.
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func aWaitingRequestIsGrantedUnderTheNewLimit() async throws {
     let (plans, limiter) = planned(
       default: RateLimit(permits: 1, per: .nanoseconds(10)), limits: ["k": RateLimit(permits: 1, per: .nanoseconds(10))]
