@@ -65,20 +65,22 @@ struct ResilientClientEndToEndTests {
 
   @Test(arguments: ClientLibrary.allCases)
   func deadlinesRefreshesAndTheBreakerHoldEndToEnd(_ library: ClientLibrary) async throws {
-    let start = unixNow()
     let server = ScheduledServer(
-      start: start, tokenLifetime: 1, failing: 1.5..<3.0, slow: 3.5..<4.5, slowBy: .milliseconds(800))
+      tokenLifetime: 1, failing: 1.5..<3.0, slow: 3.5..<4.5, slowBy: .milliseconds(800))
     let transitions = LockedBox<[(Double, CircuitBreakerState)]>([])
     let breaker = KeyedCircuitBreaker<String>(
       failureRatio: 0.5, minimumCalls: 5, window: .seconds(1), coolDown: .milliseconds(500), probes: 1
     ) { _, _, to in
-      transitions.withLock { $0.append((unixNow() - start, to)) }
+      transitions.withLock { $0.append((unixNow() - server.start, to)) }
     }
     let requests = PacedRequests(
       retry: RetryStrategy(maximumAttempts: 3, baseDelay: .milliseconds(20), maximumDelay: .milliseconds(50)),
       breaker: breaker)
     let sends = try await TestServer.run(server.router) { port in
       try await Clients.with { clients in
+        // The schedule starts once the server and the clients are up.
+        server.begin()
+        let start = server.start
         let credentials = CredentialRefresher<String> { _ in
           let (data, _) = try await clients.session.data(from: URL(string: "http://127.0.0.1:\(port)/token")!)
           return String(decoding: data, as: UTF8.self)

@@ -9,9 +9,12 @@ import PaceTestSupport
 /// A server that misbehaves on a schedule, for the resilient client's end-to-end proof: its
 /// tokens expire every `tokenLifetime`, it fails every request (500) in `failing`, and answers
 /// each request `slowBy` late in `slow`; the rest of the time it answers 200 at once. Times are
-/// seconds from `start`, on the wall clock. It counts what it did.
+/// seconds from `start`, on the wall clock, set by ``begin()`` once the test's clients are ready
+/// (a loaded machine can take seconds to start the server and the clients). It counts what it did.
 final class ScheduledServer: Sendable {
-  let start: Double
+  private let started: LockedBox<Double>
+  /// The instant the schedule began, in seconds since the Unix epoch.
+  var start: Double { started.withLock { $0 } }
   let tokenLifetime: Double
   let failing: Range<Double>
   let slow: Range<Double>
@@ -30,8 +33,8 @@ final class ScheduledServer: Sendable {
 
   private let counts = LockedBox(Counts())
 
-  init(start: Double, tokenLifetime: Double, failing: Range<Double>, slow: Range<Double>, slowBy: Duration) {
-    self.start = start
+  init(tokenLifetime: Double, failing: Range<Double>, slow: Range<Double>, slowBy: Duration) {
+    started = LockedBox(unixNow())
     self.tokenLifetime = tokenLifetime
     self.failing = failing
     self.slow = slow
@@ -39,6 +42,9 @@ final class ScheduledServer: Sendable {
   }
 
   var snapshot: Counts { counts.withLock { $0 } }
+
+  /// Starts the schedule now.
+  func begin() { started.withLock { $0 = unixNow() } }
 
   /// The token valid at `now`: one generation per `tokenLifetime`.
   func generation(at now: Double) -> Int { Int(((now - start) / tokenLifetime).rounded(.down)) }
