@@ -12,6 +12,11 @@ import PackageDescription
 //   swift run pace-example-client-urlsession [--requests 100] [URL]
 //   swift run pace-example-client-asynchttpclient [--requests 100] [URL]
 //
+// And a load test of admission control: a service of fixed capacity offered three times what it
+// can do, with and without an adaptive concurrency limit and priority classes in front.
+//
+//   swift run -c release pace-admission-load [--duration 30] [--help]
+//
 // grafana/pace-dashboard.json graphs what the servers export on /metrics (the middlewares, the
 // store, the debouncer); Scripts/check-prometheus.sh evaluates each of its panels' queries on a real
 // Prometheus scraping the Hummingbird server under load (CI runs it).
@@ -115,6 +120,26 @@ let package = Package(
         .product(name: "NIOHTTP1", package: "swift-nio"),
       ],
       path: "Sources/PaceExampleClientAsyncHTTPClient",
+      swiftSettings: swiftSettings
+    ),
+    // The load test of admission control: a Hummingbird server and an open-loop generator in one
+    // process (Benchmarks/README.md has its figures).
+    .executableTarget(
+      name: "pace-admission-load",
+      dependencies: [
+        .product(name: "Pace", package: "Pace"),
+        .product(name: "PaceHummingbird", package: "Pace"),
+        .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        .product(name: "AsyncHTTPClient", package: "async-http-client"),
+        .product(name: "Hummingbird", package: "hummingbird"),
+        .product(name: "HTTPTypes", package: "swift-http-types"),
+        .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "NIOPosix", package: "swift-nio"),
+        .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+        .product(name: "NIOHTTP1", package: "swift-nio"),
+        .product(name: "Logging", package: "swift-log"),
+      ],
+      path: "Sources/PaceAdmissionLoad",
       swiftSettings: swiftSettings
     ),
   ],
