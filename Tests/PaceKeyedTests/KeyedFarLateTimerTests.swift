@@ -7,8 +7,9 @@ import Testing
 /// milliseconds, with intervals far below that quantum (3 ns for a trailing debounce, 7 µs for a
 /// trailing throttle), 65 to 130 keys and steps, cancels and flushes among the calls, both merge
 /// policies that store no function and one that does, a debounce's `maximumWait` below the
-/// quantum or none, the scheduler saying it is current or not:
-/// each key's invocations, times and values, are its own pacer's.
+/// quantum or none, the scheduler saying it is current or not, its enqueued work running at once
+/// or only on its tick, one scheduler for every pacer or one each: each key's invocations, times
+/// to the nanosecond and values, are its own pacer's.
 @Suite(.offThePool) struct KeyedFarLateTimerTests {
   typealias Model = KeyedReferenceModelTests
 
@@ -16,18 +17,27 @@ import Testing
   static func timeline(_ generator: inout SeededGenerator, keys: Int) -> [Model.Step] {
     var time: Int64 = 0
     return (0..<Int.random(in: 65...130, using: &generator)).map { _ in
-      time += [0, 0, 1, 2, 3, 5, 7, 100, 6_999, 7_000, 250_000, 1_000_000, 3_000_000].randomElement(
-        using: &generator)!
+      let gaps: [Int64] = [
+        0, 0, 1, 2, 3, 4, 5, 7, 100, 6_993, 6_999, 7_000, 7_001, 250_000, 999_997, 1_000_000, 3_000_000,
+      ]
+      time +=
+        Int.random(in: 0..<8, using: &generator) == 0
+        ? Int64.random(in: 0...2_000_000, using: &generator) : gaps.randomElement(using: &generator)!
       let roll = Int.random(in: 0..<10, using: &generator)
       let operation: Model.Operation = roll == 0 ? .flush : roll == 1 ? .cancel : .call
       return Model.Step(time: time, key: Int.random(in: 0..<keys, using: &generator), operation: operation)
     }
   }
 
-  /// A coarse scheduler of 1 ms on a `TestScheduler`, ticking as `tick` says, current or not.
-  static func schedulers(tick: CoarseScheduler.Tick, current: Bool) -> (TestScheduler, any PaceScheduler) {
+  /// A coarse scheduler of 1 ms on a `TestScheduler`, ticking as `tick` says, current or not,
+  /// running enqueued work as `enqueued` says.
+  static func schedulers(
+    tick: CoarseScheduler.Tick, current: Bool, enqueued: CoarseScheduler.Enqueued
+  ) -> (TestScheduler, any PaceScheduler) {
     let base = TestScheduler()
-    return (base, CoarseScheduler(granularity: .milliseconds(1), tick: tick, reportsCurrent: current, base: base))
+    let scheduler = CoarseScheduler(
+      granularity: .milliseconds(1), tick: tick, reportsCurrent: current, enqueued: enqueued, base: base)
+    return (base, scheduler)
   }
 
   static let merges: [Model.MergeCase] = [.latest, .append, .custom]
@@ -76,16 +86,22 @@ import Testing
       await Task.yield()
       var generator = SeededGenerator(seed: seed &* 104_729 &+ salt)
       let tick = CoarseScheduler.Tick.allCases.randomElement(using: &generator)!
-      let (base, scheduler) = schedulers(tick: tick, current: current)
-      let recorder = KeyedRecorder<Int, [Int]>(clock: scheduler)
+      let enqueued = CoarseScheduler.Enqueued.allCases.randomElement(using: &generator)!
+      // One scheduler for the keyed pacer and every key's own, or one each.
+      let shared = Bool.random(using: &generator)
+      let (base, scheduler) = schedulers(tick: tick, current: current, enqueued: enqueued)
+      let recorder = KeyedRecorder<Int, [Int]>(clock: scheduler, unit: 1)
       let (keyed, single, settings) = make(&generator, scheduler, recorder.record)
       let keys = Int.random(in: 65...130, using: &generator)
       let steps = timeline(&generator, keys: keys)
       let names = Model.keys(keys, &generator)
-      let context = "seed \(seed), .\(merge), \(tick), current \(current), \(keys) keys \(settings)"
+      let context =
+        "seed \(seed), .\(merge), \(tick), current \(current), \(enqueued), "
+        + "\(shared ? "one scheduler" : "a scheduler each"), \(keys) keys \(settings)"
       let references = (0..<keys).map { key in
-        let (base, scheduler) = schedulers(tick: tick, current: current)
-        let recorder = KeyedRecorder<Int, [Int]>(clock: scheduler)
+        let (base, scheduler) =
+          shared ? (base, scheduler) : schedulers(tick: tick, current: current, enqueued: enqueued)
+        let recorder = KeyedRecorder<Int, [Int]>(clock: scheduler, unit: 1)
         let pacer = single(scheduler) { recorder.record(key, $0) }
         return Model.Reference(scheduler: base, recorder: recorder, isPending: { pacer.isPending }) { event in
           switch event {

@@ -3,17 +3,19 @@ import Testing
 
 @testable import Pace
 
-/// Invocations with their scheduler time in milliseconds, per key.
+/// Invocations with their scheduler time in `unit` nanoseconds (milliseconds by default), per key.
 final class KeyedRecorder<Key: Hashable & Sendable, Value: Sendable>: Sendable {
   private let entries = LockedState<[Key: [(Int64, Value)]]>([:])
   private let clock: any PaceScheduler
+  private let unit: Int64
 
-  init(clock: any PaceScheduler) {
+  init(clock: any PaceScheduler, unit: Int64 = 1_000_000) {
     self.clock = clock
+    self.unit = unit
   }
 
   func record(_ key: Key, _ value: Value) {
-    let now = clock.now.nanoseconds / 1_000_000
+    let now = clock.now.nanoseconds / unit
     entries.withLock { $0[key, default: []].append((now, value)) }
   }
 

@@ -19,6 +19,10 @@ import Pace
 /// ```
 ///
 /// With ``Tick/afterTheDeadline``, a timer for 1 ms itself fires at 2 ms.
+///
+/// A scheduler that says it is not current makes the pacers enqueue their deliveries; with
+/// ``Enqueued/onTheTick`` that work, too, runs only on a tick (the first at or after now, or
+/// after it, as ``tick`` says), as on a run loop that wakes only on its beat.
 public final class CoarseScheduler: PaceScheduler {
   /// Which boundary a timer fires at.
   public enum Tick: Sendable, CaseIterable, CustomStringConvertible {
@@ -36,6 +40,22 @@ public final class CoarseScheduler: PaceScheduler {
     }
   }
 
+  /// When work enqueued to run now runs.
+  public enum Enqueued: Sendable, CaseIterable, CustomStringConvertible {
+    /// At the base's next advance, at the instant it was enqueued: it is no timer.
+    case atTheNextAdvance
+    /// At the tick a timer for now fires at: the work waits for the scheduler's beat.
+    case onTheTick
+
+    /// How a test's failure message names it.
+    public var description: String {
+      switch self {
+      case .atTheNextAdvance: "enqueued work at the next advance"
+      case .onTheTick: "enqueued work on the tick"
+      }
+    }
+  }
+
   /// The scheduler that keeps the time and runs the work.
   public let base: TestScheduler
   /// The spacing of the instants a timer can fire at, in nanoseconds; positive.
@@ -45,12 +65,15 @@ public final class CoarseScheduler: PaceScheduler {
   /// What ``isCurrent`` answers: a scheduler that says it is not current makes the pacers
   /// enqueue what they would otherwise run at once.
   public let reportsCurrent: Bool
+  /// When work enqueued to run now runs.
+  public let enqueued: Enqueued
 
   /// A scheduler whose timers fire at multiples of `granularity` (at least 1 ns), on `base`,
-  /// answering `reportsCurrent` when asked whether the caller is on it.
+  /// answering `reportsCurrent` when asked whether the caller is on it, and running enqueued
+  /// work as `enqueued` says.
   public init(
     granularity: Duration, tick: Tick = .atOrAfterTheDeadline, reportsCurrent: Bool = true,
-    base: TestScheduler = TestScheduler()
+    enqueued: Enqueued = .atTheNextAdvance, base: TestScheduler = TestScheduler()
   ) {
     let (seconds, attoseconds) = granularity.components
     let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
@@ -60,6 +83,7 @@ public final class CoarseScheduler: PaceScheduler {
     self.granularity = nanoseconds
     self.tick = tick
     self.reportsCurrent = reportsCurrent
+    self.enqueued = enqueued
   }
 
   /// The instant a timer for `deadline` fires at; ``PaceInstant/max`` when there is no such
@@ -86,9 +110,12 @@ public final class CoarseScheduler: PaceScheduler {
     base.schedule(at: firingInstant(for: deadline), work)
   }
 
-  /// Runs `work` at the base's next advance, not at a boundary: it is no timer.
+  /// Runs `work` at the base's next advance, or on the tick, as ``enqueued`` says.
   public func enqueue(_ work: @escaping @Sendable () -> Void) {
-    base.enqueue(work)
+    switch enqueued {
+    case .atTheNextAdvance: base.enqueue(work)
+    case .onTheTick: base.schedule(at: firingInstant(for: base.now), work)
+    }
   }
 
   /// Moves time forward to `instant`, running the work that falls due on the way.

@@ -30,7 +30,11 @@ protocol KeyedPacerMachine: PacerStateMachine {
 /// memory.
 ///
 /// Each shard's outbox is drained by one deliverer at a time, so invocations of one key never
-/// overlap and arrive in order (and so do those of keys that share a shard).
+/// overlap and arrive in order. A key's invocation is delivered when its own ``Pacer``'s would
+/// be: with a delivery the shard has pending if the key has one in it, or if that delivery was
+/// asked for at the same instant; otherwise at the scheduler's turn it asks for now. On a
+/// scheduler whose enqueued work waits for a tick, another key's delivery asked for a tick
+/// earlier would otherwise take it a tick early (see ``Shard/deliverable(_:now:)``).
 ///
 /// A call hashes its key once, reads the clock before taking the lock, copies nothing that is
 /// reference-counted and retains nothing: the measured cost of a call is a clock read, a hash,
@@ -51,9 +55,17 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
     @usableFromInline var machine: Machine
     @usableFromInline var timer = ShardTimer<Key>()
     /// Invocations waiting for `perform`, oldest first.
-    @usableFromInline var outbox = RingBuffer<(Key, Value)>()
+    @usableFromInline var outbox = RingBuffer<Invocation>()
+    /// Invocations a deliverer found due at a later turn of the scheduler than its own; they
+    /// are the outbox again once it is drained.
+    @usableFromInline var held = RingBuffer<Invocation>()
     /// Whether a deliverer is draining the outbox or has been dispatched to.
     @usableFromInline var isDelivering = false
+    /// The instant, in nanoseconds, the pending or running delivery was asked for.
+    @usableFromInline var requestedAt: Int64 = 0
+    /// The key whose invocation the deliverer is performing, with the instant its delivery was
+    /// asked for: an invocation of that key meanwhile joins it, as on the key's own ``Pacer``.
+    @usableFromInline var inFlight: (key: Key, requested: Int64)?
 
     init(machine: Machine) {
       self.machine = machine
@@ -64,9 +76,45 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
     /// memory (it would pin a page of the malloc arena of the thread that grew it).
     @inlinable
     mutating func releaseIdleOutbox() {
-      guard outbox.isEmpty, !isDelivering, outbox.capacity > 0 else { return }
+      guard outbox.isEmpty, !isDelivering else { return }
+      if held.capacity > 0 { held.releaseStorage() }
+      guard outbox.capacity > 0 else { return }
       if outbox.capacity > 64 || keys.count == 0 { outbox.releaseStorage() }
     }
+
+    /// The instant, in nanoseconds, the delivery of an invocation of `key` made at `now` is asked
+    /// for: that of the key's undelivered invocations, which it joins, or `now`.
+    @inlinable
+    func requestInstant(of key: Key, now: Int64) -> Int64 {
+      // Every invocation pending was asked for at `requestedAt` or later, so at `now` itself
+      // there is nothing to look for: the common case, a firing's invocations and a burst's.
+      guard isDelivering, requestedAt < now else { return now }
+      if let inFlight, inFlight.key == key { return inFlight.requested }
+      return outbox.requestInstant(of: key) ?? held.requestInstant(of: key) ?? now
+    }
+
+    /// Whether the deliverer, asked for at ``requestedAt`` and running at `now`, delivers
+    /// `invocation`: one asked for no later than it was, or before `now`, whose own deliverer
+    /// would have run by now. One asked for at `now` itself, later than the deliverer, waits for
+    /// the scheduler's turn its own ``Pacer`` would ask for (a tick later, on a scheduler whose
+    /// enqueued work waits for a tick after now).
+    @inlinable
+    func deliverable(_ invocation: Invocation, now: Int64) -> Bool {
+      invocation.requested <= requestedAt || invocation.requested < now
+    }
+  }
+
+  /// An invocation waiting for `perform`, with the instant, in nanoseconds, its delivery was
+  /// asked for.
+  @usableFromInline typealias Invocation = (key: Key, value: Value, requested: Int64)
+
+  /// What a deliverer does next.
+  @usableFromInline
+  enum Delivery {
+    case perform(Key, Value)
+    /// What is left was asked for at this instant, after the deliverer: the scheduler's next turn.
+    case later
+    case done
   }
 
   /// What to do once the lock is released.
@@ -125,7 +173,7 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
       let (action, armed) = Self.run(slot: slot, in: &shard) { machine in
         (machine.call(value, now: now), machine.armedDeadline)
       }
-      var effects = Self.apply(action, for: key, to: &shard)
+      var effects = Self.apply(action, for: key, now: now, to: &shard)
       // Both machines leave a timer armed after a call; were one not to, the key is settled
       // as after any other event.
       if armed == nil {
@@ -146,7 +194,7 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
     let (effects, stale) = shards.withLock(index) { shard -> (Effects, (any PaceCancellable)?) in
       guard let slot = shard.keys.index(of: key, hash: hash) else { return (Effects(), nil) }
       let value = Self.run(slot: slot, in: &shard) { $0.flush(now: now) }
-      var effects = Self.apply(value.map(PacerAction.invoke) ?? .none, for: key, to: &shard)
+      var effects = Self.apply(value.map(PacerAction.invoke) ?? .none, for: key, now: now, to: &shard)
       // Nothing left to invoke for the key: its deadline goes, and the shard's timer with it if
       // it was armed for that deadline.
       var stale: (any PaceCancellable)?
@@ -172,7 +220,7 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
           if let value = Self.run(slot: slot, in: &shard, { $0.flush(now: now) }) {
             let key = shard.keys.key(at: slot)
             flushed.append(key)
-            effects.startDelivery = Self.enqueue((key, value), in: &shard) || effects.startDelivery
+            effects.startDelivery = Self.enqueue(key, value, now: now, in: &shard) || effects.startDelivery
           }
         }
         guard !flushed.isEmpty else { return (effects, nil) }
@@ -265,7 +313,7 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
         + shards.withLock(index) { shard in
           shard.keys.capacity * KeyTable<Key, Machine.KeyState>.slotStride
             + shard.timer.capacity * MemoryLayout<ShardTimer<Key>.Entry>.stride
-            + shard.outbox.capacity * MemoryLayout<(Key, Value)>.stride
+            + (shard.outbox.capacity + shard.held.capacity) * MemoryLayout<Invocation>.stride
         }
     }
   }
@@ -288,7 +336,8 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
           // Otherwise the entry is stale, or it is the check for the key's `idleFrom`.
           machine.armedDeadline == entry.deadline ? machine.timerFired(now: now) : .none
         }
-        effects.startDelivery = Self.apply(action, for: entry.key, to: &shard).startDelivery || effects.startDelivery
+        effects.startDelivery =
+          Self.apply(action, for: entry.key, now: now, to: &shard).startDelivery || effects.startDelivery
         Self.settle(slot: slot, now: now, in: &shard)
       }
       // Deadlines added above that are already due run at the scheduler's next turn, after
@@ -318,7 +367,9 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
   /// Records the machine's action: a deadline in the heap, a value in the outbox. The caller
   /// calls ``ShardTimer/reserveIfNeeded()`` once before releasing the lock.
   @inlinable @inline(__always)
-  static func apply(_ action: PacerAction<Value>, for key: Key, to shard: inout Shard) -> Effects {
+  static func apply(
+    _ action: PacerAction<Value>, for key: Key, now: PaceInstant, to shard: inout Shard
+  ) -> Effects {
     var effects = Effects()
     switch action {
     case .none:
@@ -326,9 +377,9 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
     case .schedule(let deadline):
       shard.timer.add(deadline, for: key)
     case .invoke(let value):
-      effects.startDelivery = enqueue((key, value), in: &shard)
+      effects.startDelivery = enqueue(key, value, now: now, in: &shard)
     case .invokeAndSchedule(let value, let deadline):
-      effects.startDelivery = enqueue((key, value), in: &shard)
+      effects.startDelivery = enqueue(key, value, now: now, in: &shard)
       shard.timer.add(deadline, for: key)
     }
     return effects
@@ -366,11 +417,16 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
 
   /// Returns `true` if the caller must start a deliverer.
   @inlinable
-  static func enqueue(_ invocation: (Key, Value), in shard: inout Shard) -> Bool {
-    shard.outbox.append(invocation)
-    guard !shard.isDelivering else { return false }
-    shard.isDelivering = true
-    return true
+  static func enqueue(_ key: Key, _ value: Value, now: PaceInstant, in shard: inout Shard) -> Bool {
+    let now = now.nanoseconds
+    guard shard.isDelivering else {
+      shard.outbox.append((key: key, value: value, requested: now))
+      shard.isDelivering = true
+      shard.requestedAt = now
+      return true
+    }
+    shard.outbox.append((key: key, value: value, requested: shard.requestInstant(of: key, now: now)))
+    return false
   }
 
   // MARK: After the lock
@@ -396,21 +452,60 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
     }
   }
 
-  /// Drains the shard's outbox, one invocation at a time, never holding the lock during `perform`.
+  /// Drains the shard's outbox, one invocation at a time, never holding the lock during `perform`;
+  /// what was asked for at this instant after this deliverer goes at the scheduler's next turn
+  /// (at once, if the scheduler is current), as its own ``Pacer``'s would.
   @inlinable
   func deliver(shard index: Int) {
-    while let (key, value) = shards.withLock(
-      index,
-      { shard -> (Key, Value)? in
-        guard let invocation = shard.outbox.popFirst() else {
+    var now = scheduler.now.nanoseconds
+    while true {
+      let next = shards.withLock(index) { shard -> Delivery in
+        shard.inFlight = nil
+        while let invocation = shard.outbox.popFirst() {
+          if shard.deliverable(invocation, now: now) {
+            shard.inFlight = (invocation.key, invocation.requested)
+            return .perform(invocation.key, invocation.value)
+          }
+          shard.held.append(invocation)
+        }
+        guard !shard.held.isEmpty else {
           shard.isDelivering = false
           shard.releaseIdleOutbox()
-          return nil
+          return .done
         }
-        return invocation
-      })
-    {
-      perform(key, value)
+        swap(&shard.outbox, &shard.held)
+        shard.requestedAt = now
+        return .later
+      }
+      switch next {
+      case .perform(let key, let value):
+        perform(key, value)
+      case .done:
+        return
+      case .later:
+        guard scheduler.isCurrent else {
+          scheduler.enqueue { [weak self] in self?.deliver(shard: index) }
+          return
+        }
+        now = scheduler.now.nanoseconds
+      }
     }
+  }
+}
+
+extension RingBuffer {
+  /// The instant, in nanoseconds, the delivery of `key`'s invocation in this outbox was asked
+  /// for; `nil` if it holds none. A key's undelivered invocations all share theirs.
+  @inlinable
+  func requestInstant<Key: Equatable, Value>(of key: Key) -> Int64?
+  where Element == (key: Key, value: Value, requested: Int64) {
+    guard count > 0, let base = storage.unsafeBase else { return nil }
+    var index = head
+    for _ in 0..<count {
+      if base[index].key == key { return base[index].requested }
+      index += 1
+      if index == storage.capacity { index = 0 }
+    }
+    return nil
   }
 }
