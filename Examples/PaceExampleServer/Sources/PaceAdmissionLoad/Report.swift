@@ -99,7 +99,25 @@ enum Report {
       }
       verdicts.append(verdict)
     }
-    return (rows + [""] + verdicts).joined(separator: "\n")
+    var classes: [String] = []
+    for (stand, result) in results where stand.run == .priority {
+      let seconds = result.duration.seconds
+      let byClass = Dictionary(grouping: result.samples, by: \.priority).mapValues(Figures.init)
+      classes += [
+        "",
+        "| Class (\(stand.run.rawValue) run) | Offered/s | Succeeded/s | Succeeded | 503 | p50 (ms) | p99 (ms) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+      ]
+      for priority in [AdmissionPriority.critical, .default, .sheddable] {
+        guard let figures = byClass[priority] else { continue }
+        classes.append(
+          "| \(priority) | \(format(Double(figures.offered) / seconds)) | "
+            + "\(format(Double(figures.succeeded) / seconds)) | \(format(figures.successPercent)) % | "
+            + "\(figures.refused) | \(milliseconds(figures.percentile(50), cap: clientTimeout)) | "
+            + "\(milliseconds(figures.percentile(99), cap: clientTimeout)) |")
+      }
+    }
+    return (rows + classes + [""] + verdicts).joined(separator: "\n")
   }
 
   /// The nearest-rank percentile of `sorted`.
