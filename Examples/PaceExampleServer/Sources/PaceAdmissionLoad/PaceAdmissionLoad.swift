@@ -145,31 +145,39 @@ struct PaceAdmissionLoad: AsyncParsableCommand {
     let client = HTTPClient(eventLoopGroupProvider: .shared(clientGroup), configuration: configuration)
     let generator = LoadGenerator(client: client, timeout: .milliseconds(clientTimeout))
 
-    try await withThrowingTaskGroup(of: Void.self) { group in
-      group.addTask { try await app.run() }
-      let serverPort = try await port.wait()
-      printHeader(port: serverPort)
-      var results: [(Stand, LoadGenerator.Result)] = []
-      for (index, stand) in stands.enumerated() {
-        if index > 0 { try await Task.sleep(for: .seconds(pause)) }
-        let rate =
-          stand.run == .baseline ? Self.capacityPerSecond * baselinePercent / 100 : Self.capacityPerSecond * multiple
-        print("run \(stand.run.rawValue): \(Int(rate)) requests/s for \(duration) s…")
-        let mix = stand.run == .priority ? priorityMix : nil
-        let result = await generator.offer(
-          url: "http://127.0.0.1:\(serverPort)/run/\(stand.run.rawValue)", rate: rate, duration: .seconds(duration),
-          priority: { mix?.priority(of: $0) ?? .default }, limit: stand.limit)
-        // The run's backlog, if any, goes: it would load the next run.
-        stand.service.close()
-        results.append((stand, result))
-        print(Report.line(stand: stand, result: result))
+    do {
+      try await withThrowingTaskGroup(of: Void.self) { group in
+        group.addTask { try await app.run() }
+        let serverPort = try await port.wait(timeout: .seconds(10))
+        printHeader(port: serverPort)
+        var results: [(Stand, LoadGenerator.Result)] = []
+        for (index, stand) in stands.enumerated() {
+          if index > 0 { try await Task.sleep(for: .seconds(pause)) }
+          let rate =
+            stand.run == .baseline ? Self.capacityPerSecond * baselinePercent / 100 : Self.capacityPerSecond * multiple
+          print("run \(stand.run.rawValue): \(Int(rate)) requests/s for \(duration) s…")
+          let mix = stand.run == .priority ? priorityMix : nil
+          let result = await generator.offer(
+            url: "http://127.0.0.1:\(serverPort)/run/\(stand.run.rawValue)", rate: rate, duration: .seconds(duration),
+            priority: { mix?.priority(of: $0) ?? .default }, limit: stand.limit)
+          // The run's backlog, if any, goes: it would load the next run.
+          stand.service.close()
+          results.append((stand, result))
+          print(Report.line(stand: stand, result: result))
+        }
+        print("")
+        print(Report.table(results, capacity: Self.capacityPerSecond, clientTimeout: .milliseconds(clientTimeout)))
+        // The client's connections close first, so that the server's shutdown has none to wait for.
+        try await client.shutdown()
+        group.cancelAll()
       }
-      print("")
-      print(Report.table(results, capacity: Self.capacityPerSecond, clientTimeout: .milliseconds(clientTimeout)))
-      try await client.shutdown()
-      try await clientGroup.shutdownGracefully()
-      group.cancelAll()
+    } catch {
+      // The client must be shut down before it goes, on every path; a second shutdown only throws.
+      try? await client.shutdown()
+      try? await clientGroup.shutdownGracefully()
+      throw error
     }
+    try await clientGroup.shutdownGracefully()
   }
 
   private func printHeader(port: Int) {
@@ -299,10 +307,21 @@ final class ServerPort: Sendable {
 
   func set(_ value: Int) { port.withLockedValue { $0 = value } }
 
-  func wait() async throws -> Int {
-    while true {
+  /// The port, once the server listens.
+  ///
+  /// - Throws: ``ServerDidNotStart`` after `timeout`.
+  func wait(timeout: Duration) async throws -> Int {
+    let deadline = ContinuousClock.now.advanced(by: timeout)
+    while ContinuousClock.now < deadline {
       if let port = port.withLockedValue({ $0 }) { return port }
       try await Task.sleep(for: .milliseconds(10))
     }
+    throw ServerDidNotStart(timeout: timeout)
   }
+}
+
+/// The server did not listen in time (its own error, if any, is in its log).
+struct ServerDidNotStart: Error, CustomStringConvertible {
+  let timeout: Duration
+  var description: String { "the server did not start listening within \(timeout)" }
 }
