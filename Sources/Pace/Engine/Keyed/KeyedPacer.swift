@@ -66,6 +66,9 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
     /// The key whose invocation the deliverer is performing, with the instant its delivery was
     /// asked for: an invocation of that key meanwhile joins it, as on the key's own ``Pacer``.
     @usableFromInline var inFlight: (key: Key, requested: Int64)?
+    /// The invocations in the outbox before the event under way began: a firing's own are of
+    /// keys other than the one it invokes, so its lookups go no further.
+    @usableFromInline var earlier = Int.max
 
     init(machine: Machine) {
       self.machine = machine
@@ -82,31 +85,49 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
       if outbox.capacity > 64 || keys.count == 0 { outbox.releaseStorage() }
     }
 
-    /// The instant, in nanoseconds, the delivery of an invocation of `key` made at `now` is asked
-    /// for: that of the key's undelivered invocations, which it joins, or `now`.
+    /// The delivery an invocation of `key` made at `now` joins: the key's undelivered
+    /// invocations' (when it was asked for, and whether the key's timer was armed since), or
+    /// `nil` for one of its own.
     @inlinable
-    func requestInstant(of key: Key, now: Int64) -> Int64 {
+    func pendingDelivery(of key: Key, now: Int64) -> (requested: Int64, timerAfter: Bool)? {
       // Every invocation pending was asked for at `requestedAt` or later, so at `now` itself
-      // there is nothing to look for: the common case, a firing's invocations and a burst's.
-      guard isDelivering, requestedAt < now else { return now }
-      if let inFlight, inFlight.key == key { return inFlight.requested }
-      return outbox.requestInstant(of: key) ?? held.requestInstant(of: key) ?? now
+      // joining one or asking anew is the same: the common case, a firing's invocations and a
+      // burst's.
+      guard isDelivering, requestedAt < now else { return nil }
+      if let inFlight, inFlight.key == key { return (inFlight.requested, false) }
+      return held.pendingDelivery(of: key, within: held.count)
+        ?? outbox.pendingDelivery(of: key, within: Swift.min(outbox.count, earlier))
+    }
+
+    /// The key's own timer is armed: its own ``Pacer`` asked for the delivery of its undelivered
+    /// invocations before, so at the instant both come, that delivery runs first.
+    @inlinable
+    mutating func timerArmed(for key: Key) {
+      guard isDelivering else { return }
+      held.markTimerArmed(for: key, within: held.count)
+      outbox.markTimerArmed(for: key, within: Swift.min(outbox.count, earlier))
     }
 
     /// Whether the deliverer, asked for at ``requestedAt`` and running at `now`, delivers
     /// `invocation`: one asked for no later than it was, or before `now`, whose own deliverer
     /// would have run by now. One asked for at `now` itself, later than the deliverer, waits for
     /// the scheduler's turn its own ``Pacer`` would ask for (a tick later, on a scheduler whose
-    /// enqueued work waits for a tick after now).
+    /// enqueued work waits for a tick after now); so does one that a timer joined to an earlier
+    /// delivery at `now`, if its own ``Pacer`` ran that delivery before the timer.
     @inlinable
     func deliverable(_ invocation: Invocation, now: Int64) -> Bool {
-      invocation.requested <= requestedAt || invocation.requested < now
+      if invocation.joined == now, invocation.requested < now { return false }
+      return invocation.requested <= requestedAt || invocation.requested < now
     }
   }
 
-  /// An invocation waiting for `perform`, with the instant, in nanoseconds, its delivery was
-  /// asked for.
-  @usableFromInline typealias Invocation = (key: Key, value: Value, requested: Int64)
+  /// An invocation waiting for `perform`: the instant, in nanoseconds, its delivery was asked
+  /// for; the instant a timer made it, joining a delivery asked for before that timer was armed
+  /// (`Int64.min` otherwise); and whether the key's timer was armed after its delivery was asked
+  /// for. Its own ``Pacer`` runs that delivery and that timer in the order they were asked for.
+  @usableFromInline typealias Invocation = (
+    key: Key, value: Value, requested: Int64, joined: Int64, timerAfter: Bool
+  )
 
   /// What a deliverer does next.
   @usableFromInline
@@ -220,7 +241,8 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
           if let value = Self.run(slot: slot, in: &shard, { $0.flush(now: now) }) {
             let key = shard.keys.key(at: slot)
             flushed.append(key)
-            effects.startDelivery = Self.enqueue(key, value, now: now, in: &shard) || effects.startDelivery
+            effects.startDelivery =
+              Self.enqueue(key, value, now: now, byTimer: false, arming: false, in: &shard) || effects.startDelivery
           }
         }
         guard !flushed.isEmpty else { return (effects, nil) }
@@ -329,6 +351,8 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
     let effects = shards.withLock(index) { shard -> Effects in
       guard shard.timer.beginFiring(generation: generation, now: now) else { return Effects() }
       var effects = Effects()
+      shard.earlier = shard.outbox.count
+      defer { shard.earlier = .max }
       while let entry = shard.timer.nextDue() {
         // Stale: the key was cancelled or evicted since.
         guard let slot = shard.keys.index(of: entry.key, hash: entry.key.hashValue) else { continue }
@@ -337,7 +361,8 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
           machine.armedDeadline == entry.deadline ? machine.timerFired(now: now) : .none
         }
         effects.startDelivery =
-          Self.apply(action, for: entry.key, now: now, to: &shard).startDelivery || effects.startDelivery
+          Self.apply(action, for: entry.key, now: now, byTimer: true, to: &shard).startDelivery
+          || effects.startDelivery
         Self.settle(slot: slot, now: now, in: &shard)
       }
       // Deadlines added above that are already due run at the scheduler's next turn, after
@@ -368,7 +393,7 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
   /// calls ``ShardTimer/reserveIfNeeded()`` once before releasing the lock.
   @inlinable @inline(__always)
   static func apply(
-    _ action: PacerAction<Value>, for key: Key, now: PaceInstant, to shard: inout Shard
+    _ action: PacerAction<Value>, for key: Key, now: PaceInstant, byTimer: Bool = false, to shard: inout Shard
   ) -> Effects {
     var effects = Effects()
     switch action {
@@ -376,10 +401,11 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
       return effects
     case .schedule(let deadline):
       shard.timer.add(deadline, for: key)
+      if shard.isDelivering { shard.timerArmed(for: key) }
     case .invoke(let value):
-      effects.startDelivery = enqueue(key, value, now: now, in: &shard)
+      effects.startDelivery = enqueue(key, value, now: now, byTimer: byTimer, arming: false, in: &shard)
     case .invokeAndSchedule(let value, let deadline):
-      effects.startDelivery = enqueue(key, value, now: now, in: &shard)
+      effects.startDelivery = enqueue(key, value, now: now, byTimer: byTimer, arming: true, in: &shard)
       shard.timer.add(deadline, for: key)
     }
     return effects
@@ -415,17 +441,32 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
     }
   }
 
-  /// Returns `true` if the caller must start a deliverer.
+  /// Returns `true` if the caller must start a deliverer. `byTimer`: the key's timer made the
+  /// invocation; `arming`: the same event arms the key's timer again, which its own ``Pacer``
+  /// does before it asks for a delivery.
   @inlinable
-  static func enqueue(_ key: Key, _ value: Value, now: PaceInstant, in shard: inout Shard) -> Bool {
+  static func enqueue(
+    _ key: Key, _ value: Value, now: PaceInstant, byTimer: Bool, arming: Bool, in shard: inout Shard
+  ) -> Bool {
     let now = now.nanoseconds
     guard shard.isDelivering else {
-      shard.outbox.append((key: key, value: value, requested: now))
+      shard.outbox.append((key: key, value: value, requested: now, joined: .min, timerAfter: false))
       shard.isDelivering = true
       shard.requestedAt = now
       return true
     }
-    shard.outbox.append((key: key, value: value, requested: shard.requestInstant(of: key, now: now)))
+    guard let pending = shard.pendingDelivery(of: key, now: now) else {
+      // Any invocation of the key pending was asked for at `now`, before this arming.
+      if arming { shard.timerArmed(for: key) }
+      shard.outbox.append((key: key, value: value, requested: now, joined: .min, timerAfter: false))
+      return false
+    }
+    if arming { shard.timerArmed(for: key) }
+    shard.outbox.append(
+      (
+        key: key, value: value, requested: pending.requested, joined: byTimer && pending.timerAfter ? now : .min,
+        timerAfter: pending.timerAfter || arming
+      ))
     return false
   }
 
@@ -461,11 +502,18 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
     while true {
       let next = shards.withLock(index) { shard -> Delivery in
         shard.inFlight = nil
-        while let invocation = shard.outbox.popFirst() {
-          if shard.deliverable(invocation, now: now) {
+        while var invocation = shard.outbox.popFirst() {
+          // A key with an invocation held keeps its order: the later ones wait with it.
+          if shard.deliverable(invocation, now: now),
+            shard.held.isEmpty || shard.held.pendingDelivery(of: invocation.key, within: shard.held.count) == nil
+          {
             shard.inFlight = (invocation.key, invocation.requested)
             return .perform(invocation.key, invocation.value)
           }
+          // Its own delivery is asked for now, after every timer armed so far.
+          invocation.requested = now
+          invocation.joined = .min
+          invocation.timerAfter = false
           shard.held.append(invocation)
         }
         guard !shard.held.isEmpty else {
@@ -494,18 +542,33 @@ final class KeyedPacer<Key: Hashable & Sendable, Machine: KeyedPacerMachine>: Se
 }
 
 extension RingBuffer {
-  /// The instant, in nanoseconds, the delivery of `key`'s invocation in this outbox was asked
-  /// for; `nil` if it holds none. A key's undelivered invocations all share theirs.
+  /// The delivery of `key`'s invocations among the oldest `limit` of this outbox: when it was
+  /// asked for, and whether the key's timer was armed since; `nil` if they hold none. A key's
+  /// undelivered invocations share their delivery; the oldest has seen every arming since.
   @inlinable
-  func requestInstant<Key: Equatable, Value>(of key: Key) -> Int64?
-  where Element == (key: Key, value: Value, requested: Int64) {
-    guard count > 0, let base = storage.unsafeBase else { return nil }
+  func pendingDelivery<Key: Equatable, Value>(of key: Key, within limit: Int) -> (requested: Int64, timerAfter: Bool)?
+  where Element == (key: Key, value: Value, requested: Int64, joined: Int64, timerAfter: Bool) {
+    guard limit > 0, let base = storage.unsafeBase else { return nil }
     var index = head
-    for _ in 0..<count {
-      if base[index].key == key { return base[index].requested }
+    for _ in 0..<limit {
+      if base[index].key == key { return (base[index].requested, base[index].timerAfter) }
       index += 1
       if index == storage.capacity { index = 0 }
     }
     return nil
+  }
+
+  /// Marks `key`'s invocations among the oldest `limit`: its timer was armed after their
+  /// delivery was asked for.
+  @inlinable
+  mutating func markTimerArmed<Key: Equatable, Value>(for key: Key, within limit: Int)
+  where Element == (key: Key, value: Value, requested: Int64, joined: Int64, timerAfter: Bool) {
+    guard limit > 0, let base = storage.unsafeBase else { return }
+    var index = head
+    for _ in 0..<limit {
+      if base[index].key == key { base[index].timerAfter = true }
+      index += 1
+      if index == storage.capacity { index = 0 }
+    }
   }
 }
