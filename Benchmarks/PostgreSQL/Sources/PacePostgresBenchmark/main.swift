@@ -22,6 +22,10 @@
 //                                                              on-loop: each caller's task runs on its
 //                                                              connection's event loop
 //   pace-postgres-benchmark denied CALLERS SECONDS TABLE       decisions/s round-trips/s
+//   pace-postgres-benchmark lease-instance TABLE KEY MAXIMUM LEASE_MS WORKERS HOLD_MS SECONDS
+//                                                              an instance behind a shared concurrency
+//                                                              limit, for Scripts/shared-concurrency-kill.py
+//                                                              (LeaseInstance.swift)
 //   pace-postgres-benchmark purge TABLE ROWS                   seconds to purge ROWS expired rows of
 //                                                              2 × ROWS, by purgeExpired() batches, then
 //                                                              by purgeAllExpired()
@@ -434,6 +438,9 @@ case "purge":
     return seconds
   }
   print(String(format: "%.3f %.3f", seconds[0], seconds[1]))
+
+case "lease-instance":
+  try await runLeaseInstance(arguments, url: url)
 
 default:
   fail("unknown command \(command)")
