@@ -52,6 +52,7 @@ public struct RequestConcurrencyLimit<Input>: Sendable {
     case single(ConcurrencyLimiter)
     case keyed(KeyedConcurrencyLimiter<String>, key: (@Sendable (Input) -> String?)?)
     case adaptive(AdaptiveConcurrencyLimiter)
+    case shared(any SharedConcurrencyLimiter, key: (@Sendable (Input) -> String?)?)
   }
 
   /// The limit's name: the `violated-policies` member of its `503`, the shadow-mode policy name,
@@ -137,12 +138,43 @@ public struct RequestConcurrencyLimit<Input>: Sendable {
       priority: priority)
   }
 
-  /// How many places are held now, every key's together.
+  /// At most `limiter.maximumInFlight` requests in flight at once across every instance that
+  /// shares the limiter's store (PacePostgres's `PostgresConcurrencyLimiter`): one limit for the
+  /// whole fleet, or one per key.
+  ///
+  /// The limiter's own rules say when a request waits and what it is answered while its store is
+  /// away. A refusal (``ConcurrencyLimiterError``) is the `503` above; any other error of the
+  /// limiter (its store unavailable under a failure mode that throws, a key it cannot take) is
+  /// logged and answered the same `503`. A key longer than `InputRules.maximumKeyBytes` is
+  /// hashed, as a policy's is (`LongKeyHandling.hash`).
+  ///
+  /// - Parameters:
+  ///   - name: The limit's name; `"concurrency"` by default.
+  ///   - limiter: The shared limit.
+  ///   - retryAfter: The `Retry-After` of a refusal; 1 s by default.
+  ///   - logger: Where the limit's changes of state are logged; silent by default.
+  ///   - metricsFactory: Where the gauge and the refusals are counted; the process's by default.
+  ///   - key: A request's key, or `nil` to let it through without a place; by default every
+  ///     request counts against one key, `name`: one limit for the whole fleet.
+  ///   - priority: A request's class; `.default` for every request by default.
+  public init(
+    _ name: String = "concurrency", limiter: some SharedConcurrencyLimiter, retryAfter: Duration = .seconds(1),
+    logger: Logger = silentRateLimitLogger, metricsFactory: any MetricsFactory = MetricsSystem.factory,
+    key: (@Sendable (Input) -> String?)? = nil,
+    priority: @escaping @Sendable (Input) -> AdmissionPriority = { _ in .default }
+  ) {
+    self.init(
+      name, limiter: .shared(limiter, key: key), retryAfter: retryAfter, logger: logger,
+      metricsFactory: metricsFactory, priority: priority)
+  }
+
+  /// How many places are held now, every key's together (this instance's, for a shared limit).
   package var inFlightCount: Int {
     switch limiter {
     case .single(let limiter): limiter.inFlightCount
     case .keyed(let limiter, _): limiter.inFlightCount
     case .adaptive(let limiter): limiter.limiter.inFlightCount
+    case .shared(let limiter, _): limiter.inFlightCount
     }
   }
 
@@ -169,13 +201,28 @@ public struct RequestConcurrencyLimit<Input>: Sendable {
 
         return .admitted(
           stage.admitted(.adaptive(try await limiter.acquire(priority: priority)), inFlight: countInFlight))
+      case .shared(let limiter, let keyOf):
+        if let keyOf {
+          guard let found = keyOf(input) else { return .admitted(nil) }
+          key = LongKeyHandling.hash.limiterKey(for: found)
+        } else {
+          key = name
+        }
+        let permit = try await limiter.acquire(key, priority: priority)
+        return .admitted(stage.admitted(.shared(permit), inFlight: countInFlight))
       }
     } catch let refusal as ConcurrencyLimiterError {
       // The shadow key: the limit's key, or the client's for a limit of the whole middleware.
       let shadowKey: String
-      if case .keyed = limiter { shadowKey = key } else { shadowKey = clientKey() ?? "" }
+      switch limiter {
+      case .keyed, .shared(_, key: _?): shadowKey = key
+      default: shadowKey = clientKey() ?? ""
+      }
       let enforced = shadowMode?.snapshot.enforces(key: shadowKey, inPolicy: name) ?? true
       return stage.refused(priority: priority, reason: refusal, enforced: enforced)
+    } catch let error where !(error is CancellationError) {
+      // Only a shared limiter throws anything else: its store, or a key it cannot take.
+      return stage.failed(priority: priority, error: error)
     }
   }
 }
@@ -194,6 +241,7 @@ package final class RequestPermit: Sendable {
   package enum Held: Sendable {
     case plain(ConcurrencyPermit)
     case adaptive(AdaptiveConcurrencyPermit)
+    case shared(any SharedConcurrencyPermit)
   }
 
   /// What became of the request, for an adaptive limit's sample.
@@ -226,6 +274,7 @@ package final class RequestPermit: Sendable {
     else { return }
     switch held {
     case .plain(let permit): permit.release()
+    case .shared(let permit): permit.release()
     case .adaptive(let permit):
       switch outcome {
       case .written(let status): permit.release(status >= 500 ? .dropped : .success)
@@ -250,6 +299,7 @@ package final class ConcurrencyStage: Sendable {
   private let shadowLimited: Counter
   private let refusing = LockedState(false)
   private let shadowReport = OccasionalReport(every: .seconds(10))
+  private let failureReport = OccasionalReport(every: .seconds(10))
   /// The `503` of a refusal, made once.
   let refusal: PlainTextResponse
 
@@ -288,6 +338,18 @@ package final class ConcurrencyStage: Sendable {
     return RequestPermit(held, stage: self, inFlight: count)
   }
 
+  /// A shared limiter's error other than a refusal: logged (at most one line per 10 s), counted
+  /// as a refusal, and answered with the same `503`, in shadow mode too (nothing was decided).
+  fileprivate func failed(priority: AdmissionPriority, error: any Error) -> ConcurrencyAdmission {
+    refusals[priority]?.increment()
+    if let requests = failureReport.record() {
+      logger.error(
+        "concurrency limit: the shared limiter failed; answering 503",
+        metadata: ["pace.limit": "\(name)", "pace.requests": "\(requests)", "error": "\(String(reflecting: error))"])
+    }
+    return .refused(refusal)
+  }
+
   /// A refusal: counted, logged if the limit was admitting, and enforced or let through in shadow.
   fileprivate func refused(
     priority: AdmissionPriority, reason: ConcurrencyLimiterError, enforced: Bool
@@ -320,6 +382,7 @@ extension RequestConcurrencyLimit {
     case .single(let limiter): { limiter.inFlightCount }
     case .keyed(let limiter, _): { limiter.inFlightCount }
     case .adaptive(let limiter): { limiter.limiter.inFlightCount }
+    case .shared(let limiter, _): { limiter.inFlightCount }
     }
   }
 }
