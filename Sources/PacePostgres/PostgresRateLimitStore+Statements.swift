@@ -123,6 +123,14 @@ extension PostgresRateLimitStore {
         other_grants bigint[];
         other_end bigint;
         other_used bigint;
+        other_permits bigint;
+        other_span bigint;
+        -- What the old limit could have let through before what its state records: `per`
+        -- permits at `latest`, `latest - step`, … (see "unseen" below).
+        per bigint;
+        step bigint;
+        latest bigint;
+        unseen bigint;
         owed numeric;
         rate_unit bigint;
         real_clock bigint;
@@ -175,12 +183,13 @@ extension PostgresRateLimitStore {
                   IF FOUND THEN moved := 0; END IF;
                 END IF;
                 IF moved < 0 AND policies[i] <> 1 THEN
-                  SELECT r.grants INTO other_grants FROM \(sliding) AS r WHERE r.key = keys[i] FOR UPDATE;
+                  SELECT r.grants, r.permits, r.span INTO other_grants, other_permits, other_span FROM \(sliding) AS r
+                  WHERE r.key = keys[i] FOR UPDATE;
                   IF FOUND THEN moved := 1; END IF;
                 END IF;
                 IF moved < 0 AND policies[i] <> 2 THEN
-                  SELECT r.window_end, r.used INTO other_end, other_used FROM \(fixed) AS r
-                  WHERE r.key = keys[i] FOR UPDATE;
+                  SELECT r.window_end, r.used, r.permits, r.span INTO other_end, other_used, other_permits, other_span
+                  FROM \(fixed) AS r WHERE r.key = keys[i] FOR UPDATE;
                   IF FOUND THEN moved := 2; END IF;
                 END IF;
               END IF;
@@ -189,12 +198,37 @@ extension PostgresRateLimitStore {
               o_now := clock;
               o_late := real_clock - started > budget;
               EXIT WHEN o_late;
+              -- The use the old policy's state no longer records, which the new limit may count
+              -- (it looks further back): taken as the old limit's maximum, at the latest instants
+              -- it allows, as in memory ("A change of plans" in KeyedRateLimiter+PlanChanges):
+              -- a sliding window's permits a window apart before its log's start, a fixed
+              -- window's at the last instant of each window before its current one, a token
+              -- bucket's one more each emission interval before now. Nothing for a row written
+              -- before limits were recorded (its old limit is unknown).
+              per := NULL;
+              IF moved >= 0 AND clock > -4611686018427387904 THEN
+                IF moved = 0 AND other_unit > 0 THEN
+                  per := 1;
+                  step := other_unit;
+                  latest := clock - other_unit;
+                ELSIF moved > 0 AND other_permits > 0 AND other_span > 0 THEN
+                  per := other_permits;
+                  step := other_span;
+                  latest := CASE WHEN moved = 1 THEN clock - other_span
+                    ELSE clock - ((clock % other_span) + other_span) % other_span - 1 END;
+                END IF;
+              END IF;
               -- The permits a token bucket of another rate or another policy's count left owed at
               -- `clock`: a bucket's debt over its emission interval, a fixed window's count.
               owed := CASE
                 WHEN moved = 0 AND other_unit > 0 AND other_tat > clock THEN ceil((other_tat - clock)::numeric / other_unit)
-                WHEN moved = 2 THEN other_used
+                -- (A fixed window's row of an earlier window: the assumed use covers it.)
+                WHEN moved = 2 AND (per IS NULL OR other_end - 1 > latest) THEN other_used
                 ELSE 0 END;
+              IF moved = 1 AND per IS NOT NULL THEN
+                -- The log's grants the old window still counted; the earlier ones are assumed.
+                other_grants := ARRAY(SELECT g FROM unnest(other_grants) AS g WHERE g > latest ORDER BY g);
+              END IF;
               IF policies[i] = 0 THEN
                 IF row_found AND held_unit > 0 AND rate_unit IS NOT NULL AND held_unit <> rate_unit AND held > clock THEN
                   -- Another rate: the permits owed stay owed, at this rate.
@@ -217,6 +251,18 @@ extension PostgresRateLimitStore {
                   ELSIF rate_unit IS NOT NULL AND moved = 2 THEN
                     -- A fixed window's count, as grants at its last instant (now at the latest).
                     held := greatest(clock, least(least(clock, other_end - 1) + owed * rate_unit, clock + 2305843009213693951));
+                  END IF;
+                  IF rate_unit IS NOT NULL AND moved > 0 AND per IS NOT NULL THEN
+                    -- After a window: empty if the window is faster than this bucket (sustained,
+                    -- it would leave any debt); else owing for the latest window before what the
+                    -- state records what this rate has not repaid since (each earlier one is
+                    -- repaid before the next).
+                    IF per::numeric * rate_unit > step THEN
+                      held := greatest(held, clock + capacities[i]);
+                    ELSE
+                      held := greatest(held, clock)
+                        + greatest(0, least(per::numeric * rate_unit - (clock - latest), 2305843009213693951))::bigint;
+                    END IF;
                   END IF;
                 END IF;
                 -- Denied, or at the end of the timeline, where the new TAT would pass the largest
@@ -249,6 +295,14 @@ extension PostgresRateLimitStore {
                   held_grants := array_fill(least(clock, other_end - 1), ARRAY[least(owed, capacities[i])::int]);
                 END IF;
                 held_grants := coalesce(held_grants, '{}');
+                IF per IS NOT NULL AND latest > clock - windows[i] THEN
+                  -- The assumed grants this window counts, before the recorded ones; only the
+                  -- latest that can fill it matter.
+                  unseen := least(((latest - (clock - windows[i]) - 1) / step + 1)::numeric * per, capacities[i])::bigint;
+                  held_grants := ARRAY(
+                    SELECT latest - (e / per) * step FROM generate_series(unseen - 1, 0, -1) AS e ORDER BY 1)
+                    || held_grants;
+                END IF;
                 IF row_found AND held_permits > 0 AND windows[i] > held_span AND capacities[i] > held_permits
                   AND clock - held_span > -4611686018427387904 THEN
                   -- A longer window with more permits: the part of it the log no longer records
@@ -315,6 +369,11 @@ extension PostgresRateLimitStore {
                     SELECT count(*) FROM unnest(other_grants) AS g WHERE g >= window_ends - windows[i]))
                   WHEN moved = 0 THEN least(capacities[i], owed)
                   ELSE 0 END;
+                IF per IS NOT NULL AND latest >= window_ends - windows[i] THEN
+                  -- The assumed grants in this window.
+                  counted := least(capacities[i],
+                    counted + ((latest - (window_ends - windows[i])) / step + 1)::numeric * per);
+                END IF;
                 IF row_found AND held_span > 0 AND held_permits > 0 AND capacities[i] > held_permits THEN
                   -- More permits in a window that starts before the old one's current window:
                   -- each old window between the two starts is assumed used at the old limit's

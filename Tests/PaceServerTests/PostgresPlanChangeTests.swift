@@ -135,6 +135,32 @@ struct PostgresPlanChangeTests {
     }
   }
 
+  /// Across algorithms, a new window that looks further back than the old state records: the
+  /// old limit's use before it is assumed at its maximum (a sliding log keeps only its window, a
+  /// bucket no grant times, a fixed window only its current count).
+  @Test func aWindowOfAnotherAlgorithmThatLooksFurtherBackAssumesTheUseTheStateNoLongerRecords() async throws {
+    try await withStore { store async throws in
+      let sliding = Timeline(
+        store: store, key: "sliding", old: .slidingWindow(permits: 2, per: .seconds(3)),
+        new: .fixedWindow(permits: 5, per: .seconds(10)), change: 7)
+      #expect(try await sliding.requests(from: 0, to: 7, every: 0.1) == 6)
+      // [0, 10) had 6 already: nothing more until 10.
+      #expect(try await sliding.requests(from: 7, to: 9.95, every: 0.1) == 0)
+      #expect(try await sliding.requests(from: 10, to: 10.55, every: 0.1) == 5)
+      let bucket = Timeline(
+        store: store, key: "bucket", old: RateLimit(permits: 3, per: .seconds(9), burst: 2),
+        new: .slidingWindow(permits: 3, per: .seconds(18)), change: 30)
+      try await bucket.requests(from: 0, to: 30, every: 0.5)
+      try await bucket.requests(from: 30, to: 80, every: 0.5)
+      let fixed = Timeline(
+        store: store, key: "fixed", old: .fixedWindow(permits: 2, per: .seconds(5)),
+        new: RateLimit(permits: 1, per: .seconds(10), burst: 3), change: 21)
+      try await fixed.requests(from: 0, to: 21, every: 0.5)
+      #expect(try await fixed.requests(from: 21, to: 30, every: 0.5) == 0)
+      try await fixed.requests(from: 30, to: 80, every: 0.5)
+    }
+  }
+
   /// The third case: 3 per 10 s used to the full for 30 s, then 10 per 60 s. The row
   /// records one old window; the two before it in the new window are assumed used to the full.
   @Test func aLongerFixedWindowWithMorePermitsAssumesTheUseTheRowNoLongerRecords() async throws {
