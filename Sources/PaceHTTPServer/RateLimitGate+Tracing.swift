@@ -19,7 +19,7 @@ enum GateTracing {
 
   /// Whether an instrument is bootstrapped (or bound to the task): without one, a decision skips
   /// the span code, whose no-op tracer and span cost more than an in-memory decision.
-  static var isOn: Bool { !(InstrumentationSystem.instrument is NoOpInstrument) }
+  static var isOn: Bool { type(of: InstrumentationSystem.instrument) != NoOpInstrument.self }
 
   /// `decide` (a limiter's decision on `key`) in its span, the span's context current while it runs.
   static func traced(

@@ -62,7 +62,7 @@ struct DecisionTrace {
 
   /// Whether an instrument is bootstrapped (or bound to the task): without one, a decision
   /// starts no span, whose no-op tracer and span would cost it more than its own work in memory.
-  static var isOn: Bool { !(InstrumentationSystem.instrument is NoOpInstrument) }
+  static var isOn: Bool { type(of: InstrumentationSystem.instrument) != NoOpInstrument.self }
 
   init(_ span: any Span) {
     self.span = span.isRecording ? span : nil
