@@ -76,6 +76,8 @@ let benchmarks: @Sendable () -> Void = {
     maxIterations: 5
   )
 
+  existingKeyBenchmarks()
+
   // MARK: 1M distinct keys, one thread
 
   Benchmark("Debounce, 1M keys: dictionary of Debouncers + lock") { benchmark in

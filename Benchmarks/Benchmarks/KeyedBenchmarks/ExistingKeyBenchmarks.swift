@@ -1,0 +1,64 @@
+// An existing key's call with 1M keys held (issue 44): KeyedDebouncer.call and
+// KeyedRateLimiter.tryAcquire beside the floor, a bare `Dictionary<Int, 16-byte struct>` update
+// of the same key with no lock, clock or deadline, in the same run. Two orders: every one of the
+// 1M keys in turn (each call misses the cache), and a hot set of 1,000 of them, round-robin, while
+// the other 999,000 stay held (the tables are as large; the keys' slots stay in the cache).
+//
+// Self-contained (Pace's public API and Foundation only), so that the same file measures an
+// older build of Pace, in a worktree, beside this one.
+
+import Benchmark
+import Foundation
+import Pace
+
+/// The floor's per-key state: 16 bytes, as the keyed primitives' smallest.
+struct FloorState {
+  var first: Int64
+  var second: Int64
+}
+
+/// The order of the measured calls over the 1M keys held.
+enum ExistingKeyOrder: String, CaseIterable {
+  /// Each of the 1M keys once.
+  case everyKey = "each of 1M keys"
+  /// 1M calls round-robin over 1,000 of the 1M keys.
+  case hotSet = "1,000 hot of 1M keys"
+
+  func key(_ call: Int) -> Int { self == .everyKey ? call : call % 1_000 }
+}
+
+let existingKeyBenchmarks: @Sendable () -> Void = {
+  for order in ExistingKeyOrder.allCases {
+    Benchmark("Existing key, \(order.rawValue): bare Dictionary update") { benchmark in
+      var table: [Int: FloorState] = [:]
+      for key in benchmark.scaledIterations { table[key] = FloorState(first: Int64(key), second: 0) }
+      benchmark.startMeasurement()
+      for call in benchmark.scaledIterations {
+        table[order.key(call), default: FloorState(first: 0, second: 0)].second += 1
+      }
+      benchmark.stopMeasurement()
+      blackHole(table.count)
+    }
+
+    Benchmark("Existing key, \(order.rawValue): KeyedDebouncer") { benchmark in
+      let keyed = KeyedDebouncer<Int, Int>(for: .seconds(3600), scheduler: .queue(DispatchQueue(label: "keyed"))) {
+        _, _ in
+      }
+      for key in benchmark.scaledIterations { keyed.call(key, key) }
+      benchmark.startMeasurement()
+      for call in benchmark.scaledIterations { keyed.call(order.key(call), call) }
+      benchmark.stopMeasurement()
+      keyed.cancelAll()
+    }
+
+    Benchmark("Existing key, \(order.rawValue): KeyedRateLimiter") { benchmark in
+      // A bucket that neither runs out nor fills again during the run: every call is allowed,
+      // and every key stays held.
+      let keyed = KeyedRateLimiter<Int>(permits: 1, per: .seconds(3600), burst: 1_000_000)
+      for key in benchmark.scaledIterations { blackHole(keyed.tryAcquire(key).isAllowed) }
+      benchmark.startMeasurement()
+      for call in benchmark.scaledIterations { blackHole(keyed.tryAcquire(order.key(call)).isAllowed) }
+      benchmark.stopMeasurement()
+    }
+  }
+}
