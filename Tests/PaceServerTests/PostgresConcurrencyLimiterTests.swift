@@ -125,6 +125,39 @@ struct PostgresConcurrencyLimiterTests {
     }
   }
 
+  /// 60 calls of each of 5 keys at once, 20 from each of three instances, none waiting and none
+  /// releasing: exactly 8 of each key's are admitted (never more, and none refused while a place
+  /// was free), and the database holds exactly 8 leases of each.
+  @Test func concurrentCallsOfThreeInstancesAdmitExactlyTheLimit() async throws {
+    try await TestDatabase.withClients(3) { clients in
+      let table = TestDatabase.uniqueTable("leases")
+      let limiters = try clients.map { client in
+        try PostgresConcurrencyLimiter(client: client, table: table, maximumInFlight: 8, timeout: .seconds(30))
+      }
+      try await limiters[0].migrate()
+      let keys = (0..<5).map { "key-\($0)" }
+      let permits = try await withThrowingTaskGroup(of: PostgresConcurrencyLimiter.Permit?.self) { group in
+        for key in keys {
+          for call in 0..<60 {
+            group.addTask {
+              do {
+                return try await limiters[call % 3].acquire(key)
+              } catch is ConcurrencyLimiterError {
+                return nil
+              }
+            }
+          }
+        }
+        return try await group.compactMap { $0 }.reduce(into: []) { $0.append($1) }
+      }
+      for key in keys {
+        #expect(permits.filter { $0.key == key }.count == 8, "\(key)")
+        #expect(try await Self.leases(clients[0], table: table, key: key) == 8, "\(key)")
+      }
+      for permit in permits { permit.release() }
+    }
+  }
+
   /// A limiter that takes 8 permits and never renews them (never run: as a process killed with
   /// its permits) holds them for its lease of 1 s, by the database's clock, and no longer: another
   /// instance waiting for a place gets one no sooner than the lease after the first was taken,
