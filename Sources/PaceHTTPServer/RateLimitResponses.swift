@@ -52,6 +52,25 @@ package struct PlainTextResponse: Hashable, Sendable {
     self.body = body
     self.problem = problem
   }
+
+  private init(status: Int, allFields: [HeaderField], body: String, problem: ProblemDetails?) {
+    self.status = status
+    fields = allFields
+    self.body = body
+    self.problem = problem
+  }
+
+  /// The same answer with `member` last in its `RateLimit-Policy` list, or in a field of its own
+  /// if it has none.
+  package func adding(policyMember member: String) -> PlainTextResponse {
+    var all = fields
+    if let index = all.firstIndex(where: { $0.name == RateLimitFields.policy }) {
+      all[index] = HeaderField(RateLimitFields.policy, all[index].value + ", " + member)
+    } else {
+      all.append(HeaderField(RateLimitFields.policy, member))
+    }
+    return PlainTextResponse(status: status, allFields: all, body: body, problem: problem)
+  }
 }
 
 /// What a rate-limit middleware does with one request: the whole answer, in no framework's types,
@@ -110,13 +129,18 @@ package struct RateLimitFields: Hashable, Sendable {
   ///   by the program.
   package init(limit: RateLimit, policyName: String, windowEndsIn: Duration? = nil) {
     Self.checkName(policyName)
+    self.init(limit: limit, policyName: policyName, quotedName: Self.quoted(policyName), windowEndsIn: windowEndsIn)
+  }
+
+  /// `name` as a Structured Fields string: quoted, with `"` and `\` escaped.
+  package static func quoted(_ name: String) -> String {
     var quoted = "\""
-    for character in policyName {
+    for character in name {
       if character == "\"" || character == "\\" { quoted.append("\\") }
       quoted.append(character)
     }
     quoted.append("\"")
-    self.init(limit: limit, policyName: policyName, quotedName: quoted, windowEndsIn: windowEndsIn)
+    return quoted
   }
 
   private init(limit: RateLimit, policyName: String, quotedName: String, windowEndsIn: Duration?) {

@@ -122,6 +122,27 @@ public struct RateLimitMiddlewareState<Input>: Sendable {
   ///
   /// - Throws: `CancellationError` only, when the request's task is cancelled.
   package func outcome(_ input: Input, client: ClientReader<Input>) async throws -> RateLimitOutcome {
+    let outcome = try await policiesOutcome(input, client: client)
+    guard let concurrency else { return outcome }
+    // The concurrency limit is a policy too: listed after the rate limits.
+    switch outcome {
+    case .proceed(let fields):
+      var listed = fields
+      if let index = listed.firstIndex(where: { $0.name == RateLimitFields.policy }) {
+        listed[index] = HeaderField(RateLimitFields.policy, listed[index].value + ", " + concurrency.policyMember)
+      } else {
+        listed.append(HeaderField(RateLimitFields.policy, concurrency.policyMember))
+      }
+      return .proceed(fields: listed)
+    case .respond(let answer) where answer.status == 429:
+      return .respond(answer.adding(policyMember: concurrency.policyMember))
+    case .respond:
+      return outcome
+    }
+  }
+
+  /// ``outcome(_:client:)`` as the rate-limit policies answer, before the concurrency limit.
+  private func policiesOutcome(_ input: Input, client: ClientReader<Input>) async throws -> RateLimitOutcome {
     guard policies.count > 1 else {
       // One policy, the usual case: no list of charges.
       switch admitOne(input, client: client) {

@@ -24,8 +24,15 @@ import Pace
 ///   `503 Service Unavailable` with `Retry-After: ` ``retryAfter`` in whole seconds (1 by
 ///   default), and, for a client whose `Accept` prefers JSON, RFC 9457 problem details of the
 ///   type `temporary-reduced-capacity` whose `violated-policies` is ``name``; the plain text
-///   otherwise; both with `Vary: Accept`. It carries no `RateLimit` fields. A `429` stays the
-///   answer to a client over its own rate limit.
+///   otherwise; both with `Vary: Accept`. It carries `RateLimit-Policy` with the limit's member
+///   alone (below), and no `RateLimit` field. A `429` stays the answer to a client over its own
+///   rate limit.
+/// - **`RateLimit-Policy`.** The limit is a policy of draft -11's quota unit
+///   `concurrent-requests`: `"name";q=N;qu="concurrent-requests"`, `N` the maximum in flight when
+///   the request is answered (a key's, for a keyed or shared limit; an adaptive limit's limit
+///   now), no window. Every response that lists the policies in `RateLimit-Policy` (the route's,
+///   a `429`) lists it after them; it has no member in `RateLimit`, whose places left change
+///   from one instant to the next.
 /// - **The place is held** from admission until the response's body is fully written, the
 ///   connection drops, or the handler throws: on Hummingbird until the body's `write` returns or
 ///   throws; on Vapor until the body stream's `.end` (or `.error`) is written and flushed, or a
@@ -69,6 +76,7 @@ public struct RequestConcurrencyLimit<Input>: Sendable {
     priority: @escaping @Sendable (Input) -> AdmissionPriority
   ) {
     precondition(retryAfter >= .zero, "RequestConcurrencyLimit: retryAfter must not be negative")
+    RateLimitFields.checkName(name)
     self.name = name
     self.retryAfter = retryAfter
     self.limiter = limiter
@@ -168,6 +176,21 @@ public struct RequestConcurrencyLimit<Input>: Sendable {
       metricsFactory: metricsFactory, priority: priority)
   }
 
+  /// The most requests in flight now: a key's, for a keyed or shared limit.
+  package var maximumInFlight: Int {
+    switch limiter {
+    case .single(let limiter): limiter.maximumInFlight
+    case .keyed(let limiter, _): limiter.maximumInFlight
+    case .adaptive(let limiter): limiter.maximumInFlight
+    case .shared(let limiter, _): limiter.maximumInFlight
+    }
+  }
+
+  /// The limit's member of `RateLimit-Policy`: `"name";q=N;qu="concurrent-requests"`.
+  package var policyMember: String {
+    "\(stage.quotedName);q=\(maximumInFlight);qu=\"concurrent-requests\""
+  }
+
   /// How many places are held now, every key's together (this instance's, for a shared limit).
   package var inFlightCount: Int {
     switch limiter {
@@ -219,11 +242,17 @@ public struct RequestConcurrencyLimit<Input>: Sendable {
       default: shadowKey = clientKey() ?? ""
       }
       let enforced = shadowMode?.snapshot.enforces(key: shadowKey, inPolicy: name) ?? true
-      return stage.refused(priority: priority, reason: refusal, enforced: enforced)
+      return listed(stage.refused(priority: priority, reason: refusal, enforced: enforced))
     } catch let error where !(error is CancellationError) {
       // Only a shared limiter throws anything else: its store, or a key it cannot take.
-      return stage.failed(priority: priority, error: error)
+      return listed(stage.failed(priority: priority, error: error))
     }
+  }
+
+  /// `admission`, its `503` listing the limit in `RateLimit-Policy`.
+  private func listed(_ admission: ConcurrencyAdmission) -> ConcurrencyAdmission {
+    guard case .refused(let answer) = admission else { return admission }
+    return .refused(answer.adding(policyMember: policyMember))
   }
 }
 
@@ -302,6 +331,8 @@ package final class ConcurrencyStage: Sendable {
   private let failureReport = OccasionalReport(every: .seconds(10))
   /// The `503` of a refusal, made once.
   let refusal: PlainTextResponse
+  /// The limit's name as a Structured Fields string.
+  let quotedName: String
 
   init(name: String, retryAfter: Duration, logger: Logger, metricsFactory: any MetricsFactory) {
     self.name = name
@@ -317,6 +348,7 @@ package final class ConcurrencyStage: Sendable {
     shadowLimited = Counter(
       label: "pace_http_rate_limit_shadow_limited_total", dimensions: [("policy", name)], factory: metricsFactory)
     let seconds = RateLimitFields.wholeSeconds(retryAfter)
+    quotedName = RateLimitFields.quoted(name)
     var quoted = ""
     ProblemDetails.appendString(name, to: &quoted)
     let detail = "Service unavailable: too many requests in flight (limit \(quoted)): retry after \(seconds) s"

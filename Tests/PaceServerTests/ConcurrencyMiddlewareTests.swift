@@ -182,6 +182,8 @@ struct ConcurrencyAnswer: Sendable {
   var retryAfter: String?
   var contentType: String?
   var body: String
+  /// The `RateLimit-Policy` field.
+  var policy: String? = nil
 }
 
 /// `GET path` on loopback, read whole.
@@ -195,7 +197,8 @@ func concurrencyGet(
   let body = try await response.body.collect(upTo: 1 << 20)
   return ConcurrencyAnswer(
     status: Int(response.status.code), retryAfter: response.headers.first(name: "Retry-After"),
-    contentType: response.headers.first(name: "Content-Type"), body: String(buffer: body))
+    contentType: response.headers.first(name: "Content-Type"), body: String(buffer: body),
+    policy: response.headers[canonicalForm: "RateLimit-Policy"].joined(separator: ", "))
 }
 
 /// Whether `condition` holds within `timeout`, polled: the server's side of a real connection.
@@ -247,6 +250,28 @@ struct ConcurrencyMiddlewareTests {
       #expect(try await concurrencyEventually { fixture.limiter.inFlightCount == 0 })
       #expect(try await concurrencyGet(port).status == 200)
       #expect(fixture.limiter.forgottenPermitCount == 0)
+    }
+  }
+
+  @Test(
+    "RateLimit-Policy lists the limit as concurrent requests: alone in its 503, after the rate limits otherwise",
+    arguments: ConcurrencyFixture.Framework.allCases)
+  func policyFieldListsTheConcurrencyLimit(_ framework: ConcurrencyFixture.Framework) async throws {
+    let fixture = ConcurrencyFixture(ConcurrencyLimiter(maximumInFlight: 1, maximumQueued: 0))
+    try await fixture.run(framework) { port async throws in
+      let admitted = try await concurrencyGet(port)
+      #expect(admitted.policy == #""default";q=1000;w=60, "concurrency";q=1;qu="concurrent-requests""#)
+      let first = Task { try await concurrencyGet(port, framework == .vapor ? "/slow" : "/stream") }
+      await fixture.started.wait()
+      let refused = try await concurrencyGet(port)
+      #expect(refused.status == 503)
+      #expect(refused.policy == #""concurrency";q=1;qu="concurrent-requests""#)
+      // The maximum in flight when the request is answered.
+      fixture.limiter.maximumInFlight = 3
+      #expect(
+        try await concurrencyGet(port).policy == #""default";q=1000;w=60, "concurrency";q=3;qu="concurrent-requests""#)
+      await fixture.finish.open()
+      #expect(try await first.value.status == 200)
     }
   }
 
