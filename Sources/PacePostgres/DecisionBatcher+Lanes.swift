@@ -255,13 +255,22 @@ extension DecisionBatcher {
       roundTrips.increment()
       do {
         var answers = [DecisionAnswer?](repeating: nil, count: batch.count)
-        // Every batch, a lone decision too, calls the function: its statement names no table, so
-        // neither its preparation nor its plan's check waits for a lock on the table (a
-        // preparation is a transaction of its own, before the budget's clock starts); every wait
-        // for the table comes inside the function, after it set its `lock_timeout`.
-        let binds = PostgresRateLimitStore.batchBindings(batch.map(\.1), budget: budget)
-        let rows = try await PreparedSQL("decide_batch", table: table, names: names, sql: batchSQL).execute(
-          binds, on: connection, logger: logger)
+        // Every batch, a lone decision too, calls the function (a lone one its overload without
+        // arrays): its statement names no table, so neither its preparation nor its plan's check
+        // waits for a lock on the table (a preparation is a transaction of its own, before the
+        // budget's clock starts); every wait for the table comes inside the function, after it
+        // set its `lock_timeout`.
+        let (binds, statement) =
+          batch.count == 1
+          ? (
+            PostgresRateLimitStore.singleBindings(batch[0].1, budget: budget),
+            PreparedSQL("decide_one", table: table, names: names, sql: singleSQL)
+          )
+          : (
+            PostgresRateLimitStore.batchBindings(batch.map(\.1), budget: budget),
+            PreparedSQL("decide_batch", table: table, names: names, sql: batchSQL)
+          )
+        let rows = try await statement.execute(binds, on: connection, logger: logger)
         for try await row in rows {
           let (index, granted, current, now, late, used, wait) = try row.decode(
             (Int, Int64?, Int64?, Int64, Bool, Int64?, Int64?).self)

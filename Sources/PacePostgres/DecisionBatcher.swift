@@ -115,8 +115,10 @@ final class DecisionBatcher: Sendable {
   let state: LockedState<State>
   let client: PostgresClient
   let table: TableName
-  /// The batch function's call, for every batch.
+  /// The batch function's call, for every batch of more than one.
   let batchSQL: String
+  /// Its overload's call, for a batch of one (``PostgresRateLimitStore/singleSQL(table:)``).
+  let singleSQL: String
   /// Taken off the budget the database gets: it must answer before the caller stops waiting, the
   /// way back included.
   let margin: Duration
@@ -149,6 +151,7 @@ final class DecisionBatcher: Sendable {
     self.client = client
     self.table = table
     self.batchSQL = batchSQL
+    self.singleSQL = PostgresRateLimitStore.singleSQL(table: table)
     self.margin = margin
     self.laneCount = lanes
     self.roundTrips = roundTrips
@@ -255,7 +258,7 @@ final class DecisionBatcher: Sendable {
   /// serialization failure or a deadlock. Nothing stays running after it: the wait for its
   /// deadline ends with it, and the database gives up within the same budget.
   func decideAlone(_ request: DecisionRequest) async throws -> DecisionAnswer {
-    let statement = PreparedSQL("decide_batch", table: table, names: names, sql: batchSQL)
+    let statement = PreparedSQL("decide_one", table: table, names: names, sql: singleSQL)
     let (client, logger) = (client, logger)
     var retried = false
     while true {
@@ -284,7 +287,7 @@ final class DecisionBatcher: Sendable {
   ) async throws -> DecisionAnswer {
     let left = ContinuousClock.now.duration(to: request.deadline) - margin
     guard let budget = left.wholeMicroseconds, left >= .milliseconds(1) else { throw DatabaseTimeout() }
-    let binds = PostgresRateLimitStore.batchBindings([request], budget: budget)
+    let binds = PostgresRateLimitStore.singleBindings(request, budget: budget)
     state.withLock { $0.batchesSent += 1 }
     roundTrips.increment()
     let sent = ContinuousClock.now

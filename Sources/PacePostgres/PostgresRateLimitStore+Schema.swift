@@ -38,6 +38,7 @@ extension PostgresRateLimitStore {
       tableOptions.alterSQL(table: try tableName.companion(.slidingWindow)),
       tableOptions.alterSQL(table: try tableName.companion(.fixedWindow)),
       try Self.functionSQL(table: tableName),
+      try Self.singleFunctionSQL(table: tableName),
       Self.previousFunctionSQL(table: tableName),
       Self.heartbeatMigrationSQL(table: tableName),
     ]

@@ -3,8 +3,8 @@ import PostgresNIO
 
 extension PostgresRateLimitStore {
   /// The statement that makes one token-bucket decision on `table`: for benchmarks and for reading
-  /// (the batch function, which the store calls for every batch, one decision too, makes each
-  /// token-bucket decision with the same arithmetic; the window policies are decided there only). `$1` key, `$2` `cost × T` and `$3` `τ` in
+  /// (the batch function, which the store calls for every batch, one decision through its
+  /// overload, makes each token-bucket decision with the same arithmetic; the window policies are decided there only). `$1` key, `$2` `cost × T` and `$3` `τ` in
   /// microseconds (see <doc:SharedRateLimitsAndDebouncing>), `$4` the budget in microseconds,
   /// `$5` the same budget as a `lock_timeout` setting (`"250ms"`).
   ///
@@ -23,6 +23,31 @@ extension PostgresRateLimitStore {
     SELECT * FROM \(functionName(table: table))($1::text[], $2::smallint[], $3::bigint[], $4::bigint[], \
     $5::bigint[], $6::boolean[], $7::bigint, $8::bigint[], $9::bigint[])
     """
+  }
+
+  /// A batch of one: the overload of the batch function that takes one decision's values (see
+  /// ``singleFunctionSQL(table:)``), with ``singleBindings(_:budget:)``; the same row.
+  static func singleSQL(table: TableName) -> String {
+    """
+    SELECT * FROM \(functionName(table: table))($1::text, $2::smallint, $3::bigint, $4::bigint, $5::bigint, \
+    $6::boolean, $7::bigint, $8::bigint, $9::bigint)
+    """
+  }
+
+  /// The binds of ``singleSQL(table:)`` for `request`, with `budget` in microseconds.
+  static func singleBindings(_ request: DecisionRequest, budget: Int64) -> PostgresBindings {
+    var binds = PostgresBindings()
+    binds.append(request.key)
+    binds.append(request.limit.algorithm.rawValue)
+    binds.append(request.limit.amount)
+    binds.append(request.limit.capacity)
+    binds.append(request.limit.window)
+    binds.append(request.takes)
+    binds.append(budget)
+    // NULL: the database's clock decides.
+    binds.append(request.databaseNow)
+    binds.append(request.limit.unit)
+    return binds
   }
 
   /// The binds of ``batchSQL(table:)`` for `requests`, in order, with `budget` in microseconds.
@@ -82,17 +107,42 @@ extension PostgresRateLimitStore {
   /// waited on, nothing is taken for a caller who was answered by the policy. The budget is always
   /// measured on the database's clock, also when a test chose the instants the policies decide at.
   ///
-  /// The store calls it for every batch, one decision too: its statement names no table, so the
-  /// statement's preparation (a transaction of its own, before the budget's clock starts) never
+  /// The store calls it, or its overload for one decision, for every batch: its statement names
+  /// no table, so the statement's preparation (a transaction of its own, before the budget's clock starts) never
   /// waits for the table's lock; every wait for the table comes after the `lock_timeout` is set.
   static func functionSQL(table: TableName) throws(PacePostgresError) -> String {
+    try decisionFunctionSQL(table: table, single: false)
+  }
+
+  /// The batch function's overload for a batch of one, with a scalar for each of its arrays (`$8`
+  /// NULL for the database's clock): the same decision, in the same body (see
+  /// ``decisionFunctionSQL(table:single:)``), without the arrays to build and index, which cost a
+  /// lone decision's database time.
+  static func singleFunctionSQL(table: TableName) throws(PacePostgresError) -> String {
+    try decisionFunctionSQL(table: table, single: true)
+  }
+
+  /// The batch function (``functionSQL(table:)``), or its overload for a single decision: one
+  /// body, whose loop runs once over the single decision's parameters where the batch's runs over
+  /// its arrays, so that the two never decide differently.
+  private static func decisionFunctionSQL(table: TableName, single: Bool) throws(PacePostgresError) -> String {
+    // Each decision's inputs, as the body reads them: the `i`-th of each array, or the scalar.
+    let inputs = ["keys", "policies", "amounts", "capacities", "windows", "takes", "nows", "units"]
+    let types = ["text", "smallint", "bigint", "bigint", "bigint", "boolean", "bigint", "bigint"]
+    let names = inputs.map { single ? "one_\($0)" : $0 }
+    let read = single ? names : names.map { "\($0)[i]" }
+    let (keys, policies, amounts, capacities, windows, takes, nows, units) = (
+      read[0], read[1], read[2], read[3], read[4], read[5], read[6], read[7]
+    )
+    let declared = zip(names, types).map { "\($0) \($1)\(single ? "" : "[]")" }
+    let parameters = (declared[0..<6] + ["budget bigint"] + declared[6...]).joined(separator: ", ")
+    let count = single ? "1" : "coalesce(array_length(keys, 1), 0)"
     let clock = "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint"
     let sliding = try table.companion(StoredLimit.Algorithm.slidingWindow)
     let fixed = try table.companion(StoredLimit.Algorithm.fixedWindow)
     return """
       CREATE OR REPLACE FUNCTION \(functionName(table: table))(
-        keys text[], policies smallint[], amounts bigint[], capacities bigint[], windows bigint[],
-        takes boolean[], budget bigint, nows bigint[], units bigint[]
+        \(parameters)
       ) RETURNS TABLE (
         o_index int, o_granted bigint, o_current bigint, o_now bigint, o_late boolean, o_used bigint, o_wait bigint
       )
@@ -139,7 +189,7 @@ extension PostgresRateLimitStore {
         counted bigint;
         charged boolean := false;
       BEGIN
-        FOR i IN 1 .. coalesce(array_length(keys, 1), 0) LOOP
+        FOR i IN 1 .. \(count) LOOP
           o_index := i;
           o_granted := NULL;
           o_current := NULL;
@@ -162,39 +212,39 @@ extension PostgresRateLimitStore {
               o_wait := NULL;
               -- A token bucket's emission interval per permit; NULL when unknown (a caller of an
               -- earlier version), and then nothing is carried over from another bucket's rate.
-              rate_unit := nullif(units[i], 0);
-              IF policies[i] = 0 THEN
+              rate_unit := nullif(\(units), 0);
+              IF \(policies) = 0 THEN
                 SELECT r.tat, r.unit, r.tolerance INTO held, held_unit, held_tolerance FROM \(table) AS r
-                WHERE r.key = keys[i] FOR UPDATE;
-              ELSIF policies[i] = 1 THEN
+                WHERE r.key = \(keys) FOR UPDATE;
+              ELSIF \(policies) = 1 THEN
                 SELECT r.grants, r.permits, r.span INTO held_grants, held_permits, held_span FROM \(sliding) AS r
-                WHERE r.key = keys[i] FOR UPDATE;
+                WHERE r.key = \(keys) FOR UPDATE;
               ELSE
                 SELECT r.window_end, r.used, r.permits, r.span INTO held, held_used, held_permits, held_span
-                FROM \(fixed) AS r WHERE r.key = keys[i] FOR UPDATE;
+                FROM \(fixed) AS r WHERE r.key = \(keys) FOR UPDATE;
               END IF;
               row_found := FOUND;
               moved := -1;
               IF NOT row_found THEN
                 -- No state under this policy: the key's limit may have changed policy, and its
                 -- state under the old one carries over (and moves here when this decision writes).
-                IF policies[i] <> 0 THEN
-                  SELECT r.tat, r.unit INTO other_tat, other_unit FROM \(table) AS r WHERE r.key = keys[i] FOR UPDATE;
+                IF \(policies) <> 0 THEN
+                  SELECT r.tat, r.unit INTO other_tat, other_unit FROM \(table) AS r WHERE r.key = \(keys) FOR UPDATE;
                   IF FOUND THEN moved := 0; END IF;
                 END IF;
-                IF moved < 0 AND policies[i] <> 1 THEN
+                IF moved < 0 AND \(policies) <> 1 THEN
                   SELECT r.grants, r.permits, r.span INTO other_grants, other_permits, other_span FROM \(sliding) AS r
-                  WHERE r.key = keys[i] FOR UPDATE;
+                  WHERE r.key = \(keys) FOR UPDATE;
                   IF FOUND THEN moved := 1; END IF;
                 END IF;
-                IF moved < 0 AND policies[i] <> 2 THEN
+                IF moved < 0 AND \(policies) <> 2 THEN
                   SELECT r.window_end, r.used, r.permits, r.span INTO other_end, other_used, other_permits, other_span
-                  FROM \(fixed) AS r WHERE r.key = keys[i] FOR UPDATE;
+                  FROM \(fixed) AS r WHERE r.key = \(keys) FOR UPDATE;
                   IF FOUND THEN moved := 2; END IF;
                 END IF;
               END IF;
               real_clock := \(clock);
-              clock := coalesce(nullif(nows[i], -9223372036854775808), real_clock);
+              clock := coalesce(nullif(\(nows), -9223372036854775808), real_clock);
               o_now := clock;
               o_late := real_clock - started > budget;
               EXIT WHEN o_late;
@@ -229,16 +279,16 @@ extension PostgresRateLimitStore {
                 -- The log's grants the old window still counted; the earlier ones are assumed.
                 other_grants := ARRAY(SELECT g FROM unnest(other_grants) AS g WHERE g > latest ORDER BY g);
               END IF;
-              IF policies[i] = 0 THEN
+              IF \(policies) = 0 THEN
                 IF row_found AND held_unit > 0 AND rate_unit IS NOT NULL AND held_unit <> rate_unit AND held > clock THEN
                   -- Another rate: the permits owed stay owed, at this rate.
                   held := clock + least(ceil((held - clock)::numeric / held_unit) * rate_unit, 2305843009213693951);
                 END IF;
                 IF row_found AND held_unit > 0 AND held_tolerance > 0 AND rate_unit > held_unit
-                  AND capacities[i]::numeric * held_unit > held_tolerance::numeric * rate_unit THEN
+                  AND \(capacities)::numeric * held_unit > held_tolerance::numeric * rate_unit THEN
                   -- A slower bucket with a larger burst: the use the row no longer records is
                   -- assumed at the old rate, so the new bucket starts empty.
-                  held := greatest(held, clock + capacities[i]);
+                  held := greatest(held, clock + \(capacities));
                 ELSIF NOT row_found THEN
                   held := clock;
                   IF rate_unit IS NOT NULL AND moved = 1 THEN
@@ -258,7 +308,7 @@ extension PostgresRateLimitStore {
                     -- state records what this rate has not repaid since (each earlier one is
                     -- repaid before the next).
                     IF per::numeric * rate_unit > step THEN
-                      held := greatest(held, clock + capacities[i]);
+                      held := greatest(held, clock + \(capacities));
                     ELSE
                       held := greatest(held, clock)
                         + greatest(0, least(per::numeric * rate_unit - (clock - latest), 2305843009213693951))::bigint;
@@ -267,149 +317,149 @@ extension PostgresRateLimitStore {
                 END IF;
                 -- Denied, or at the end of the timeline, where the new TAT would pass the largest
                 -- bigint: the client reads the latter from `held` as a refusal no wait lets through.
-                IF GREATEST(held, clock) > 9223372036854775807 - amounts[i]
-                  OR GREATEST(held, clock) - clock > capacities[i] - amounts[i] THEN
+                IF GREATEST(held, clock) > 9223372036854775807 - \(amounts)
+                  OR GREATEST(held, clock) - clock > \(capacities) - \(amounts) THEN
                   o_current := held;
                   EXIT;
                 END IF;
-                o_granted := GREATEST(held, clock) + CASE WHEN takes[i] THEN amounts[i] ELSE 0 END;
-                EXIT WHEN NOT takes[i];
+                o_granted := GREATEST(held, clock) + CASE WHEN \(takes) THEN \(amounts) ELSE 0 END;
+                EXIT WHEN NOT \(takes);
                 IF row_found THEN
-                  UPDATE \(table) AS r SET tat = o_granted, unit = rate_unit, tolerance = capacities[i]
-                  WHERE r.key = keys[i];
+                  UPDATE \(table) AS r SET tat = o_granted, unit = rate_unit, tolerance = \(capacities)
+                  WHERE r.key = \(keys);
                 ELSE
-                  INSERT INTO \(table) AS r (key, tat, unit, tolerance) VALUES (keys[i], o_granted, rate_unit, capacities[i])
+                  INSERT INTO \(table) AS r (key, tat, unit, tolerance) VALUES (\(keys), o_granted, rate_unit, \(capacities))
                   ON CONFLICT (key) DO NOTHING;
                   CONTINUE WHEN NOT FOUND;
                 END IF;
-              ELSIF policies[i] = 1 THEN
+              ELSIF \(policies) = 1 THEN
                 -- The log is in order (see below): the entries that left the window are a prefix,
                 -- found by binary search.
                 IF moved = 1 THEN
                   held_grants := other_grants;
                 ELSIF moved = 0 THEN
                   -- A bucket's permits owed, as grants now.
-                  held_grants := array_fill(clock, ARRAY[least(owed, capacities[i])::int]);
-                ELSIF moved = 2 AND least(clock, other_end - 1) > clock - windows[i] THEN
+                  held_grants := array_fill(clock, ARRAY[least(owed, \(capacities))::int]);
+                ELSIF moved = 2 AND least(clock, other_end - 1) > clock - \(windows) THEN
                   -- A fixed window's count, as grants at its last instant (now at the latest).
-                  held_grants := array_fill(least(clock, other_end - 1), ARRAY[least(owed, capacities[i])::int]);
+                  held_grants := array_fill(least(clock, other_end - 1), ARRAY[least(owed, \(capacities))::int]);
                 END IF;
                 held_grants := coalesce(held_grants, '{}');
-                IF per IS NOT NULL AND latest > clock - windows[i] THEN
+                IF per IS NOT NULL AND latest > clock - \(windows) THEN
                   -- The assumed grants this window counts, before the recorded ones; only the
                   -- latest that can fill it matter.
-                  unseen := least(((latest - (clock - windows[i]) - 1) / step + 1)::numeric * per, capacities[i])::bigint;
+                  unseen := least(((latest - (clock - \(windows)) - 1) / step + 1)::numeric * per, \(capacities))::bigint;
                   held_grants := ARRAY(
                     SELECT latest - (e / per) * step FROM generate_series(unseen - 1, 0, -1) AS e ORDER BY 1)
                     || held_grants;
                 END IF;
-                IF row_found AND held_permits > 0 AND windows[i] > held_span AND capacities[i] > held_permits
+                IF row_found AND held_permits > 0 AND \(windows) > held_span AND \(capacities) > held_permits
                   AND clock - held_span > -4611686018427387904 THEN
                   -- A longer window with more permits: the part of it the log no longer records
                   -- is assumed used at the old limit's maximum, its permits at each instant a
                   -- window apart before the old window's start (only the latest that can fill
                   -- the new window matter).
                   edge := clock - held_span;
-                  steps := least((windows[i] - 1) / held_span, (capacities[i] + held_permits - 1) / held_permits);
+                  steps := least((\(windows) - 1) / held_span, (\(capacities) + held_permits - 1) / held_permits);
                   held_grants := ARRAY(
                     SELECT edge - k * held_span FROM generate_series(steps - 1, 0, -1) AS k,
                       generate_series(1, held_permits) AS p
                     WHERE edge - k * held_span > -4611686018427387904 ORDER BY 1)
                     || ARRAY(SELECT g FROM unnest(held_grants) AS g WHERE g > edge ORDER BY g);
                 END IF;
-                live := held_grants[width_bucket(clock - windows[i], held_grants) + 1:];
+                live := held_grants[width_bucket(clock - \(windows), held_grants) + 1:];
                 counted := cardinality(live);
                 o_used := counted;
-                IF clock > 9223372036854775807 - windows[i] THEN
+                IF clock > 9223372036854775807 - \(windows) THEN
                   -- The end of the timeline: a grant's expiry would pass the largest bigint. No
                   -- wait lets it through (a wait of the largest bigint says so).
                   o_wait := 9223372036854775807;
                   EXIT;
                 END IF;
-                IF counted + amounts[i] > capacities[i] THEN
-                  o_wait := live[counted + amounts[i] - capacities[i]] + windows[i] - clock;
+                IF counted + \(amounts) > \(capacities) THEN
+                  o_wait := live[counted + \(amounts) - \(capacities)] + \(windows) - clock;
                   EXIT;
                 END IF;
                 o_granted := clock;
-                EXIT WHEN NOT takes[i];
-                live := live || array_fill(clock, ARRAY[amounts[i]::int]);
+                EXIT WHEN NOT \(takes);
+                live := live || array_fill(clock, ARRAY[\(amounts)::int]);
                 IF counted > 0 AND live[counted] > clock THEN
                   -- The clock went back: the log is kept in order all the same.
                   live := ARRAY(SELECT g FROM unnest(live) AS g ORDER BY g);
                 END IF;
                 IF row_found THEN
                   UPDATE \(sliding) AS r
-                  SET grants = live, expires = greatest(r.expires, clock + windows[i]), permits = capacities[i],
-                    span = windows[i]
-                  WHERE r.key = keys[i];
+                  SET grants = live, expires = greatest(r.expires, clock + \(windows)), permits = \(capacities),
+                    span = \(windows)
+                  WHERE r.key = \(keys);
                 ELSE
                   INSERT INTO \(sliding) AS r (key, expires, grants, permits, span)
-                  VALUES (keys[i], clock + windows[i], live, capacities[i], windows[i])
+                  VALUES (\(keys), clock + \(windows), live, \(capacities), \(windows))
                   ON CONFLICT (key) DO NOTHING;
                   CONTINUE WHEN NOT FOUND;
                 END IF;
               ELSE
                 -- Floor division, so that instants before the epoch fall in their own window too.
-                window_ends := clock - ((clock % windows[i]) + windows[i]) % windows[i];
-                IF window_ends > 9223372036854775807 - windows[i] THEN
+                window_ends := clock - ((clock % \(windows)) + \(windows)) % \(windows);
+                IF window_ends > 9223372036854775807 - \(windows) THEN
                   -- The end of the timeline: the window would end past the largest bigint. No wait
                   -- lets it through (a wait of the largest bigint says so).
                   o_used := 0;
                   o_wait := 9223372036854775807;
                   EXIT;
                 END IF;
-                window_ends := window_ends + windows[i];
+                window_ends := window_ends + \(windows);
                 counted := CASE
                   WHEN row_found AND held = window_ends THEN held_used
                   -- A window of another length that overlaps this one: its count counts here.
-                  WHEN row_found AND held > window_ends - windows[i] THEN least(held_used, capacities[i])
+                  WHEN row_found AND held > window_ends - \(windows) THEN least(held_used, \(capacities))
                   -- Another policy's state: a sliding window's grants in this window, a bucket's
                   -- permits owed, a fixed window's count while its window overlaps this one.
-                  WHEN moved = 1 THEN least(capacities[i], (
-                    SELECT count(*) FROM unnest(other_grants) AS g WHERE g >= window_ends - windows[i]))
-                  WHEN moved = 0 THEN least(capacities[i], owed)
+                  WHEN moved = 1 THEN least(\(capacities), (
+                    SELECT count(*) FROM unnest(other_grants) AS g WHERE g >= window_ends - \(windows)))
+                  WHEN moved = 0 THEN least(\(capacities), owed)
                   ELSE 0 END;
-                IF per IS NOT NULL AND latest >= window_ends - windows[i] THEN
+                IF per IS NOT NULL AND latest >= window_ends - \(windows) THEN
                   -- The assumed grants in this window.
-                  counted := least(capacities[i],
-                    counted + ((latest - (window_ends - windows[i])) / step + 1)::numeric * per);
+                  counted := least(\(capacities),
+                    counted + ((latest - (window_ends - \(windows))) / step + 1)::numeric * per);
                 END IF;
-                IF row_found AND held_span > 0 AND held_permits > 0 AND capacities[i] > held_permits THEN
+                IF row_found AND held_span > 0 AND held_permits > 0 AND \(capacities) > held_permits THEN
                   -- More permits in a window that starts before the old one's current window:
                   -- each old window between the two starts is assumed used at the old limit's
                   -- maximum, since the row records only one.
                   edge := clock - ((clock % held_span) + held_span) % held_span;
-                  IF window_ends - windows[i] < edge THEN
-                    counted := least(capacities[i],
-                      counted + ((edge - (window_ends - windows[i]) - 1) / held_span + 1)::numeric * held_permits);
+                  IF window_ends - \(windows) < edge THEN
+                    counted := least(\(capacities),
+                      counted + ((edge - (window_ends - \(windows)) - 1) / held_span + 1)::numeric * held_permits);
                   END IF;
                 END IF;
                 o_used := counted;
-                -- Not `counted + amounts[i]`, which overflows for a window of `Int64.max` permits.
-                IF amounts[i] > capacities[i] - counted THEN
+                -- Not `counted + \(amounts)`, which overflows for a window of `Int64.max` permits.
+                IF \(amounts) > \(capacities) - counted THEN
                   o_wait := window_ends - clock;
                   EXIT;
                 END IF;
                 o_granted := window_ends;
-                EXIT WHEN NOT takes[i];
+                EXIT WHEN NOT \(takes);
                 IF row_found THEN
                   UPDATE \(fixed) AS r
-                  SET window_end = window_ends, used = counted + amounts[i], permits = capacities[i], span = windows[i]
-                  WHERE r.key = keys[i];
+                  SET window_end = window_ends, used = counted + \(amounts), permits = \(capacities), span = \(windows)
+                  WHERE r.key = \(keys);
                 ELSE
                   INSERT INTO \(fixed) AS r (key, window_end, used, permits, span)
-                  VALUES (keys[i], window_ends, counted + amounts[i], capacities[i], windows[i])
+                  VALUES (\(keys), window_ends, counted + \(amounts), \(capacities), \(windows))
                   ON CONFLICT (key) DO NOTHING;
                   CONTINUE WHEN NOT FOUND;
                 END IF;
               END IF;
               -- The state carried over from another policy's table now lives in this one.
               IF moved = 0 THEN
-                DELETE FROM \(table) AS r WHERE r.key = keys[i];
+                DELETE FROM \(table) AS r WHERE r.key = \(keys);
               ELSIF moved = 1 THEN
-                DELETE FROM \(sliding) AS r WHERE r.key = keys[i];
+                DELETE FROM \(sliding) AS r WHERE r.key = \(keys);
               ELSIF moved = 2 THEN
-                DELETE FROM \(fixed) AS r WHERE r.key = keys[i];
+                DELETE FROM \(fixed) AS r WHERE r.key = \(keys);
               END IF;
               charged := true;
               EXIT;
