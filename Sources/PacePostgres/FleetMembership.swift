@@ -169,17 +169,26 @@ extension PostgresRateLimitStore {
   ///   ``migrate(timeout:)``).
   @discardableResult
   public func heartbeat() async throws -> Int {
-    let span = fleet.size?.liveSpan ?? .seconds(15)
-    let instance = fleet.instance
+    let count = try await Self.sendHeartbeat(
+      instance: fleet.instance, liveSpan: fleet.size?.liveSpan ?? .seconds(15), table: tableName, client: client,
+      timeout: timeout, logger: logger)
+    fleet.learned(count, logger: logger)
+    return count
+  }
+
+  /// Registers `instance` in `table`'s heartbeat table and counts the instances live within
+  /// `liveSpan`, this one included: the store's heartbeat, and the shared concurrency limit's.
+  static func sendHeartbeat(
+    instance: String, liveSpan span: Duration, table: TableName, client: PostgresClient, timeout: Duration,
+    logger: Logger
+  ) async throws -> Int {
     var binds = PostgresBindings()
     binds.append(instance)
     binds.append(span.wholeMicroseconds ?? .max / 4)
     binds.append((span * 10).wholeMicroseconds ?? .max / 4)
-    let query = PostgresQuery(unsafeSQL: Self.heartbeatSQL(table: tableName), binds: binds)
-    let (client, logger) = (client, logger)
-    let count: Int
+    let query = PostgresQuery(unsafeSQL: heartbeatSQL(table: table), binds: binds)
     do {
-      count = try await withTimeout(timeout) {
+      return try await withTimeout(timeout) {
         var count = 1
         for try await value in try await client.query(query, logger: logger).decode(Int64.self) { count = Int(value) }
         return count
@@ -187,8 +196,6 @@ extension PostgresRateLimitStore {
     } catch is DatabaseTimeout {
       throw PacePostgresError.unavailable(reason: "heartbeat: PostgreSQL did not answer within \(timeout)")
     }
-    fleet.learned(count, logger: logger)
-    return count
   }
 
   /// The heartbeats of ``run()``: none unless the policy learns the fleet's size.

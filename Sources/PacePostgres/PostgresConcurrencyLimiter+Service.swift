@@ -140,20 +140,8 @@ extension PostgresConcurrencyLimiter {
   public func heartbeat() async throws -> Int {
     var span = Duration.seconds(15)
     if case .shareLimit(let size) = whenUnavailable, let live = size.liveSpan { span = live }
-    let query = PostgresQuery(
-      unsafeSQL: PostgresRateLimitStore.heartbeatSQL(table: tableName),
-      binds: PostgresBindings(instance, span.wholeMicroseconds ?? .max / 4, (span * 10).wholeMicroseconds ?? .max / 4))
-    let (client, logger) = (client, logger)
-    let count: Int
-    do {
-      count = try await withTimeout(timeout) {
-        var count = 1
-        for try await value in try await client.query(query, logger: logger).decode(Int64.self) { count = Int(value) }
-        return count
-      }
-    } catch is DatabaseTimeout {
-      throw PacePostgresError.unavailable(reason: "heartbeat: PostgreSQL did not answer within \(timeout)")
-    }
+    let count = try await PostgresRateLimitStore.sendHeartbeat(
+      instance: instance, liveSpan: span, table: tableName, client: client, timeout: timeout, logger: logger)
     let (previous, current) = fleet.withLock { fleet in
       let previous = fleet.count
       fleet.counted(count, now: .now)
