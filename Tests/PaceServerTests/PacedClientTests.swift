@@ -236,7 +236,8 @@ struct PacedClientRetryTests {
   func aRefusedConnectionIsRetried(_ library: ClientLibrary) async throws {
     let port = try await TestServer.freePort()
     let ledger = ServerLedger()
-    let retries = RetryStrategy(maximumAttempts: 20, baseDelay: .milliseconds(100), maximumDelay: .milliseconds(100))
+    // Attempts for 10 s: on a loaded machine the server may take seconds to listen.
+    let retries = RetryStrategy(maximumAttempts: 100, baseDelay: .milliseconds(100), maximumDelay: .milliseconds(100))
     let status = try await Clients.with { clients in
       try await withThrowingTaskGroup(of: Int?.self) { group in
         group.addTask {
