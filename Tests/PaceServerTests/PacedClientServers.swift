@@ -206,7 +206,15 @@ enum TestServer {
       },
       logger: Logger(label: "pace.tests.paced-client", factory: { _ in SwiftLogNoOpLogHandler() }))
     return try await withThrowingTaskGroup(of: Void.self) { group in
-      group.addTask { try await app.runService(gracefulShutdownSignals: []) }
+      group.addTask {
+        do {
+          try await app.runService(gracefulShutdownSignals: [])
+        } catch {
+          // A server that never listened (its port taken): the wait for its port ends.
+          continuation.finish()
+          throw error
+        }
+      }
       defer { group.cancelAll() }
       var iterator = ports.makeAsyncIterator()
       guard let bound = await iterator.next(), bound > 0 else { throw TestServerError.didNotStart }
@@ -214,9 +222,14 @@ enum TestServer {
     }
   }
 
-  /// A port that nothing listens on (a moment ago a server did).
+  /// A port that nothing listens on (a moment ago a server did), below Linux's ephemeral range
+  /// (32768 and up): a port the kernel picked could be given to another test's outgoing
+  /// connection before a server binds it again.
   static func freePort() async throws -> Int {
-    try await run(Router()) { $0 }
+    for _ in 0..<50 {
+      if let port = try? await run(Router(), port: Int.random(in: 20_000..<32_000), { $0 }) { return port }
+    }
+    throw TestServerError.didNotStart
   }
 }
 
