@@ -61,16 +61,7 @@ struct PostgresConcurrencyLimiterTests {
   static func running<Result: Sendable>(
     _ limiters: [PostgresConcurrencyLimiter], _ body: @Sendable () async throws -> Result
   ) async throws -> Result {
-    let runs = limiters.map { limiter in Task { try await limiter.run() } }
-    let result: Swift.Result<Result, any Error>
-    do {
-      result = .success(try await body())
-    } catch {
-      result = .failure(error)
-    }
-    for run in runs { run.cancel() }
-    for run in runs { try await run.value }
-    return try result.get()
+    try await TestDatabase.running(services: limiters.map { limiter in { try await limiter.run() } }, body)
   }
 
   /// The key's leases in the database that have not expired.

@@ -85,7 +85,18 @@ enum TestDatabase {
     _ clients: [PostgresClient],
     _ body: @Sendable () async throws -> Result
   ) async throws -> Result {
-    let runs = clients.map { client in Task { await client.run() } }
+    try await running(services: clients.map { client in { await client.run() } }, body)
+  }
+
+  /// Runs each of `services` (a `run()`: a client's, a limiter's) in a task of its own while
+  /// `body` runs, then cancels them and waits at most 10 s for them to stop: one that ignores the
+  /// cancellation is left behind (with a note on standard error) rather than hanging the test
+  /// process. Throws `body`'s error, else the first error a service's `run()` threw.
+  static func running<Result: Sendable>(
+    services: [@Sendable () async throws -> Void],
+    _ body: @Sendable () async throws -> Result
+  ) async throws -> Result {
+    let runs = services.map { service in Task { try await service() } }
     let result: Swift.Result<Result, any Error>
     do {
       result = .success(try await body())
@@ -95,7 +106,7 @@ enum TestDatabase {
     for run in runs { run.cancel() }
     let (stopped, stop) = AsyncStream<Bool>.makeStream()
     let waiter = Task {
-      for run in runs { await run.value }
+      for run in runs { _ = await run.result }
       stop.yield(true)
       stop.finish()
     }
@@ -112,9 +123,13 @@ enum TestDatabase {
     timer.cancel()
     waiter.cancel()
     if !allStopped {
-      FileHandle.standardError.write(Data("note: a PostgresClient did not stop within 10 s of its cancellation\n".utf8))
+      FileHandle.standardError.write(Data("note: a service did not stop within 10 s of its cancellation\n".utf8))
     }
-    return try result.get()
+    let value = try result.get()
+    if allStopped {
+      for run in runs { try await run.value }
+    }
+    return value
   }
 
   /// A logger for the clients' background work that keeps the expected connection failures quiet.
