@@ -50,14 +50,26 @@ extension PostgresRateLimitStore {
     let started = ContinuousClock.now
     let (key, stored) = try checked(requestedKey, cost: cost, limit: limit)
     trace.asked(key: key, cost: cost, limit: limit)
+    // A busy key's lease answers at memory speed, before anything else.
+    var lease: Int? = nil
+    if let hotKeys {
+      switch hotKeys.decide(key, cost: cost, limit: limit, now: hotKeys.micros(started, roundingUp: true)) {
+      case .grant(let remaining, let refill):
+        return await grantFromLease(key, cost: cost, limit: limit, remaining: remaining, refill: refill, trace: trace)
+      case .ask(let permits):
+        lease = permits
+      }
+    }
     // A denial this instance was given is answered again until it expires, at memory speed.
     let entry = DenialCacheState.Entry(key: key, limit: stored)
     if let retryAfter = denials.withLock({ $0.retryAfter(entry, now: started) }) {
+      if lease != nil { hotKeys?.notLeased(key, limit: limit, now: hotKeys?.micros(.now, roundingUp: true) ?? 0) }
       health.count(cost == 0 ? .question : .denied)
       trace.answered(by: "denial_cache")
       return .limited(retryAfter: retryAfter)
     }
-    return try await decide(entry, cost: cost, limit: limit, started: started, databaseNow: nil, trace: trace)
+    return try await decide(
+      entry, cost: cost, limit: limit, started: started, databaseNow: nil, trace: trace, lease: lease)
   }
 
   /// ``tryAcquire(_:cost:limit:)`` decided at `databaseNow` microseconds since the Unix epoch
@@ -69,8 +81,18 @@ extension PostgresRateLimitStore {
     let started = ContinuousClock.now
     let (key, stored) = try checked(requestedKey, cost: cost, limit: limit)
     let entry = DenialCacheState.Entry(key: key, limit: stored)
+    var lease: Int? = nil
+    if let hotKeys {
+      switch hotKeys.decide(key, cost: cost, limit: limit, now: databaseNow) {
+      case .grant(let remaining, let refill):
+        return await grantFromLease(
+          key, cost: cost, limit: limit, remaining: remaining, refill: refill, trace: .off, databaseNow: databaseNow)
+      case .ask(let permits):
+        lease = permits
+      }
+    }
     return try await decide(
-      entry, cost: cost, limit: limit, started: started, databaseNow: databaseNow, trace: .off)
+      entry, cost: cost, limit: limit, started: started, databaseNow: databaseNow, trace: .off, lease: lease)
   }
 
   /// The stored key and the stored form of a request, or the error that rejects it (counted).
@@ -85,11 +107,20 @@ extension PostgresRateLimitStore {
   }
 
   /// The decision of a request the denial cache does not answer: the database's, or the policy's.
+  /// With `lease`, the database is asked for a lease of that many permits for a busy key, the
+  /// request's among them; a lease it denies, and only then, is followed by the request alone.
   private func decide(
     _ entry: DenialCacheState.Entry, cost: Int, limit: RateLimit, started: ContinuousClock.Instant,
-    databaseNow: Int64?, trace: DecisionTrace
+    databaseNow: Int64?, trace: DecisionTrace, lease: Int? = nil
   ) async throws -> RateLimitDecision {
     let key = entry.key
+    // Every path that neither installs the lease nor hears it denied tells the leases so.
+    var leaseAsked = lease != nil
+    defer {
+      if leaseAsked, let hotKeys {
+        hotKeys.notLeased(key, limit: limit, now: databaseNow ?? hotKeys.micros(.now, roundingUp: true))
+      }
+    }
     let admission = health.admit(now: started, logger: logger)
     switch admission {
     case .ask:
@@ -108,12 +139,38 @@ extension PostgresRateLimitStore {
       return try await decideUnavailable(
         key, cost: cost, limit: limit, reason: "the circuit breaker is probing", started: started)
     }
-    let answer: DecisionAnswer
+    let alone = DecisionRequest(
+      key: key, limit: entry.limit, takes: cost > 0, deadline: started.advanced(by: timeout), databaseNow: databaseNow)
+    var request = alone
+    let leaseLimit = try lease.map { permits throws(PacePostgresError) in try StoredLimit(cost: permits, limit: limit) }
+    if let leaseLimit {
+      request = DecisionRequest(
+        key: key, limit: leaseLimit, takes: true, deadline: alone.deadline, databaseNow: databaseNow)
+    }
+    var answer: DecisionAnswer
     do {
-      answer = try await batcher.decide(
-        DecisionRequest(
-          key: key, limit: entry.limit, takes: cost > 0, deadline: started.advanced(by: timeout),
-          databaseNow: databaseNow))
+      answer = try await batcher.decide(request)
+      if let leaseLimit, let lease, !answer.late {
+        if let granted = answer.granted, let hotKeys {
+          leaseAsked = false
+          let now = ContinuousClock.now
+          health.ended(admission, unavailable: false, now: now, error: nil, logger: logger)
+          trace.answered(by: "database", roundTrips: answer.roundTrips, batchSize: answer.batchSize)
+          let remaining = hotKeys.leased(
+            key, limit: limit, permits: Int64(lease), amount: leaseLimit.amount, granted: granted,
+            decided: answer.now, sent: databaseNow ?? hotKeys.micros(answer.sent, roundingUp: false),
+            requested: Int64(cost), now: databaseNow ?? hotKeys.micros(now, roundingUp: true))
+          let decision = RateLimitDecision.allowed(remaining: remaining ?? 0)
+          health.count(.decided(decision, cost: cost), duration: started.duration(to: now))
+          return decision
+        }
+        // Denied: the key is near its limit; the request is decided alone, and no lease is asked
+        // for this key for a while.
+        leaseAsked = false
+        hotKeys?.notLeased(
+          key, limit: limit, now: databaseNow ?? hotKeys?.micros(.now, roundingUp: true) ?? 0, wasDenied: true)
+        answer = try await batcher.decide(alone)
+      }
     } catch {
       let kind = error is CancellationError ? nil : failureKind(of: error)
       health.ended(admission, unavailable: kind.map { $0 == .unavailable }, now: .now, error: error, logger: logger)

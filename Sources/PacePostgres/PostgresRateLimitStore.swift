@@ -135,6 +135,8 @@ public struct PostgresRateLimitStore: RateLimitStore, Service {
   let denials: LockedState<DenialCacheState>
   /// The heartbeat's id and count, and the shares of ``FailureMode/shareLimit(among:)``.
   let fleet: FleetMembership
+  /// The busy keys' leases, when ``leasingHotKeys(_:metricsFactory:)`` made the store.
+  var hotKeys: HotKeyLeases? = nil
   /// The circuit breaker's probes in flight, which ``shutdown()`` awaits.
   let probes = OwnedTasks()
 
