@@ -93,6 +93,49 @@ private struct SendFailed: Error, Equatable {}
           timer: .arm(at: ms(170))))
   }
 
+  @Test func aSubmitBehindAWaitingItemIsBufferedQuietlyUnlessItFillsTheBatch() {
+    var batcher = machine(maxCount: 4)
+    #expect(batcher.bufferQuietly("a", key: nil) == false)  // the first item reads the clock: its maxWait starts
+    #expect(batcher.buffer("a", key: nil, now: ms(0)) == Action(timer: .arm(at: ms(100))))
+    #expect(batcher.bufferQuietly("b", key: nil) == true)
+    #expect(batcher.bufferQuietly("c", key: nil) == true)
+    #expect(batcher.bufferQuietly("d", key: nil) == false)  // it fills the batch
+    #expect(batcher.bufferedCount == 3)
+    #expect(
+      batcher.buffer("d", key: nil, now: ms(50))
+        == Action(batches: [.init(id: 1, entries: [1, 2, 3, 4], items: ["a", "b", "c", "d"])], timer: .disarm))
+    // The next batch's first item starts its own maxWait.
+    #expect(batcher.bufferQuietly("e", key: nil) == false)
+    #expect(batcher.buffer("e", key: nil, now: ms(60)) == Action(timer: .arm(at: ms(160))))
+    #expect(batcher.bufferQuietly("f", key: nil) == true)
+    #expect(batcher.timerFired(now: ms(160)) == Action())  // due, but the slot is taken
+    // While a due batch waits for a slot, the items behind it wait too, quietly, except the one
+    // that will be the next batch's first.
+    #expect(batcher.bufferQuietly("g", key: nil) == true)
+    #expect(batcher.bufferQuietly("h", key: nil) == true)
+    #expect(batcher.bufferQuietly("i", key: nil) == false)
+    #expect(batcher.buffer("i", key: nil, now: ms(165)) == Action())
+    #expect(batcher.bufferQuietly("j", key: nil) == true)
+    #expect(
+      batcher.batchEnded(now: ms(170))
+        == Action(
+          batches: [.init(id: 2, entries: [5, 6, 7, 8], items: ["e", "f", "g", "h"])], timer: .arm(at: ms(265))))
+    #expect(batcher.bufferQuietly("k", key: nil) == true)
+    #expect(batcher.timerFired(now: ms(265)) == Action())
+    #expect(
+      batcher.batchEnded(now: ms(270))
+        == Action(batches: [.init(id: 3, entries: [9, 10, 11], items: ["i", "j", "k"])]))
+  }
+
+  @Test func aDroppingBatcherAndABatchOfOneAlwaysReadTheClock() {
+    var dropping = machine(maxCount: 4, capacity: 2, overflow: .dropOldest)
+    _ = dropping.buffer("a", key: nil, now: ms(0))
+    #expect(dropping.bufferQuietly("b", key: nil) == false)
+    var single = machine(maxCount: 1, maxInFlight: 1)
+    _ = single.buffer("a", key: nil, now: ms(0))
+    #expect(single.bufferQuietly("b", key: nil) == false)
+  }
+
   @Test func hostileDurationsSaturate() {
     var forever = machine(maxWait: .max / 1_000_000)
     #expect(
@@ -209,7 +252,12 @@ private struct SendFailed: Error, Equatable {}
           let item = Int.random(in: 0..<4, using: &random)
           let joins = Bool.random(using: &random)
           expected = model.add(item, caller: caller, joins: joins, now: now)
-          action = machine.add(item, caller: caller, joins: joins, now: ms(now))
+          // A submit that finds room takes the driver's path: quietly where the machine can.
+          if !joins, machine.hasRoom, machine.bufferQuietly(item, key: BatchKey(item)) {
+            action = BatchAction(admitted: [.init(caller: caller, entry: machine.lastEntry)])
+          } else {
+            action = machine.add(item, caller: caller, joins: joins, now: ms(now))
+          }
         case 6:
           for index in model.buffer.indices { model.buffer[index].flushed = true }
           model.send(now: now, into: &expected)
@@ -459,6 +507,38 @@ final class BatchLog: Sendable {
     #expect(last.items == [5])
     #expect(last.at == ms(1300))
     log.release.post(())
+  }
+
+  @Test func submitsWithRoomKeepTheFirstItemsMaxWaitTheCapacityAndTheOrderOfWaitingSubmitters() async throws {
+    let log = BatchLog(scheduler: scheduler)
+    let batcher = Batcher<Int, Int>(
+      maximumCount: 4, maximumWait: .seconds(1), bufferCapacity: 3, clock: scheduler, send: log.send)
+    try await batcher.submit(1)
+    scheduler.advance(to: ms(100))
+    try await batcher.submit(2)
+    try await batcher.submit(3)  // the buffer is exactly full
+    #expect(batcher.bufferedCount == 3)
+    let fourth = Task { try await batcher.submit(4) }
+    _ = await batcher.waitUntilWaitingCount(1)
+    let fifth = Task { try await batcher.submit(5) }
+    _ = await batcher.waitUntilWaitingCount(2)
+    #expect(scheduler.pendingDeadlines == [ms(1000)])  // the first item's maxWait
+    scheduler.advance(to: ms(1000))
+    let first = await log.sent.next()
+    #expect(first.items == [1, 2, 3] && first.at == ms(1000))
+    try await fourth.value
+    try await fifth.value
+    let cancelled = Task {
+      withUnsafeCurrentTask { $0?.cancel() }
+      try await batcher.submit(99)
+    }
+    await #expect(throws: CancellationError.self) { try await cancelled.value }
+    try await batcher.submit(6)
+    #expect(batcher.bufferedCount == 3)
+    #expect(scheduler.pendingDeadlines == [ms(2000)])  // the fourth's, from when it found room
+    scheduler.advance(to: ms(2000))
+    let second = await log.sent.next()
+    #expect(second.items == [4, 5, 6] && second.at == ms(2000))
   }
 
   @Test func aLoaderCancelsAloneAndTheItemIsStillSent() async throws {

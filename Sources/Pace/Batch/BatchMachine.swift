@@ -145,6 +145,32 @@ struct BatchMachine<Item> {
     return action
   }
 
+  /// A `submit` of `item` that finds room (``hasRoom``) and changes nothing but the buffer: it
+  /// joins items that wait, either for the oldest one's `maxWait` (the timer is armed) without
+  /// filling a batch, or for a slot (a batch is due), and it is not a batch's first item. It is
+  /// buffered without the clock, its arrival never read, and with no action. Returns `false`,
+  /// changing nothing, for any other item; ``buffer(_:key:now:)`` takes it.
+  ///
+  /// Only a batch's first item starts a `maxWait`, and the first items are those at multiples
+  /// of `maxCount` from the oldest: a batch takes `maxCount` items, or every item buffered. A
+  /// dropped oldest item would move them, which is why ``BatchOverflow/dropOldest`` always reads
+  /// the clock. An oldest item whose `maxWait` has passed is sent by its timer.
+  @inlinable
+  mutating func bufferQuietly(_ item: Item, key: BatchKey?) -> Bool {
+    let count = bufferedCount
+    guard count > 0, count % maxCount != 0, overflow != .dropOldest else { return false }
+    if armed == nil {
+      // Nothing armed for items that wait: a batch is due, and no slot is free.
+      guard inFlight >= maxInFlight else { return false }
+    } else {
+      guard count &+ 1 < maxCount else { return false }
+    }
+    lastEntry &+= 1
+    entries.append(Entry(id: lastEntry, item: item, key: key, arrival: entries[head].arrival))
+    if let key { newest[key] = lastEntry }
+    return true
+  }
+
   /// The caller `caller`, waiting for room, is cancelled: it is refused. Nothing if it no longer
   /// waits.
   @inlinable

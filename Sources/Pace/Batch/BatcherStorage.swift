@@ -205,16 +205,23 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
     try Task.checkCancellation()
     let clock = self.clock
     // Room in the buffer, and nobody waiting for it before this item: buffered at once, without
-    // a continuation or a suspension (the common case).
-    let buffered = state.withLock { state -> Effects? in
-      guard state.machine.hasRoom else { return nil }
+    // a continuation or a suspension (the common case); most often with nothing else to do, no
+    // clock to read and no effects to make.
+    let buffered = state.withLock { state -> Buffered in
+      guard state.machine.hasRoom else { return .noRoom }
       state.calls += 1
       let key = state.machine.indexesKeys ? self.key(item) : nil
-      return state.apply(state.machine.buffer(item, key: key, now: clock.now()))
+      if state.watchers.isEmpty, state.machine.bufferQuietly(item, key: key) { return .quietly }
+      return .withEffects(state.apply(state.machine.buffer(item, key: key, now: clock.now())))
     }
-    if let buffered {
-      carryOut(buffered)
+    switch buffered {
+    case .quietly:
       return
+    case .withEffects(let effects):
+      carryOut(effects)
+      return
+    case .noRoom:
+      break
     }
     let caller = nextCaller()
     try await withTaskCancellationHandler(
@@ -228,6 +235,17 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
       },
       isolation: isolation
     )
+  }
+
+  /// What a `submit` that finds room did under the lock.
+  @usableFromInline
+  enum Buffered {
+    /// Buffered, with nothing else to do.
+    case quietly
+    /// Buffered; these effects follow.
+    case withEffects(Effects)
+    /// No room: the caller waits for it.
+    case noRoom
   }
 
   /// Hands `item` to the machine for `caller`, whose continuation waits for room (a `load` joins
@@ -287,7 +305,11 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
     var untold: [Item] = []
     let effects = state.withLock { state -> Effects in
       var outputs: [(Loader, Result<Output, any Error>)] = []
-      for (index, entry) in batch.entries.enumerated() {
+      // Nobody loads (a batcher that only submits): no entry to look up under the lock, which
+      // the submitters wait for.
+      let anyLoader = !state.loaders.isEmpty
+      if !anyLoader { untold = batch.items }
+      for (index, entry) in batch.entries.enumerated() where anyLoader {
         guard let group = state.loaders.removeValue(forKey: entry), !group.isEmpty else {
           untold.append(batch.items[index])
           continue
