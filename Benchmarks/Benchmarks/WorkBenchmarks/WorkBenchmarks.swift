@@ -11,6 +11,9 @@
 // - Batching, 100 items a batch, `maxWait` an hour (never reached): "submit" buffers items one
 //   after another (fire-and-forget); "load" makes 100 concurrent loads a batch and awaits each
 //   item's output. The `send` returns at once.
+// - "from the main actor": the same calls made by code on the main actor (an app's), where the
+//   snippets' actors are another actor to hop to and back from; each load is a task that hops to
+//   the main actor and calls from there, on both sides.
 
 import Benchmark
 import Pace
@@ -64,7 +67,9 @@ actor NaiveBatcher {
     } else if timer == nil {
       let maxWait = self.maxWait
       timer = Task {
-        try? await Task.sleep(for: maxWait)
+        // Cancelled: its batch went at `maxCount`. (Flushing anyway would send the next batch's
+        // first items alone, and leave the rest waiting for `maxWait`.)
+        do { try await Task.sleep(for: maxWait) } catch { return }
         self.flush()
       }
     }
@@ -83,6 +88,39 @@ actor NaiveBatcher {
       for (item, loader) in waiting { loader.resume(returning: outputs?[item] ?? 0) }
     }
   }
+}
+
+// MARK: From the main actor
+
+/// `count` calls, one after another, each starting a run, made on the main actor.
+@MainActor func runOneCallerARunOnMain(_ work: RequestDeduplicator<Int, Int>, count: Int) async throws {
+  var sum = 0
+  for index in 0..<count { sum &+= try await work.run(index & 7) { index } }
+  blackHole(sum)
+}
+
+@MainActor func runOneCallerARunOnMain(_ work: KeyedSharedWork<Int, Int>, count: Int) async throws {
+  var sum = 0
+  for index in 0..<count { sum &+= try await work.run(index & 7) { index } }
+  blackHole(sum)
+}
+
+@MainActor func submitOnMain(_ batcher: NaiveBatcher, count: Int) async {
+  for index in 0..<count { await batcher.submit(index) }
+  await batcher.flush()
+}
+
+@MainActor func submitOnMain(_ batcher: Batcher<Int, Int>, count: Int) async throws {
+  for index in 0..<count { try await batcher.submit(index) }
+  batcher.flush()
+}
+
+@MainActor func loadOnMain(_ batcher: NaiveBatcher, _ item: Int) async throws -> Int {
+  try await batcher.load(item)
+}
+
+@MainActor func loadOnMain(_ batcher: Batcher<Int, Int>, _ item: Int) async throws -> Int {
+  try await batcher.load(item)
 }
 
 let benchmarks: @Sendable () -> Void = {
@@ -108,6 +146,14 @@ let benchmarks: @Sendable () -> Void = {
     var sum = 0
     for index in benchmark.scaledIterations { sum &+= try await work.run(index & 7) { index } }
     blackHole(sum)
+  }
+
+  Benchmark("Naive actor + [Key: Task]: one caller a run, from the main actor") { benchmark in
+    try await runOneCallerARunOnMain(RequestDeduplicator<Int, Int>(), count: benchmark.scaledIterations.count)
+  }
+
+  Benchmark("KeyedSharedWork.run: one caller a run, from the main actor") { benchmark in
+    try await runOneCallerARunOnMain(KeyedSharedWork<Int, Int>(), count: benchmark.scaledIterations.count)
   }
 
   // MARK: 8 callers a run
@@ -189,6 +235,36 @@ let benchmarks: @Sendable () -> Void = {
     for round in 0..<(benchmark.scaledIterations.count / 100) {
       try await withThrowingTaskGroup(of: Int.self) { group in
         for item in 0..<100 { group.addTask { try await batcher.load(round * 100 + item) } }
+        for try await value in group { blackHole(value) }
+      }
+    }
+  }
+
+  Benchmark("Naive actor batcher: submit, from the main actor") { benchmark in
+    let batcher = NaiveBatcher(maxCount: 100, maxWait: .seconds(3600), send: sendNothing)
+    await submitOnMain(batcher, count: benchmark.scaledIterations.count)
+  }
+
+  Benchmark("Batcher.submit, from the main actor") { benchmark in
+    let batcher = Batcher<Int, Int>(maximumCount: 100, maximumWait: .seconds(3600), send: sendNothing)
+    try await submitOnMain(batcher, count: benchmark.scaledIterations.count)
+  }
+
+  Benchmark("Naive actor batcher: load, from the main actor") { benchmark in
+    let batcher = NaiveBatcher(maxCount: 100, maxWait: .seconds(3600), send: echo)
+    for round in 0..<(benchmark.scaledIterations.count / 100) {
+      try await withThrowingTaskGroup(of: Int.self) { group in
+        for item in 0..<100 { group.addTask { try await loadOnMain(batcher, round * 100 + item) } }
+        for try await value in group { blackHole(value) }
+      }
+    }
+  }
+
+  Benchmark("Batcher.load, from the main actor") { benchmark in
+    let batcher = Batcher<Int, Int>(maximumCount: 100, maximumWait: .seconds(3600), send: echo)
+    for round in 0..<(benchmark.scaledIterations.count / 100) {
+      try await withThrowingTaskGroup(of: Int.self) { group in
+        for item in 0..<100 { group.addTask { try await loadOnMain(batcher, round * 100 + item) } }
         for try await value in group { blackHole(value) }
       }
     }
