@@ -134,8 +134,7 @@ struct HotKeyLeaseState: Sendable {
   /// What to do with a decision.
   enum Action: Equatable, Sendable {
     /// Granted from a lease, with `remaining` permits left in it; when `refill` is set, the
-    /// caller also asks the database for the next lease of `refill` permits (in the background of
-    /// no one else's decision).
+    /// caller also asks the database for the next lease of `refill` permits, kept ahead.
     case grant(remaining: Int, refill: Int?)
     /// Decided in the database: alone (`lease` nil), or with a lease of `lease` permits, the
     /// request's cost among them.
@@ -148,7 +147,7 @@ struct HotKeyLeaseState: Sendable {
     /// The current span of activity and the decisions in it.
     var spanStart: Int64
     var decisions: Int
-    /// The lease in use first, then at most one taken ahead of need.
+    /// The lease in use first, then at most one taken ahead of it.
     var leases: [Lease] = []
     /// A lease has been asked for and not answered.
     var asking = false
@@ -198,9 +197,10 @@ struct HotKeyLeaseState: Sendable {
           used.next = index
         }
         state.leases[0] = used
+        // One lease is kept ahead of the one in use, so that a slow round trip does not leave the
+        // key without one: its slots follow this one's, so they do not start passing meanwhile.
         var refill: Int? = nil
-        let left = state.leases.reduce(Int64(0)) { $0 + $1.usable(now: now) }
-        if !state.asking, state.leases.count == 1, left * 2 <= Int64(size), now >= state.quietUntil {
+        if !state.asking, state.leases.count == 1, now >= state.quietUntil {
           state.asking = true
           refill = size
         }

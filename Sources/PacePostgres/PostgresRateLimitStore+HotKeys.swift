@@ -32,7 +32,7 @@ extension PostgresRateLimitStore {
   public var hotKeyLeasing: HotKeyLeasing? { hotKeys?.settings }
 
   /// A grant from a busy key's lease; with `refill`, the next lease is asked for first, the one
-  /// round trip in half a lease that a caller waits for.
+  /// round trip per lease that a caller waits for.
   func grantFromLease(
     _ key: String, cost: Int, limit: RateLimit, remaining: Int, refill: Int?, trace: DecisionTrace,
     databaseNow: Int64? = nil

@@ -19,7 +19,7 @@ struct HotKeyLeaseStateTests {
     HotKeyLeaseState(settings: try HotKeyLeasing(busyAfter: busyAfter, within: .milliseconds(100), burstDivisor: 10))
   }
 
-  @Test func aBusyKeyLeasesGrantsFromMemoryAndAsksForTheNextLeaseAtHalf() throws {
+  @Test func aBusyKeyLeasesGrantsFromMemoryAndKeepsTheNextLeaseAhead() throws {
     var m = try machine()
     #expect(m.decide("hot", cost: 1, limit: limit, now: t0) == .ask(lease: nil))
     #expect(m.decide("hot", cost: 1, limit: limit, now: t0) == .ask(lease: nil))
@@ -29,11 +29,11 @@ struct HotKeyLeaseStateTests {
     // The database charged 10 permits from a TAT at t0: their slots start at t0, t0 + 10 ms, …
     let lease = HotKeyLeaseState.Lease.tokenBucket(permits: 10, start: t0, limit: limit)
     #expect(m.leased("hot", limit: limit, lease: lease, requested: 1, now: t0 + ms) == 9)
-    #expect(m.decide("hot", cost: 1, limit: limit, now: t0 + ms) == .grant(remaining: 8, refill: nil))
+    // The first grant asks for the next lease, kept ahead; one at a time.
+    #expect(m.decide("hot", cost: 1, limit: limit, now: t0 + ms) == .grant(remaining: 8, refill: 10))
     #expect(m.decide("hot", cost: 0, limit: limit, now: t0 + ms) == .grant(remaining: 8, refill: nil))  // takes nothing
     #expect(m.decide("hot", cost: 2, limit: limit, now: t0 + ms) == .grant(remaining: 6, refill: nil))
-    #expect(m.decide("hot", cost: 1, limit: limit, now: t0 + ms) == .grant(remaining: 5, refill: 10))  // half left
-    #expect(m.decide("hot", cost: 1, limit: limit, now: t0 + ms) == .grant(remaining: 4, refill: nil))
+    #expect(m.decide("hot", cost: 1, limit: limit, now: t0 + ms) == .grant(remaining: 5, refill: nil))
     #expect(m.decide("hot", cost: 11, limit: limit, now: t0 + ms) == .ask(lease: nil))  // more than a lease
   }
 
@@ -43,17 +43,17 @@ struct HotKeyLeaseStateTests {
     let lease = HotKeyLeaseState.Lease.tokenBucket(permits: 10, start: t0, limit: limit)
     #expect(m.leased("hot", limit: limit, lease: lease, requested: 1, now: t0) == 9)
     // Permit 1's slot starts at t0 + 10 ms: granted then, not a microsecond later.
-    #expect(m.decide("hot", cost: 1, limit: limit, now: t0 + 10 * ms) == .grant(remaining: 8, refill: nil))
+    #expect(m.decide("hot", cost: 1, limit: limit, now: t0 + 10 * ms) == .grant(remaining: 8, refill: 10))
     // At t0 + 35 ms, permits 2 and 3 have missed their slots: permit 4 (t0 + 40 ms) is the next.
-    #expect(m.decide("hot", cost: 1, limit: limit, now: t0 + 35 * ms) == .grant(remaining: 5, refill: 10))
+    #expect(m.decide("hot", cost: 1, limit: limit, now: t0 + 35 * ms) == .grant(remaining: 5, refill: nil))
     #expect(m.decide("hot", cost: 1, limit: limit, now: t0 + 90 * ms) == .grant(remaining: 0, refill: nil))
     #expect(m.takeExpired() == 0)
     #expect(m.decide("hot", cost: 1, limit: limit, now: t0 + 90 * ms + 1) == .ask(lease: nil))
     #expect(m.takeExpired() == 6)  // 10 leased, 4 granted
-    // The next lease, taken ahead at half: its slots follow the first's.
+    // The next lease, taken ahead: its slots follow the first's.
     let next = HotKeyLeaseState.Lease.tokenBucket(permits: 10, start: t0 + 100 * ms, limit: limit)
     #expect(m.leased("hot", limit: limit, lease: next, requested: 0, now: t0 + 91 * ms) == nil)
-    #expect(m.decide("hot", cost: 1, limit: limit, now: t0 + 91 * ms) == .grant(remaining: 9, refill: nil))
+    #expect(m.decide("hot", cost: 1, limit: limit, now: t0 + 91 * ms) == .grant(remaining: 9, refill: 10))
   }
 
   @Test func aFixedWindowsLeaseExpiresAtTheWindowsEnd() throws {
@@ -63,7 +63,7 @@ struct HotKeyLeaseStateTests {
     #expect(m.decide("hot", cost: 1, limit: window, now: t0) == .ask(lease: 10))
     let lease = HotKeyLeaseState.Lease.fixedWindow(permits: 10, end: t0 + 1000 * ms)
     #expect(m.leased("hot", limit: window, lease: lease, requested: 1, now: t0) == 9)
-    #expect(m.decide("hot", cost: 1, limit: window, now: t0 + 1000 * ms - 1) == .grant(remaining: 8, refill: nil))
+    #expect(m.decide("hot", cost: 1, limit: window, now: t0 + 1000 * ms - 1) == .grant(remaining: 8, refill: 10))
     #expect(m.decide("hot", cost: 1, limit: window, now: t0 + 1000 * ms) == .ask(lease: nil))
     #expect(m.takeExpired() == 8)
   }
@@ -236,15 +236,17 @@ struct HotKeyLeaseTests {
       #expect(answer2 == .allowed(remaining: 9))  // a lease of 10, the first its own
       let afterLease = statements()
       let answer3 = try await decide(at: 0)
-      #expect(answer3 == .allowed(remaining: 8))
+      #expect(answer3 == .allowed(remaining: 8))  // from memory, and the next lease is taken ahead
+      #expect(statements() == afterLease + 1)
       let answer4 = try await decide(at: 10 * Self.ms)
       #expect(answer4 == .allowed(remaining: 7))
-      #expect(statements() == afterLease)  // from memory
-      // At 200 ms every slot of the lease has started: its 7 left expire, and the database decides.
-      let answer5 = try await decide(at: 200 * Self.ms)
+      #expect(statements() == afterLease + 1)  // from memory
+      // At 300 ms every slot of both leases has started (the second's last at 200 ms): their 17
+      // left expire, and the database decides.
+      let answer5 = try await decide(at: 300 * Self.ms)
       #expect(answer5 == .allowed(remaining: 99))  // the bucket refilled
-      #expect(statements() == afterLease + 1)
-      #expect(counter(metrics, "pace_rate_limit_lease_expired_permits_total", table) == 7)
+      #expect(statements() == afterLease + 2)
+      #expect(counter(metrics, "pace_rate_limit_lease_expired_permits_total", table) == 17)
     }
   }
 

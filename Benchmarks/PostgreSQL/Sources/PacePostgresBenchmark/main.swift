@@ -22,6 +22,11 @@
 //                                                              on-loop: each caller's task runs on its
 //                                                              connection's event loop
 //   pace-postgres-benchmark denied CALLERS SECONDS TABLE       decisions/s round-trips/s
+//   pace-postgres-benchmark hot-lease CALLERS SECONDS TABLE    one hot key whose every request is allowed,
+//                                                              decided in the database, then from leases
+//                                                              (HotKeyLeasing's defaults): a line each of
+//                                                              decisions/s statements/s denied, then the
+//                                                              leasing store's p50 p99 p99.99 max (ms)
 //   pace-postgres-benchmark lease-instance TABLE KEY MAXIMUM LEASE_MS WORKERS HOLD_MS SECONDS
 //                                                              an instance behind a shared concurrency
 //                                                              limit, for Scripts/shared-concurrency-kill.py
@@ -152,6 +157,15 @@ final class RoundTrips: MetricsFactory, CounterHandler, @unchecked Sendable {
   func destroyCounter(_ handler: any CounterHandler) {}
   func destroyRecorder(_ handler: any RecorderHandler) {}
   func destroyTimer(_ handler: any TimerHandler) {}
+}
+
+/// A count of denials, which the hot-lease cell's every-allowed limit should never give.
+final class LockedCount: @unchecked Sendable {
+  // `count` is read and written only inside `lock`.
+  private let lock = NSLock()
+  private var count = 0
+  var value: Int { lock.withLock { count } }
+  func increment() { lock.withLock { count += 1 } }
 }
 
 /// This process's CPU time (user and system) in microseconds, and its context switches (voluntary
@@ -411,6 +425,49 @@ case "denied":
     return (perSecond, trips)
   }
   print(String(format: "%.0f %.1f", perSecond, trips))
+
+case "hot-lease":
+  guard arguments.count == 4, let callers = Int(arguments[1]), let seconds = Double(arguments[2]) else {
+    fail("usage: hot-lease CALLERS SECONDS TABLE")
+  }
+  let table = arguments[3]
+  // A limit no caller reaches: every decision is allowed, as on a hot key well under its limit.
+  let generous = RateLimit(permits: 100_000_000, per: .seconds(1), burst: 100_000_000)
+  let roundTrips = RoundTrips()
+  try await withClient(connections: 4) { client in
+    let plainStore = try PostgresRateLimitStore(
+      client: client, table: table, timeout: .seconds(30), metricsFactory: roundTrips)
+    let leasing = plainStore.leasingHotKeys(try HotKeyLeasing(), metricsFactory: roundTrips)
+    let running = Task { try await plainStore.run() }
+    let denied = LockedCount()
+    for (name, store) in [("database", plainStore), ("leases", leasing)] {
+      _ = try await store.tryAcquire("hot-lease", cost: 1, limit: generous)  // connected, function planned
+      let before = roundTrips.value
+      let started = ContinuousClock.now
+      let perSecond = try await throughput(callers: callers, seconds: seconds) {
+        if try await !store.tryAcquire("hot-lease", cost: 1, limit: generous).isAllowed { denied.increment() }
+      }
+      let elapsed = (ContinuousClock.now - started) / .seconds(1)
+      print(
+        String(
+          format: "%@ %.0f %.1f %d", name, perSecond, Double(roundTrips.value - before) / elapsed, denied.value))
+    }
+    // The latency of the leasing store's decisions: one in half a lease waits for the next lease.
+    var latencies: [Duration] = []
+    latencies.reserveCapacity(1 << 22)
+    let clock = ContinuousClock()
+    let end = clock.now + .milliseconds(Int(seconds * 1000))
+    while clock.now < end {
+      let begin = clock.now
+      _ = try await leasing.tryAcquire("hot-lease", cost: 1, limit: generous)
+      latencies.append(clock.now - begin)
+    }
+    latencies.sort()
+    let ms = { (p: Double) in latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] / .milliseconds(1) }
+    print(String(format: "latency %.4f %.4f %.3f %.3f", ms(0.5), ms(0.99), ms(0.9999), ms(1)))
+    running.cancel()
+    try await running.value
+  }
 
 case "purge":
   guard arguments.count == 3, let rows = Int(arguments[2]), rows > 0 else { fail("usage: purge TABLE ROWS") }
