@@ -28,7 +28,7 @@ import Pace
 /// (the database cannot tell which of its slots nobody else could have used), so an instance
 /// whose demand falls short of its lease spends a share of the limit that it never grants; a
 /// grant from a lease reports the lease's permits left as its `remaining`, not the key's; and a
-/// key's other instances see its bucket up to a lease further drained.
+/// key's other instances see its bucket up to two leases further drained.
 public struct HotKeyLeasing: Sendable, Hashable {
   /// How many decisions of a key on one instance within ``within`` make it busy. 1 to 1,000,000.
   public let busyAfter: Int
@@ -37,7 +37,8 @@ public struct HotKeyLeasing: Sendable, Hashable {
   /// A lease takes the limit's burst (a fixed window's permits) divided by this, rounded down:
   /// 2 to 1,000,000. A limit whose lease would be a single permit (or less than a request's cost)
   /// is decided in the database as without leasing. With `n` instances leasing one key, keep
-  /// `n` below it: every lease in flight is drained from the same bucket.
+  /// `2n` below it: each holds up to two leases (the one in use and the next), all drained from
+  /// the same bucket.
   public let burstDivisor: Int
 
   /// Leasing settings.
