@@ -63,6 +63,11 @@ import Testing
     #expect(limiter.availablePermits(for: "k") == 9)
     scheduler.advance(to: PaceInstant(nanoseconds: 110))
     #expect(limiter.availablePermits(for: "k") == 10)
+    // Kept while the slow bucket, 100 ns from empty to full, would count its last grant (100 at
+    // the latest).
+    scheduler.advance(to: PaceInstant(nanoseconds: 199))
+    #expect(limiter.trackedKeyCount == 1)
+    scheduler.advance(to: PaceInstant(nanoseconds: 200))
     #expect(limiter.trackedKeyCount == 0)
   }
 
@@ -81,7 +86,7 @@ import Testing
 
   /// Fixed windows of 3 in 10 s, then 10 in 60 s from 5 s, with no call in between: at 10 s the
   /// key is idle under the old limit but not under the new one, whose window [0, 60 s) holds its
-  /// grant at 0; so it is kept, and [0, 60 s) lets 10 through, not 11.
+  /// grant at 0; so it is kept, and [0, 60 s) lets at most 10 through, not 11.
   @Test func aKeyIsKeptWhileItsNewLimitStillCountsItsGrants() {
     let scheduler = TestScheduler()
     let current = LockedState(RateLimit.fixedWindow(permits: 3, per: .seconds(10)))
@@ -91,10 +96,16 @@ import Testing
     current.withLock { $0 = .fixedWindow(permits: 10, per: .seconds(60)) }
     scheduler.advance(to: PaceInstant(.seconds(10)))
     #expect(limiter.trackedKeyCount == 1)
-    #expect(limiter.tryAcquire("k", cost: 10) == .limited(retryAfter: .seconds(50)))
-    #expect(limiter.tryAcquire("k", cost: 9) == .allowed(remaining: 0))
-    // Forgotten once the new window ends, with no timer left.
+    // The change is found at 10 s, and the old window before it, [0, 10 s), is taken as used to
+    // its maximum (3) beside the grant the count holds: stricter than the history, never looser.
+    #expect(limiter.tryAcquire("k", cost: 7) == .limited(retryAfter: .seconds(50)))
+    #expect(limiter.tryAcquire("k", cost: 6) == .allowed(remaining: 0))
+    // Kept once the new window ends, while a window of 60 s could count its last grant (1 ns
+    // before 60 s at the latest: the state holds the window's end, not its length), then
+    // forgotten, with no timer left.
     scheduler.advance(to: PaceInstant(.seconds(60)))
+    #expect(limiter.trackedKeyCount == 1)
+    scheduler.advance(to: PaceInstant(.seconds(120) - .nanoseconds(1)))
     #expect(limiter.trackedKeyCount == 0)
     #expect(scheduler.pendingDeadlines.isEmpty)
   }

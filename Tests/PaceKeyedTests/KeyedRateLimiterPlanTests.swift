@@ -55,8 +55,12 @@ import Testing
     scheduler.advance(by: .milliseconds(100))
     #expect(limiter.tryAcquire("paid-1") == .allowed(remaining: 0))
     #expect(limiter.tryAcquire("free-1") == .limited(retryAfter: .milliseconds(400)))
-    // Each bucket full again, each key is forgotten, with no timer left.
-    scheduler.advance(by: .seconds(1))
+    // Each bucket full again (at 1 s and 600 ms), each key is kept while the other plan's bucket
+    // would count its last grant (at 500 ms at the latest, for up to 1 s), then forgotten, with
+    // no timer left.
+    scheduler.advance(to: ms(1_499))
+    #expect(limiter.trackedKeyCount == 2)
+    scheduler.advance(to: ms(1_500))
     #expect(limiter.trackedKeyCount == 0)
     #expect(scheduler.pendingDeadlines.isEmpty)
     #expect(limiter.heldStorageBytes == 0)
@@ -120,6 +124,11 @@ import Testing
     #expect(limiter.availablePermits(for: "k") == 90)
     scheduler.advance(to: ms(1_100))
     #expect(limiter.availablePermits(for: "k") == 100)
+    // Forgotten once idle under every limit it was decided under: the slow bucket counts its
+    // last grant (at 1 s at the latest) for 2 s.
+    scheduler.advance(to: ms(2_999))
+    #expect(limiter.trackedKeyCount == 1)
+    scheduler.advance(to: ms(3_000))
     #expect(limiter.trackedKeyCount == 0)
     #expect(scheduler.pendingDeadlines.isEmpty)
   }
@@ -176,7 +185,9 @@ import Testing
     scheduler.advance(to: ms(1_000))
     try await free.value
     #expect(limiter.waitingCount == 0)
-    scheduler.advance(to: ms(2_000))
+    // The free key, full at 2 s, is kept while its plan's bucket (1 s from empty) would count its
+    // last grant (1.5 s at the latest); the paid plan's bucket is the other one seen.
+    scheduler.advance(to: ms(2_500))
     #expect(limiter.trackedKeyCount == 0)
     #expect(scheduler.pendingDeadlines.isEmpty)
   }

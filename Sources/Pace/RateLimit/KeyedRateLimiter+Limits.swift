@@ -77,6 +77,9 @@ extension KeyedRateLimiter {
     /// The largest cost a request can ever be granted.
     @inlinable var burst: Int { limit.burst }
 
+    /// How far back the limit counts a key's use (``KeyRate/lookBack``).
+    @inlinable var lookBack: Int64 { rate.lookBack }
+
     /// How long until the fixed window that counts a key under this limit now ends, read on
     /// `clock`; `nil` unless the limit is a ``RateLimit/Algorithm/fixedWindow``.
     func timeUntilWindowEnds(clock: AsyncClock) -> Duration? {
@@ -93,6 +96,75 @@ extension KeyedRateLimiter {
     case tokenBucket(TokenBucketRate)
     case slidingWindow(WindowRate)
     case fixedWindow(WindowRate)
+
+    /// How far back the limit counts a key's use, in nanoseconds: a window's length, or the time
+    /// a bucket takes to fill from empty (after that, whatever came before no longer counts).
+    @inlinable var lookBack: Int64 {
+      switch self {
+      case .slidingWindow(let rate), .fixedWindow(let rate): return rate.nanoseconds
+      case .tokenBucket(let rate):
+        let (whole, remainder) = rate.capacity.quotientAndRemainder(dividingBy: rate.unitsPerNanosecond)
+        return remainder == 0 ? whole : whole &+ 1
+      }
+    }
+  }
+
+  /// What a limiter that ``detectsLimitChanges`` knows of the limits it decided under: by
+  /// algorithm, the longest look-back (``KeyRate/lookBack``), and whether a bucket's rate or a
+  /// fixed window's length was not the only one (else a key's own is it, and its state says when
+  /// that limit finds it idle).
+  @usableFromInline
+  struct SeenLimits: Sendable {
+    @usableFromInline var sliding: Int64 = 0
+    @usableFromInline var fixed: Int64 = 0
+    @usableFromInline var bucket: Int64 = 0
+    @usableFromInline var firstFixed: Int64 = 0
+    @usableFromInline var severalFixed = false
+    /// The first fixed window seen, and whether another was: a fixed window's state holds its
+    /// count and its end, so it was stored under that one while it is the only one.
+    @usableFromInline var onlyFixedRate: WindowRate?
+    @usableFromInline var severalFixedRates = false
+    @usableFromInline var firstBucket: TokenBucketRate?
+    @usableFromInline var severalBuckets = false
+
+    @inlinable init() {}
+
+    /// Notes `rate`; whether it told anything new.
+    @inlinable
+    mutating func note(_ rate: KeyRate) -> Bool {
+      switch rate {
+      case .slidingWindow(let window):
+        guard window.nanoseconds > sliding else { return false }
+        sliding = window.nanoseconds
+      case .fixedWindow(let window):
+        if onlyFixedRate == nil, !severalFixedRates {
+          onlyFixedRate = window
+        } else if let only = onlyFixedRate, only != window {
+          onlyFixedRate = nil
+          severalFixedRates = true
+          // Known from the lengths only if they differ.
+          if window.nanoseconds == firstFixed { return true }
+        }
+        if firstFixed == 0 {
+          firstFixed = window.nanoseconds
+        } else if window.nanoseconds != firstFixed, !severalFixed {
+          severalFixed = true
+        } else if window.nanoseconds <= fixed {
+          return false
+        }
+        fixed = Swift.max(fixed, window.nanoseconds)
+      case .tokenBucket(let bucketRate):
+        if firstBucket == nil {
+          firstBucket = bucketRate
+        } else if bucketRate != firstBucket, !severalBuckets {
+          severalBuckets = true
+        } else if rate.lookBack <= bucket {
+          return false
+        }
+        bucket = Swift.max(bucket, rate.lookBack)
+      }
+      return true
+    }
   }
 
   /// The requests waiting for one key, and the limit they are granted under: the limit of the
@@ -145,10 +217,79 @@ extension KeyedRateLimiter {
   /// `key`'s counter at `now` under `rate`, from its stored `level` (`nil` for a key with no
   /// state), `log` (taken from the shard's logs) and, for a per-key limiter's bucket, the rate it
   /// was stored under (`bucketRate`, from the shard's `bucketRates`).
+  ///
+  /// A limiter that ``detectsLimitChanges`` passes `onlyFixedRate`, the only fixed window its
+  /// key's shard has decided under (``SeenLimits/onlyFixedRate``): the one a fixed window's state
+  /// was stored under, which the state does not hold.
   @inlinable
   func loadCounter(
     level: TokenBucketLevel?, log: SlidingWindowLog?, bucketRate: TokenBucketRate? = nil, rate: KeyRate,
-    now: PaceInstant
+    now: PaceInstant, onlyFixedRate: WindowRate? = nil
+  ) -> RateLimitCounter {
+    var counter = convertedCounter(level: level, log: log, bucketRate: bucketRate, rate: rate, now: now)
+    // A `limits` closure's key first decided under another limit than its state's: the change
+    // is taken as made now, with the use the state no longer records (see "A limit that changes
+    // unannounced" in KeyedRateLimiter+LimitHistory.swift).
+    guard detectsLimitChanges, let level else { return counter }
+    let old: KeyRate?
+    if level.balance < 0, log == nil {
+      old = onlyFixedRate.map(KeyRate.fixedWindow)
+    } else {
+      old = Self.storedRate(level: level, log: log, bucketRate: bucketRate)
+    }
+    if let old, old != rate {
+      counter.refill(now: now)
+      Self.addUnseenUsage(to: &counter, from: old, at: now)
+    }
+    return counter
+  }
+
+  /// The limit a per-key limiter's key stored as `level` was stored under, where its state says:
+  /// a bucket's rate (`bucketRate`), a sliding log's; `nil` for a fixed window, whose state is
+  /// a count and an instant.
+  @inlinable
+  static func storedRate(level: TokenBucketLevel, log: SlidingWindowLog?, bucketRate: TokenBucketRate?) -> KeyRate? {
+    if level.balance >= 0 { return bucketRate.map { .tokenBucket($0) } }
+    return log.map { .slidingWindow($0.rate) }
+  }
+
+  /// When a key of a limiter that ``detectsLimitChanges``, stored as `level`, is idle under every
+  /// limit in `seen` (`nil`: beyond the end of the timeline), never before it is idle under the
+  /// limit it was stored under. Its last grant was at `g` at the latest: a bucket full at `f`,
+  /// at `f - T` (`T` a permit's time); a sliding log idle at `u`, at `u - W`; a fixed window
+  /// ending at `e`, at `e - 1`. A limit of look-back `L` counts it until `g + L`, except the
+  /// key's own, which its state says (the only bucket or fixed window length seen is its own).
+  @inlinable
+  func keptUntil(level: TokenBucketLevel, log: SlidingWindowLog?, bucketRate: TokenBucketRate?, seen: SeenLimits)
+    -> PaceInstant?
+  {
+    let idle: PaceInstant
+    let counted: Int64
+    var lookBack = seen.sliding
+    if level.balance >= 0 {
+      guard let full = level.fullTimeInFullInstantForm else { return nil }
+      (idle, counted) = (full, bucketRate.map { $0.unitsPerPermit / $0.unitsPerNanosecond } ?? 0)
+      lookBack = Swift.max(lookBack, seen.fixed, seen.severalBuckets ? seen.bucket : 0)
+    } else {
+      if level.updated == .max { return nil }
+      idle = level.updated
+      if let log {
+        counted = log.rate.nanoseconds
+        lookBack = Swift.max(lookBack, seen.fixed, seen.bucket)
+      } else {
+        counted = 1
+        lookBack = Swift.max(lookBack, seen.severalFixed ? seen.fixed : 0, seen.bucket)
+      }
+    }
+    let extra = Swift.max(0, lookBack &- counted)
+    let (kept, overflow) = idle.nanoseconds.addingReportingOverflow(extra)
+    return overflow ? nil : PaceInstant(nanoseconds: kept)
+  }
+
+  /// ``loadCounter(level:log:bucketRate:rate:now:)`` without the use a change of limit assumes.
+  @inlinable
+  func convertedCounter(
+    level: TokenBucketLevel?, log: SlidingWindowLog?, bucketRate: TokenBucketRate?, rate: KeyRate, now: PaceInstant
   ) -> RateLimitCounter {
     switch rate {
     case .tokenBucket(let rate):

@@ -84,6 +84,10 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     /// The plans' version of the latest change applied here: a decision made with a limit read
     /// at an earlier version read it before that change, and reads it again.
     @usableFromInline var planVersion: UInt64 = 0
+    /// The limits this shard's decisions were made under, for a limiter that detects changes of
+    /// limit (``detectsLimitChanges``): one it had not seen is added to the limiter's
+    /// ``seenLimits`` once the lock is released.
+    @usableFromInline var seenLimits = SeenLimits()
 
     /// Gives back the storage of the table, the queues and the waiters once they are sparse,
     /// after requests were granted or cancelled: a shard whose keys have gone quiet holds none.
@@ -145,6 +149,14 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   /// whose keys' limits may change between calls), rather than as a balance in units of the one
   /// rate; see ``TokenBucketRate/fullInstantForm(of:)``.
   @usableFromInline let storesFullInstants: Bool
+  /// Whether a key's state under another limit is converted with the use it no longer records
+  /// at the key's first decision under a new limit, and a key is kept until idle under
+  /// ``longestLookBack``: a limiter with a `limits` closure, which is not told of changes.
+  @usableFromInline let detectsLimitChanges: Bool
+  /// What a limiter that ``detectsLimitChanges`` knows of the limits it decided under: a key is
+  /// forgotten only once idle under each (see "A limit that changes unannounced" in
+  /// KeyedRateLimiter+LimitHistory.swift). Grows only, rarely: each shard notes its own first.
+  @usableFromInline let seenLimits = LockedState(SeenLimits())
   @usableFromInline let clock: AsyncClock
   /// The store's limiter, for a limiter made with a store (deprecated): its `decide` and
   /// `acquire` go there.
@@ -236,17 +248,25 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   /// permits owed, count in the new window as grants made as late as they can have been; a sliding
   /// window's grants count in the new window where they were made. So a change never lets a key
   /// start afresh, nor forgives what it owes. A key is forgotten only once it is idle under the
-  /// limit it has then: the timer asks it (outside the locks) before forgetting a key.
+  /// limit it has then (the timer asks it, outside the locks, before forgetting a key) and
+  /// under every limit the limiter has decided under.
   ///
   /// What this guarantees: every request granted after a change is one that the old limit or
-  /// the new one would have allowed over the key's whole history, except where the new limit
-  /// both looks further back and allows more at once than the old one (a longer window with more
-  /// permits, a slower bucket with a larger burst, or another algorithm): a key's state holds
-  /// only what its old limit still counts, and this closure cannot say when a limit changed, so
-  /// what the new one would count further back is not known. A limiter made with
-  /// ``RateLimitPlans`` (``init(plans:clock:)``) is told of each change and closes that gap for
-  /// limits of one algorithm (see ``RateLimitPlans``). And once both windows have passed since a
-  /// change, a window is exactly the new limit's.
+  /// the new one would have allowed over the key's whole history. Where the new limit looks
+  /// further back and allows more at once than the old one (a longer window with more permits, a
+  /// slower bucket with a larger burst, or another algorithm), the limiter finds the change at
+  /// the key's first decision under the new limit, and takes the part of the new look-back that
+  /// the key's state no longer records as used at the old limit's maximum, as
+  /// ``RateLimitPlans`` does at the change (from that decision: stricter, never looser). A key
+  /// is forgotten only once it is idle under every limit the limiter has decided under, so a key
+  /// idle under its old limit still has its state when its limit changes. Three cases are left,
+  /// which a limiter made with ``RateLimitPlans`` (``init(plans:clock:)``) covers, since it is
+  /// told of each change: a limit the limiter never decided under before the key was forgotten;
+  /// a key whose state is a fixed window's once the limiter has decided under two fixed windows
+  /// (the state holds a count and an end, not which limit: its count carries over, nothing before
+  /// it is assumed); and a key whose limit changed more than once within one look-back (only
+  /// the latest old limit is known). A slower bucket assumes at most its whole burst owed. And
+  /// once both windows have passed since a change, a window is exactly the new limit's.
   ///
   /// - Parameters:
   ///   - limits: A key's limit. Called at each decision and before a key is forgotten, outside
@@ -318,6 +338,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       self.limits = limits
     }
     if case .uniform = limits { storesFullInstants = false } else { storesFullInstants = true }
+    if case .perKey = limits { detectsLimitChanges = true } else { detectsLimitChanges = false }
     self.clock = clock
     self.storeBacked = storeBacked
     shards = Shards(count: keyedShardCount) { Shard() }
@@ -548,7 +569,8 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       }
       var counter = loadCounter(
         level: level, log: shard.logs.isEmpty ? nil : shard.logs[key],
-        bucketRate: shard.bucketRates.isEmpty ? nil : shard.bucketRates[key], rate: rate, now: now)
+        bucketRate: shard.bucketRates.isEmpty ? nil : shard.bucketRates[key], rate: rate, now: now,
+        onlyFixedRate: shard.seenLimits.onlyFixedRate)
       return counter.available(now: now)
     }
   }
@@ -609,7 +631,10 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       return decideInWindow(key, hash: hash, shard: index, cost: cost, limit: limit, now: now)
     }
     var arming: ShardTimer<Key>.Arming?
+    var newLimit = false
     let decision = shards.withLock(index) { shard -> RateLimitDecision? in
+      // Noted once decided: the key's state was stored under a limit seen before.
+      defer { if detectsLimitChanges { newLimit = shard.seenLimits.note(limit.rate) } }
       guard let slot = shard.buckets.index(of: key, hash: hash) else {
         // Under a default that changed recently, it may owe: the general path knows what.
         if limit.isDefault, shard.defaultChange != nil { return nil }
@@ -639,10 +664,17 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       return RateLimitStateMachine.tryAcquire(cost: cost, now: now, counter: &tokens, queue: queue)
     }
     if arming != nil { carryOut(Effects(arming: arming), shard: index) }
+    if newLimit { noteSeen(limit.rate) }
     guard let decision else {
       return decideInWindow(key, hash: hash, shard: index, cost: cost, limit: limit, now: now)
     }
     return decision
+  }
+
+  /// Adds a limit a shard saw for the first time to the limiter's ``seenLimits``.
+  @usableFromInline
+  func noteSeen(_ rate: KeyRate) {
+    seenLimits.withLock { _ = $0.note(rate) }
   }
 
   /// Runs one event of `key`'s machine, built from its stored level and queue, then stores them
@@ -682,7 +714,9 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     let log = shard.logs.isEmpty ? nil : shard.logs.removeValue(forKey: key)
     let bucketRate = shard.bucketRates.isEmpty ? nil : shard.bucketRates[key]
     var machine = RateLimitMachine(
-      counter: loadCounter(level: bucket.level, log: log, bucketRate: bucketRate, rate: rate, now: now),
+      counter: loadCounter(
+        level: bucket.level, log: log, bucketRate: bucketRate, rate: rate, now: now,
+        onlyFixedRate: shard.seenLimits.onlyFixedRate),
       queue: waiting?.queue)
     let wasWaiting = machine.isWaiting
     let action =
@@ -699,7 +733,9 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     let isWaiting = machine.isWaiting
     if isWaiting, let queue = machine.queue.take() {
       shard.queues[key] = WaitingRequests(queue: queue, rate: rate)
-    } else if machine.counter.isIdle {
+    } else if machine.counter.isIdle, !detectsLimitChanges {
+      // (A limiter that detects changes keeps it until its check finds it idle under the
+      // longest look-back it saw.)
       shard.buckets.remove(at: slot)
       if bucketRate != nil { shard.bucketRates.removeValue(forKey: key) }
       return effects
@@ -734,7 +770,14 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   {
     guard consumedCheck else { return false }
     let bucket = shard.buckets.unsafeValuePointer(at: slot)
-    let (idle, next) = Self.idleInstant(of: bucket.pointee.level, now: now)
+    var (idle, next) = Self.idleInstant(of: bucket.pointee.level, now: now)
+    if detectsLimitChanges {
+      next = keptUntil(
+        level: bucket.pointee.level, log: shard.logs.isEmpty ? nil : shard.logs[key],
+        bucketRate: shard.bucketRates.isEmpty ? nil : shard.bucketRates[key],
+        seen: seenLimits.withLock { $0 })
+      idle = next.map { now >= $0 } ?? false
+    }
     if idle { return true }
     if let next {
       bucket.pointee.checkAt = next
@@ -753,9 +796,11 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   {
     let rate = limit.rate
     var arming: ShardTimer<Key>.Arming?
+    var newLimit = false
     let decision = shards.withLock(index) { shard -> RateLimitDecision? in
       // A limit read before a change this shard has applied would undo what the change assumed.
       if limit.planVersion < shard.planVersion { return nil }
+      defer { if detectsLimitChanges { newLimit = shard.seenLimits.note(limit.rate) } }
       let slot = shard.buckets.index(of: key, hash: hash)
       let level = slot.map { shard.buckets.unsafeValuePointer(at: $0).pointee.level }
       let log = shard.logs.isEmpty ? nil : shard.logs.removeValue(forKey: key)
@@ -764,7 +809,9 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       if slot == nil, limit.isDefault, let owed = defaultChangeCounter(in: &shard, rate: rate, now: now) {
         counter = owed
       } else {
-        counter = loadCounter(level: level, log: log, bucketRate: bucketRate, rate: rate, now: now)
+        counter = loadCounter(
+          level: level, log: log, bucketRate: bucketRate, rate: rate, now: now,
+          onlyFixedRate: shard.seenLimits.onlyFixedRate)
       }
       let queue = slot == nil || shard.queues.isEmpty ? nil : shard.queues[key]?.queue
       let decision = RateLimitMachine<RateLimitCounter>.tryAcquire(
@@ -785,6 +832,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       return decision
     }
     if arming != nil { carryOut(Effects(arming: arming), shard: index) }
+    if newLimit { noteSeen(limit.rate) }
     guard let decision else {
       let current = keyLimit(for: key)
       if cost > current.burst { return .limited(retryAfter: RateLimitDecision.never) }
@@ -827,6 +875,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   @usableFromInline
   func forgetIfIdle(_ keys: [Key], shard index: Int) {
     let limits = keys.map { keyLimit(for: $0) }
+    if detectsLimitChanges { seenLimits.withLock { seen in for limit in limits { _ = seen.note(limit.rate) } } }
     let now = clock.now()
     let arming = shards.withLock(index) { shard -> ShardTimer<Key>.Arming? in
       for (key, limit) in zip(keys, limits) {
@@ -844,7 +893,10 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
         let rate = limit.rate
         let log = shard.logs.isEmpty ? nil : shard.logs.removeValue(forKey: key)
         let bucketRate = shard.bucketRates.isEmpty ? nil : shard.bucketRates[key]
-        var counter = loadCounter(level: entry.pointee.level, log: log, bucketRate: bucketRate, rate: rate, now: now)
+        var counter = loadCounter(
+          level: entry.pointee.level, log: log, bucketRate: bucketRate, rate: rate, now: now,
+          onlyFixedRate: shard.seenLimits.onlyFixedRate)
+        if detectsLimitChanges { _ = shard.seenLimits.note(rate) }
         counter.refill(now: now)
         if counter.isIdle {
           shard.buckets.remove(at: slot)
