@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 #if defined(__linux__)
+#include <linux/futex.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #endif
 
@@ -56,3 +58,17 @@ bool pace_shrink_table_in_place(void *table, size_t bytes, size_t newBytes) {
   (void)newBytes;
   return false;
 }
+
+#if defined(__linux__)
+void pace_shard_lock_contended(uint32_t *word) {
+  // Taken from here on as 2, "someone may sleep", so that the thread that gives it back wakes one:
+  // a thread taking it here cannot know whether others still sleep.
+  while (__atomic_exchange_n(word, 2, __ATOMIC_ACQUIRE) != 0) {
+    syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
+  }
+}
+
+void pace_shard_lock_wake(uint32_t *word) {
+  syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+#endif

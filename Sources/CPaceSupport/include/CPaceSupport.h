@@ -72,4 +72,36 @@ bool pace_shrink_table_in_place(void *table, size_t bytes, size_t newBytes);
 /// The size from which `pace_allocate_table` maps pages of its own (on Linux).
 size_t pace_mapped_table_bytes(void);
 
+#if defined(__linux__)
+/// The keyed shards' lock on Linux: a word that is 0 when free, 1 when held, 2 when held and a
+/// thread may sleep on it (a futex, not priority-inheriting).
+///
+/// Taking and giving back a free lock is one atomic instruction each, inlined into the caller,
+/// where `pthread_mutex_lock` and `_unlock` are two calls through the PLT that check the mutex's
+/// kind first; `Synchronization.Mutex`, as cheap when free, is a priority-inheritance futex, which
+/// hands a contended lock over through the kernel (see `LockedState`). This one lets a running
+/// thread take a lock just given back before a woken sleeper does, as glibc's default mutex does.
+static inline __attribute__((always_inline)) void pace_shard_lock_init(uint32_t *word) {
+  __atomic_store_n(word, 0, __ATOMIC_RELAXED);
+}
+
+/// The contended path of `pace_shard_lock`: sleeps on the word until it is given back. No spin:
+/// on two cores shared by more threads, a spinning waiter mostly delays the holder.
+void pace_shard_lock_contended(uint32_t *word);
+
+/// Wakes one thread sleeping on the word, if any.
+void pace_shard_lock_wake(uint32_t *word);
+
+static inline __attribute__((always_inline)) void pace_shard_lock(uint32_t *word) {
+  uint32_t expected = 0;
+  if (!__atomic_compare_exchange_n(word, &expected, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+    pace_shard_lock_contended(word);
+  }
+}
+
+static inline __attribute__((always_inline)) void pace_shard_unlock(uint32_t *word) {
+  if (__atomic_exchange_n(word, 0, __ATOMIC_RELEASE) == 2) pace_shard_lock_wake(word);
+}
+#endif
+
 #endif

@@ -1,9 +1,7 @@
+import CPaceSupport
+
 #if canImport(Darwin)
 import os
-#elseif canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
 #endif
 
 /// How many shards a keyed primitive splits its keys into: enough that threads calling
@@ -35,8 +33,10 @@ func keyedShardIndex(hash: Int, bitWidth: Int = Int.bitWidth) -> Int {
 /// state it guards, each on cache lines of its own so that threads on different shards never
 /// share a line.
 ///
-/// The lock is `os_unfair_lock` on Apple platforms and `pthread_mutex_t` on Linux, not
-/// `Synchronization.Mutex` as in ``LockedState``, whose documentation gives the reason.
+/// The lock is `os_unfair_lock` on Apple platforms and, on Linux, a futex word of Pace's own
+/// (`pace_shard_lock`, inlined: one atomic instruction to take a free lock, one to give it back),
+/// not `Synchronization.Mutex` as in ``LockedState``, whose documentation gives the reason, nor
+/// `pthread_mutex_t`, whose two calls cost more than the rest of a hot key's decision.
 ///
 /// One allocation rather than an array of lock objects, so that reaching a shard loads no
 /// reference and retains nothing.
@@ -47,13 +47,17 @@ final class Shards<State: ~Copyable>: @unchecked Sendable {
   #if canImport(Darwin)
   @usableFromInline typealias Lock = os_unfair_lock
   #else
-  @usableFromInline typealias Lock = pthread_mutex_t
+  @usableFromInline typealias Lock = UInt32
   #endif
 
-  /// A shard's lock and the state it guards.
+  /// A shard's lock and the state it guards. On Linux the lock word is not in it but just before
+  /// it, in the same line: the thread sanitizer takes a Swift access to a shard's state for an
+  /// access at the shard's address, where a waiting thread writes the word atomically.
   @usableFromInline
   struct Shard: ~Copyable {
+    #if canImport(Darwin)
     @usableFromInline var lock: Lock
+    #endif
     @usableFromInline var state: State
   }
 
@@ -62,29 +66,33 @@ final class Shards<State: ~Copyable>: @unchecked Sendable {
   /// adjacent-line prefetching), so that no two shards share one.
   @usableFromInline let stride: Int
   @usableFromInline let count: Int
+  /// Where a shard starts in its block: after the lock word on Linux, at 0 elsewhere.
+  @usableFromInline let shardOffset: Int
 
   init(count: Int, _ makeState: () -> State) {
     self.count = count
-    stride = (MemoryLayout<Shard>.stride + 127) / 128 * 128
+    #if canImport(Darwin)
+    shardOffset = 0
+    #else
+    shardOffset = Swift.max(MemoryLayout<Lock>.size, MemoryLayout<Shard>.alignment)
+    #endif
+    stride = (shardOffset + MemoryLayout<Shard>.stride + 127) / 128 * 128
     base = .allocate(byteCount: stride * count, alignment: Swift.max(128, MemoryLayout<Shard>.alignment))
     for index in 0..<count {
-      let shard = (base + stride * index).bindMemory(to: Shard.self, capacity: 1)
       #if canImport(Darwin)
+      let shard = (base + stride * index).bindMemory(to: Shard.self, capacity: 1)
       shard.initialize(to: Shard(lock: os_unfair_lock(), state: makeState()))
       #else
-      shard.initialize(to: Shard(lock: pthread_mutex_t(), state: makeState()))
-      pthread_mutex_init(&shard.pointee.lock, nil)
+      (base + stride * index).bindMemory(to: Lock.self, capacity: 1).initialize(to: 0)
+      let shard = (base + stride * index + shardOffset).bindMemory(to: Shard.self, capacity: 1)
+      shard.initialize(to: Shard(state: makeState()))
       #endif
     }
   }
 
   deinit {
     for index in 0..<count {
-      let shard = unsafeShard(index)
-      #if !canImport(Darwin)
-      pthread_mutex_destroy(&shard.pointee.lock)
-      #endif
-      shard.deinitialize(count: 1)
+      unsafeShard(index).deinitialize(count: 1)
     }
     base.deallocate()
   }
@@ -93,7 +101,7 @@ final class Shards<State: ~Copyable>: @unchecked Sendable {
   /// ``withLock(_:_:)``, except what never changes after `init`.
   @inlinable @inline(__always)
   func unsafeShard(_ index: Int) -> UnsafeMutablePointer<Shard> {
-    (base + stride &* index).assumingMemoryBound(to: Shard.self)
+    (base + (stride &* index &+ shardOffset)).assumingMemoryBound(to: Shard.self)
   }
 
   @inlinable
@@ -107,8 +115,16 @@ final class Shards<State: ~Copyable>: @unchecked Sendable {
     os_unfair_lock_lock(&shard.pointee.lock)
     defer { os_unfair_lock_unlock(&shard.pointee.lock) }
     #else
-    pthread_mutex_lock(&shard.pointee.lock)
-    defer { pthread_mutex_unlock(&shard.pointee.lock) }
+    // A raw pointer, not `&`: a Swift access to the word would be a plain write to the thread
+    // sanitizer, beside other threads' atomic ones. The sanitizer is also told of the lock, as
+    // for `LockedState`.
+    let word = (base + stride &* index).assumingMemoryBound(to: Lock.self)
+    pace_shard_lock(word)
+    pace_tsan_acquire(word)
+    defer {
+      pace_tsan_release(word)
+      pace_shard_unlock(word)
+    }
     #endif
     return body(&shard.pointee.state)
   }

@@ -23,10 +23,11 @@ import Synchronization
 ///   and Pace supports macOS 13.
 /// - On Linux, `Synchronization.Mutex` here, for its uncontended acquisition, a fraction of
 ///   `pthread_mutex_t`'s: a single-key primitive's caller rarely meets its timer's thread.
-/// - On Linux, `pthread_mutex_t` in the keyed primitives' `Shards`: there the callers and the
-///   timer thread, which holds a shard's lock for a whole firing, meet all the time, and
-///   `Mutex`, a priority-inheritance futex, then hands the lock over through the kernel every
-///   time (swiftlang/swift #88440), where `pthread_mutex_t` lets a running thread take it.
+/// - On Linux, a futex lock of Pace's own in the keyed primitives' `Shards` (`pace_shard_lock`):
+///   there the callers and the timer thread, which holds a shard's lock for a whole firing, meet
+///   all the time, and `Mutex`, a priority-inheritance futex, then hands the lock over through
+///   the kernel every time (swiftlang/swift #88440), where a plain futex lets a running thread
+///   take it, as `pthread_mutex_t` does at twice the uncontended cost.
 ///
 /// The figures, side by side, are in `Benchmarks/README.md` ("The lock").
 ///
@@ -34,7 +35,7 @@ import Synchronization
 /// races on the state it guards. So `withLock` tells it about the lock (`__tsan_acquire` and
 /// `__tsan_release`, weak symbols that are null unless the sanitizer's runtime is linked in): an
 /// app's `swift test --sanitize=thread` is clean with no flag, and without the sanitizer the cost
-/// is two predicted branches. The sanitizer sees `pthread_mutex_t` by itself.
+/// is two predicted branches. `Shards` does the same for its lock.
 ///
 /// `@usableFromInline`, with an `@inlinable` `withLock`, so that the hot paths of the public
 /// generic types specialise in the caller's module (see ``Pacer``).
