@@ -347,8 +347,10 @@ let package = Package(
         .product(name: "InMemoryLogging", package: "swift-log", condition: .when(traits: ["PostgreSQL"])),
         .product(name: "Metrics", package: "swift-metrics", condition: .when(traits: ["PostgreSQL"])),
         .product(name: "MetricsTestKit", package: "swift-metrics", condition: .when(traits: ["PostgreSQL"])),
+        // The test servers' graceful shutdown (TestServer.serve) needs it with Hummingbird alone too.
         .product(
-          name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["PostgreSQL"])),
+          name: "ServiceLifecycle", package: "swift-service-lifecycle",
+          condition: .when(traits: ["PostgreSQL", "Hummingbird"])),
         // The client side, end to end: URLSession and AsyncHTTPClient against servers in process.
         "PaceHTTPClient", "PaceAsyncHTTPClient",
         .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(traits: ["AsyncHTTPClient"])),

@@ -104,21 +104,15 @@ struct ConcurrencyFixture: Sendable {
           }
         })
     }
-    let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+    let ports = AsyncStream.makeStream(of: Int.self)
     let app = Hummingbird.Application(
       router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
       onServerRunning: { channel in
-        continuation.yield(channel.localAddress?.port ?? 0)
-        continuation.finish()
+        ports.continuation.yield(channel.localAddress?.port ?? 0)
+        ports.continuation.finish()
       },
       logger: Logger(label: "pace.tests.concurrency", factory: { _ in SwiftLogNoOpLogHandler() }))
-    try await withThrowingTaskGroup(of: Void.self) { group in
-      group.addTask { try await app.runService(gracefulShutdownSignals: []) }
-      defer { group.cancelAll() }
-      var iterator = ports.makeAsyncIterator()
-      let port = try #require(await iterator.next())
-      try await body(port)
-    }
+    try await TestServer.serve(app, ports: ports, body)
   }
 
   private func runVapor(_ body: @Sendable (Int) async throws -> Void) async throws {

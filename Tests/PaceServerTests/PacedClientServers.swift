@@ -7,6 +7,7 @@ import NIOCore
 import Pace
 import PaceHummingbird
 import PaceTestSupport
+import ServiceLifecycle
 
 // The servers that the client-side proofs call, in process on loopback, each counting what it
 // answered: the Pace middleware's IETF fields, `Retry-After` alone, and GitHub's `X-RateLimit-*`.
@@ -193,33 +194,63 @@ enum TestServer {
   }
 
   /// Runs `router` on `127.0.0.1` (on `port`, or a free port), calls `body` with the port, then
-  /// stops the server.
+  /// stops the server (``serve(_:ports:_:)``).
   static func run<Result: Sendable>(
     _ router: Router<BasicRequestContext>, port: Int = 0, _ body: @Sendable (Int) async throws -> Result
   ) async throws -> Result {
-    let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+    let ports = AsyncStream.makeStream(of: Int.self)
     let app = Application(
       router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)),
       onServerRunning: { channel in
-        continuation.yield(channel.localAddress?.port ?? 0)
-        continuation.finish()
+        ports.continuation.yield(channel.localAddress?.port ?? 0)
+        ports.continuation.finish()
       },
       logger: Logger(label: "pace.tests.paced-client", factory: { _ in SwiftLogNoOpLogHandler() }))
-    return try await withThrowingTaskGroup(of: Void.self) { group in
-      group.addTask {
-        do {
-          try await app.runService(gracefulShutdownSignals: [])
-        } catch {
-          // A server that never listened (its port taken): the wait for its port ends.
-          continuation.finish()
-          throw error
-        }
+    return try await serve(app, ports: ports, body)
+  }
+
+  /// Runs `app`, which says its port on `ports` once it listens, while `body` runs with that port,
+  /// then shuts it down gracefully, also when the caller was cancelled: NIO traps when a server's
+  /// task is cancelled while a connection it accepted has not been handed to it yet
+  /// (apple/swift-nio#3481, "Deinited NIOAsyncWriter without calling finish()"). So the server runs
+  /// in a task of its own, out of reach of the caller's cancellation, and a shutdown that takes
+  /// more than 5 s (a connection its client keeps open) is ended by cancellation once the server
+  /// no longer accepts.
+  static func serve<Result: Sendable>(
+    _ app: some Service, ports: (stream: AsyncStream<Int>, continuation: AsyncStream<Int>.Continuation),
+    _ body: @Sendable (Int) async throws -> Result
+  ) async throws -> Result {
+    let services = ServiceGroup(
+      configuration: .init(
+        services: [app], logger: Logger(label: "pace.tests.server", factory: { _ in SwiftLogNoOpLogHandler() })))
+    let server = Task {
+      do {
+        try await services.run()
+      } catch {
+        // A server that never listened (its port taken): the wait for its port ends.
+        ports.continuation.finish()
+        throw error
       }
-      defer { group.cancelAll() }
-      var iterator = ports.makeAsyncIterator()
-      guard let bound = await iterator.next(), bound > 0 else { throw TestServerError.didNotStart }
-      return try await body(bound)
     }
+    var iterator = ports.stream.makeAsyncIterator()
+    let result: Swift.Result<Result, any Error>
+    if let bound = await iterator.next(), bound > 0 {
+      do {
+        result = .success(try await body(bound))
+      } catch {
+        result = .failure(error)
+      }
+    } else {
+      result = .failure(TestServerError.didNotStart)
+    }
+    await services.triggerGracefulShutdown()
+    let bound = Task {
+      try await Task.sleep(for: .seconds(5))  // real-time: a bound on the shutdown, never a wait in a passing run
+      server.cancel()
+    }
+    _ = await server.result
+    bound.cancel()
+    return try result.get()
   }
 
   /// A port that nothing listens on (a moment ago a server did), below Linux's ephemeral range
