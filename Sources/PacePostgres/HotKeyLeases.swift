@@ -6,7 +6,7 @@ import Pace
 /// When a ``PostgresRateLimitStore`` decides a busy key from a lease: a share of the key's permits
 /// charged in the database in one decision and granted from memory, so that a hot key's allowed
 /// requests cost a statement per lease rather than per request. Give it to
-/// ``PostgresRateLimitStore/leasingHotKeys(_:)``.
+/// ``PostgresRateLimitStore/leasingHotKeys(_:metricsFactory:)``.
 ///
 /// A key is busy on an instance once the instance decides it ``busyAfter`` times within
 /// ``within``; the next decision asks the database for a lease of `⌊b / burstDivisor⌋` permits (a
