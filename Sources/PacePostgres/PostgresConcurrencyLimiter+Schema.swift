@@ -14,14 +14,14 @@ extension PostgresConcurrencyLimiter {
   ///   or what the database reports.
   public func migrate(timeout: Duration = .seconds(30)) async throws {
     let (client, logger) = (client, logger)
-    let statements = [
-      // Concurrent migrations would race on the catalog ("tuple concurrently updated"): one at a time.
-      "SELECT pg_advisory_xact_lock(\(Self.migrationLock))",
-      Self.tableSQL(table: tableName),
-      "CREATE INDEX IF NOT EXISTS \(tableName.suffixed("key")) ON \(tableName) (key)",
-      Self.functionSQL(table: tableName),
-      PostgresRateLimitStore.heartbeatMigrationSQL(table: tableName),
-    ]
+    let lock = migrationLockSQL(family: Self.migrationLockFamily, table: tableName, legacyLock: nil)
+    let statements =
+      lock + [
+        Self.tableSQL(table: tableName),
+        "CREATE INDEX IF NOT EXISTS \(tableName.suffixed("key")) ON \(tableName) (key)",
+        Self.functionSQL(table: tableName),
+        PostgresRateLimitStore.heartbeatMigrationSQL(table: tableName),
+      ]
     try await migrating(client: client, timeout: timeout, logger: logger) {
       try await client.withTransaction(logger: logger) { connection in
         for statement in statements { try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
@@ -29,8 +29,8 @@ extension PostgresConcurrencyLimiter {
     }
   }
 
-  /// The advisory lock that serialises migrations of the lease tables.
-  static let migrationLock: Int64 = 0x7061_6365_636c_0001
+  /// The first key of the advisory lock that serialises migrations of one limiter's tables.
+  static let migrationLockFamily: Int32 = 0x7063_6c01
 
   /// One row per permit held: its lease id, its key, the instance that holds it, and when it stops
   /// counting by the database's clock.

@@ -308,11 +308,13 @@ public struct PostgresDebouncer<Payload: Codable & Sendable>: Sendable {
       "PostgresDebouncer: migrating; waiting for a connection and the migration lock",
       metadata: ["pace.tables": "\(tables)", "timeout": "\(timeout)"])
     let (client, logger, statements) = (client, logger, migrationSQL)
+    // 0x5041_4345 is the lock every debouncer's migration took up to 0.4.
+    let locks = migrationLockSQL(family: 0x7064_6201, table: keys, legacyLock: 0x5041_4345)
     let (keys, deadLetters) = (keys.description, deadLetters.description)
     do {
       try await withTimeout(timeout) {
         try await client.withTransaction(logger: logger) { connection in
-          try await connection.query("SELECT pg_advisory_xact_lock(\(Int64(0x5041_4345)))", logger: logger)
+          for lock in locks { try await connection.query(PostgresQuery(unsafeSQL: lock), logger: logger) }
           // Rows claimed by a version without dead letters counted every claim, never reset.
           let rows = try await connection.query("SELECT to_regclass(\(deadLetters)) IS NULL", logger: logger)
           var isUpgrade = false

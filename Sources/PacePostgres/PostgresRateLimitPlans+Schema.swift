@@ -6,7 +6,7 @@ import PostgresNIO
 extension PostgresRateLimitPlans {
   /// Creates the plans and blocks tables if they do not exist, and the trigger on each that
   /// notifies every instance of a change in the transaction that makes it. Idempotent, and safe to
-  /// run from several instances at once (it takes the rate-limit store's migration lock); call it
+  /// run from several instances at once (a lock on the tables serialises it); call it
   /// at startup, after the client runs, or from your migrations.
   ///
   /// The tables, which an operator may also write by hand (each write notifies the instances):
@@ -24,29 +24,30 @@ extension PostgresRateLimitPlans {
   ///   it reports.
   public func migrate(timeout: Duration = .seconds(30)) async throws {
     let (client, logger) = (client, logger)
-    let statements = [
-      "SELECT pg_advisory_xact_lock(\(PostgresRateLimitStore.migrationLock))",
-      """
-      CREATE TABLE IF NOT EXISTS \(plansTable) (
-        key text PRIMARY KEY,
-        algorithm text NOT NULL,
-        permits bigint NOT NULL,
-        interval_nanoseconds bigint NOT NULL,
-        burst bigint,
-        updated_at timestamptz NOT NULL DEFAULT now()
-      )
-      """,
-      """
-      CREATE TABLE IF NOT EXISTS \(blocksTable) (
-        key text PRIMARY KEY,
-        blocked_until timestamptz NOT NULL,
-        updated_at timestamptz NOT NULL DEFAULT now()
-      )
-      """,
-      notifyFunctionSQL,
-      triggerSQL(on: plansTable, kind: "p"),
-      triggerSQL(on: blocksTable, kind: "b"),
-    ]
+    let lock = migrationLockSQL(family: PostgresRateLimitStore.migrationLockFamily, table: plansTable, legacyLock: nil)
+    let statements =
+      lock + [
+        """
+        CREATE TABLE IF NOT EXISTS \(plansTable) (
+          key text PRIMARY KEY,
+          algorithm text NOT NULL,
+          permits bigint NOT NULL,
+          interval_nanoseconds bigint NOT NULL,
+          burst bigint,
+          updated_at timestamptz NOT NULL DEFAULT now()
+        )
+        """,
+        """
+        CREATE TABLE IF NOT EXISTS \(blocksTable) (
+          key text PRIMARY KEY,
+          blocked_until timestamptz NOT NULL,
+          updated_at timestamptz NOT NULL DEFAULT now()
+        )
+        """,
+        notifyFunctionSQL,
+        triggerSQL(on: plansTable, kind: "p"),
+        triggerSQL(on: blocksTable, kind: "b"),
+      ]
     try await migrating(client: client, timeout: timeout, logger: logger) {
       try await client.withTransaction(logger: logger) { connection in
         for statement in statements { try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }

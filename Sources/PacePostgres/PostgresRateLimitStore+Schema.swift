@@ -25,23 +25,22 @@ extension PostgresRateLimitStore {
   ///   (the store logs what it is waiting for meanwhile), or what the database reports.
   public func migrate(timeout: Duration = .seconds(30)) async throws {
     let (client, logger) = (client, logger)
-    let statements = [
-      // Concurrent migrations would race on the catalog ("tuple concurrently updated"): one at a time.
-      "SELECT pg_advisory_xact_lock(\(Self.migrationLock))",
-      Self.migrationSQL(table: tableName, options: tableOptions),
-      Self.slidingWindowSQL(table: try tableName.companion(.slidingWindow), options: tableOptions),
-      Self.fixedWindowSQL(table: try tableName.companion(.fixedWindow), options: tableOptions),
-      // The limit each row is written under, since 0.5.0 (see `limitColumnsSQL`).
-      try Self.limitColumnsSQL(table: tableName),
-      // A table made with other options (or by an earlier version, before it had any) gets these.
-      tableOptions.alterSQL(table: tableName),
-      tableOptions.alterSQL(table: try tableName.companion(.slidingWindow)),
-      tableOptions.alterSQL(table: try tableName.companion(.fixedWindow)),
-      try Self.functionSQL(table: tableName),
-      try Self.singleFunctionSQL(table: tableName),
-      Self.previousFunctionSQL(table: tableName),
-      Self.heartbeatMigrationSQL(table: tableName),
-    ]
+    let statements =
+      migrationLockSQL(family: Self.migrationLockFamily, table: tableName, legacyLock: Self.migrationLock) + [
+        Self.migrationSQL(table: tableName, options: tableOptions),
+        Self.slidingWindowSQL(table: try tableName.companion(.slidingWindow), options: tableOptions),
+        Self.fixedWindowSQL(table: try tableName.companion(.fixedWindow), options: tableOptions),
+        // The limit each row is written under, since 0.5.0 (see `limitColumnsSQL`).
+        try Self.limitColumnsSQL(table: tableName),
+        // A table made with other options (or by an earlier version, before it had any) gets these.
+        tableOptions.alterSQL(table: tableName),
+        tableOptions.alterSQL(table: try tableName.companion(.slidingWindow)),
+        tableOptions.alterSQL(table: try tableName.companion(.fixedWindow)),
+        try Self.functionSQL(table: tableName),
+        try Self.singleFunctionSQL(table: tableName),
+        Self.previousFunctionSQL(table: tableName),
+        Self.heartbeatMigrationSQL(table: tableName),
+      ]
     try await migrating(client: client, timeout: timeout, logger: logger) {
       try await client.withTransaction(logger: logger) { connection in
         for statement in statements { try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
@@ -148,8 +147,13 @@ extension PostgresRateLimitStore {
     return "DO $pace$ BEGIN\n" + additions.joined(separator: "\n") + "\nEND $pace$"
   }
 
-  /// The advisory lock that serialises migrations of the store's tables.
+  /// The advisory lock that serialised every migration of a store's tables up to 0.4, now taken
+  /// shared (see `migrationLockSQL`).
   static let migrationLock: Int64 = 0x7061_6365_726c_0001
+
+  /// The first key of the advisory lock that serialises migrations of one store's tables (and of
+  /// one plans table's).
+  static let migrationLockFamily: Int32 = 0x7072_6c01
 
   /// The function that decides a batch, in the table's schema.
   static func functionName(table: TableName) -> String {

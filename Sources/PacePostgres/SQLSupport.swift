@@ -42,6 +42,26 @@ struct TableName: Sendable, Hashable, CustomStringConvertible {
   }
 }
 
+/// The locks a migration takes, for its transaction, before it touches the catalog: concurrent
+/// migrations of the same tables would race on it ("tuple concurrently updated").
+///
+/// One lock per table, so that migrations of different tables (every tenant's, every test's) run
+/// side by side instead of queueing for one; and, for the kinds of table that 0.4 had, the single
+/// lock it took for every table, in shared mode, so that an instance of 0.4 migrating the same
+/// tables during a rolling upgrade still waits, and is waited for.
+///
+/// - Parameters:
+///   - family: The kind of table (the store's, the debouncer's, …), the first of the lock's two keys.
+///   - table: The table the migration creates; its name, hashed, is the second key.
+///   - legacyLock: The single lock of earlier versions for this kind of table; nil for a kind
+///     that no earlier version had.
+func migrationLockSQL(family: Int32, table: TableName, legacyLock: Int64?) -> [String] {
+  var hash: UInt32 = 2_166_136_261
+  for byte in table.name.utf8 { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
+  let legacy = legacyLock.map { ["SELECT pg_advisory_xact_lock_shared(\($0))"] } ?? []
+  return legacy + ["SELECT pg_advisory_xact_lock(\(family), \(Int32(bitPattern: hash)))"]
+}
+
 extension Duration {
   /// Whole microseconds, rounded toward zero; nil for a duration of `Int64.max` nanoseconds (about
   /// 292 years) or more, either way, where Pace's one conversion (`paceNanoseconds`) saturates.

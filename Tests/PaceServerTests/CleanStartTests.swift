@@ -19,8 +19,8 @@ struct CleanStartTests {
       logger.logLevel = .trace
       return logger
     }()
-    // A cluster of its own: on the shared one, every test's migration waits for the others' (one
-    // advisory lock), long enough under the whole suite for the migration's own waiting warning.
+    // A cluster of its own: on the shared one, the whole suite's load could slow the migration
+    // into its own waiting warning.
     let cluster = try TestCluster()
     defer { cluster.destroy() }
     let clients = [

@@ -284,7 +284,9 @@ struct PostgresBatchingTests {
       let client = clients[0]
       let store = try PostgresRateLimitStore(
         client: client, table: TestDatabase.uniqueTable("rl"), whenUnavailable: .deny(retryAfter: .seconds(7)),
-        directConnection: direct)
+        // Opening the lanes on a loaded machine, at the suite's start, can take longer than the
+        // default second, and every decision would then be the policy's.
+        timeout: .seconds(30), directConnection: direct)
       try await store.migrate()
       try await TestDatabase.running(store) {
         let limit = RateLimit(permits: 1_000_000, per: .seconds(1))

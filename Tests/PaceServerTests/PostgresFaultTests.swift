@@ -376,6 +376,33 @@ struct PostgresFaultTests {
     }
   }
 
+  /// Migrations of different tables run side by side (one lock per table); a migration of the
+  /// same tables, or one by a version up to 0.4 (which took one lock for every table), is waited for.
+  @Test func migrationsOfDifferentTablesDoNotWaitForEachOther() async throws {
+    try await TestDatabase.withClients(2) { clients in
+      let (held, other) = (TestDatabase.uniqueTable("mig"), TestDatabase.uniqueTable("mig"))
+      let heldStore = try PostgresRateLimitStore(client: clients[0], table: held)
+      let otherStore = try PostgresRateLimitStore(client: clients[0], table: other)
+      let lock = migrationLockSQL(
+        family: PostgresRateLimitStore.migrationLockFamily, table: try TableName(held),
+        legacyLock: PostgresRateLimitStore.migrationLock)
+      // Another session is migrating `held`.
+      try await clients[1].withTransaction(logger: TestDatabase.quietLogger) { connection in
+        try await connection.query(PostgresQuery(unsafeSQL: lock[1]), logger: TestDatabase.quietLogger)
+        try await otherStore.migrate(timeout: .seconds(60))
+        await #expect(throws: PacePostgresError.self) { try await heldStore.migrate(timeout: .milliseconds(500)) }
+      }
+      try await heldStore.migrate(timeout: .seconds(60))
+      // An instance of 0.4 is migrating some table: every migration waits for it.
+      try await clients[1].withTransaction(logger: TestDatabase.quietLogger) { connection in
+        try await connection.query(
+          "SELECT pg_advisory_xact_lock(\(PostgresRateLimitStore.migrationLock))", logger: TestDatabase.quietLogger)
+        await #expect(throws: PacePostgresError.self) { try await otherStore.migrate(timeout: .milliseconds(500)) }
+      }
+      try await otherStore.migrate(timeout: .seconds(60))
+    }
+  }
+
   /// A database unreachable at startup: `migrate` fails within its timeout, saying why.
   @Test func migrateGivesUpWithAClearMessage() async throws {
     let port = try TestDatabase.closedPort()

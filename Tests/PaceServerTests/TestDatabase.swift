@@ -80,12 +80,43 @@ enum TestDatabase {
 
   /// Runs `clients` while `body` runs, then stops them, waiting at most 10 s for each to stop: a
   /// client whose `run()` ignores the cancellation is left behind (with a note on standard error)
-  /// rather than hanging the test process.
+  /// rather than hanging the test process. At most ``concurrentTests`` tests run their clients at
+  /// once (see ``gate``).
   static func running<Result: Sendable>(
     _ clients: [PostgresClient],
     _ body: @Sendable () async throws -> Result
   ) async throws -> Result {
-    try await running(services: clients.map { client in { await client.run() } }, body)
+    try await gated {
+      try await running(services: clients.map { client in { await client.run() } }, body)
+    }
+  }
+
+  /// How many tests talk to PostgreSQL at once: `PACE_TEST_DATABASE_CONCURRENCY`, 8 by default.
+  /// Swift Testing starts every test of the suite at once; on 2 cores, a hundred tests with their
+  /// clients and the server they share starve the real-clock tests (heartbeats, leases, outages)
+  /// of their bounds. The rest of the suite runs beside them, as before.
+  static let concurrentTests =
+    ProcessInfo.processInfo.environment["PACE_TEST_DATABASE_CONCURRENCY"].flatMap(Int.init).map { max(1, $0) } ?? 8
+
+  /// The slots of ``concurrentTests``, first come, first served.
+  static let gate = TestGate(slots: concurrentTests)
+
+  /// Whether this task runs inside a test's slot already (a test that runs clients inside
+  /// ``withClients(_:connections:port:_:)`` takes one slot, not two, which could wait forever).
+  @TaskLocal static var holdsSlot = false
+
+  /// Runs `body` in one of the ``gate``'s slots (the caller's, if it holds one).
+  static func gated<Result: Sendable>(_ body: @Sendable () async throws -> Result) async throws -> Result {
+    if holdsSlot { return try await body() }
+    await gate.enter()
+    let result: Swift.Result<Result, any Error>
+    do {
+      result = .success(try await $holdsSlot.withValue(true) { try await body() })
+    } catch {
+      result = .failure(error)
+    }
+    await gate.leave()
+    return try result.get()
   }
 
   /// Runs each of `services` (a `run()`: a client's, a limiter's) in a task of its own while
@@ -216,27 +247,42 @@ final class TestCluster: Sendable {
       throw TestDatabase.TestDatabaseMissing()
     }
     self.bin = bin
-    owner = environment["PACE_POSTGRES_OWNER"] ?? NSUserName()
-    port = try TestDatabase.closedPort()
-    directory = NSTemporaryDirectory() + "pace-cluster-\(UInt32.random(in: 0...UInt32.max))"
+    let owner = environment["PACE_POSTGRES_OWNER"] ?? NSUserName()
+    self.owner = owner
+    let directory = NSTemporaryDirectory() + "pace-cluster-\(UInt32.random(in: 0...UInt32.max))"
+    self.directory = directory
     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     try Self.shell("chown \(owner) \(directory) && chmod 700 \(directory)")
-    try run("\(bin)/initdb -D \(directory)/data -U \(owner) --auth=trust --no-sync -E UTF8 >/dev/null")
-    try start()
+    try Self.run("\(bin)/initdb -D \(directory)/data -U \(owner) --auth=trust --no-sync -E UTF8 >/dev/null", as: owner)
+    // A port found closed may be taken by another test before the server binds it: another one.
+    var attempt = 1
+    var port = try TestDatabase.closedPort()
+    while true {
+      do {
+        try Self.run(Self.startCommand(bin: bin, directory: directory, port: port), as: owner)
+        break
+      } catch  where attempt < 3 {
+        attempt += 1
+        port = try TestDatabase.closedPort()
+      }
+    }
+    self.port = port
   }
 
   /// The URL of the cluster's `postgres` database.
   var url: URL { URL(string: "postgres://\(owner)@127.0.0.1:\(port)/postgres")! }
 
   func start() throws {
-    try run(
-      "\(bin)/pg_ctl -D \(directory)/data -l \(directory)/server.log -w -t 60 -o '-h 127.0.0.1 -p \(port) -k \(directory) -c fsync=off' start >/dev/null"
-    )
+    try Self.run(Self.startCommand(bin: bin, directory: directory, port: port), as: owner)
+  }
+
+  private static func startCommand(bin: String, directory: String, port: Int) -> String {
+    "\(bin)/pg_ctl -D \(directory)/data -l \(directory)/server.log -w -t 60 -o '-h 127.0.0.1 -p \(port) -k \(directory) -c fsync=off' start >/dev/null"
   }
 
   /// Stops the server at once, as a crash or a failover would.
   func stop() throws {
-    try run("\(bin)/pg_ctl -D \(directory)/data -m immediate -w stop >/dev/null")
+    try Self.run("\(bin)/pg_ctl -D \(directory)/data -m immediate -w stop >/dev/null", as: owner)
   }
 
   func destroy() {
@@ -244,11 +290,16 @@ final class TestCluster: Sendable {
     try? FileManager.default.removeItem(atPath: directory)
   }
 
-  private func run(_ command: String) throws {
+  private static func run(_ command: String, as owner: String) throws {
     let asOwner =
       owner == NSUserName()
       ? command : "runuser -u \(owner) -- sh -c \"\(command.replacingOccurrences(of: "\"", with: "\\\""))\""
     try Self.shell(asOwner)
+  }
+
+  /// A command that could not start or failed, named in the test's failure.
+  struct ShellFailure: Error, CustomStringConvertible {
+    let description: String
   }
 
   /// Runs `command` with `/bin/sh` and waits for it with `waitpid` (Foundation's `Process` can
@@ -259,12 +310,34 @@ final class TestCluster: Sendable {
     var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
     defer { for pointer in argv { free(pointer) } }
     guard posix_spawn(&pid, "/bin/sh", nil, nil, &argv, environ) == 0 else {
-      throw POSIXError(.EIO, userInfo: [NSLocalizedDescriptionKey: "cannot start: \(command)"])
+      throw ShellFailure(description: "cannot start: \(command)")
     }
     var status: Int32 = 0
     while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-    guard status == 0 else {
-      throw POSIXError(.EIO, userInfo: [NSLocalizedDescriptionKey: "failed (\(status)): \(command)"])
+    guard status == 0 else { throw ShellFailure(description: "failed (wait status \(status)): \(command)") }
+  }
+}
+/// A counting semaphore for tasks: ``enter()`` waits while every slot is taken, ``leave()`` hands
+/// the slot to the longest waiter.
+actor TestGate {
+  private var free: Int
+  private var waiting: [CheckedContinuation<Void, Never>] = []
+
+  init(slots: Int) { free = slots }
+
+  func enter() async {
+    if free > 0 {
+      free -= 1
+      return
+    }
+    await withCheckedContinuation { waiting.append($0) }
+  }
+
+  func leave() {
+    if waiting.isEmpty {
+      free += 1
+    } else {
+      waiting.removeFirst().resume()
     }
   }
 }

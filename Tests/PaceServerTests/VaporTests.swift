@@ -287,8 +287,9 @@ struct VaporTests {
     app.logger = Logger(label: "app", factory: { _ in logs })
     let store = try PostgresRateLimitStore(client: client, table: TestDatabase.uniqueTable("rl"), logger: app.logger)
     let debouncer = try PostgresDebouncer<[Int]>(
-      client: client, table: TestDatabase.uniqueTable("db"), quiet: .milliseconds(100), merge: .append,
-      pollInterval: .milliseconds(20), logger: app.logger
+      client: client, table: TestDatabase.uniqueTable("db"),
+      // Long enough that the two calls fall in one quiet period on a loaded machine.
+      quiet: .seconds(1), merge: .append, pollInterval: .milliseconds(20), logger: app.logger
     ) { key, payload in
       try await started.record(key, payload)
       try await Task.sleep(for: .milliseconds(800))  // real-time: still running when the application shuts down
