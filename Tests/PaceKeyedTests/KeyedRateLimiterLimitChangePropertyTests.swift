@@ -71,3 +71,99 @@ import Testing
     }
   }
 }
+
+/// `KeyedRateLimiter(limits:)` on timelines of 1 to 6 changes of any algorithm to any, the
+/// closure answering each key's limit in force (no exclusion of a longer window with more permits
+/// or a slower bucket with a larger burst): the limiter detects a change at the key's first
+/// decision under the new limit and assumes the use its state no longer records, as a limiter
+/// made with `RateLimitPlans` does at the change. Every limit is seen before the timeline begins
+/// (another key's decision), as in a service whose plans are in use; a quiet key (forgotten, if
+/// it is quiet long enough) comes back after one or more changes.
+///
+/// Checked, for every grant at `t` after the first change: SOME limit in force for the key at or
+/// before `t` allows it over the key's whole history (`RateLimitHistoryOracle.allows`), a token
+/// bucket judged with its debt capped at its whole burst at each change (the bound a change
+/// assumes). The bounds of a closure, which is not told of changes, are kept out: the changes are
+/// further apart than any limit's look-back (several changes within one look-back need the
+/// history of limits that only `RateLimitPlans` keeps: `KeyedRateLimiterPlanChangePropertyTests`),
+/// and no fixed window is followed by a limit that looks further back and allows more (a fixed
+/// window's state holds its count and its end, not its limit).
+@Suite(.offThePool) struct KeyedRateLimiterSeveralLimitChangesPropertyTests {
+  typealias Oracle = KeyedRateLimiterLimitChangePropertyTests
+
+  /// How far back `limit` counts, in nanoseconds: a window's length, a bucket's time from empty
+  /// to full.
+  static func lookBack(_ limit: RateLimit) -> Int64 {
+    let interval = limit.interval.paceNanoseconds
+    guard limit.algorithm == .tokenBucket else { return interval }
+    return (Int64(limit.burst) * interval + Int64(limit.permits) - 1) / Int64(limit.permits)
+  }
+
+  /// `changes + 1` random limits of any algorithm, each looking back 150 ns at most (so that the
+  /// timelines stay short), of which one fixed window at most (it may come back).
+  static func limits(changes: Int, _ random: inout SeededGenerator) -> [RateLimit] {
+    let algorithms: [RateLimit.Algorithm] = [.tokenBucket, .slidingWindow, .fixedWindow]
+    var limits: [RateLimit] = []
+    var fixed: RateLimit?
+    while limits.count <= changes {
+      var limit = Oracle.randomLimit(algorithms.randomElement(using: &random)!, &random)
+      if lookBack(limit) > 150 { continue }
+      if limit.algorithm == .fixedWindow {
+        if let fixed { limit = fixed } else { fixed = limit }
+      }
+      limits.append(limit)
+    }
+    return limits
+  }
+
+  @Test(arguments: 1...6, 0..<25 as Range<UInt64>)
+  func everyGrantAfterChangesIsOneThatALimitInForceAllows(changes: Int, seed: UInt64) {
+    var random = SeededGenerator(seed: seed)
+    let limits = Self.limits(changes: changes, &random)
+    let apart = limits.map(Self.lookBack).max()! + 1
+    var instants: [Int64] = [Int64.random(in: 100...300, using: &random)]
+    for _ in 1..<changes + 1 {
+      instants.append(instants[instants.count - 1] + apart + Int64.random(in: 0...60, using: &random))
+    }
+    let end = instants.removeLast() + 200
+    let scheduler = TestScheduler()
+    let inForce = LockedState(0)
+    let limiter = KeyedRateLimiter<String>(
+      limits: { key in
+        if key.hasPrefix("seen ") { return limits[Int(key.dropFirst(5))!] }
+        return limits[inForce.withLock { $0 }]
+      }, clock: scheduler)
+    for index in limits.indices { _ = limiter.tryAcquire("seen \(index)", cost: 0) }
+    let quietFrom = Int64.random(in: 0...instants[0], using: &random)
+    let backAt = Int64.random(in: instants[0]...end, using: &random)
+    let keys = ["busy", "quiet"]
+    var grants: [String: [Int64]] = [:]
+    var changedAt: [Int64] = []
+    var t: Int64 = 0
+    while t < end {
+      t += Int64.random(in: 0...6, using: &random)
+      scheduler.advance(to: PaceInstant(nanoseconds: t))
+      while changedAt.count < changes, t >= instants[changedAt.count] {
+        inForce.withLock { $0 += 1 }
+        changedAt.append(t)
+      }
+      let earlier = limits[0...changedAt.count]
+      for key in keys where key == "busy" || t < quietFrom || t >= backAt {
+        let allowed = limiter.tryAcquire(key).isAllowed
+        let history = grants[key, default: []]
+        if allowed, !changedAt.isEmpty {
+          let someLimitAllows = earlier.contains { limit in
+            limit.algorithm == .tokenBucket
+              ? KeyedRateLimiterPlanChangePropertyTests.bucketAllows(limit, history, at: t, debtCappedAt: changedAt)
+              : Oracle.allows(limit, history, at: t)
+          }
+          #expect(
+            someLimitAllows,
+            "seed \(seed), \(key): granted at \(t) under \(Array(earlier)) changed at \(changedAt); grants \(history.suffix(20))"
+          )
+        }
+        if allowed { grants[key, default: []].append(t) }
+      }
+    }
+  }
+}

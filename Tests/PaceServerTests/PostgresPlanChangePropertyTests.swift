@@ -57,5 +57,84 @@ struct PostgresPlanChangePropertyTests {
       }
     }
   }
+
+  /// How far back `limit` counts, in seconds: a window's length, a bucket's time from empty to
+  /// full.
+  static func lookBack(_ limit: RateLimit) -> Double {
+    let interval = Double(limit.interval.components.seconds)
+    return limit.algorithm == .tokenBucket ? interval * Double(limit.burst) / Double(limit.permits) : interval
+  }
+
+  /// Whether `limit`, a token bucket, replayed over `grants` (microseconds; debt allowed, except
+  /// that it owes at most its whole burst at each instant of `caps`) lets one more permit through
+  /// at `t`: the bound a change assumes of a slower bucket.
+  static func bucketAllows(_ limit: RateLimit, _ grants: [Int64], at t: Int64, debtCappedAt caps: [Int64]) -> Bool {
+    // In units of 1 / permits µs: a permit costs `interval` µs of them, a µs earns `permits`.
+    let perPermit = limit.interval.components.seconds * 1_000_000
+    let perMicrosecond = Int64(limit.permits)
+    let capacity = Int64(limit.burst) * perPermit
+    var deficit: Int64 = 0
+    let events = (caps.filter { $0 <= t }.map { ($0, true) } + grants.map { ($0, false) }).sorted {
+      $0.0 < $1.0 || ($0.0 == $1.0 && $0.1 && !$1.1)
+    }
+    var last = events.first?.0 ?? t
+    for (time, isCap) in events {
+      deficit = max(0, deficit - (time - last) * perMicrosecond)
+      last = time
+      deficit = isCap ? min(deficit, capacity) : deficit + perPermit
+    }
+    deficit = max(0, deficit - (t - last) * perMicrosecond)
+    return capacity - deficit >= perPermit
+  }
+
+  /// Up to six changes of any algorithm to any on one key, further apart than any of its limits
+  /// looks back (the store sees only the limit its row was last written under, so several
+  /// changes within one look-back are its bound: see the article). Every grant is one that some
+  /// limit in force for the key at or before it allows over the key's whole history, a token
+  /// bucket with its debt capped at its whole burst at each change.
+  @Test(arguments: 0..<12)
+  func everyGrantAfterUpToSixChangesIsOneThatALimitInForceAllows(seed: UInt64) async throws {
+    try await TestDatabase.withClients { clients in
+      let store = try PostgresRateLimitStore(client: clients[0], table: TestDatabase.uniqueTable("rl"))
+      try await store.migrate()
+      var random = SeededGenerator(seed: seed)
+      let algorithms: [RateLimit.Algorithm] = [.tokenBucket, .slidingWindow, .fixedWindow]
+      let changes = Int.random(in: 1...6, using: &random)
+      var limits: [RateLimit] = []
+      while limits.count <= changes {
+        let limit = Self.randomLimit(algorithms.randomElement(using: &random)!, &random)
+        if Self.lookBack(limit) <= 20 { limits.append(limit) }
+      }
+      let apart = limits.map(Self.lookBack).max()! + 1
+      var instants: [Int64] = []
+      var time = Double(Int.random(in: 100...300, using: &random)) / 10
+      for _ in 0..<changes {
+        instants.append(PostgresPlanChangeTests.seconds(time))
+        time += apart + Double(Int.random(in: 0...50, using: &random)) / 10
+      }
+      let end = PostgresPlanChangeTests.seconds(time)
+      var grants: [Int64] = []
+      var t: Int64 = 0
+      while t < end {
+        t += Int64(Int.random(in: 0...15, using: &random)) * 100_000
+        let inForce = instants.filter { $0 <= t }
+        let decision = try await store.tryAcquire(
+          "k", cost: 1, limit: limits[inForce.count], databaseNow: PostgresPlanChangeTests.base + t)
+        guard decision.isAllowed else { continue }
+        if !inForce.isEmpty {
+          let allowed = limits[0...inForce.count].contains { limit in
+            limit.algorithm == .tokenBucket
+              ? Self.bucketAllows(limit, grants, at: t, debtCappedAt: inForce)
+              : PostgresPlanChangeTests.allows(limit, grants, at: t)
+          }
+          #expect(
+            allowed,
+            "seed \(seed): granted at \(Double(t) / 1e6) s under \(limits) changed at \(instants.map { Double($0) / 1e6 }); grants \(grants.suffix(20).map { Double($0) / 1e6 })"
+          )
+        }
+        grants.append(t)
+      }
+    }
+  }
 }
 #endif

@@ -200,5 +200,55 @@ struct PostgresPlanChangeTests {
       try await timeline.requests(from: 110, to: 200, every: 0.5)
     }
   }
+
+  /// A key's row idle under its old limit (3 per 10 s, used 15 s ago) is not purged while a limit
+  /// the store knows (10 per 60 s, another key's row) would still count its grants: changed to
+  /// it, the key counts the old limit's maximum, not a fresh window of 10. In a store that knows
+  /// no longer limit, the same row is purged once idle. (The purge reads the real clock, so the
+  /// decisions are made just before it.)
+  @Test func aRowIdleUnderItsOldLimitIsKeptWhileALimitTheStoreKnowsStillCountsIt() async throws {
+    try await TestDatabase.withClients { clients in
+      let old = RateLimit.slidingWindow(permits: 3, per: .seconds(10))
+      let long = RateLimit.slidingWindow(permits: 10, per: .seconds(60))
+      let stores = try [0, 1].map { _ in
+        try PostgresRateLimitStore(client: clients[0], table: TestDatabase.uniqueTable("rl"))
+      }
+      for store in stores { try await store.migrate() }
+      let usedAt = Int64(Date().timeIntervalSince1970 * 1_000_000) - 15_000_000
+      for store in stores {
+        #expect(try await store.tryAcquire("k", cost: 3, limit: old, databaseNow: usedAt).isAllowed)
+      }
+      #expect(try await stores[0].tryAcquire("other", cost: 1, limit: long, databaseNow: usedAt).isAllowed)
+      #expect(try await stores[0].purgeAllExpired() == 0)
+      #expect(try await stores[1].purgeAllExpired() == 1)
+      var granted = 0
+      while try await stores[0].tryAcquire("k", cost: 1, limit: long, databaseNow: usedAt + 15_000_000).isAllowed {
+        granted += 1
+      }
+      // The old limit allows 3 then, the new one 7 over the key's history.
+      #expect(granted <= 7)
+    }
+  }
+
+  /// A plan in the plans table counts as a limit the store knows before any key is decided under
+  /// it: a row idle under its old limit is kept while the plan (10 per 60 s) would count its
+  /// grants, and purged once the plan is removed.
+  @Test func aRowIsKeptWhileAPlanOfThePlansTableWouldStillCountIt() async throws {
+    try await TestDatabase.withClients { clients in
+      let table = TestDatabase.uniqueTable("rl")
+      let store = try PostgresRateLimitStore(client: clients[0], table: table)
+      let plans = try PostgresRateLimitPlans(
+        client: clients[0], table: table, default: .slidingWindow(permits: 3, per: .seconds(10)))
+      try await store.migrate()
+      try await plans.migrate()
+      try await plans.setLimit(.slidingWindow(permits: 10, per: .seconds(60)), for: "pro")
+      let usedAt = Int64(Date().timeIntervalSince1970 * 1_000_000) - 15_000_000
+      let old = RateLimit.slidingWindow(permits: 3, per: .seconds(10))
+      #expect(try await store.tryAcquire("k", cost: 3, limit: old, databaseNow: usedAt).isAllowed)
+      #expect(try await store.purgeAllExpired() == 0)
+      #expect(try await plans.removeLimit(for: "pro"))
+      #expect(try await store.purgeAllExpired() == 1)
+    }
+  }
 }
 #endif

@@ -129,7 +129,30 @@ struct PostgresRateLimitStoreTests {
     }
   }
 
+  /// One limit in the table (so a row full under it counts nothing under any limit the store
+  /// knows): the rows whose bucket is full again are purged, in batches; a row still owed (its
+  /// grant an hour ahead, by the database's clock) is kept.
   @Test func purgeDeletesOnlyRowsWhoseBucketIsFull() async throws {
+    try await TestDatabase.withClients { clients in
+      let store = try PostgresRateLimitStore(client: clients[0], table: TestDatabase.uniqueTable("rl"))
+      try await store.migrate()
+      let short = RateLimit(permits: 1000, per: .milliseconds(10))
+      for key in 0..<5 { _ = try await store.tryAcquire("short-\(key)", cost: 1, limit: short) }
+      let anHourAhead = Int64(Date().timeIntervalSince1970 * 1_000_000) + 3_600_000_000
+      _ = try await store.tryAcquire("owed", cost: 1, limit: short, databaseNow: anHourAhead)
+      try await Task.sleep(for: .milliseconds(50))  // real-time: the short buckets fill up again
+      #expect(try await store.purgeExpired(batchSize: 3) == 3)
+      #expect(try await store.purgeExpired(batchSize: 3) == 2)
+      #expect(try await store.purgeExpired() == 0)
+      #expect(
+        try await store.tryAcquire("owed", cost: 1, limit: short, databaseNow: anHourAhead) == .allowed(remaining: 998))
+    }
+  }
+
+  /// A table with a bucket of another rate (an hour's): a row full under its own limit is kept
+  /// while that limit, which looks back an hour, would still count its grant, should its key's
+  /// limit change to it (see "What a key keeps when its plan changes").
+  @Test func purgeKeepsRowsALongerLimitOfTheTableWouldStillCount() async throws {
     try await TestDatabase.withClients { clients in
       let store = try PostgresRateLimitStore(client: clients[0], table: TestDatabase.uniqueTable("rl"))
       try await store.migrate()
@@ -137,10 +160,8 @@ struct PostgresRateLimitStoreTests {
       for key in 0..<5 { _ = try await store.tryAcquire("short-\(key)", cost: 1, limit: short) }
       _ = try await store.tryAcquire("long", cost: 1, limit: hour)
       try await Task.sleep(for: .milliseconds(50))  // real-time: the short buckets fill up again
-      #expect(try await store.purgeExpired(batchSize: 3) == 3)
-      #expect(try await store.purgeExpired(batchSize: 3) == 2)
       #expect(try await store.purgeExpired() == 0)
-      #expect(try await store.tryAcquire("long", cost: 1, limit: hour) == .allowed(remaining: 98))
+      #expect(try await store.purgeAllExpired() == 0)
     }
   }
 
