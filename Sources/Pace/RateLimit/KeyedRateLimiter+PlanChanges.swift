@@ -159,6 +159,11 @@ extension KeyedRateLimiter {
         grants.append(grant)
         used = saturatingSum(used, grant.cost)
       }
+      // A log's grants are in time order (its idle time is its last grant's end). A state idle
+      // under its old limit but kept for a longer one records a window before `now`'s, so some
+      // assumed grants may be later than what it records: counted twice (stricter, never
+      // looser), but in order.
+      grants.sort { $0.time < $1.time }
       dropEarliest(of: &grants, used: &used, assumed: assumed, permits: log.rate.permits)
       log.grants = grants
       log.head = 0
