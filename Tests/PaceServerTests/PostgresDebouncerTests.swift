@@ -244,28 +244,31 @@ struct PostgresDebouncerTests {
 }
 
 extension TestInstance {
-  /// The next line of the instance's standard output, waiting up to `timeout`.
+  /// The next line of the instance's standard output, waiting up to `timeout`: read on a thread
+  /// of its own, which a read that never ends (the instance writes nothing) leaves blocked until
+  /// the instance exits, rather than a thread of the cooperative pool or this call.
   func readLine(within timeout: Duration) async throws -> String? {
     let handle = output.fileHandleForReading
-    return try await withThrowingTaskGroup(of: String?.self) { group in
-      group.addTask {
-        await Task.detached {
-          var line = Data()
-          while true {
-            let byte = handle.readData(ofLength: 1)
-            if byte.isEmpty || byte == Data("\n".utf8) { break }
-            line.append(byte)
-          }
-          return String(decoding: line, as: UTF8.self)
-        }.value
+    let (lines, sink) = AsyncStream<String?>.makeStream()
+    let reader = Thread {
+      var line = Data()
+      while true {
+        let byte = handle.readData(ofLength: 1)
+        if byte.isEmpty || byte == Data("\n".utf8) { break }
+        line.append(byte)
       }
-      group.addTask {
-        try await Task.sleep(for: timeout)  // real-time: a bound on reading a process, never a wait in a passing run
-        return nil
-      }
-      defer { group.cancelAll() }
-      return try await group.next() ?? nil
+      sink.yield(String(decoding: line, as: UTF8.self))
+      sink.finish()
     }
+    reader.start()
+    let timer = Task {
+      try await Task.sleep(for: timeout)  // real-time: a bound on reading a process, never a wait in a passing run
+      sink.yield(nil)
+      sink.finish()
+    }
+    defer { timer.cancel() }
+    for await line in lines { return line }
+    return nil
   }
 }
 #endif

@@ -1,5 +1,6 @@
 #if PostgreSQL && Hummingbird
 import Foundation
+import Pace
 @testable import PacePostgres
 import PostgresNIO
 import Testing
@@ -216,17 +217,31 @@ struct TestInstance {
     try process.run()
   }
 
-  /// Waits for the process to end; `(stdout, stderr, status, reason)`.
+  /// Waits for the process to end; `(stdout, stderr, status, reason)`. The reads and the wait
+  /// block, for as long as the process runs: on threads of their own, not on the cooperative
+  /// pool, whose two threads (on 2 cores) the rest of the suite needs meanwhile; and each pipe
+  /// on its own thread, since a process that fills one pipe while the other is read waits for
+  /// ever.
   func finish() async -> (output: String, errors: String, status: Int32, reason: Process.TerminationReason) {
     let process = self.process
     let outputHandle = output.fileHandleForReading
     let errorHandle = errors.fileHandleForReading
-    return await Task.detached {
-      let output = String(decoding: outputHandle.readDataToEndOfFile(), as: UTF8.self)
-      let errors = String(decoding: errorHandle.readDataToEndOfFile(), as: UTF8.self)
-      process.waitUntilExit()
-      return (output, errors, process.terminationStatus, process.terminationReason)
-    }.value
+    return await withCheckedContinuation { continuation in
+      let errorsRead = DispatchSemaphore(value: 0)
+      let errorText = LockedState("")
+      Thread {
+        let text = String(decoding: errorHandle.readDataToEndOfFile(), as: UTF8.self)
+        errorText.withLock { $0 = text }
+        errorsRead.signal()
+      }.start()
+      Thread {
+        let output = String(decoding: outputHandle.readDataToEndOfFile(), as: UTF8.self)
+        errorsRead.wait()
+        process.waitUntilExit()
+        let errors = errorText.withLock { $0 }
+        continuation.resume(returning: (output, errors, process.terminationStatus, process.terminationReason))
+      }.start()
+    }
   }
 }
 #endif
