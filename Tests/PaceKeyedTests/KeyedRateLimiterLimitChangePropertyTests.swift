@@ -154,7 +154,7 @@ import Testing
         if allowed, !changedAt.isEmpty {
           let someLimitAllows = earlier.contains { limit in
             limit.algorithm == .tokenBucket
-              ? KeyedRateLimiterPlanChangePropertyTests.bucketAllows(limit, history, at: t, debtCappedAt: changedAt)
+              ? RateLimitHistoryOracle.bucketAllows(limit, history, at: t, debtCappedAt: changedAt)
               : Oracle.allows(limit, history, at: t)
           }
           #expect(

@@ -158,31 +158,6 @@ import Testing
     return owedMore.count
   }
 
-  /// Whether `limit`, a token bucket, replayed over `grants` (debt allowed, except that it owes at
-  /// most its whole burst at each instant of `caps`) lets one more permit through at `t`.
-  static func bucketAllows(_ limit: RateLimit, _ grants: [Int64], at t: Int64, debtCappedAt caps: [Int64]) -> Bool {
-    let interval = limit.interval.paceNanoseconds
-    var divisor = Int64(limit.permits)
-    var b = interval
-    while b != 0 { (divisor, b) = (b, divisor % b) }
-    let perPermit = interval / divisor
-    let perNanosecond = Int64(limit.permits) / divisor
-    let capacity = Int64(limit.burst) * perPermit
-    var deficit: Int64 = 0
-    // Every grant and cap in time order (a cap before a grant at the same instant).
-    let events = (caps.filter { $0 <= t }.map { ($0, true) } + grants.map { ($0, false) }).sorted {
-      $0.0 < $1.0 || ($0.0 == $1.0 && $0.1 && !$1.1)
-    }
-    var last = events.first?.0 ?? t
-    for (time, isCap) in events {
-      deficit = max(0, deficit - (time - last) * perNanosecond)
-      last = time
-      deficit = isCap ? min(deficit, capacity) : deficit + perPermit
-    }
-    deficit = max(0, deficit - (t - last) * perNanosecond)
-    return capacity - deficit >= perPermit
-  }
-
   /// Several changes within one look-back: a key's limit changes 2 to 6 times (random limits of
   /// any algorithm, the changes 0 to 60 ns apart, so that several fall within one limit's
   /// look-back), on four keys as above. The property: every permit granted at `t` is one that
@@ -224,7 +199,7 @@ import Testing
         if allowed, !changedAt.isEmpty {
           let someLimitAllows = inForce.contains { limit in
             limit.algorithm == .tokenBucket
-              ? Self.bucketAllows(limit, history, at: t, debtCappedAt: changedAt)
+              ? RateLimitHistoryOracle.bucketAllows(limit, history, at: t, debtCappedAt: changedAt)
               : Oracle.allows(limit, history, at: t)
           }
           #expect(

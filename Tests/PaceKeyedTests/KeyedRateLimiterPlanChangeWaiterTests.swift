@@ -75,7 +75,7 @@ import Testing
     if g > s {
       let newAllows =
         new.algorithm == .tokenBucket
-        ? KeyedRateLimiterPlanChangePropertyTests.bucketAllows(new, grants, at: g, debtCappedAt: [s])
+        ? RateLimitHistoryOracle.bucketAllows(new, grants, at: g, debtCappedAt: [s])
         : Oracle.allows(new, grants, at: g)
       #expect(
         Oracle.allows(old, grants, at: g) || newAllows,

@@ -39,6 +39,35 @@ public enum RateLimitHistoryOracle {
     }
   }
 
+  /// Whether `limit`, a token bucket, replayed over `grants` (debt allowed, except that it owes
+  /// at most its whole burst at each instant of `caps`, the bound a change of limit assumes of a
+  /// slower bucket) lets one more permit through at `t`; instants in multiples of `unit`, of which
+  /// `limit.interval` must be a whole number.
+  public static func bucketAllows(
+    _ limit: RateLimit, _ grants: [Int64], at t: Int64, debtCappedAt caps: [Int64], unit: Duration = .nanoseconds(1)
+  ) -> Bool {
+    let interval = nanoseconds(limit.interval) / nanoseconds(unit)
+    var divisor = Int64(limit.permits)
+    var b = interval
+    while b != 0 { (divisor, b) = (b, divisor % b) }
+    let perPermit = interval / divisor
+    let perUnit = Int64(limit.permits) / divisor
+    let capacity = Int64(limit.burst) * perPermit
+    var deficit: Int64 = 0
+    // Every grant and cap in time order (a cap before a grant at the same instant).
+    let events = (caps.filter { $0 <= t }.map { ($0, true) } + grants.map { ($0, false) }).sorted {
+      $0.0 < $1.0 || ($0.0 == $1.0 && $0.1 && !$1.1)
+    }
+    var last = events.first?.0 ?? t
+    for (time, isCap) in events {
+      deficit = max(0, deficit - (time - last) * perUnit)
+      last = time
+      deficit = isCap ? min(deficit, capacity) : deficit + perPermit
+    }
+    deficit = max(0, deficit - (t - last) * perUnit)
+    return capacity - deficit >= perPermit
+  }
+
   private static func nanoseconds(_ duration: Duration) -> Int64 {
     duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
   }
