@@ -172,32 +172,42 @@ struct HotKeyLeaseState: Sendable {
 
   /// The decision of `cost` permits of `key` under `limit` at `now`.
   mutating func decide(_ key: String, cost: Int, limit: RateLimit, now: Int64) -> Action {
-    if var state = keys[key], state.limit != limit {
+    // A known key's state is changed where it is stored (through its index): a copy taken out
+    // and written back would share its leases' storage, and copy it at each grant.
+    let index = keys.index(forKey: key)
+    if let index, keys.values[index].limit != limit {
       // The key's limit changed (its plan): the old limit's leases grant nothing under the new one.
-      drop(&state)
-      keys[key] = KeyState(limit: limit, spanStart: now, decisions: 0)
+      Self.drop(&keys.values[index], expired: &expired)
+      keys.values[index] = KeyState(limit: limit, spanStart: now, decisions: 0)
     }
     guard let size = settings.leaseSize(limit), cost <= size else { return .ask(lease: nil) }
-    guard var state = keys[key] else {
+    guard let index else {
       if keys.count >= capacity { forgetIdleKeys(now: now) }
       let busy = settings.busyAfter <= 1
       keys[key] = KeyState(limit: limit, spanStart: now, decisions: 1, asking: busy)
       return .ask(lease: busy ? size : nil)
     }
+    return Self.decide(
+      &keys.values[index], cost: cost, size: size, now: now, settings: settings, span: span, expired: &expired)
+  }
+
+  /// ``decide(_:cost:limit:now:)`` for a key known under `limit`, whose lease size is `size`.
+  private static func decide(
+    _ state: inout KeyState, cost: Int, size: Int, now: Int64, settings: HotKeyLeasing, span: Int64,
+    expired: inout Int64
+  ) -> Action {
     // A grant from a lease, the first one that still has permits in time.
     let checked = Int64(Swift.max(cost, 1))
     while let lease = state.leases.first {
       let index = lease.firstUsable(now: now)
       if index + checked <= lease.permits {
-        var used = lease
         // A cost of 0 takes nothing, and is answered as a cost of 1 would be.
         if cost > 0 {
-          used.next = index + checked
-          used.granted += checked
+          state.leases[0].next = index + checked
+          state.leases[0].granted += checked
         } else {
-          used.next = index
+          state.leases[0].next = index
         }
-        state.leases[0] = used
         // One lease is kept ahead of the one in use, so that a slow round trip does not leave the
         // key without one: its slots follow this one's, so they do not start passing meanwhile.
         var refill: Int? = nil
@@ -205,8 +215,7 @@ struct HotKeyLeaseState: Sendable {
           state.asking = true
           refill = size
         }
-        keys[key] = state
-        return .grant(remaining: Int(used.usable(now: now)), refill: refill)
+        return .grant(remaining: Int(state.leases[0].usable(now: now)), refill: refill)
       }
       expired += lease.permits - lease.granted
       state.leases.removeFirst()
@@ -218,7 +227,6 @@ struct HotKeyLeaseState: Sendable {
     state.decisions += 1
     let busy = state.decisions >= settings.busyAfter && !state.asking && now >= state.quietUntil
     if busy { state.asking = true }
-    keys[key] = state
     return .ask(lease: busy ? size : nil)
   }
 
@@ -254,7 +262,7 @@ struct HotKeyLeaseState: Sendable {
     return expired
   }
 
-  private mutating func drop(_ state: inout KeyState) {
+  private static func drop(_ state: inout KeyState, expired: inout Int64) {
     for lease in state.leases { expired += lease.permits - lease.granted }
     state.leases = []
   }
