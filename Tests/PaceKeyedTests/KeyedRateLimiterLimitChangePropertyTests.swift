@@ -85,9 +85,9 @@ import Testing
 /// bucket judged with its debt capped at its whole burst at each change (the bound a change
 /// assumes). The bounds of a closure, which is not told of changes, are kept out: the changes are
 /// further apart than any limit's look-back (several changes within one look-back need the
-/// history of limits that only `RateLimitPlans` keeps: `KeyedRateLimiterPlanChangePropertyTests`),
-/// and no fixed window is followed by a limit that looks further back and allows more (a fixed
-/// window's state holds its count and its end, not its limit).
+/// history of limits that only `RateLimitPlans` keeps: `KeyedRateLimiterPlanChangePropertyTests`).
+/// Fixed windows of several lengths are among the limits: a key's shard records the fixed window
+/// a state not under its first was stored under.
 @Suite(.offThePool) struct KeyedRateLimiterSeveralLimitChangesPropertyTests {
   typealias Oracle = KeyedRateLimiterLimitChangePropertyTests
 
@@ -100,17 +100,13 @@ import Testing
   }
 
   /// `changes + 1` random limits of any algorithm, each looking back 150 ns at most (so that the
-  /// timelines stay short), of which one fixed window at most (it may come back).
+  /// timelines stay short), fixed windows of several lengths among them.
   static func limits(changes: Int, _ random: inout SeededGenerator) -> [RateLimit] {
     let algorithms: [RateLimit.Algorithm] = [.tokenBucket, .slidingWindow, .fixedWindow]
     var limits: [RateLimit] = []
-    var fixed: RateLimit?
     while limits.count <= changes {
-      var limit = Oracle.randomLimit(algorithms.randomElement(using: &random)!, &random)
+      let limit = Oracle.randomLimit(algorithms.randomElement(using: &random)!, &random)
       if lookBack(limit) > 150 { continue }
-      if limit.algorithm == .fixedWindow {
-        if let fixed { limit = fixed } else { fixed = limit }
-      }
       limits.append(limit)
     }
     return limits

@@ -45,6 +45,34 @@ import Testing
     #expect(!limiter.tryAcquire("k").isAllowed)
   }
 
+  /// A fixed window's state once its shard has seen two fixed windows: another key of the shard
+  /// decided under 10 per 60 ns first, then "k" used 3 per 10 ns to the full in [0, 30). Changed to 10 per
+  /// 60 ns at 25, its state (3 in [20, 30)) is read as stored under 3 per 10 ns (the shard
+  /// records the fixed window of a key not under the first it saw), so the 6 of [0, 20) are
+  /// assumed: the new limit allows 1 more in [0, 60), the old one none at 25.
+  @Test func aFixedWindowStateKnowsItsWindowWhenSeveralFixedWindowsAreSeen() {
+    let scheduler = TestScheduler()
+    let short = RateLimit.fixedWindow(permits: 3, per: .nanoseconds(10))
+    let long = RateLimit.fixedWindow(permits: 10, per: .nanoseconds(60))
+    // Another key of "k"'s shard: each shard notes the limits its keys were decided under.
+    let shard = KeyedRateLimiter<String>.shardIndex(hash: "k".hashValue)
+    let other = (0...).lazy.map { "other \($0)" }.first {
+      KeyedRateLimiter<String>.shardIndex(hash: $0.hashValue) == shard
+    }!
+    let limits = LockedState(["k": short, other: long])
+    let limiter = KeyedRateLimiter<String>(limits: { key in limits.withLock { $0[key]! } }, clock: scheduler)
+    #expect(limiter.tryAcquire(other, cost: 0).isAllowed)
+    for t in [0, 10, 20] as [Int64] {
+      scheduler.advance(to: PaceInstant(nanoseconds: t))
+      #expect(limiter.tryAcquire("k", cost: 3).isAllowed)
+    }
+    scheduler.advance(to: PaceInstant(nanoseconds: 25))
+    limits.withLock { $0["k"] = long }
+    var granted = 0
+    while limiter.tryAcquire("k").isAllowed { granted += 1 }
+    #expect(granted <= 1)
+  }
+
   /// A key idle under its old limit (3 per 10 ns, used at 0) is kept while a limit the limiter
   /// has seen (10 per 60 ns, another key's) would still count its grants: changed to it at 15,
   /// the key counts the old limit's maximum, not a fresh window of 10.

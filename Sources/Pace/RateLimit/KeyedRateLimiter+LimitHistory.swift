@@ -266,11 +266,11 @@ extension KeyedRateLimiter {
 
 // A limiter with a `limits` closure is not told when a key's limit changes. It finds out at the
 // key's first decision under another limit than the one its state was stored under (a bucket's
-// rate and a sliding log's are in its state; a fixed window's is the only fixed window the key's
-// shard has decided under, unknown once there were two), and applies the rule of "A change of
-// plans" (KeyedRateLimiter+PlanChanges.swift): the part of the new look-back that the state no
-// longer records is taken as used at the old limit's maximum, the change taken as made at that
-// decision, which is later than it was: stricter, never looser.
+// rate and a sliding log's are in its state; a fixed window's is the first fixed window the
+// key's shard decided under, unless the shard's `fixedRates` names another), and applies the
+// rule of "A change of plans" (KeyedRateLimiter+PlanChanges.swift): the part of the new look-back
+// that the state no longer records is taken as used at the old limit's maximum, the change taken
+// as made at that decision, which is later than it was: stricter, never looser.
 //
 // So that a key idle under its old limit still has its state when its limit changes, a key is
 // forgotten only once idle under every limit the limiter has decided under (`SeenLimits`): its
@@ -280,7 +280,6 @@ extension KeyedRateLimiter {
 // one limit keeps them no longer than before. No key's state grows: the shards and the
 // limiter note what they saw.
 //
-// What is left: a limit the limiter never decided under before a key was forgotten; a fixed
-// window's state once two fixed windows were seen; several changes within one look-back (the
-// state knows only the latest old limit). `RateLimitPlans` is told of each change and keeps the
-// history, which covers all three.
+// What is left: a limit the limiter never decided under before a key was forgotten; several
+// changes within one look-back (the state knows only the latest old limit). `RateLimitPlans` is
+// told of each change and keeps the history, which covers both.

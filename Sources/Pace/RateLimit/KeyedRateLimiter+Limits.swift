@@ -123,6 +123,9 @@ extension KeyedRateLimiter {
     /// The first fixed window seen, and whether another was: a fixed window's state holds its
     /// count and its end, so it was stored under that one while it is the only one.
     @usableFromInline var onlyFixedRate: WindowRate?
+    /// The first fixed window seen: the one a key's fixed window state was stored under unless
+    /// the shard's `fixedRates` names another.
+    @usableFromInline var firstFixedRate: WindowRate?
     @usableFromInline var severalFixedRates = false
     @usableFromInline var firstBucket: TokenBucketRate?
     @usableFromInline var severalBuckets = false
@@ -137,6 +140,7 @@ extension KeyedRateLimiter {
         guard window.nanoseconds > sliding else { return false }
         sliding = window.nanoseconds
       case .fixedWindow(let window):
+        if firstFixedRate == nil { firstFixedRate = window }
         if onlyFixedRate == nil, !severalFixedRates {
           onlyFixedRate = window
         } else if let only = onlyFixedRate, only != window {
@@ -218,13 +222,13 @@ extension KeyedRateLimiter {
   /// state), `log` (taken from the shard's logs) and, for a per-key limiter's bucket, the rate it
   /// was stored under (`bucketRate`, from the shard's `bucketRates`).
   ///
-  /// A limiter that ``detectsLimitChanges`` passes `onlyFixedRate`, the only fixed window its
-  /// key's shard has decided under (``SeenLimits/onlyFixedRate``): the one a fixed window's state
-  /// was stored under, which the state does not hold.
+  /// A limiter that ``detectsLimitChanges`` passes `storedFixedRate`, the fixed window a fixed
+  /// window's state was stored under, which the state does not hold
+  /// (``storedFixedRate(of:in:)``).
   @inlinable
   func loadCounter(
     level: TokenBucketLevel?, log: SlidingWindowLog?, bucketRate: TokenBucketRate? = nil, rate: KeyRate,
-    now: PaceInstant, onlyFixedRate: WindowRate? = nil
+    now: PaceInstant, storedFixedRate: WindowRate? = nil
   ) -> RateLimitCounter {
     var counter = convertedCounter(level: level, log: log, bucketRate: bucketRate, rate: rate, now: now)
     // A `limits` closure's key first decided under another limit than its state's: the change
@@ -233,7 +237,7 @@ extension KeyedRateLimiter {
     guard detectsLimitChanges, let level else { return counter }
     let old: KeyRate?
     if level.balance < 0, log == nil {
-      old = onlyFixedRate.map(KeyRate.fixedWindow)
+      old = storedFixedRate.map(KeyRate.fixedWindow)
     } else {
       old = Self.storedRate(level: level, log: log, bucketRate: bucketRate)
     }
@@ -402,6 +406,28 @@ extension KeyedRateLimiter {
       level = TokenBucketLevel(balance: ~Int64(log.used), updated: log.idleTime ?? .max)
       logs[key] = log
       if storesFullInstants, !bucketRates.isEmpty { bucketRates.removeValue(forKey: key) }
+    }
+  }
+
+  /// The fixed window `key`'s fixed window state in `shard` was stored under: the shard's first,
+  /// unless `fixedRates` names another.
+  @inlinable
+  func storedFixedRate(of key: Key, in shard: borrowing Shard) -> WindowRate? {
+    if !shard.fixedRates.isEmpty, let rate = shard.fixedRates[key] { return rate }
+    return shard.seenLimits.firstFixedRate
+  }
+
+  /// Records, for a limiter that ``detectsLimitChanges``, the fixed window `counter` (just stored
+  /// as `key`'s state) counts under, where it is not the shard's first (which a state without an
+  /// entry was stored under, so that a limiter with one fixed window keeps no entry); forgets the
+  /// entry of a key stored under anything else.
+  @inlinable
+  func noteStoredFixedRate(of key: Key, _ counter: RateLimitCounter, in shard: inout Shard) {
+    guard detectsLimitChanges else { return }
+    if case .fixedWindow(let window) = counter, let first = shard.seenLimits.firstFixedRate, window.rate != first {
+      shard.fixedRates[key] = window.rate
+    } else if !shard.fixedRates.isEmpty {
+      shard.fixedRates.removeValue(forKey: key)
     }
   }
 

@@ -412,6 +412,7 @@ extension KeyedRateLimiter {
       let checkAt = counter.idleTime
       var stored = TokenBucketLevel(balance: 0, updated: now)
       store(counter, of: key, into: &stored, logs: &shard.logs, bucketRates: &shard.bucketRates)
+      noteStoredFixedRate(of: key, counter, in: &shard)
       _ = shard.buckets.indexInserting(key, hash: hash, (level: stored, checkAt: checkAt ?? .max))
       if let checkAt { shard.timer.add(checkAt, for: key) }
       return
@@ -419,10 +420,12 @@ extension KeyedRateLimiter {
     if counter.isIdle, !waiting {
       shard.buckets.remove(at: slot)
       if !shard.bucketRates.isEmpty { shard.bucketRates.removeValue(forKey: key) }
+      if !shard.fixedRates.isEmpty { shard.fixedRates.removeValue(forKey: key) }
       return
     }
     let entry = shard.buckets.unsafeValuePointer(at: slot)
     store(counter, of: key, into: &entry.pointee.level, logs: &shard.logs, bucketRates: &shard.bucketRates)
+    noteStoredFixedRate(of: key, counter, in: &shard)
     // While requests wait, the key's entry is their turn's, which its next firing recomputes.
     if waiting { return }
     let next = counter.idleTime

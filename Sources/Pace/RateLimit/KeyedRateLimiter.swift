@@ -75,6 +75,10 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     /// The rate each bucket of a per-key limiter was stored under, so that a key whose limit
     /// changed is converted (``loadCounter(level:log:bucketRate:rate:now:)``); empty for one limit.
     @usableFromInline var bucketRates: [Key: TokenBucketRate] = [:]
+    /// The fixed window each key of a limiter that detects changes of limit was stored under,
+    /// where it is not the first the shard saw (``SeenLimits/firstFixedRate``): empty while one
+    /// fixed window is in use.
+    @usableFromInline var fixedRates: [Key: WindowRate] = [:]
     /// The waiting requests' continuations, by the ids their keys' queues hold.
     @usableFromInline var waiters: [UInt64: Waiter] = [:]
     @usableFromInline var timer = ShardTimer<Key>()
@@ -97,6 +101,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       queues.shrinkIfSparse()
       logs.shrinkIfSparse()
       bucketRates.shrinkIfSparse()
+      fixedRates.shrinkIfSparse()
       waiters.shrinkIfSparse()
     }
   }
@@ -259,13 +264,11 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   /// the key's state no longer records as used at the old limit's maximum, as
   /// ``RateLimitPlans`` does at the change (from that decision: stricter, never looser). A key
   /// is forgotten only once it is idle under every limit the limiter has decided under, so a key
-  /// idle under its old limit still has its state when its limit changes. Three cases are left,
+  /// idle under its old limit still has its state when its limit changes. Two cases are left,
   /// which a limiter made with ``RateLimitPlans`` (``init(plans:clock:)``) covers, since it is
   /// told of each change: a limit the limiter never decided under before the key was forgotten;
-  /// a key whose state is a fixed window's once the limiter has decided under two fixed windows
-  /// (the state holds a count and an end, not which limit: its count carries over, nothing before
-  /// it is assumed); and a key whose limit changed more than once within one look-back (only
-  /// the latest old limit is known). A slower bucket assumes at most its whole burst owed. And
+  /// and a key whose limit changed more than once within one look-back (only the latest old
+  /// limit is known). A slower bucket assumes at most its whole burst owed. And
   /// once both windows have passed since a change, a window is exactly the new limit's.
   ///
   /// - Parameters:
@@ -570,7 +573,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       var counter = loadCounter(
         level: level, log: shard.logs.isEmpty ? nil : shard.logs[key],
         bucketRate: shard.bucketRates.isEmpty ? nil : shard.bucketRates[key], rate: rate, now: now,
-        onlyFixedRate: shard.seenLimits.onlyFixedRate)
+        storedFixedRate: storedFixedRate(of: key, in: shard))
       return counter.available(now: now)
     }
   }
@@ -593,6 +596,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
             + shard.logs.capacity * MemoryLayout<(Key, SlidingWindowLog)>.stride
             + shard.logs.values.reduce(0) { $0 + $1.heldStorageBytes }
             + shard.bucketRates.capacity * MemoryLayout<(Key, TokenBucketRate)>.stride
+            + shard.fixedRates.capacity * MemoryLayout<(Key, WindowRate)>.stride
             + shard.waiters.capacity * MemoryLayout<(UInt64, Waiter)>.stride
         }
     }
@@ -716,7 +720,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     var machine = RateLimitMachine(
       counter: loadCounter(
         level: bucket.level, log: log, bucketRate: bucketRate, rate: rate, now: now,
-        onlyFixedRate: shard.seenLimits.onlyFixedRate),
+        storedFixedRate: storedFixedRate(of: key, in: shard)),
       queue: waiting?.queue)
     let wasWaiting = machine.isWaiting
     let action =
@@ -741,6 +745,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       return effects
     }
     store(machine.counter, of: key, into: &bucket.level, logs: &shard.logs, bucketRates: &shard.bucketRates)
+    noteStoredFixedRate(of: key, machine.counter, in: &shard)
     // Nobody waits: the key is looked at again when its counter is idle, to be forgotten. While
     // requests wait, the key's entry is the timer a `RateLimiter` arms for them: for the first
     // request's turn as it starts waiting (an entry for the idle counter goes stale, else its
@@ -811,7 +816,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       } else {
         counter = loadCounter(
           level: level, log: log, bucketRate: bucketRate, rate: rate, now: now,
-          onlyFixedRate: shard.seenLimits.onlyFixedRate)
+          storedFixedRate: storedFixedRate(of: key, in: shard))
       }
       let queue = slot == nil || shard.queues.isEmpty ? nil : shard.queues[key]?.queue
       let decision = RateLimitMachine<RateLimitCounter>.tryAcquire(
@@ -821,10 +826,12 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
         store(
           counter, of: key, into: &shard.buckets.unsafeValuePointer(at: slot).pointee.level, logs: &shard.logs,
           bucketRates: &shard.bucketRates)
+        noteStoredFixedRate(of: key, counter, in: &shard)
       } else if !counter.isIdle {
         let checkAt = counter.idleTime
         var level = TokenBucketLevel(balance: 0, updated: now)
         store(counter, of: key, into: &level, logs: &shard.logs, bucketRates: &shard.bucketRates)
+        noteStoredFixedRate(of: key, counter, in: &shard)
         _ = shard.buckets.indexInserting(key, hash: hash, (level: level, checkAt: checkAt ?? .max))
         if let checkAt { shard.timer.add(checkAt, for: key) }
         arming = shard.timer.reserveIfNeeded()
@@ -895,15 +902,17 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
         let bucketRate = shard.bucketRates.isEmpty ? nil : shard.bucketRates[key]
         var counter = loadCounter(
           level: entry.pointee.level, log: log, bucketRate: bucketRate, rate: rate, now: now,
-          onlyFixedRate: shard.seenLimits.onlyFixedRate)
+          storedFixedRate: storedFixedRate(of: key, in: shard))
         if detectsLimitChanges { _ = shard.seenLimits.note(rate) }
         counter.refill(now: now)
         if counter.isIdle {
           shard.buckets.remove(at: slot)
           if bucketRate != nil { shard.bucketRates.removeValue(forKey: key) }
+          if !shard.fixedRates.isEmpty { shard.fixedRates.removeValue(forKey: key) }
           continue
         }
         store(counter, of: key, into: &entry.pointee.level, logs: &shard.logs, bucketRates: &shard.bucketRates)
+        noteStoredFixedRate(of: key, counter, in: &shard)
         let next = counter.idleTime
         entry.pointee.checkAt = next ?? .max
         if let next { shard.timer.add(next, for: key) }
