@@ -22,20 +22,7 @@ public enum RateLimitHistoryOracle {
     case .fixedWindow:
       return grants.filter { $0 / interval == t / interval }.count < limit.permits
     case .tokenBucket:
-      var divisor = Int64(limit.permits)
-      var b = interval
-      while b != 0 { (divisor, b) = (b, divisor % b) }
-      let perPermit = interval / divisor
-      let perUnit = Int64(limit.permits) / divisor
-      let capacity = Int64(limit.burst) * perPermit
-      var deficit: Int64 = 0
-      var last = grants.first ?? t
-      for grant in grants {
-        deficit = max(0, deficit - (grant - last) * perUnit) + perPermit
-        last = grant
-      }
-      deficit = max(0, deficit - (t - last) * perUnit)
-      return capacity - deficit >= perPermit
+      return bucketAllows(limit, grants, at: t, debtCappedAt: [], unit: unit)
     }
   }
 
