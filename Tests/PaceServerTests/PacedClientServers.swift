@@ -223,11 +223,13 @@ enum TestServer {
     let services = ServiceGroup(
       configuration: .init(
         services: [app], logger: Logger(label: "pace.tests.server", factory: { _ in SwiftLogNoOpLogHandler() })))
+    let failure = LockedBox<(any Error)?>(nil)
     let server = Task {
       do {
         try await services.run()
       } catch {
         // A server that never listened (its port taken): the wait for its port ends.
+        failure.withLock { $0 = error }
         ports.continuation.finish()
         throw error
       }
@@ -241,7 +243,8 @@ enum TestServer {
         result = .failure(error)
       }
     } else {
-      result = .failure(TestServerError.didNotStart)
+      // The server's own error says why it did not listen (the port taken, no descriptors left).
+      result = .failure(TestServerError.didNotStart(failure.withLock { $0 }))
     }
     await services.triggerGracefulShutdown()
     let bound = Task {
@@ -257,14 +260,39 @@ enum TestServer {
   /// (32768 and up): a port the kernel picked could be given to another test's outgoing
   /// connection before a server binds it again.
   static func freePort() async throws -> Int {
+    var lastError: (any Error)?
     for _ in 0..<50 {
-      if let port = try? await run(Router(), port: Int.random(in: 20_000..<32_000), { $0 }) { return port }
+      do {
+        return try await run(Router(), port: Int.random(in: 20_000..<32_000), { $0 })
+      } catch {
+        lastError = error
+      }
     }
-    throw TestServerError.didNotStart
+    throw lastError ?? TestServerError.didNotStart(nil)
+  }
+
+  /// Runs `router` on `port` like ``run(_:port:_:)``, binding again for up to 5 s while the port
+  /// is taken: a port found free a moment ago can be bound meanwhile by another test's server.
+  static func run<Result: Sendable>(
+    _ router: @autoclosure () -> Router<BasicRequestContext>, retryingPort port: Int,
+    _ body: @Sendable (Int) async throws -> Result
+  ) async throws -> Result {
+    var attempt = 1
+    while true {
+      do {
+        return try await run(router(), port: port, body)
+      } catch TestServerError.didNotStart(let cause) where attempt < 50 {
+        print("the server on port \(port) did not start (\(cause.map { "\($0)" } ?? "no error")), binding again")
+        attempt += 1
+        // real-time: the port is bound again 100 ms later.
+        try await Task.sleep(for: .milliseconds(100))
+      }
+    }
   }
 }
 
-enum TestServerError: Error { case didNotStart }
+/// A test server that did not listen, with the error its service group ended with (if any).
+enum TestServerError: Error { case didNotStart((any Error)?) }
 
 /// The duration of each proof run: `PACE_PROOF_SECONDS` (30 for the full proof), 6 s by default.
 var proofSeconds: Double {

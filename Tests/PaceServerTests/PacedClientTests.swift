@@ -248,7 +248,7 @@ struct PacedClientRetryTests {
           // real-time: a real server on loopback comes up after the first attempt was refused.
           try await Task.sleep(for: .milliseconds(300))
           // Serves until the request has its answer (the group is cancelled then).
-          try await TestServer.run(TestServer.recovering(after: 0, ledger: ledger), port: port) { _ in
+          try await TestServer.run(TestServer.recovering(after: 0, ledger: ledger), retryingPort: port) { _ in
             // real-time: serves until the group is cancelled, not for the whole minute.
             try await Task.sleep(for: .seconds(60))
           }
