@@ -88,7 +88,8 @@ extension PostgresRateLimitStore {
       key text PRIMARY KEY,
       tat bigint NOT NULL,
       unit bigint,
-      tolerance bigint
+      tolerance bigint,
+      changed bigint
     ) WITH (fillfactor = \(options.fillfactor))
     """
   }
@@ -104,7 +105,8 @@ extension PostgresRateLimitStore {
       expires bigint NOT NULL,
       grants bigint[] NOT NULL,
       permits bigint,
-      span bigint
+      span bigint,
+      changed bigint
     ) WITH (fillfactor = \(options.fillfactor))
     """
   }
@@ -119,7 +121,8 @@ extension PostgresRateLimitStore {
       window_end bigint NOT NULL,
       used bigint NOT NULL,
       permits bigint,
-      span bigint
+      span bigint,
+      changed bigint
     ) WITH (fillfactor = \(options.fillfactor))
     """
   }
@@ -135,6 +138,8 @@ extension PostgresRateLimitStore {
       (table, "unit"), (table, "tolerance"),
       (try table.companion(.slidingWindow), "permits"), (try table.companion(.slidingWindow), "span"),
       (try table.companion(.fixedWindow), "permits"), (try table.companion(.fixedWindow), "span"),
+      (table, "changed"), (try table.companion(.slidingWindow), "changed"),
+      (try table.companion(.fixedWindow), "changed"),
     ]
     let additions = columns.map { table, column in
       """

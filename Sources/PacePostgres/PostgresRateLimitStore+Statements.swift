@@ -161,6 +161,13 @@ extension PostgresRateLimitStore {
         held_permits bigint;
         held_span bigint;
         held_tolerance bigint;
+        -- When the row's limit last changed (NULL: not while the row lived), and the same for
+        -- another policy's row; `prior` is that instant when this decision is under a limit the
+        -- row was not written under (several changes), and `change_written` what the write records.
+        held_changed bigint;
+        other_changed bigint;
+        prior bigint;
+        change_written bigint;
         edge bigint;
         steps bigint;
         live bigint[];
@@ -214,13 +221,14 @@ extension PostgresRateLimitStore {
               -- earlier version), and then nothing is carried over from another bucket's rate.
               rate_unit := nullif(\(units), 0);
               IF \(policies) = 0 THEN
-                SELECT r.tat, r.unit, r.tolerance INTO held, held_unit, held_tolerance FROM \(table) AS r
-                WHERE r.key = \(keys) FOR UPDATE;
+                SELECT r.tat, r.unit, r.tolerance, r.changed INTO held, held_unit, held_tolerance, held_changed
+                FROM \(table) AS r WHERE r.key = \(keys) FOR UPDATE;
               ELSIF \(policies) = 1 THEN
-                SELECT r.grants, r.permits, r.span INTO held_grants, held_permits, held_span FROM \(sliding) AS r
-                WHERE r.key = \(keys) FOR UPDATE;
+                SELECT r.grants, r.permits, r.span, r.changed INTO held_grants, held_permits, held_span, held_changed
+                FROM \(sliding) AS r WHERE r.key = \(keys) FOR UPDATE;
               ELSE
-                SELECT r.window_end, r.used, r.permits, r.span INTO held, held_used, held_permits, held_span
+                SELECT r.window_end, r.used, r.permits, r.span, r.changed
+                INTO held, held_used, held_permits, held_span, held_changed
                 FROM \(fixed) AS r WHERE r.key = \(keys) FOR UPDATE;
               END IF;
               row_found := FOUND;
@@ -229,16 +237,18 @@ extension PostgresRateLimitStore {
                 -- No state under this policy: the key's limit may have changed policy, and its
                 -- state under the old one carries over (and moves here when this decision writes).
                 IF \(policies) <> 0 THEN
-                  SELECT r.tat, r.unit INTO other_tat, other_unit FROM \(table) AS r WHERE r.key = \(keys) FOR UPDATE;
+                  SELECT r.tat, r.unit, r.changed INTO other_tat, other_unit, other_changed
+                  FROM \(table) AS r WHERE r.key = \(keys) FOR UPDATE;
                   IF FOUND THEN moved := 0; END IF;
                 END IF;
                 IF moved < 0 AND \(policies) <> 1 THEN
-                  SELECT r.grants, r.permits, r.span INTO other_grants, other_permits, other_span FROM \(sliding) AS r
-                  WHERE r.key = \(keys) FOR UPDATE;
+                  SELECT r.grants, r.permits, r.span, r.changed INTO other_grants, other_permits, other_span, other_changed
+                  FROM \(sliding) AS r WHERE r.key = \(keys) FOR UPDATE;
                   IF FOUND THEN moved := 1; END IF;
                 END IF;
                 IF moved < 0 AND \(policies) <> 2 THEN
-                  SELECT r.window_end, r.used, r.permits, r.span INTO other_end, other_used, other_permits, other_span
+                  SELECT r.window_end, r.used, r.permits, r.span, r.changed
+                  INTO other_end, other_used, other_permits, other_span, other_changed
                   FROM \(fixed) AS r WHERE r.key = \(keys) FOR UPDATE;
                   IF FOUND THEN moved := 2; END IF;
                 END IF;
@@ -248,6 +258,21 @@ extension PostgresRateLimitStore {
               o_now := clock;
               o_late := real_clock - started > budget;
               EXIT WHEN o_late;
+              -- Another limit than the row's (another policy, or the same with other figures):
+              -- the write records `clock` as the change. Where the row's limit had changed before,
+              -- at `prior`, the state holds only what its limit counts since: what the limits
+              -- before it let through is not recorded, so this limit is taken as used to its
+              -- maximum at `prior` (a window full then, a bucket empty then), as memory takes a
+              -- limit before the earliest it keeps.
+              IF moved >= 0 OR (row_found AND CASE WHEN \(policies) = 0
+                THEN held_unit > 0 AND rate_unit IS NOT NULL AND (held_unit <> rate_unit OR held_tolerance <> \(capacities))
+                ELSE held_permits > 0 AND (held_permits <> \(capacities) OR held_span <> \(windows)) END) THEN
+                prior := CASE WHEN moved >= 0 THEN other_changed ELSE held_changed END;
+                change_written := clock;
+              ELSE
+                prior := NULL;
+                change_written := CASE WHEN row_found THEN held_changed END;
+              END IF;
               -- The use the old policy's state no longer records, which the new limit may count
               -- (it looks further back): taken as the old limit's maximum, at the latest instants
               -- it allows, as in memory ("A change of plans" in KeyedRateLimiter+PlanChanges):
@@ -315,6 +340,10 @@ extension PostgresRateLimitStore {
                     END IF;
                   END IF;
                 END IF;
+                IF prior IS NOT NULL THEN
+                  -- Empty at the earlier change (see `prior`).
+                  held := greatest(held, least(prior, clock) + \(capacities));
+                END IF;
                 -- Denied, or at the end of the timeline, where the new TAT would pass the largest
                 -- bigint: the client reads the latter from `held` as a refusal no wait lets through.
                 IF GREATEST(held, clock) > 9223372036854775807 - \(amounts)
@@ -325,10 +354,11 @@ extension PostgresRateLimitStore {
                 o_granted := GREATEST(held, clock) + CASE WHEN \(takes) THEN \(amounts) ELSE 0 END;
                 EXIT WHEN NOT \(takes);
                 IF row_found THEN
-                  UPDATE \(table) AS r SET tat = o_granted, unit = rate_unit, tolerance = \(capacities)
+                  UPDATE \(table) AS r SET tat = o_granted, unit = rate_unit, tolerance = \(capacities), changed = change_written
                   WHERE r.key = \(keys);
                 ELSE
-                  INSERT INTO \(table) AS r (key, tat, unit, tolerance) VALUES (\(keys), o_granted, rate_unit, \(capacities))
+                  INSERT INTO \(table) AS r (key, tat, unit, tolerance, changed)
+                  VALUES (\(keys), o_granted, rate_unit, \(capacities), change_written)
                   ON CONFLICT (key) DO NOTHING;
                   CONTINUE WHEN NOT FOUND;
                 END IF;
@@ -367,6 +397,11 @@ extension PostgresRateLimitStore {
                     WHERE edge - k * held_span > -4611686018427387904 ORDER BY 1)
                     || ARRAY(SELECT g FROM unnest(held_grants) AS g WHERE g > edge ORDER BY g);
                 END IF;
+                IF prior IS NOT NULL AND prior > clock - \(windows) THEN
+                  -- Full at the earlier change (see `prior`).
+                  held_grants := ARRAY(
+                    SELECT g FROM unnest(array_fill(prior, ARRAY[\(capacities)::int]) || held_grants) AS g ORDER BY g);
+                END IF;
                 live := held_grants[width_bucket(clock - \(windows), held_grants) + 1:];
                 counted := cardinality(live);
                 o_used := counted;
@@ -390,11 +425,11 @@ extension PostgresRateLimitStore {
                 IF row_found THEN
                   UPDATE \(sliding) AS r
                   SET grants = live, expires = greatest(r.expires, clock + \(windows)), permits = \(capacities),
-                    span = \(windows)
+                    span = \(windows), changed = change_written
                   WHERE r.key = \(keys);
                 ELSE
-                  INSERT INTO \(sliding) AS r (key, expires, grants, permits, span)
-                  VALUES (\(keys), clock + \(windows), live, \(capacities), \(windows))
+                  INSERT INTO \(sliding) AS r (key, expires, grants, permits, span, changed)
+                  VALUES (\(keys), clock + \(windows), live, \(capacities), \(windows), change_written)
                   ON CONFLICT (key) DO NOTHING;
                   CONTINUE WHEN NOT FOUND;
                 END IF;
@@ -434,6 +469,10 @@ extension PostgresRateLimitStore {
                       counted + ((edge - (window_ends - \(windows)) - 1) / held_span + 1)::numeric * held_permits);
                   END IF;
                 END IF;
+                IF prior IS NOT NULL AND prior >= window_ends - \(windows) THEN
+                  -- Full at the earlier change (see `prior`).
+                  counted := \(capacities);
+                END IF;
                 o_used := counted;
                 -- Not `counted + \(amounts)`, which overflows for a window of `Int64.max` permits.
                 IF \(amounts) > \(capacities) - counted THEN
@@ -444,11 +483,12 @@ extension PostgresRateLimitStore {
                 EXIT WHEN NOT \(takes);
                 IF row_found THEN
                   UPDATE \(fixed) AS r
-                  SET window_end = window_ends, used = counted + \(amounts), permits = \(capacities), span = \(windows)
+                  SET window_end = window_ends, used = counted + \(amounts), permits = \(capacities), span = \(windows),
+                    changed = change_written
                   WHERE r.key = \(keys);
                 ELSE
-                  INSERT INTO \(fixed) AS r (key, window_end, used, permits, span)
-                  VALUES (\(keys), window_ends, counted + \(amounts), \(capacities), \(windows))
+                  INSERT INTO \(fixed) AS r (key, window_end, used, permits, span, changed)
+                  VALUES (\(keys), window_ends, counted + \(amounts), \(capacities), \(windows), change_written)
                   ON CONFLICT (key) DO NOTHING;
                   CONTINUE WHEN NOT FOUND;
                 END IF;

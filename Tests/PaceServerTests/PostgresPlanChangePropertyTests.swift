@@ -15,12 +15,17 @@ import Testing
 /// whole new burst at the change (the bound the store shares with memory).
 @Suite("PostgresRateLimitStore's plan changes on random timelines", .timeLimit(.minutes(5)))
 struct PostgresPlanChangePropertyTests {
-  static func randomLimit(_ algorithm: RateLimit.Algorithm, _ random: inout SeededGenerator) -> RateLimit {
-    let permits = Int.random(in: 1...5, using: &random)
+  static func randomLimit(
+    _ algorithm: RateLimit.Algorithm, _ random: inout SeededGenerator, permits: ClosedRange<Int> = 1...5,
     // Divisors of an hour: fixed windows aligned to the Unix epoch start on the oracle's base too.
-    let interval = Duration.seconds([1, 2, 3, 4, 5, 6, 8, 9, 10, 12, 15, 16, 18, 20].randomElement(using: &random)!)
+    intervals: [Int] = [1, 2, 3, 4, 5, 6, 8, 9, 10, 12, 15, 16, 18, 20]
+  ) -> RateLimit {
+    let permits = Int.random(in: permits, using: &random)
+    let interval = Duration.seconds(intervals.randomElement(using: &random)!)
     switch algorithm {
-    case .tokenBucket: return RateLimit(permits: permits, per: interval, burst: Int.random(in: 2...5, using: &random))
+    case .tokenBucket:
+      let burst = permits > 5 ? permits : Int.random(in: 2...5, using: &random)
+      return RateLimit(permits: permits, per: interval, burst: burst)
     case .slidingWindow: return .slidingWindow(permits: permits, per: interval)
     case .fixedWindow: return .fixedWindow(permits: permits, per: interval)
     }
@@ -68,12 +73,23 @@ struct PostgresPlanChangePropertyTests {
   }
 
   /// Up to six changes of any algorithm to any on one key, further apart than any of its limits
-  /// looks back (the store sees only the limit its row was last written under, so several
-  /// changes within one look-back are its bound: see the article). Every grant is one that some
-  /// limit in force for the key at or before it allows over the key's whole history, a token
-  /// bucket with its debt capped at its whole burst at each change.
+  /// looks back. Every grant is one that some limit in force for the key at or before it allows
+  /// over the key's whole history, a token bucket with its debt capped at its whole burst at each
+  /// change.
   @Test(arguments: 0..<12)
   func everyGrantAfterUpToSixChangesIsOneThatALimitInForceAllows(seed: UInt64) async throws {
+    try await Self.checkChanges(seed: seed, closeTogether: false)
+  }
+
+  /// The same with the changes close together, 0.1 s to the longest look-back apart: the row
+  /// records only the limit it was written under, and when its limit changed, so a change after
+  /// another within its look-back takes the new limit as used to its maximum at the earlier one.
+  @Test(arguments: 0..<64)
+  func everyGrantAfterSeveralChangesWithinOneLookBackIsOneThatALimitInForceAllows(seed: UInt64) async throws {
+    try await Self.checkChanges(seed: seed, closeTogether: true)
+  }
+
+  static func checkChanges(seed: UInt64, closeTogether: Bool) async throws {
     try await TestDatabase.withClients { clients in
       // Exact answers asked for: a timeout no loaded machine reaches, not the default second.
       let store = try PostgresRateLimitStore(
@@ -81,24 +97,52 @@ struct PostgresPlanChangePropertyTests {
       try await store.migrate()
       var random = SeededGenerator(seed: seed)
       let algorithms: [RateLimit.Algorithm] = [.tokenBucket, .slidingWindow, .fixedWindow]
-      let changes = Int.random(in: 1...6, using: &random)
+      let changes = Int.random(in: closeTogether ? 2...6 : 1...6, using: &random)
       var limits: [RateLimit] = []
       while limits.count <= changes {
-        let limit = Self.randomLimit(algorithms.randomElement(using: &random)!, &random)
+        let algorithm = algorithms.randomElement(using: &random)!
+        // Close together, long limits with many permits and short ones with one alternate: what a
+        // long one let through, a short one after it no longer records, and the long one after
+        // that counts (more than the short one's maximum over its look-back).
+        let limit =
+          !closeTogether
+          ? Self.randomLimit(algorithm, &random)
+          : limits.count.isMultiple(of: 2)
+            ? Self.randomLimit(algorithm, &random, permits: 10...20, intervals: [15, 16, 18, 20])
+            : Self.randomLimit(algorithm, &random, permits: 1...1, intervals: [4, 5])
         if Self.lookBack(limit) <= 20 { limits.append(limit) }
       }
-      let apart = limits.map(Self.lookBack).max()! + 1
+      let longest = limits.map(Self.lookBack).max()!
       var instants: [Int64] = []
-      var time = Double(Int.random(in: 100...300, using: &random)) / 10
+      var time = Double(Int.random(in: closeTogether ? 5...50 : 100...300, using: &random)) / 10
       for _ in 0..<changes {
         instants.append(PostgresPlanChangeTests.seconds(time))
-        time += apart + Double(Int.random(in: 0...50, using: &random)) / 10
+        time +=
+          closeTogether
+          ? Double(Int.random(in: 1...max(1, Int(longest * 10)), using: &random)) / 10
+          : longest + 1 + Double(Int.random(in: 0...50, using: &random)) / 10
       }
-      let end = PostgresPlanChangeTests.seconds(time)
+      let end = PostgresPlanChangeTests.seconds(time + (closeTogether ? longest + 10 : 0))
       var grants: [Int64] = []
       var t: Int64 = 0
+      var bursts = 0
       while t < end {
-        t += Int64(Int.random(in: 0...15, using: &random)) * 100_000
+        let step = Int64(Int.random(in: closeTogether ? 5...30 : 0...15, using: &random)) * 100_000
+        if closeTogether, bursts == 0,
+          let change = instants.first(where: { $0 > t && $0 <= t + step }) ?? (t == 0 ? 0 : nil)
+        {
+          // Close together, each limit is used in a burst as it comes into force, sparsely
+          // after: a long limit's burst is more than a short one after it records, and more
+          // than its maximum spread over the next limit's look-back.
+          bursts = 30
+          t = change
+        }
+        if bursts > 0 {
+          bursts -= 1
+          t += 10_000
+        } else {
+          t += step
+        }
         let inForce = instants.filter { $0 <= t }
         let decision = try await store.tryAcquire(
           "k", cost: 1, limit: limits[inForce.count], databaseNow: PostgresPlanChangeTests.base + t)

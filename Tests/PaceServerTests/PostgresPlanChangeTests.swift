@@ -250,5 +250,38 @@ struct PostgresPlanChangeTests {
       #expect(try await store.purgeAllExpired() == 1)
     }
   }
+
+  /// The article's case of several changes within one look-back: sliding 10 per 60 s with 10 taken
+  /// at 0, 1 per 10 s from 1 s, 10 per 60 s again from 20 s. The row records only the limit it
+  /// was written under (1 per 10 s), so the first limit's 10 at 0 are not in it; it records when
+  /// its limit changed, and 10 per 60 s is taken as full then: nothing goes through until that
+  /// change has left the window (5 did before).
+  @Test func severalChangesWithinOneLookBackCountTheLimitAsFullAtTheEarlierChange() async throws {
+    try await withStore { store async throws in
+      let limits: [(from: Double, limit: RateLimit)] = [
+        (0, .slidingWindow(permits: 10, per: .seconds(60))), (1, .slidingWindow(permits: 1, per: .seconds(10))),
+        (20, .slidingWindow(permits: 10, per: .seconds(60))),
+      ]
+      var grants: [Int64] = []
+      var firstUnderTheSecond: Double?
+      var time = 0.0
+      while time < 120 {
+        let inForce = limits.filter { $0.from <= time }
+        let t = Self.seconds(time)
+        if try await store.tryAcquire("k", cost: 1, limit: inForce.last!.limit, databaseNow: Self.base + t).isAllowed {
+          #expect(
+            inForce.contains { Self.allows($0.limit, grants, at: t) },
+            "granted at \(time) s, which no limit in force allows over \(grants.map { Double($0) / 1e6 })")
+          if inForce.count == 2, firstUnderTheSecond == nil { firstUnderTheSecond = time }
+          grants.append(t)
+        }
+        time = ((time + (time < 1 ? 0.1 : 0.5)) * 10).rounded() / 10
+      }
+      let changed = try #require(firstUnderTheSecond)
+      #expect(grants.prefix(10).allSatisfy { $0 < Self.seconds(1) })
+      #expect(grants.filter { $0 >= Self.seconds(20) && $0 < Self.seconds(changed + 60) }.isEmpty)
+      #expect(grants.contains { $0 >= Self.seconds(changed + 60) })
+    }
+  }
 }
 #endif
