@@ -243,6 +243,9 @@ struct PostgresRateLimitPlansTests {
       try await a.plans.setLimit(Self.pro, for: "ready")
       try await Self.running([b]) {
         try await Self.eventually { b.plans.plans.limit(for: "ready") == Self.pro }
+        // The first read may come before the `LISTEN` is in force (on a loaded machine, well
+        // before): a notification sent before it would be lost, not ignored.
+        try await Self.eventually { !b.entries(.debug, containing: "listening").isEmpty }
         let channel = b.plans.channel
         for payload in ["p:ghost", "b:ghost", "x:garbage", "p", ""] {
           try await Self.execute("SELECT pg_notify('\(channel)', '\(payload)')", on: clients[0])
