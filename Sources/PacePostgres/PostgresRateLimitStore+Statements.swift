@@ -340,9 +340,11 @@ extension PostgresRateLimitStore {
                     END IF;
                   END IF;
                 END IF;
-                IF prior IS NOT NULL THEN
-                  -- Empty at the earlier change (see `prior`).
-                  held := greatest(held, least(prior, clock) + \(capacities));
+                IF prior IS NOT NULL AND least(prior, clock) + \(capacities) > clock THEN
+                  -- Empty at the earlier change (see `prior`), and not full again yet: empty now.
+                  -- (It would owe for the grants since as well, which the row records only in
+                  -- part: a bucket owes at most its whole burst at a change.)
+                  held := greatest(held, clock + \(capacities));
                 END IF;
                 -- Denied, or at the end of the timeline, where the new TAT would pass the largest
                 -- bigint: the client reads the latter from `held` as a refusal no wait lets through.

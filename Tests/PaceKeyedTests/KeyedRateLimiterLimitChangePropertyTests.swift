@@ -162,4 +162,73 @@ import Testing
       }
     }
   }
+
+  /// Changes close together, 1 ns to the longest look-back apart: long limits with many permits
+  /// and short ones with one alternate, each used in a burst as it comes into force and sparsely
+  /// after, so that what a long limit let through is more than a short one after it records.
+  /// A change after another within its look-back takes the new limit as used to its maximum at
+  /// the earlier one; every grant is one that some limit in force at or before it allows.
+  @Test(arguments: 2...6, 0..<40 as Range<UInt64>)
+  func everyGrantAfterChangesWithinOneLookBackIsOneThatALimitInForceAllows(changes: Int, seed: UInt64) {
+    var random = SeededGenerator(seed: seed)
+    let algorithms: [RateLimit.Algorithm] = [.tokenBucket, .slidingWindow, .fixedWindow]
+    var limits: [RateLimit] = []
+    while limits.count <= changes {
+      let algorithm = algorithms.randomElement(using: &random)!
+      let long = limits.count.isMultiple(of: 2)
+      let permits = long ? Int.random(in: 10...20, using: &random) : 1
+      let interval = Duration.nanoseconds(Int64.random(in: long ? 60...100 : 10...20, using: &random))
+      let limit =
+        switch algorithm {
+        case .tokenBucket: RateLimit(permits: permits, per: interval, burst: long ? permits : 2)
+        case .slidingWindow: RateLimit.slidingWindow(permits: permits, per: interval)
+        case .fixedWindow: RateLimit.fixedWindow(permits: permits, per: interval)
+        }
+      if Self.lookBack(limit) <= 150 { limits.append(limit) }
+    }
+    let longest = limits.map(Self.lookBack).max()!
+    var instants: [Int64] = [Int64.random(in: 5...50, using: &random)]
+    for _ in 1..<changes {
+      instants.append(instants[instants.count - 1] + Int64.random(in: 1...longest, using: &random))
+    }
+    let end = instants[instants.count - 1] + longest + 50
+    let scheduler = TestScheduler()
+    let inForce = LockedState(0)
+    let drawn = limits
+    let limiter = KeyedRateLimiter<String>(limits: { _ in drawn[inForce.withLock { $0 }] }, clock: scheduler)
+    var grants: [Int64] = []
+    var changedAt: [Int64] = []
+    var t: Int64 = 0
+    var bursts = 30
+    while t < end {
+      if bursts > 0 {
+        bursts -= 1
+      } else {
+        let step = Int64.random(in: 5...30, using: &random)
+        if changedAt.count < changes, instants[changedAt.count] <= t + step {
+          t = Swift.max(t, instants[changedAt.count])
+          bursts = 30
+        } else {
+          t += step
+        }
+      }
+      scheduler.advance(to: PaceInstant(nanoseconds: t))
+      while changedAt.count < changes, t >= instants[changedAt.count] {
+        inForce.withLock { $0 += 1 }
+        changedAt.append(t)
+      }
+      guard limiter.tryAcquire("k").isAllowed else { continue }
+      if !changedAt.isEmpty {
+        let someLimitAllows = limits[0...changedAt.count].contains { limit in
+          limit.algorithm == .tokenBucket
+            ? RateLimitHistoryOracle.bucketAllows(limit, grants, at: t, debtCappedAt: changedAt)
+            : Oracle.allows(limit, grants, at: t)
+        }
+        #expect(
+          someLimitAllows,
+          "seed \(seed): granted at \(t) under \(limits) changed at \(changedAt); grants \(grants.suffix(30))")
+      }
+      grants.append(t)
+    }
+  }
 }

@@ -119,16 +119,40 @@ import Testing
     #expect(limiter.tryAcquire("k") == .limited(retryAfter: .milliseconds(100)))
     scheduler.advance(to: ms(100))
     #expect(limiter.tryAcquire("k") == .allowed(remaining: 0))
-    // A limit with a larger burst holds that burst less the 10 permits owed.
+    // A limit with a larger burst, 100 ms after the key's last change (back to fast, found at
+    // 0): the state records nothing from before that change, which the new bucket's 10 s
+    // look-back covers, and a bucket taken as empty then would not be full again yet, so it is
+    // taken as empty now (the most a bucket owes at a change): at each read until a decision
+    // finds the change, then from that decision.
+    current.withLock { $0 = RateLimit(permits: 10, per: .seconds(1), burst: 100) }
+    #expect(limiter.availablePermits(for: "k") == 0)
+    scheduler.advance(to: ms(1_100))
+    #expect(limiter.tryAcquire("k") == .limited(retryAfter: .milliseconds(100)))
+    scheduler.advance(to: ms(2_100))
+    #expect(limiter.availablePermits(for: "k") == 10)
+    // Forgotten once idle under every limit it was decided under: the new bucket, empty at
+    // 1.1 s, is full at 11.1 s, so its last grant was at 11 s at the latest (a permit's time
+    // before), which the longest look-back seen (10 s) counts until 21 s.
+    scheduler.advance(to: ms(20_999))
+    #expect(limiter.trackedKeyCount == 1)
+    scheduler.advance(to: ms(21_000))
+    #expect(limiter.trackedKeyCount == 0)
+    #expect(scheduler.pendingDeadlines.isEmpty)
+  }
+
+  /// The same limits far apart: the larger burst holds that burst less the 10 permits owed, and
+  /// the key is forgotten once idle under every limit it was decided under.
+  @Test func aKeyWhoseLimitChangesOnceKeepsThePermitsItOwesUnderALargerBurst() {
+    let fast = RateLimit(permits: 10, per: .seconds(1))
+    let current = LockedState(fast)
+    let limiter = KeyedRateLimiter<String>(limits: { _ in current.withLock { $0 } }, clock: scheduler)
+    // 10 permits at 0: 10 owed.
+    #expect(limiter.tryAcquire("k", cost: 10) == .allowed(remaining: 0))
     current.withLock { $0 = RateLimit(permits: 10, per: .seconds(1), burst: 100) }
     #expect(limiter.availablePermits(for: "k") == 90)
-    scheduler.advance(to: ms(1_100))
+    scheduler.advance(to: ms(1_000))
     #expect(limiter.availablePermits(for: "k") == 100)
-    // Forgotten once idle under every limit it was decided under: the slow bucket counts its
-    // last grant (at 1 s at the latest) for 2 s.
-    scheduler.advance(to: ms(2_999))
-    #expect(limiter.trackedKeyCount == 1)
-    scheduler.advance(to: ms(3_000))
+    scheduler.advance(to: ms(10_000))
     #expect(limiter.trackedKeyCount == 0)
     #expect(scheduler.pendingDeadlines.isEmpty)
   }

@@ -166,6 +166,31 @@ extension KeyedRateLimiter {
     }
   }
 
+  /// Adds to `counter`, loaded at `now` under a new limit after `old` and converted with
+  /// ``addUnseenUsage(to:from:at:)``, the new limit used to its maximum at `change`, the key's
+  /// previous change of limit, before which its state records nothing (see "A limit that changes
+  /// unannounced" below). Not inlined: only a change of limit takes it.
+  ///
+  /// A token bucket empty at `change` would owe, at `now`, for the grants since too, which its
+  /// state records only in part, and in time order: so a bucket that would not be full again by
+  /// now is taken as empty now (the most a bucket can owe at a change, its whole burst).
+  @usableFromInline
+  static func addUsage(
+    to counter: inout RateLimitCounter, beforeEarlierChange change: PaceInstant, latest old: KeyRate,
+    at now: PaceInstant
+  ) {
+    guard case .tokenBucket(var bucket) = counter else {
+      addEarlierUsage(to: &counter, history: LimitHistory(earlier: [], unknownBefore: change), latest: old, at: now)
+      return
+    }
+    var emptyThen = TokenBucket(rate: bucket.rate, level: TokenBucketLevel(balance: 0, updated: change))
+    emptyThen.refill(now: now)
+    if emptyThen.level.balance < bucket.rate.capacity {
+      bucket.level = TokenBucketLevel(balance: 0, updated: now)
+      counter = .tokenBucket(bucket)
+    }
+  }
+
   /// Whether `rate`, sustained, lets through more permits per nanosecond than `bucket`.
   static func isFaster(_ rate: KeyRate, than bucket: TokenBucketRate) -> Bool {
     let permits: UInt64
@@ -280,6 +305,12 @@ extension KeyedRateLimiter {
 // one limit keeps them no longer than before. No key's state grows: the shards and the
 // limiter note what they saw.
 //
-// What is left: a limit the limiter never decided under before a key was forgotten; several
-// changes within one look-back (the state knows only the latest old limit). `RateLimitPlans` is
-// told of each change and keeps the history, which covers both.
+// Where a key's limit changes again, the state holds only what the limit it was stored under
+// counts since the key's last change: what the limits before that let through is not recorded.
+// So a shard records, for a key whose limit changed, when it found the change (`limitChanges`,
+// while the key is tracked: no entry for a key whose limit never changed), and a change after it
+// takes the new limit as used to its maximum then (a window full then, a bucket empty then), as a
+// limiter made with plans takes a limit before the earliest it keeps.
+//
+// What is left: a limit the limiter never decided under before a key was forgotten.
+// `RateLimitPlans` is told of each change, which covers it.

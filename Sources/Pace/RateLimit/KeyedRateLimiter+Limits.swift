@@ -230,22 +230,60 @@ extension KeyedRateLimiter {
     level: TokenBucketLevel?, log: SlidingWindowLog?, bucketRate: TokenBucketRate? = nil, rate: KeyRate,
     now: PaceInstant, storedFixedRate: WindowRate? = nil
   ) -> RateLimitCounter {
+    loadCounter(
+      level: level, log: log, bucketRate: bucketRate, rate: rate, now: now, storedFixedRate: storedFixedRate,
+      earlierChange: nil
+    ).counter
+  }
+
+  /// `key`'s counter at `now` under `rate`, as ``loadCounter(level:log:bucketRate:rate:now:storedFixedRate:)``
+  /// loads it, with the use before the key's last change of limit where it changed again; records
+  /// in `shard` a change it finds, for the caller stores the counter (under `rate`).
+  @inlinable
+  func loadCounterNotingChange(
+    of key: Key, level: TokenBucketLevel?, log: SlidingWindowLog?, bucketRate: TokenBucketRate?, rate: KeyRate,
+    now: PaceInstant, in shard: inout Shard
+  ) -> RateLimitCounter {
+    guard detectsLimitChanges else {
+      return loadCounter(level: level, log: log, bucketRate: bucketRate, rate: rate, now: now)
+    }
+    let (counter, changed) = loadCounter(
+      level: level, log: log, bucketRate: bucketRate, rate: rate, now: now,
+      storedFixedRate: storedFixedRate(of: key, in: shard),
+      earlierChange: shard.limitChanges.isEmpty ? nil : shard.limitChanges[key])
+    if changed { shard.limitChanges[key] = now }
+    return counter
+  }
+
+  /// The counter ``loadCounter(level:log:bucketRate:rate:now:storedFixedRate:)`` loads, and
+  /// whether the key's limit changed (a limiter that ``detectsLimitChanges``, a state stored
+  /// under another limit than `rate`). Where it had changed before, at `earlierChange`, the
+  /// state holds only what the limit it was stored under counts since: the new limit is taken as
+  /// used to its maximum then (see "A limit that changes unannounced" in
+  /// KeyedRateLimiter+LimitHistory.swift).
+  @inlinable
+  func loadCounter(
+    level: TokenBucketLevel?, log: SlidingWindowLog?, bucketRate: TokenBucketRate?, rate: KeyRate,
+    now: PaceInstant, storedFixedRate: WindowRate?, earlierChange: PaceInstant?
+  ) -> (counter: RateLimitCounter, changed: Bool) {
     var counter = convertedCounter(level: level, log: log, bucketRate: bucketRate, rate: rate, now: now)
     // A `limits` closure's key first decided under another limit than its state's: the change
     // is taken as made now, with the use the state no longer records (see "A limit that changes
     // unannounced" in KeyedRateLimiter+LimitHistory.swift).
-    guard detectsLimitChanges, let level else { return counter }
+    guard detectsLimitChanges, let level else { return (counter, false) }
     let old: KeyRate?
     if level.balance < 0, log == nil {
       old = storedFixedRate.map(KeyRate.fixedWindow)
     } else {
       old = Self.storedRate(level: level, log: log, bucketRate: bucketRate)
     }
-    if let old, old != rate {
-      counter.refill(now: now)
-      Self.addUnseenUsage(to: &counter, from: old, at: now)
+    guard let old, old != rate else { return (counter, false) }
+    counter.refill(now: now)
+    Self.addUnseenUsage(to: &counter, from: old, at: now)
+    if let earlierChange {
+      Self.addUsage(to: &counter, beforeEarlierChange: earlierChange, latest: old, at: now)
     }
-    return counter
+    return (counter, true)
   }
 
   /// The limit a per-key limiter's key stored as `level` was stored under, where its state says:

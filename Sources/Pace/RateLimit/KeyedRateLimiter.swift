@@ -79,6 +79,11 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     /// where it is not the first the shard saw (``SeenLimits/firstFixedRate``): empty while one
     /// fixed window is in use.
     @usableFromInline var fixedRates: [Key: WindowRate] = [:]
+    /// When each key of a limiter that detects changes of limit was last found under a new
+    /// limit, while the key is tracked: empty while no key's limit changed. A later change counts
+    /// the use before it (see "A limit that changes unannounced" in
+    /// KeyedRateLimiter+LimitHistory.swift).
+    @usableFromInline var limitChanges: [Key: PaceInstant] = [:]
     /// The waiting requests' continuations, by the ids their keys' queues hold.
     @usableFromInline var waiters: [UInt64: Waiter] = [:]
     @usableFromInline var timer = ShardTimer<Key>()
@@ -102,6 +107,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       logs.shrinkIfSparse()
       bucketRates.shrinkIfSparse()
       fixedRates.shrinkIfSparse()
+      limitChanges.shrinkIfSparse()
       waiters.shrinkIfSparse()
     }
   }
@@ -264,11 +270,12 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
   /// the key's state no longer records as used at the old limit's maximum, as
   /// ``RateLimitPlans`` does at the change (from that decision: stricter, never looser). A key
   /// is forgotten only once it is idle under every limit the limiter has decided under, so a key
-  /// idle under its old limit still has its state when its limit changes. Two cases are left,
-  /// which a limiter made with ``RateLimitPlans`` (``init(plans:clock:)``) covers, since it is
-  /// told of each change: a limit the limiter never decided under before the key was forgotten;
-  /// and a key whose limit changed more than once within one look-back (only the latest old
-  /// limit is known). A slower bucket assumes at most its whole burst owed. And
+  /// idle under its old limit still has its state when its limit changes. A key whose limit
+  /// changes again within the new limit's look-back takes the new limit as used to its maximum
+  /// at its previous change (the state records only what its limit counted since). One case is
+  /// left, which a limiter made with ``RateLimitPlans`` (``init(plans:clock:)``) covers, since
+  /// it is told of each change: a limit the limiter never decided under before the key was
+  /// forgotten. A slower bucket assumes at most its whole burst owed. And
   /// once both windows have passed since a change, a window is exactly the new limit's.
   ///
   /// - Parameters:
@@ -573,7 +580,9 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       var counter = loadCounter(
         level: level, log: shard.logs.isEmpty ? nil : shard.logs[key],
         bucketRate: shard.bucketRates.isEmpty ? nil : shard.bucketRates[key], rate: rate, now: now,
-        storedFixedRate: storedFixedRate(of: key, in: shard))
+        storedFixedRate: storedFixedRate(of: key, in: shard),
+        earlierChange: shard.limitChanges.isEmpty ? nil : shard.limitChanges[key]
+      ).counter
       return counter.available(now: now)
     }
   }
@@ -597,6 +606,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
             + shard.logs.values.reduce(0) { $0 + $1.heldStorageBytes }
             + shard.bucketRates.capacity * MemoryLayout<(Key, TokenBucketRate)>.stride
             + shard.fixedRates.capacity * MemoryLayout<(Key, WindowRate)>.stride
+            + shard.limitChanges.capacity * MemoryLayout<(Key, PaceInstant)>.stride
             + shard.waiters.capacity * MemoryLayout<(UInt64, Waiter)>.stride
         }
     }
@@ -718,9 +728,8 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     let log = shard.logs.isEmpty ? nil : shard.logs.removeValue(forKey: key)
     let bucketRate = shard.bucketRates.isEmpty ? nil : shard.bucketRates[key]
     var machine = RateLimitMachine(
-      counter: loadCounter(
-        level: bucket.level, log: log, bucketRate: bucketRate, rate: rate, now: now,
-        storedFixedRate: storedFixedRate(of: key, in: shard)),
+      counter: loadCounterNotingChange(
+        of: key, level: bucket.level, log: log, bucketRate: bucketRate, rate: rate, now: now, in: &shard),
       queue: waiting?.queue)
     let wasWaiting = machine.isWaiting
     let action =
@@ -814,9 +823,8 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       if slot == nil, limit.isDefault, let owed = defaultChangeCounter(in: &shard, rate: rate, now: now) {
         counter = owed
       } else {
-        counter = loadCounter(
-          level: level, log: log, bucketRate: bucketRate, rate: rate, now: now,
-          storedFixedRate: storedFixedRate(of: key, in: shard))
+        counter = loadCounterNotingChange(
+          of: key, level: level, log: log, bucketRate: bucketRate, rate: rate, now: now, in: &shard)
       }
       let queue = slot == nil || shard.queues.isEmpty ? nil : shard.queues[key]?.queue
       let decision = RateLimitMachine<RateLimitCounter>.tryAcquire(
@@ -900,15 +908,15 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
         let rate = limit.rate
         let log = shard.logs.isEmpty ? nil : shard.logs.removeValue(forKey: key)
         let bucketRate = shard.bucketRates.isEmpty ? nil : shard.bucketRates[key]
-        var counter = loadCounter(
-          level: entry.pointee.level, log: log, bucketRate: bucketRate, rate: rate, now: now,
-          storedFixedRate: storedFixedRate(of: key, in: shard))
+        var counter = loadCounterNotingChange(
+          of: key, level: entry.pointee.level, log: log, bucketRate: bucketRate, rate: rate, now: now, in: &shard)
         if detectsLimitChanges { _ = shard.seenLimits.note(rate) }
         counter.refill(now: now)
         if counter.isIdle {
           shard.buckets.remove(at: slot)
           if bucketRate != nil { shard.bucketRates.removeValue(forKey: key) }
           if !shard.fixedRates.isEmpty { shard.fixedRates.removeValue(forKey: key) }
+          if !shard.limitChanges.isEmpty { shard.limitChanges.removeValue(forKey: key) }
           continue
         }
         store(counter, of: key, into: &entry.pointee.level, logs: &shard.logs, bucketRates: &shard.bucketRates)
