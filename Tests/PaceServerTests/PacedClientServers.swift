@@ -255,40 +255,41 @@ enum TestServer {
     bound.cancel()
     return try result.get()
   }
+}
 
-  /// A port that nothing listens on (a moment ago a server did), below Linux's ephemeral range
-  /// (32768 and up): a port the kernel picked could be given to another test's outgoing
-  /// connection before a server binds it again.
-  static func freePort() async throws -> Int {
-    var lastError: (any Error)?
-    for _ in 0..<50 {
-      do {
-        return try await run(Router(), port: Int.random(in: 20_000..<32_000), { $0 })
-      } catch {
-        lastError = error
+/// A loopback port held bound and not listening, so that a connection to it is refused and no
+/// other socket can take it (another test's server, or an outgoing connection's source port),
+/// until a server binds it too: the holder and the server both reuse the address, which Linux
+/// allows while the holder does not listen (Hummingbird reuses it by default). Closed by
+/// ``release()``.
+final class ReservedPort: Sendable {
+  let port: Int
+  private let descriptor: Int32
+
+  init() throws {
+    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard descriptor >= 0 else { throw POSIXError(.EMFILE) }
+    var reuse: Int32 = 1
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) { pointer in
+      pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
+        setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size)) == 0
+          && bind(descriptor, socketAddress, length) == 0 && getsockname(descriptor, socketAddress, &length) == 0
       }
     }
-    throw lastError ?? TestServerError.didNotStart(nil)
+    guard bound else {
+      close(descriptor)
+      throw POSIXError(.EADDRINUSE)
+    }
+    (self.descriptor, self.port) = (descriptor, Int(UInt16(bigEndian: address.sin_port)))
   }
 
-  /// Runs `router` on `port` like ``run(_:port:_:)``, binding again for up to 5 s while the port
-  /// is taken: a port found free a moment ago can be bound meanwhile by another test's server.
-  static func run<Result: Sendable>(
-    _ router: @autoclosure () -> Router<BasicRequestContext>, retryingPort port: Int,
-    _ body: @Sendable (Int) async throws -> Result
-  ) async throws -> Result {
-    var attempt = 1
-    while true {
-      do {
-        return try await run(router(), port: port, body)
-      } catch TestServerError.didNotStart(let cause) where attempt < 50 {
-        print("the server on port \(port) did not start (\(cause.map { "\($0)" } ?? "no error")), binding again")
-        attempt += 1
-        // real-time: the port is bound again 100 ms later.
-        try await Task.sleep(for: .milliseconds(100))
-      }
-    }
-  }
+  /// Lets the port go.
+  func release() { close(descriptor) }
 }
 
 /// A test server that did not listen, with the error its service group ended with (if any).

@@ -234,7 +234,10 @@ struct PacedClientRetryTests {
   /// attempt was refused, and a retry reaches it.
   @Test(arguments: ClientLibrary.allCases)
   func aRefusedConnectionIsRetried(_ library: ClientLibrary) async throws {
-    let port = try await TestServer.freePort()
+    // Held until the server binds it too: a port found free and let go could be taken meanwhile.
+    let reserved = try ReservedPort()
+    defer { reserved.release() }
+    let port = reserved.port
     let ledger = ServerLedger()
     // Attempts for 10 s: on a loaded machine the server may take seconds to listen.
     let retries = RetryStrategy(maximumAttempts: 100, baseDelay: .milliseconds(100), maximumDelay: .milliseconds(100))
@@ -248,7 +251,7 @@ struct PacedClientRetryTests {
           // real-time: a real server on loopback comes up after the first attempt was refused.
           try await Task.sleep(for: .milliseconds(300))
           // Serves until the request has its answer (the group is cancelled then).
-          try await TestServer.run(TestServer.recovering(after: 0, ledger: ledger), retryingPort: port) { _ in
+          try await TestServer.run(TestServer.recovering(after: 0, ledger: ledger), port: port) { _ in
             // real-time: serves until the group is cancelled, not for the whole minute.
             try await Task.sleep(for: .seconds(60))
           }
