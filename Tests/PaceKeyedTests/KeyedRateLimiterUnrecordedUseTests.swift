@@ -9,6 +9,13 @@ import Testing
 /// as a limiter made with `RateLimitPlans` does at the change; and a key idle under its old limit
 /// is kept until it is idle under the longest look-back of any limit the limiter has seen.
 @Suite(.timeLimit(.minutes(1))) struct KeyedRateLimiterUnrecordedUseTests {
+  /// How many permits "k" gets, one at a time, before it is refused, without time passing.
+  static func grantedAtOnce(_ limiter: KeyedRateLimiter<String>) -> Int {
+    var granted = 0
+    while limiter.tryAcquire("k").isAllowed { granted += 1 }
+    return granted
+  }
+
   /// The window change: 3 per 10 ns used to the full for 30 ns, then 10 per 60 ns. The
   /// log holds only the last 3; the 6 before them still count in the new window, so the new limit
   /// allows 1 more, the old one 3: at most 3 at 30, none at 31.
@@ -22,8 +29,7 @@ import Testing
     }
     current.withLock { $0 = .slidingWindow(permits: 10, per: .nanoseconds(60)) }
     scheduler.advance(to: PaceInstant(nanoseconds: 30))
-    var granted = 0
-    while limiter.tryAcquire("k").isAllowed { granted += 1 }
+    let granted = Self.grantedAtOnce(limiter)
     #expect(granted <= 3)
     scheduler.advance(to: PaceInstant(nanoseconds: 31))
     #expect(!limiter.tryAcquire("k").isAllowed)
@@ -68,8 +74,7 @@ import Testing
     }
     scheduler.advance(to: PaceInstant(nanoseconds: 25))
     limits.withLock { $0["k"] = long }
-    var granted = 0
-    while limiter.tryAcquire("k").isAllowed { granted += 1 }
+    let granted = Self.grantedAtOnce(limiter)
     #expect(granted <= 1)
   }
 
@@ -85,8 +90,7 @@ import Testing
     #expect(limiter.tryAcquire("k", cost: 3).isAllowed)
     scheduler.advance(to: PaceInstant(nanoseconds: 15))
     limits.withLock { $0["k"] = long }
-    var granted = 0
-    while limiter.tryAcquire("k").isAllowed { granted += 1 }
+    let granted = Self.grantedAtOnce(limiter)
     // The old limit allows 3 at 15; the new one 7 over the key's history.
     #expect(granted <= 7)
     // Kept until idle under the longest look-back seen, then forgotten.

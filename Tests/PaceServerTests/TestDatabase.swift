@@ -178,21 +178,9 @@ enum TestDatabase {
 
   /// A loopback port on which nothing listens (bound, then released).
   static func closedPort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = 0
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    try withUnsafeMutablePointer(to: &address) { pointer in
-      try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
-        guard bind(fd, socketAddress, length) == 0, getsockname(fd, socketAddress, &length) == 0 else {
-          throw POSIXError(.EADDRINUSE)
-        }
-      }
-    }
-    return Int(UInt16(bigEndian: address.sin_port))
+    let reserved = try ReservedPort()
+    defer { reserved.release() }
+    return reserved.port
   }
 }
 

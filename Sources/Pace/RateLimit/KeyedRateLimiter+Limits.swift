@@ -120,13 +120,9 @@ extension KeyedRateLimiter {
     @usableFromInline var bucket: Int64 = 0
     @usableFromInline var firstFixed: Int64 = 0
     @usableFromInline var severalFixed = false
-    /// The first fixed window seen, and whether another was: a fixed window's state holds its
-    /// count and its end, so it was stored under that one while it is the only one.
-    @usableFromInline var onlyFixedRate: WindowRate?
     /// The first fixed window seen: the one a key's fixed window state was stored under unless
     /// the shard's `fixedRates` names another.
     @usableFromInline var firstFixedRate: WindowRate?
-    @usableFromInline var severalFixedRates = false
     @usableFromInline var firstBucket: TokenBucketRate?
     @usableFromInline var severalBuckets = false
 
@@ -141,14 +137,6 @@ extension KeyedRateLimiter {
         sliding = window.nanoseconds
       case .fixedWindow(let window):
         if firstFixedRate == nil { firstFixedRate = window }
-        if onlyFixedRate == nil, !severalFixedRates {
-          onlyFixedRate = window
-        } else if let only = onlyFixedRate, only != window {
-          onlyFixedRate = nil
-          severalFixedRates = true
-          // Known from the lengths only if they differ.
-          if window.nanoseconds == firstFixed { return true }
-        }
         if firstFixed == 0 {
           firstFixed = window.nanoseconds
         } else if window.nanoseconds != firstFixed, !severalFixed {

@@ -419,8 +419,7 @@ extension KeyedRateLimiter {
     }
     if counter.isIdle, !waiting {
       shard.buckets.remove(at: slot)
-      if !shard.bucketRates.isEmpty { shard.bucketRates.removeValue(forKey: key) }
-      if !shard.fixedRates.isEmpty { shard.fixedRates.removeValue(forKey: key) }
+      shard.removeSideEntries(of: key)
       return
     }
     let entry = shard.buckets.unsafeValuePointer(at: slot)

@@ -110,6 +110,15 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       limitChanges.shrinkIfSparse()
       waiters.shrinkIfSparse()
     }
+
+    /// Forgets what the side tables hold of `key` (its bucket's rate, its fixed window, its last
+    /// change of limit), as the key itself is forgotten.
+    @inlinable
+    mutating func removeSideEntries(of key: Key) {
+      if !bucketRates.isEmpty { bucketRates.removeValue(forKey: key) }
+      if !fixedRates.isEmpty { fixedRates.removeValue(forKey: key) }
+      if !limitChanges.isEmpty { limitChanges.removeValue(forKey: key) }
+    }
   }
 
   @usableFromInline
@@ -914,9 +923,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
         counter.refill(now: now)
         if counter.isIdle {
           shard.buckets.remove(at: slot)
-          if bucketRate != nil { shard.bucketRates.removeValue(forKey: key) }
-          if !shard.fixedRates.isEmpty { shard.fixedRates.removeValue(forKey: key) }
-          if !shard.limitChanges.isEmpty { shard.limitChanges.removeValue(forKey: key) }
+          shard.removeSideEntries(of: key)
           continue
         }
         store(counter, of: key, into: &entry.pointee.level, logs: &shard.logs, bucketRates: &shard.bucketRates)
