@@ -18,8 +18,8 @@
 ///
 /// The operation runs in a task of its own, started by the first caller (it inherits that
 /// caller's priority and task-local values, not its actor). The lock is never held while the
-/// operation runs or a caller is resumed. Releasing the instance cancels any run still going; the
-/// runs hold it weakly.
+/// operation runs or a caller is resumed. A run whose callers have all left is cancelled; a run's
+/// task never holds the instance.
 public final class KeyedSharedWork<Key: Hashable & Sendable, Value: Sendable>: Sendable {
   @usableFromInline let storage: SharedWorkStorage<Key, Value>
 

@@ -172,13 +172,6 @@ final class SharedWorkStorage<Key: Hashable & Sendable, Value: Sendable>: Sendab
     state = LockedState(State(machine: SharedWorkMachine(reuseNanoseconds: reuse.paceNanoseconds)))
   }
 
-  deinit {
-    // Callers hold the storage while they wait, so no caller can be left; a run's task holds it
-    // weakly, and is cancelled here in case one is still on its way out.
-    let tasks = state.withLock { state in state.runs.values.compactMap { $0.task } }
-    for task in tasks { task.cancel() }
-  }
-
   @inlinable
   func run(_ key: Key, isolation: isolated (any Actor)?, operation: @escaping Operation) async throws -> Value {
     try Task.checkCancellation()
@@ -264,22 +257,26 @@ final class SharedWorkStorage<Key: Hashable & Sendable, Value: Sendable>: Sendab
 
   /// Starts the run's task with the lock released, then installs its handle under the lock; if
   /// the run was cancelled in between, the task is cancelled instead.
+  ///
+  /// The task holds the storage until the operation returns (a run cancelled by its last caller
+  /// included), so that it can deliver; the storage holds no caller's object, only results.
   @inlinable
   func start(_ run: UInt64, key: Key, operation: @escaping Operation) {
-    let perform = { @Sendable [weak self] in
-      let result: Result<Value, any Error>
-      do {
-        result = .success(try await operation())
-      } catch {
-        result = .failure(error)
-      }
-      self?.finished(run, key: key, result: result)
-    }
     let task: Task<Void, Never>
     if clock.testScheduler != nil {
-      task = startFollowed(perform)
+      task = startFollowed { await self.perform(run, key: key, operation: operation) }
     } else {
-      task = startRun(perform)
+      // One closure literal, of the type the task's initialiser takes: a closure value passed
+      // instead would be wrapped in a thunk, one more allocation for each.
+      #if canImport(Darwin)
+      task = Task { await self.perform(run, key: key, operation: operation) }
+      #else
+      // Started on the caller's thread (the caller is about to wait for it anyway): an operation
+      // that returns at once costs no thread switch, and its first suspension hands the thread
+      // back as usual. On Apple platforms, where an SDK before the 26 releases has no
+      // `Task.immediate` to compile against, it is enqueued as before.
+      task = Task.immediate { await self.perform(run, key: key, operation: operation) }
+      #endif
     }
     let installed = state.withLock { state in
       guard state.runs[run] != nil else { return false }
@@ -287,6 +284,18 @@ final class SharedWorkStorage<Key: Hashable & Sendable, Value: Sendable>: Sendab
       return true
     }
     if !installed { task.cancel() }
+  }
+
+  /// A run's task: runs the operation and delivers its result.
+  @inlinable
+  func perform(_ run: UInt64, key: Key, operation: Operation) async {
+    let result: Result<Value, any Error>
+    do {
+      result = .success(try await operation())
+    } catch {
+      result = .failure(error)
+    }
+    finished(run, key: key, result: result)
   }
 
   @inlinable
@@ -315,19 +324,6 @@ final class SharedWorkStorage<Key: Hashable & Sendable, Value: Sendable>: Sendab
     if effects.countIn > 0 { countIn(effects.countIn) }
     if let result = effects.result { effects.resume.resumeAll(with: result) }
     for watcher in effects.watchers { watcher.resume(returning: true) }
-  }
-
-  /// A run's task, started on the caller's thread where `Task.immediate` exists (the caller is
-  /// about to wait for it anyway): an operation that returns at once costs no thread switch, and
-  /// its first suspension hands the thread back as usual. On Apple platforms, where an SDK before
-  /// the 26 releases has no `Task.immediate` to compile against, it is enqueued as before.
-  @inlinable
-  func startRun(_ perform: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
-    #if canImport(Darwin)
-    Task(operation: perform)
-    #else
-    Task.immediate(operation: perform)
-    #endif
   }
 
   // MARK: On a TestScheduler only
