@@ -228,7 +228,7 @@ extension DecisionBatcher {
       var late: [UInt64] = []
       var batch: [(UInt64, DecisionRequest)] = []
       batch.reserveCapacity(ids.count)
-      state.withLock { state in
+      let bound = state.withLock { state in
         state.batchesSent += 1
         for id in ids {
           guard let request = state.waiters[id]?.request else { continue }
@@ -238,6 +238,7 @@ extension DecisionBatcher {
             batch.append((id, request))
           }
         }
+        return state.clockBound
       }
       if !late.isEmpty { fail(late, with: DatabaseTimeout()) }
       // By key, then by policy (each policy has its table: a total order of the rows locked), in
@@ -260,14 +261,15 @@ extension DecisionBatcher {
         // waits for a lock on the table (a preparation is a transaction of its own, before the
         // budget's clock starts); every wait for the table comes inside the function, after it
         // set its `lock_timeout`.
+        let databaseDeadline = self.databaseDeadline(deadline, now: now, bound: bound)
         let (binds, statement) =
           batch.count == 1
           ? (
-            PostgresRateLimitStore.singleBindings(batch[0].1, budget: budget),
+            PostgresRateLimitStore.singleBindings(batch[0].1, budget: budget, deadline: databaseDeadline),
             PreparedSQL("decide_one", table: table, names: names, sql: singleSQL)
           )
           : (
-            PostgresRateLimitStore.batchBindings(batch.map(\.1), budget: budget),
+            PostgresRateLimitStore.batchBindings(batch.map(\.1), budget: budget, deadline: databaseDeadline),
             PreparedSQL("decide_batch", table: table, names: names, sql: batchSQL)
           )
         let rows = try await statement.execute(binds, on: connection, logger: logger)
@@ -279,8 +281,12 @@ extension DecisionBatcher {
             granted: granted, current: current, now: now, late: late, used: used, wait: wait, sent: sent,
             batchSize: batch.count, roundTrips: retried ? 2 : 1)
         }
+        let received = ContinuousClock.now
+        let decided = zip(batch, answers).lazy.filter { $0.0.1.databaseNow == nil }.compactMap { $0.1?.now }.max()
+        let arrival = micros(received, roundingUp: true)
         // One lock for the whole batch; the callers are resumed after it.
         let answered = state.withLock { state in
+          if let decided { state.clockBound.note(decided: decided, received: arrival) }
           // Before its callers are resumed: one who asks again at once waits for this lane.
           state.machine.finished()
           return zip(batch, answers).compactMap { item, answer in

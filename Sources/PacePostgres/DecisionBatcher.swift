@@ -101,6 +101,8 @@ final class DecisionBatcher: Sendable {
     var closed = false
     /// How many decisions were sent alone, before ``start()``: the thousandth is logged.
     var sentAlone = 0
+    /// The database's clock against ``DecisionBatcher/origin``'s, for each batch's deadline.
+    var clockBound = DatabaseClockBound()
   }
 
   /// What a lane does next.
@@ -134,8 +136,10 @@ final class DecisionBatcher: Sendable {
   let linger: TimeAmount
   /// The names of the store's prepared statement.
   let names: StatementNames
+  /// The start of the timeline ``clockBound`` measures this process's clock on.
+  let origin = ContinuousClock.now
 
-  /// A batcher that sends `batchSQL` (binds: ``PostgresRateLimitStore/batchBindings(_:budget:)``;
+  /// A batcher that sends `batchSQL` (binds: ``PostgresRateLimitStore/batchBindings(_:budget:deadline:)``;
   /// rows: index, granted, current, now, late, used, wait) on `client`, as a prepared statement
   /// named after `table`, up to `maximumBatch` decisions at once on `lanes` lanes.
   init(
@@ -285,10 +289,15 @@ final class DecisionBatcher: Sendable {
   private func decideAlone(
     _ request: DecisionRequest, statement: PreparedSQL, on connection: PostgresConnection, logger: Logger
   ) async throws -> DecisionAnswer {
-    let left = ContinuousClock.now.duration(to: request.deadline) - margin
+    let now = ContinuousClock.now
+    let left = now.duration(to: request.deadline) - margin
     guard let budget = left.wholeMicroseconds, left >= .milliseconds(1) else { throw DatabaseTimeout() }
-    let binds = PostgresRateLimitStore.singleBindings(request, budget: budget)
-    state.withLock { $0.batchesSent += 1 }
+    let bound = state.withLock { state in
+      state.batchesSent += 1
+      return state.clockBound
+    }
+    let binds = PostgresRateLimitStore.singleBindings(
+      request, budget: budget, deadline: databaseDeadline(request.deadline, now: now, bound: bound))
     roundTrips.increment()
     let sent = ContinuousClock.now
     var answer: DecisionAnswer?
@@ -299,7 +308,35 @@ final class DecisionBatcher: Sendable {
         granted: granted, current: current, now: now, late: late, used: used, wait: wait, sent: sent)
     }
     guard let answer else { throw PacePostgresError.unavailable(reason: "the decision returned no row") }
+    noteClock([(request, answer)], received: .now)
     return answer
+  }
+
+  /// `instant` in microseconds since ``origin``, rounded down (a deadline) or up (an arrival).
+  func micros(_ instant: ContinuousClock.Instant, roundingUp: Bool) -> Int64 {
+    let (seconds, attoseconds) = origin.duration(to: instant).components
+    let (whole, fraction) = attoseconds.quotientAndRemainder(dividingBy: 1_000_000_000_000)
+    let rounded = whole + (roundingUp && fraction > 0 ? 1 : 0) - (!roundingUp && fraction < 0 ? 1 : 0)
+    let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000)
+    guard !overflow else { return seconds < 0 ? .min : .max }
+    return scaled.addingSaturating(rounded)
+  }
+
+  /// The callers' `deadline`, less the ``margin`` for the way back, on the database's clock by
+  /// `bound`: never later than the instant they stop waiting; nil while the bound is unknown.
+  func databaseDeadline(
+    _ deadline: ContinuousClock.Instant, now: ContinuousClock.Instant, bound: DatabaseClockBound
+  ) -> Int64? {
+    bound.databaseInstant(of: micros(deadline - margin, roundingUp: false), now: micros(now, roundingUp: false))
+  }
+
+  /// Learns the database's clock from `answered`, which arrived at `received`: from the answers
+  /// decided on its clock (not at an instant a test chose).
+  func noteClock(_ answered: [(DecisionRequest, DecisionAnswer)], received: ContinuousClock.Instant) {
+    let decided = answered.lazy.filter { $0.0.databaseNow == nil }.map(\.1.now).max()
+    guard let decided else { return }
+    let arrival = micros(received, roundingUp: true)
+    state.withLock { $0.clockBound.note(decided: decided, received: arrival) }
   }
 
   /// Answers the waiters `ids` still waiting with `error`, and forgets those not yet sent.

@@ -38,9 +38,7 @@ extension PostgresRateLimitStore {
         tableOptions.alterSQL(table: try tableName.companion(.fixedWindow)),
         try Self.functionSQL(table: tableName),
         try Self.singleFunctionSQL(table: tableName),
-        Self.previousFunctionSQL(table: tableName),
-        Self.heartbeatMigrationSQL(table: tableName),
-      ]
+      ] + Self.previousFunctionsSQL(table: tableName) + [Self.heartbeatMigrationSQL(table: tableName)]
     try await migrating(client: client, timeout: timeout, logger: logger) {
       try await client.withTransaction(logger: logger) { connection in
         for statement in statements { try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }

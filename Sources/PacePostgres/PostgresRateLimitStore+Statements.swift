@@ -16,12 +16,13 @@ extension PostgresRateLimitStore {
   /// One batch: `$1` keys, `$2` policies (``StoredLimit/Algorithm``), `$3` checked amounts, `$4`
   /// capacities, `$5` windows, `$6` whether each takes its permits, `$7` the batch's budget in
   /// microseconds, `$8` the instants to decide at (empty: the database's clock; tests only), `$9`
-  /// each token bucket's emission interval per permit (``StoredLimit/unit``); a row per decision,
-  /// by its 1-based index in the arrays.
+  /// each token bucket's emission interval per permit (``StoredLimit/unit``), `$10` the batch's
+  /// deadline on the database's clock, in microseconds since the Unix epoch (NULL: none known);
+  /// a row per decision, by its 1-based index in the arrays.
   static func batchSQL(table: TableName) -> String {
     """
     SELECT * FROM \(functionName(table: table))($1::text[], $2::smallint[], $3::bigint[], $4::bigint[], \
-    $5::bigint[], $6::boolean[], $7::bigint, $8::bigint[], $9::bigint[])
+    $5::bigint[], $6::boolean[], $7::bigint, $8::bigint[], $9::bigint[], $10::bigint)
     """
   }
 
@@ -30,12 +31,13 @@ extension PostgresRateLimitStore {
   static func singleSQL(table: TableName) -> String {
     """
     SELECT * FROM \(functionName(table: table))($1::text, $2::smallint, $3::bigint, $4::bigint, $5::bigint, \
-    $6::boolean, $7::bigint, $8::bigint, $9::bigint)
+    $6::boolean, $7::bigint, $8::bigint, $9::bigint, $10::bigint)
     """
   }
 
-  /// The binds of ``singleSQL(table:)`` for `request`, with `budget` in microseconds.
-  static func singleBindings(_ request: DecisionRequest, budget: Int64) -> PostgresBindings {
+  /// The binds of ``singleSQL(table:)`` for `request`, with `budget` in microseconds and
+  /// `deadline` on the database's clock (nil: none known).
+  static func singleBindings(_ request: DecisionRequest, budget: Int64, deadline: Int64? = nil) -> PostgresBindings {
     var binds = PostgresBindings()
     binds.append(request.key)
     binds.append(request.limit.algorithm.rawValue)
@@ -47,11 +49,13 @@ extension PostgresRateLimitStore {
     // NULL: the database's clock decides.
     binds.append(request.databaseNow)
     binds.append(request.limit.unit)
+    binds.append(deadline)
     return binds
   }
 
-  /// The binds of ``batchSQL(table:)`` for `requests`, in order, with `budget` in microseconds.
-  static func batchBindings(_ requests: [DecisionRequest], budget: Int64) -> PostgresBindings {
+  /// The binds of ``batchSQL(table:)`` for `requests`, in order, with `budget` in microseconds and
+  /// `deadline` on the database's clock (nil: none known).
+  static func batchBindings(_ requests: [DecisionRequest], budget: Int64, deadline: Int64? = nil) -> PostgresBindings {
     var binds = PostgresBindings()
     binds.append(requests.map(\.key))
     binds.append(requests.map(\.limit.algorithm.rawValue))
@@ -65,6 +69,7 @@ extension PostgresRateLimitStore {
     let chosen = requests.contains { $0.databaseNow != nil }
     binds.append(chosen ? requests.map { $0.databaseNow ?? .min } : [Int64]())
     binds.append(requests.map(\.limit.unit))
+    binds.append(deadline)
     return binds
   }
 
@@ -105,7 +110,10 @@ extension PostgresRateLimitStore {
   /// and its callers follow the failure policy. A batch that took something and ends after its
   /// budget (a slow trigger, say) raises `query_canceled`, which undoes it: whatever PostgreSQL
   /// waited on, nothing is taken for a caller who was answered by the policy. The budget is always
-  /// measured on the database's clock, also when a test chose the instants the policies decide at.
+  /// measured on the database's clock, also when a test chose the instants the policies decide at,
+  /// from the transaction's start, and ends at the batch's `deadline` if that comes first: a
+  /// statement that reaches the database late (a server starved of CPU) has only what is left of
+  /// its caller's wait, so it cannot take after its caller was answered.
   ///
   /// The store calls it, or its overload for one decision, for every batch: its statement names
   /// no table, so the statement's preparation (a transaction of its own, before the budget's clock starts) never
@@ -135,7 +143,8 @@ extension PostgresRateLimitStore {
       read[0], read[1], read[2], read[3], read[4], read[5], read[6], read[7]
     )
     let declared = zip(names, types).map { "\($0) \($1)\(single ? "" : "[]")" }
-    let parameters = (declared[0..<6] + ["budget bigint"] + declared[6...]).joined(separator: ", ")
+    let parameters = (declared[0..<6] + ["budget bigint"] + declared[6...] + ["deadline bigint"])
+      .joined(separator: ", ")
     let count = single ? "1" : "coalesce(array_length(keys, 1), 0)"
     let clock = "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint"
     let sliding = try table.companion(StoredLimit.Algorithm.slidingWindow)
@@ -196,6 +205,11 @@ extension PostgresRateLimitStore {
         counted bigint;
         charged boolean := false;
       BEGIN
+        -- The callers' deadline, on this clock (NULL: none known): a statement that arrived late
+        -- has only what is left of it, however much budget it was sent with.
+        IF deadline IS NOT NULL AND deadline - started < budget THEN
+          budget := deadline - started;
+        END IF;
         FOR i IN 1 .. \(count) LOOP
           o_index := i;
           o_granted := NULL;
@@ -520,21 +534,47 @@ extension PostgresRateLimitStore {
       """
   }
 
-  /// The batch function under the signature of earlier versions, for instances not yet upgraded:
-  /// their decisions carry nothing over from another token bucket's rate (they do not pass it).
-  static func previousFunctionSQL(table: TableName) -> String {
-    """
-    CREATE OR REPLACE FUNCTION \(functionName(table: table))(
-      keys text[], policies smallint[], amounts bigint[], capacities bigint[], windows bigint[],
-      takes boolean[], budget bigint, nows bigint[]
-    ) RETURNS TABLE (
-      o_index int, o_granted bigint, o_current bigint, o_now bigint, o_late boolean, o_used bigint, o_wait bigint
-    )
-    LANGUAGE sql AS $pace$
-      SELECT * FROM \(functionName(table: table))(keys, policies, amounts, capacities, windows, takes, budget, nows,
-        '{}'::bigint[])
-    $pace$
-    """
+  /// The batch function and its overload for one decision under the signatures of earlier
+  /// versions, for instances not yet upgraded: without a deadline (they decide as before, on
+  /// their budget alone), and, for the oldest, without the token buckets' emission intervals
+  /// (their decisions carry nothing over from another rate).
+  static func previousFunctionsSQL(table: TableName) -> [String] {
+    let name = functionName(table: table)
+    let returns = """
+      RETURNS TABLE (
+        o_index int, o_granted bigint, o_current bigint, o_now bigint, o_late boolean, o_used bigint, o_wait bigint
+      )
+      """
+    return [
+      """
+      CREATE OR REPLACE FUNCTION \(name)(
+        keys text[], policies smallint[], amounts bigint[], capacities bigint[], windows bigint[],
+        takes boolean[], budget bigint, nows bigint[]
+      ) \(returns)
+      LANGUAGE sql AS $pace$
+        SELECT * FROM \(name)(keys, policies, amounts, capacities, windows, takes, budget, nows, '{}'::bigint[], NULL)
+      $pace$
+      """,
+      """
+      CREATE OR REPLACE FUNCTION \(name)(
+        keys text[], policies smallint[], amounts bigint[], capacities bigint[], windows bigint[],
+        takes boolean[], budget bigint, nows bigint[], units bigint[]
+      ) \(returns)
+      LANGUAGE sql AS $pace$
+        SELECT * FROM \(name)(keys, policies, amounts, capacities, windows, takes, budget, nows, units, NULL)
+      $pace$
+      """,
+      """
+      CREATE OR REPLACE FUNCTION \(name)(
+        one_keys text, one_policies smallint, one_amounts bigint, one_capacities bigint, one_windows bigint,
+        one_takes boolean, budget bigint, one_nows bigint, one_units bigint
+      ) \(returns)
+      LANGUAGE sql AS $pace$
+        SELECT * FROM \(name)(one_keys, one_policies, one_amounts, one_capacities, one_windows, one_takes, budget,
+          one_nows, one_units, NULL)
+      $pace$
+      """,
+    ]
   }
 
   /// The decision. `$1` key, `$2` the cost's increment of the TAT, `$3` the burst tolerance, `$4`

@@ -8,7 +8,7 @@ import Testing
 
 /// A server's first start on an empty database, as the article's example runs it: the store and
 /// the debouncer run as services while the server's `beforeServerStarts` migrates their tables.
-@Suite("A clean first start, on a real PostgreSQL server", .timeLimit(.minutes(1)))
+@Suite("A clean first start, on a real PostgreSQL server", .timeLimit(.minutes(3)))
 struct CleanStartTests {
   /// Their heartbeat and claims start before the migration has made their tables: waiting for it
   /// is normal, so nothing is logged above info (no warning, no PostgreSQL error to read).
@@ -21,7 +21,7 @@ struct CleanStartTests {
     }()
     // A cluster of its own: on the shared one, the whole suite's load could slow the migration
     // into its own waiting warning.
-    let cluster = try TestCluster()
+    let cluster = try await TestCluster.make()
     defer { cluster.destroy() }
     let clients = [
       PostgresClient(configuration: TestDatabase.configuration(cluster.url), backgroundLogger: TestDatabase.quietLogger)

@@ -74,7 +74,7 @@ struct DebouncerOutageTests {
   /// outbox, calls are kept, then recorded in call order and run once it is back; without one,
   /// the breaker opens after its threshold and calls are rejected at once.
   @Test func callsDuringAStoppedDatabaseAreKeptAndDeliveredInOrderOrRejectedAtOnce() async throws {
-    let cluster = try TestCluster()
+    let cluster = try await TestCluster.make()
     defer { cluster.destroy() }
     var configuration = TestDatabase.configuration(cluster.url, connections: 4)
     configuration.options.connectTimeout = .milliseconds(500)
@@ -87,7 +87,7 @@ struct DebouncerOutageTests {
       try await throwing.migrate()
       let worker = Task { try await keeping.run() }
       defer { worker.cancel() }
-      try cluster.stop()
+      try await cluster.stop()
       for index in 0..<10 { try await keeping.call("k", [index]) }  // kept, none thrown
       #expect(keeping.outbox.count == 10)
       var reasons: [String] = []
@@ -100,7 +100,7 @@ struct DebouncerOutageTests {
       }
       #expect(reasons.count == 4)
       #expect(reasons.dropFirst(2).allSatisfy { $0.contains("circuit breaker is open") }, "\(reasons)")
-      try cluster.start()
+      try await cluster.start()
       // real-time: the worker's next successful claim delivers them; then the handler runs.
       #expect(try await eventually(within: .seconds(60)) { await journal.ran("k").flatMap { $0 } == Array(0..<10) })
       #expect(keeping.outbox.count == 0)
@@ -115,7 +115,7 @@ struct DebouncerOutageTests {
   /// whole `timeout` (5 s here, printed beside it, not asserted); once the server is back, the
   /// next call reconnects and is recorded.
   @Test func theFirstCallOfAnOutageIsAnsweredAtOnceWithADirectConnection() async throws {
-    let cluster = try TestCluster()
+    let cluster = try await TestCluster.make()
     defer { cluster.destroy() }
     let client = PostgresClient(
       configuration: TestDatabase.configuration(cluster.url, connections: 4), backgroundLogger: TestDatabase.quietLogger
@@ -143,7 +143,7 @@ struct DebouncerOutageTests {
       let pooled = try make("pace_pooled_throw", .throwError, direct: false)
       for debouncer in [throwing, keeping, pooled] { try await debouncer.migrate() }
       try await throwing.call("warm", [0])  // the direct connection is open when the server stops
-      try cluster.stop()
+      try await cluster.stop()
       let clock = ContinuousClock()
       var started = clock.now
       await #expect(throws: PacePostgresError.self) { try await throwing.call("k", [1]) }
@@ -158,7 +158,7 @@ struct DebouncerOutageTests {
       print(
         "the first call of an outage: \(thrown) (direct, thrown), \(kept) (direct, kept), \(clock.now - started) (pool)"
       )
-      try cluster.start()
+      try await cluster.start()
       // real-time: the breaker's cool-down (500 ms by default) passes before the next call probes.
       #expect(
         try await eventually(within: .seconds(30)) {
@@ -185,7 +185,7 @@ struct DebouncerOutageTests {
             unsafeSQL: "ALTER DATABASE \(database) SET default_transaction_read_only = \(on ? "on" : "off")"))
         try await admin[0].query(
           PostgresQuery(
-            unsafeSQL: "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(database)'"))
+            unsafeSQL: "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity WHERE datname = '\(database)'"))
       }
       try await TestDatabase.running([client]) {
         let debouncer = try debouncer(client, journal: journal, policy: .keepLocally(capacity: 100))

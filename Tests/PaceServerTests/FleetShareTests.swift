@@ -295,7 +295,7 @@ struct FleetShareTests {
   /// `30 + 30 × D`, the limit's own bound over the outage. Three stores with `.fallback` and the
   /// same limit, hammered alongside, show what that policy gives (printed).
   @Test func threeInstancesKeepTheFleetsLimitThroughAnOutage() async throws {
-    let cluster = try TestCluster()
+    let cluster = try await TestCluster.make()
     defer { cluster.destroy() }
     var configuration = TestDatabase.configuration(cluster.url, connections: 4)
     configuration.options.connectTimeout = .milliseconds(500)
@@ -331,7 +331,7 @@ struct FleetShareTests {
       #expect(stores.map(\.fleetSize) == [3, 3, 3], "learned before the stop")
       #expect(try await stores[0].tryAcquire("hot", cost: 1, limit: limit).isAllowed)  // the database decides
       #expect(try await fallbacks[0].tryAcquire("hot", cost: 1, limit: limit).isAllowed)
-      try cluster.stop()
+      try await cluster.stop()
       let stopped = clock.now
 
       struct Hammered: Sendable {
@@ -424,7 +424,7 @@ struct FleetShareTests {
       let instances = try metrics.expectGauge("pace_rate_limit_fleet_instances", [("table", table)])
       #expect(instances.lastValue == 3)
 
-      try cluster.start()
+      try await cluster.start()
       for run in runs { run.cancel() }
       for run in runs { _ = try? await run.value }
     }

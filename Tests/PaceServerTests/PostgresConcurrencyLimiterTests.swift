@@ -287,7 +287,7 @@ struct PostgresConcurrencyLimiterTests {
   /// The database stops: each of three instances admits its share of a limit of 8, 8 / 3 = 2,
   /// counting the permit it held from the database; under `.throwError` a call throws.
   @Test func whileTheDatabaseIsAwayEachInstanceAdmitsItsShare() async throws {
-    let cluster = try TestCluster()
+    let cluster = try await TestCluster.make()
     defer { cluster.destroy() }
     var configuration = TestDatabase.configuration(cluster.url, connections: 4)
     configuration.options.connectTimeout = .milliseconds(500)
@@ -308,7 +308,7 @@ struct PostgresConcurrencyLimiterTests {
         client: clients[0], table: table, maximumInFlight: 8, timeout: .milliseconds(500), whenUnavailable: .throwError)
       try await limiters[0].migrate()
       let fromTheDatabase = try await limiters[0].acquire("k")
-      try cluster.stop()
+      try await cluster.stop()
       var admitted = [0, 0, 0]
       var permits: [PostgresConcurrencyLimiter.Permit] = []
       for (index, limiter) in limiters.enumerated() {

@@ -168,10 +168,11 @@ struct PostgresFaultTests {
         #expect(try await store.tryAcquire("k", cost: 1, limit: slow) == .allowed(remaining: 2))
         try await admin[0].query(
           PostgresQuery(unsafeSQL: "ALTER DATABASE \(database) SET default_transaction_read_only = on"))
-        // New sessions are read-only: end the old ones.
+        // New sessions are read-only: end the old ones, and wait until they have ended (a backend
+        // that the load keeps from running yet would still answer one more statement).
         try await admin[0].query(
           PostgresQuery(
-            unsafeSQL: "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(database)'"))
+            unsafeSQL: "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity WHERE datname = '\(database)'"))
         var answers: [RateLimitDecision] = []
         for _ in 0..<3 { answers.append(try await store.tryAcquire("other", cost: 1, limit: slow)) }
         // The fallback's own limit (1 per hour), never a thrown 25006.
@@ -242,7 +243,7 @@ struct PostgresFaultTests {
   /// The server stopped: the breaker opens after its threshold, decisions are answered at once by
   /// the policy, and once the server is back the database decides again within two seconds.
   @Test func theBreakerAnswersAtOnceDuringAnOutageAndRecovers() async throws {
-    let cluster = try TestCluster()
+    let cluster = try await TestCluster.make()
     defer { cluster.destroy() }
     var configuration = TestDatabase.configuration(cluster.url, connections: 8)
     configuration.options.connectTimeout = .milliseconds(500)
@@ -258,7 +259,7 @@ struct PostgresFaultTests {
       try await store.migrate()
       let limit = RateLimit(permits: 1_000_000, per: .seconds(1))
       #expect(try await store.tryAcquire("k", cost: 1, limit: limit).isAllowed)
-      try cluster.stop()
+      try await cluster.stop()
       // The failures that open the breaker each wait at most the timeout.
       for _ in 0..<5 { #expect(try await store.tryAcquire("k", cost: 1, limit: limit).isAllowed) }
       let clock = ContinuousClock()
@@ -287,7 +288,7 @@ struct PostgresFaultTests {
       // A sanity bound: the figure that matters is the middleware's, where HTTP dominates both.
       #expect(perSecond / memoryPerSecond > 0.1)
       #expect(p99 < .milliseconds(50), "p99 \(p99) with the breaker open")  // under 10 ms quiet; generous here
-      try cluster.start()
+      try await cluster.start()
       let back = clock.now
       var recovered: Duration?
       while clock.now - back < .seconds(10) {
@@ -319,7 +320,7 @@ struct PostgresFaultTests {
   /// within two seconds of the database coming back; a store on the pool alone waits out the
   /// pool's backoff (printed beside it, not asserted).
   @Test func aLongOutageRecoversWithinTwoSeconds() async throws {
-    let cluster = try TestCluster()
+    let cluster = try await TestCluster.make()
     defer { cluster.destroy() }
     var configuration = TestDatabase.configuration(cluster.url, connections: 8)
     configuration.options.connectTimeout = .milliseconds(500)
@@ -345,7 +346,7 @@ struct PostgresFaultTests {
           let limit = RateLimit(permits: 1_000_000, per: .seconds(1))
           #expect(try await owning.tryAcquire("k", cost: 1, limit: limit).isAllowed)
           #expect(try await pooled.tryAcquire("k", cost: 1, limit: limit).isAllowed)
-          try cluster.stop()
+          try await cluster.stop()
           let clock = ContinuousClock()
           let down = clock.now
           while clock.now - down < .seconds(15) {
@@ -353,7 +354,7 @@ struct PostgresFaultTests {
             _ = try await pooled.tryAcquire("k", cost: 1, limit: limit)
             try await Task.sleep(for: .milliseconds(10))  // real-time: a decision per 10 ms during the outage
           }
-          try cluster.start()
+          try await cluster.start()
           let back = clock.now
           var recovered: [String: Duration] = [:]
           let closed: (InMemoryLogHandler) -> Bool = { logs in

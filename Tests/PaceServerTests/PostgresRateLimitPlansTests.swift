@@ -252,6 +252,13 @@ struct PostgresRateLimitPlansTests {
         }
         try await a.plans.setLimit(Self.bucket, for: "after")
         try await Self.eventually { b.plans.plans.limit(for: "after") == Self.bucket }
+        // A ghost's notification is ignored once a read finds no row for it, which may end after
+        // the real change's (on a loaded machine): wait for all of them, then count.
+        try await Self.eventually {
+          !b.entries(.debug, containing: "names a key with no plan: ignored").isEmpty
+            && !b.entries(.debug, containing: "names a key with no block: ignored").isEmpty
+            && b.entries(.debug, containing: "not from Pace's trigger").count >= 2
+        }
         #expect(b.entries(.debug, containing: "names a key with no plan: ignored").count == 1)
         #expect(b.entries(.debug, containing: "names a key with no block: ignored").count == 1)
         #expect(b.entries(.debug, containing: "not from Pace's trigger").count == 2)
@@ -300,7 +307,7 @@ struct PostgresRateLimitPlansTests {
   /// outage once, listens again when the database is back and reads what changed while it could
   /// not listen (the poll is an hour away).
   @Test func theMirrorCatchesUpAfterTheDatabaseRestarts() async throws {
-    let cluster = try TestCluster()
+    let cluster = try await TestCluster.make()
     defer { cluster.destroy() }
     var configuration = TestDatabase.configuration(cluster.url, connections: 4)
     configuration.options.connectTimeout = .milliseconds(500)
@@ -314,11 +321,11 @@ struct PostgresRateLimitPlansTests {
       try await a.plans.setLimit(Self.pro, for: "customer")
       try await Self.running([b]) {
         try await Self.eventually { b.plans.plans.limit(for: "customer") == Self.pro }
-        try cluster.stop()
+        try await cluster.stop()
         try await Self.eventually { !b.entries(.error, containing: "PostgreSQL unavailable").isEmpty }
         await #expect(throws: (any Error).self) { try await a.plans.setLimit(Self.bucket, for: "customer") }
         #expect(b.plans.plans.limit(for: "customer") == Self.pro)
-        try cluster.start()
+        try await cluster.start()
         // Written as soon as the database takes it, whether B listens again yet or not.
         try await Self.eventually { (try? await a.plans.setLimit(Self.bucket, for: "customer")) != nil }
         let caughtUp = try await Self.eventually { b.plans.plans.limit(for: "customer") == Self.bucket }

@@ -21,11 +21,7 @@ struct PostgresSingleDecisionTests {
   /// on a chosen timeline, through every policy and a change of plan from each to each (the
   /// state another policy left, carried over): one body decides both.
   @Test func aLoneDecisionIsDecidedAsInABatch() async throws {
-    try await TestDatabase.withClients { clients in
-      let client = clients[0]
-      let table = try TableName(TestDatabase.uniqueTable("rl"))
-      let store = try PostgresRateLimitStore(client: client, table: table.name)
-      try await store.migrate()
+    try await TestDatabase.withMigratedStore("rl") { client, store, table in
       let limits = [
         RateLimit(permits: 3, per: .seconds(60), burst: 4),
         .slidingWindow(permits: 3, per: .seconds(60)),
@@ -43,10 +39,10 @@ struct PostgresSingleDecisionTests {
           func request(_ key: String) -> DecisionRequest {
             DecisionRequest(key: key, limit: stored, takes: cost > 0, deadline: .now, databaseNow: instant)
           }
-          let batch = try await answers(
+          let batch = try await Self.answers(
             client, PostgresRateLimitStore.batchSQL(table: table),
             PostgresRateLimitStore.batchBindings([request("key")], budget: 30_000_000))
-          let single = try await answers(
+          let single = try await Self.answers(
             client, PostgresRateLimitStore.singleSQL(table: table),
             PostgresRateLimitStore.singleBindings(request("key-alone"), budget: 30_000_000))
           #expect(batch.count == 1)
@@ -61,28 +57,27 @@ struct PostgresSingleDecisionTests {
   /// A lone decision of the store on the database's clock (no instant chosen: `$8` NULL) is
   /// decided by the overload, and a second one on its key sees the first one's grant.
   @Test func aLoneDecisionOnTheDatabasesClock() async throws {
-    try await TestDatabase.withClients { clients in
-      let client = clients[0]
-      let table = try TableName(TestDatabase.uniqueTable("rl"))
-      let store = try PostgresRateLimitStore(client: client, table: table.name)
-      try await store.migrate()
+    try await TestDatabase.withMigratedStore("rl") { client, store, table in
       let stored = try StoredLimit(cost: 1, limit: RateLimit(permits: 1, per: .seconds(3600)))
       let request = DecisionRequest(key: "k", limit: stored, takes: true, deadline: .now)
       let sql = PostgresRateLimitStore.singleSQL(table: table)
-      let first = try await answers(client, sql, PostgresRateLimitStore.singleBindings(request, budget: 30_000_000))
-      let second = try await answers(client, sql, PostgresRateLimitStore.singleBindings(request, budget: 30_000_000))
+      let first = try await Self.answers(
+        client, sql, PostgresRateLimitStore.singleBindings(request, budget: 30_000_000))
+      let second = try await Self.answers(
+        client, sql, PostgresRateLimitStore.singleBindings(request, budget: 30_000_000))
       #expect(first.count == 1 && first[0].granted != nil && !first[0].late)
       #expect(second.count == 1 && second[0].granted == nil && second[0].current == first[0].granted)
     }
   }
 
-  private func answers(_ client: PostgresClient, _ sql: String, _ binds: PostgresBindings) async throws -> [Answer] {
+  /// The rows `sql` answers with `binds`, in order; each decision's index (1-based) checked.
+  static func answers(_ client: PostgresClient, _ sql: String, _ binds: PostgresBindings) async throws -> [Answer] {
     let rows = try await client.query(PostgresQuery(unsafeSQL: sql, binds: binds))
     var answers: [Answer] = []
     for try await (index, granted, current, now, late, used, wait) in rows.decode(
       (Int, Int64?, Int64?, Int64, Bool, Int64?, Int64?).self)
     {
-      #expect(index == 1)
+      #expect(index == answers.count + 1)
       answers.append(Answer(granted: granted, current: current, now: now, late: late, used: used, wait: wait))
     }
     return answers

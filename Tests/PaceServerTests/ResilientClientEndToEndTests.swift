@@ -25,9 +25,10 @@ struct ResilientClientEndToEndTests {
   static let callers = 6
   static let run = 5.5
   static let deadline = Duration.milliseconds(400)
-  /// What a send may take beyond its deadline on a loaded 2-core machine (a neighbour building):
-  /// the scheduling of the timer that cuts it and of the caller's task.
-  static let slack = 0.6
+  /// What a send may take beyond its deadline on a loaded 2-core machine (a neighbour building,
+  /// or two busy processes beside the suite, where 0.6 s was exceeded by 0.08 s): the scheduling
+  /// of the timer that cuts it and of the caller's task.
+  static let slack = 1.0
 
   struct Send: Sendable {
     let start: Double

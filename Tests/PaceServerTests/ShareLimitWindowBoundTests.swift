@@ -12,7 +12,7 @@ import Testing
 @Suite("A window around an outage, on a real PostgreSQL server", .timeLimit(.minutes(2)))
 struct ShareLimitWindowBoundTests {
   @Test func aWindowSpanningAnOutageGrantsTheLimitPlusTheSharesAndNoMore() async throws {
-    let cluster = try TestCluster()
+    let cluster = try await TestCluster.make()
     defer { cluster.destroy() }
     var configuration = TestDatabase.configuration(cluster.url, connections: 4)
     configuration.options.connectTimeout = .milliseconds(500)
@@ -40,11 +40,11 @@ struct ShareLimitWindowBoundTests {
       for _ in 0..<4 where try await stores[0].tryAcquire("pro", cost: 1, limit: limit).isAllowed { before += 1 }
       #expect(before == 4, "the database grants before the outage")
 
-      try cluster.stop()
+      try await cluster.stop()
       let during = [try await granted(stores[0]), try await granted(stores[1])]
       #expect(during == [5, 5], "each instance's share of 10 among 2")
 
-      try cluster.start()
+      try await cluster.start()
       let clock = ContinuousClock()
       let back = clock.now
       while clock.now - back < .seconds(20),

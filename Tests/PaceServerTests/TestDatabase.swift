@@ -38,6 +38,19 @@ enum TestDatabase {
   }
 
   /// Runs `body` with `count` clients, each with its own connection pool (an "instance" each).
+  /// `body` with a client, a store on a table of its own (named from `prefix`), migrated, and the
+  /// table's name.
+  static func withMigratedStore(
+    _ prefix: String, _ body: @Sendable (PostgresClient, PostgresRateLimitStore, TableName) async throws -> Void
+  ) async throws {
+    try await withClients { clients in
+      let table = try TableName(uniqueTable(prefix))
+      let store = try PostgresRateLimitStore(client: clients[0], table: table.name)
+      try await store.migrate()
+      try await body(clients[0], store, table)
+    }
+  }
+
   static func withClients<Result: Sendable>(
     _ count: Int = 1,
     connections: Int = 20,
@@ -237,13 +250,33 @@ struct TestInstance {
 #if PostgreSQL && Hummingbird
 /// A PostgreSQL cluster of a test's own, which the test stops and starts again: the shared one
 /// serves every other test at the same time. Needs `PACE_POSTGRES_BIN` (Scripts/with-postgres.sh).
+///
+/// Made, started and stopped on threads of their own (``make()``, ``start()``, ``stop()``): each
+/// waits for `initdb` or `pg_ctl`, seconds on a loaded machine, and two such waits on the
+/// cooperative pool's two threads would stop every other test meanwhile.
 final class TestCluster: Sendable {
   let directory: String
   let port: Int
   let bin: String
   let owner: String
 
-  init() throws {
+  /// A new cluster, started; two at a time (initdb and a first start cost seconds of CPU each,
+  /// and the suite's other tests run meanwhile).
+  static func make() async throws -> TestCluster {
+    await making.enter()
+    do {
+      let cluster = try await blocking { try TestCluster(waiting: ()) }
+      await making.leave()
+      return cluster
+    } catch {
+      await making.leave()
+      throw error
+    }
+  }
+
+  private static let making = TestGate(slots: 2)
+
+  private init(waiting: Void) throws {
     let environment = ProcessInfo.processInfo.environment
     guard let bin = environment["PACE_POSTGRES_BIN"] else {
       Issue.record("PACE_POSTGRES_BIN is not set: run the server tests through Scripts/with-postgres.sh")
@@ -275,8 +308,9 @@ final class TestCluster: Sendable {
   /// The URL of the cluster's `postgres` database.
   var url: URL { URL(string: "postgres://\(owner)@127.0.0.1:\(port)/postgres")! }
 
-  func start() throws {
-    try Self.run(Self.startCommand(bin: bin, directory: directory, port: port), as: owner)
+  func start() async throws {
+    let (command, owner) = (Self.startCommand(bin: bin, directory: directory, port: port), owner)
+    try await Self.blocking { try Self.run(command, as: owner) }
   }
 
   private static func startCommand(bin: String, directory: String, port: Int) -> String {
@@ -284,13 +318,27 @@ final class TestCluster: Sendable {
   }
 
   /// Stops the server at once, as a crash or a failover would.
-  func stop() throws {
-    try Self.run("\(bin)/pg_ctl -D \(directory)/data -m immediate -w stop >/dev/null", as: owner)
+  func stop() async throws {
+    let (command, owner) = (stopCommand, owner)
+    try await Self.blocking { try Self.run(command, as: owner) }
   }
 
+  private var stopCommand: String { "\(bin)/pg_ctl -D \(directory)/data -m immediate -w stop >/dev/null" }
+
+  /// Stops the server (at once) and removes its files; from a `defer`, so it waits where it is
+  /// called.
   func destroy() {
-    try? stop()
+    try? Self.run(stopCommand, as: owner)
     try? FileManager.default.removeItem(atPath: directory)
+  }
+
+  /// Runs `body`, which blocks its thread waiting for a child process, on a thread of its own.
+  private static func blocking<Result: Sendable>(
+    _ body: @escaping @Sendable () throws -> Result
+  ) async throws -> Result {
+    try await withCheckedThrowingContinuation { continuation in
+      Thread { continuation.resume(with: Swift.Result { try body() }) }.start()
+    }
   }
 
   private static func run(_ command: String, as owner: String) throws {

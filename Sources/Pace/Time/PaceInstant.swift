@@ -110,4 +110,12 @@ extension Int64 {
     if overflow { return other < 0 ? .min : .max }
     return sum
   }
+
+  /// `self - other`, clamped to the type's range.
+  @inlinable
+  package func subtractingSaturating(_ other: Int64) -> Int64 {
+    let (difference, overflow) = subtractingReportingOverflow(other)
+    if overflow { return other > 0 ? .min : .max }
+    return difference
+  }
 }
