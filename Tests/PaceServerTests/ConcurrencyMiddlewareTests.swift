@@ -273,20 +273,14 @@ struct ConcurrencyMiddlewareTests {
   func disconnectMidBodyFreesThePlace(_ framework: ConcurrencyFixture.Framework) async throws {
     let fixture = ConcurrencyFixture(ConcurrencyLimiter(maximumInFlight: 1, maximumQueued: 0))
     try await fixture.run(framework) { port async throws in
-      // A client of its own, shut down once its reader is cancelled: its connections are closed
-      // then whatever a cancellation mid-body does to the connection it reads.
-      let client = HTTPClient(eventLoopGroupProvider: .singleton)
-      let reader = Task {
-        let response = try await client.execute(
-          HTTPClientRequest(url: "http://127.0.0.1:\(port)/endless"), timeout: .seconds(30))
-        for try await _ in response.body {}
-      }
+      // A raw connection that resets once the body has started: what an HTTP client library does
+      // to its connection when a read is cancelled mid-body varies (AsyncHTTPClient's, in CI, kept
+      // the place held past the bound now and then); a reset is what the server must handle.
+      let client = try AbruptClient(port: port, request: "GET /endless HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
       await fixture.started.wait()
       #expect(fixture.limiter.inFlightCount == 1)
       #expect(try await concurrencyGet(port).status == 503)
-      reader.cancel()
-      _ = await reader.result
-      try await client.shutdown()
+      client.reset()
       #expect(try await concurrencyEventually { fixture.limiter.inFlightCount == 0 })
       #expect(try await concurrencyGet(port).status == 200)
     }

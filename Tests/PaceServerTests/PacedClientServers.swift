@@ -292,6 +292,41 @@ final class ReservedPort: Sendable {
   func release() { close(descriptor) }
 }
 
+/// A raw loopback connection that sends one request and then leaves as abruptly as a client can:
+/// ``reset()`` closes it with a reset (`SO_LINGER` 0), which the server sees at its next write,
+/// whatever an HTTP client library would do on a cancellation.
+final class AbruptClient: Sendable {
+  private let descriptor: Int32
+
+  /// Connects to `port` on loopback and sends `request` (the whole head, blank line included).
+  init(port: Int, request: String) throws {
+    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard descriptor >= 0 else { throw POSIXError(.EMFILE) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = UInt16(port).bigEndian
+    let connected = withUnsafePointer(to: &address) { pointer in
+      pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+      }
+    }
+    let bytes = Array(request.utf8)
+    guard connected, send(descriptor, bytes, bytes.count, 0) == bytes.count else {
+      close(descriptor)
+      throw POSIXError(.ECONNREFUSED)
+    }
+    self.descriptor = descriptor
+  }
+
+  /// Closes the connection with a reset.
+  func reset() {
+    var option = linger(l_onoff: 1, l_linger: 0)
+    setsockopt(descriptor, SOL_SOCKET, SO_LINGER, &option, socklen_t(MemoryLayout<linger>.size))
+    close(descriptor)
+  }
+}
+
 /// A test server that did not listen, with the error its service group ended with (if any).
 enum TestServerError: Error { case didNotStart((any Error)?) }
 
