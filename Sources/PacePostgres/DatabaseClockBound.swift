@@ -17,7 +17,7 @@ import Pace
 /// replaces it at once. A step back of the database's clock leaves the bound too high until it
 /// has decayed: meanwhile a batch's deadline may come after its callers stop waiting, and the
 /// budget alone (measured from the statement's arrival) bounds it, as without a deadline.
-struct DatabaseClockBound: Sendable, Equatable {
+struct DatabaseClockBound: Sendable {
   /// How far apart the two clocks are assumed to drift, at most: 100 µs per second.
   static let driftPerMillion: Int64 = 100
 
@@ -54,4 +54,16 @@ struct DatabaseClockBound: Sendable, Equatable {
   }
 }
 
+extension ContinuousClock.Instant {
+  /// Whole microseconds from `origin` to this instant, rounded down or up; saturated at the
+  /// extremes. The timeline the leases and the clock bound measure this process's clock on.
+  func microseconds(since origin: Self, roundingUp: Bool) -> Int64 {
+    let (seconds, attoseconds) = origin.duration(to: self).components
+    let (whole, fraction) = attoseconds.quotientAndRemainder(dividingBy: 1_000_000_000_000)
+    let rounded = whole + (roundingUp && fraction > 0 ? 1 : 0) - (!roundingUp && fraction < 0 ? 1 : 0)
+    let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000)
+    guard !overflow else { return seconds < 0 ? .min : .max }
+    return scaled.addingSaturating(rounded)
+  }
+}
 #endif

@@ -314,12 +314,7 @@ final class DecisionBatcher: Sendable {
 
   /// `instant` in microseconds since ``origin``, rounded down (a deadline) or up (an arrival).
   func micros(_ instant: ContinuousClock.Instant, roundingUp: Bool) -> Int64 {
-    let (seconds, attoseconds) = origin.duration(to: instant).components
-    let (whole, fraction) = attoseconds.quotientAndRemainder(dividingBy: 1_000_000_000_000)
-    let rounded = whole + (roundingUp && fraction > 0 ? 1 : 0) - (!roundingUp && fraction < 0 ? 1 : 0)
-    let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000)
-    guard !overflow else { return seconds < 0 ? .min : .max }
-    return scaled.addingSaturating(rounded)
+    instant.microseconds(since: origin, roundingUp: roundingUp)
   }
 
   /// The callers' `deadline`, less the ``margin`` for the way back, on the database's clock by

@@ -306,9 +306,7 @@ final class HotKeyLeases: Sendable {
 
   /// `instant` on the leases' timeline, rounded up (a grant's instant) or down (a send's).
   func micros(_ instant: ContinuousClock.Instant, roundingUp: Bool) -> Int64 {
-    let (seconds, attoseconds) = origin.duration(to: instant).components
-    let (whole, fraction) = attoseconds.quotientAndRemainder(dividingBy: 1_000_000_000_000)
-    return seconds * 1_000_000 + whole + (roundingUp && fraction > 0 ? 1 : 0)
+    instant.microseconds(since: origin, roundingUp: roundingUp)
   }
 
   func decide(_ key: String, cost: Int, limit: RateLimit, now: Int64) -> HotKeyLeaseState.Action {
