@@ -168,13 +168,14 @@ struct PacedClientProofTests {
   /// A server that tells nothing but `Retry-After` on its 429s: the client learns its quota from
   /// the requests answered between two refusals (after two windows whose 429s are at most the
   /// requests in flight, 16 each), and meets no 429 after that however long it runs, while
-  /// reaching at least 95 % of the allowed rate.
+  /// reaching at least 95 % of the allowed rate (``proofRefusalWaves`` says what a loaded
+  /// machine adds).
   @Test(arguments: ClientLibrary.allCases)
   func retryAfterAloneHoldsEveryCaller(_ library: ClientLibrary) async throws {
     let figures = try await run("Retry-After only", library) { ledger in
       TestServer.retryAfterOnly(quota: Self.quota, windowSeconds: 1, ledger: ledger)
     }
-    #expect(figures.tooManyRequests <= Self.callers * 3)
+    #expect(figures.tooManyRequests <= Self.callers * proofRefusalWaves)
     #expect(figures.ratio >= proofRateBound)
   }
 }
