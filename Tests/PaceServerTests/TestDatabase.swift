@@ -353,14 +353,33 @@ final class TestCluster: Sendable {
     let description: String
   }
 
+  /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later), which Swift's Glibc
+  /// module leaves out (it is declared for `_GNU_SOURCE` only).
+  private static let closeFrom: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? =
+    dlsym(dlopen(nil, RTLD_NOW), "posix_spawn_file_actions_addclosefrom_np").map {
+      unsafeBitCast($0, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+    }
+
   /// Runs `command` with `/bin/sh` and waits for it with `waitpid` (Foundation's `Process` can
   /// miss the exit of a child when several run one after another from the cooperative pool).
+  ///
+  /// The child gets standard input, output and error only: `pg_ctl start` leaves a server running
+  /// for the rest of the suite, and every descriptor it inherited would stay open in it. SwiftNIO
+  /// opens its sockets without close-on-exec, so a connection another test closed meanwhile would
+  /// never reach its peer (a store's closed connection stayed idle on the server, a reset client
+  /// kept a response body writing).
   private static func shell(_ command: String) throws {
     var pid: pid_t = 0
     let arguments = ["/bin/sh", "-c", command]
     var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
     defer { for pointer in argv { free(pointer) } }
-    guard posix_spawn(&pid, "/bin/sh", nil, nil, &argv, environ) == 0 else {
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    guard let closeFrom = Self.closeFrom, closeFrom(&actions, 3) == 0 else {
+      throw ShellFailure(description: "cannot keep the suite's descriptors from: \(command)")
+    }
+    guard posix_spawn(&pid, "/bin/sh", &actions, nil, &argv, environ) == 0 else {
       throw ShellFailure(description: "cannot start: \(command)")
     }
     var status: Int32 = 0
