@@ -1,6 +1,7 @@
 // An existing key's call with 1M keys held (issue 44): KeyedDebouncer.call and
 // KeyedRateLimiter.tryAcquire beside the floor, a bare `Dictionary<Int, 16-byte struct>` update
-// of the same key with no lock, clock or deadline, in the same run. Two orders: every one of the
+// of the same key with no lock, clock or deadline, beside the same update with the time read, and
+// beside the thread-safe snippet (that update behind an `NSLock`), in the same run. Two orders: every one of the
 // 1M keys in turn (each call misses the cache), and a hot set of 1,000 of them, round-robin, while
 // the other 999,000 stay held (the tables are as large; the keys' slots stay in the cache).
 //
@@ -15,6 +16,20 @@ import Pace
 struct FloorState {
   var first: Int64
   var second: Int64
+}
+
+/// The snippets' per-key state: when the key was last seen, and a count (a token bucket's last
+/// refill and its tokens).
+struct SnippetState {
+  var last: ContinuousClock.Instant
+  var count: Int64
+}
+
+/// The thread-safe snippet's table: a dictionary that its lock guards.
+final class LockedSnippetTable: @unchecked Sendable {
+  let lock = NSLock()
+  /// Guarded by `lock`.
+  var values: [Int: SnippetState] = [:]
 }
 
 /// The order of the measured calls over the 1M keys held.
@@ -38,6 +53,36 @@ let existingKeyBenchmarks: @Sendable () -> Void = {
       }
       benchmark.stopMeasurement()
       blackHole(table.count)
+    }
+
+    Benchmark("Existing key, \(order.rawValue): Dictionary update with a clock read") { benchmark in
+      // The bare update, and the time it would keep: what reading a clock adds by itself.
+      var table: [Int: SnippetState] = [:]
+      let start = ContinuousClock.now
+      for key in benchmark.scaledIterations { table[key] = SnippetState(last: start, count: 0) }
+      benchmark.startMeasurement()
+      for call in benchmark.scaledIterations {
+        let now = ContinuousClock.now
+        table[order.key(call), default: SnippetState(last: now, count: 0)].last = now
+      }
+      benchmark.stopMeasurement()
+      blackHole(table.count)
+    }
+
+    Benchmark("Existing key, \(order.rawValue): Dictionary behind NSLock, with a clock read") { benchmark in
+      // The snippet a server writes for a key's pacing shared by its request handlers: the time
+      // read, a lock taken, the key's state updated with it (a token bucket's last refill).
+      let table = LockedSnippetTable()
+      let start = ContinuousClock.now
+      for key in benchmark.scaledIterations { table.values[key] = SnippetState(last: start, count: 0) }
+      benchmark.startMeasurement()
+      for call in benchmark.scaledIterations {
+        let now = ContinuousClock.now
+        let key = order.key(call)
+        table.lock.withLock { table.values[key, default: SnippetState(last: now, count: 0)].last = now }
+      }
+      benchmark.stopMeasurement()
+      blackHole(table.values.count)
     }
 
     Benchmark("Existing key, \(order.rawValue): KeyedDebouncer") { benchmark in
