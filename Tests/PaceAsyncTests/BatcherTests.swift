@@ -222,6 +222,8 @@ private struct SendFailed: Error, Equatable {}
       let maxWait = Int64.random(in: 0...200, using: &random)
       let maxInFlight = Int.random(in: 1...2, using: &random)
       let capacity = Int.random(in: 1...6, using: &random)
+      // A third of the runs only submit: their items never get a key.
+      let loads = seed % 3 != 0
       var machine = BatchMachine<Int>(
         maxCount: maxCount, maxWaitNanoseconds: maxWait * 1_000_000, maxInFlight: maxInFlight, capacity: capacity,
         overflow: overflow)
@@ -250,13 +252,19 @@ private struct SendFailed: Error, Equatable {}
         case 0..<6:
           caller += 1
           let item = Int.random(in: 0..<4, using: &random)
-          let joins = Bool.random(using: &random)
+          let joins = loads && Bool.random(using: &random)
           expected = model.add(item, caller: caller, joins: joins, now: now)
-          // A submit that finds room takes the driver's path: quietly where the machine can.
-          if !joins, machine.hasRoom, machine.bufferQuietly(item, key: BatchKey(item)) {
+          // The driver's path: keys are made from the first `load` on (the items buffered before
+          // it are indexed then), and a submit that finds room is buffered quietly where it can.
+          if joins, !machine.indexesKeys { machine.indexKeys { BatchKey($0) } }
+          let key = machine.indexesKeys ? BatchKey(item) : nil
+          let quietly =
+            !joins && machine.hasRoom
+            && (key == nil ? machine.bufferQuietly(item) : machine.bufferQuietly(item, key: key))
+          if quietly {
             action = BatchAction(admitted: [.init(caller: caller, entry: machine.lastEntry)])
           } else {
-            action = machine.add(item, caller: caller, joins: joins, now: ms(now))
+            action = machine.add(item, key: key, caller: caller, joins: joins, now: ms(now))
           }
         case 6:
           for index in model.buffer.indices { model.buffer[index].flushed = true }

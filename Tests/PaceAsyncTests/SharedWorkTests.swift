@@ -296,6 +296,17 @@ private struct WorkFailed: Error, Equatable {
     #expect(runs.count == 1)
   }
 
+  @Test func aCancelledTaskThrowsEvenWhereAResultIsReused() async throws {
+    let work = KeyedSharedWork<String, Int>(reusingResultsFor: .seconds(10), clock: scheduler)
+    #expect(try await work.run("k") { 1 } == 1)
+    let cancelled = Task {
+      withUnsafeCurrentTask { $0?.cancel() }
+      return try await work.run("k") { 2 }
+    }
+    await #expect(throws: CancellationError.self) { try await cancelled.value }
+    #expect(try await work.run("k") { 3 } == 1)  // the result is still reused by the others
+  }
+
   @Test func aFailureIsNeverReused() async throws {
     let work = KeyedSharedWork<String, Int>(reusingResultsFor: .seconds(10), clock: scheduler)
     await #expect(throws: WorkFailed(code: 1)) { try await work.run("k") { throw WorkFailed(code: 1) } }

@@ -17,20 +17,18 @@
 struct BatchMachine<Item> {
   // The events are `@inlinable`, so that a batcher's calls are specialised for its `Item`.
 
-  /// One buffered item.
+  /// One buffered item. Its key is kept apart, in `keys`: an entry without one is then as cheap
+  /// to copy as its item (a key holds an existential, copied through the runtime).
   @usableFromInline
   struct Entry {
     @usableFromInline let id: UInt64
     @usableFromInline let item: Item
-    /// What a `load` of an equal item joins it by; `nil` for an item that cannot be joined.
-    @usableFromInline var key: BatchKey?
     /// When the item was buffered: the start of its `maxWait`.
     @usableFromInline let arrival: PaceInstant
 
-    @inlinable init(id: UInt64, item: Item, key: BatchKey?, arrival: PaceInstant) {
+    @inlinable init(id: UInt64, item: Item, arrival: PaceInstant) {
       self.id = id
       self.item = item
-      self.key = key
       self.arrival = arrival
     }
   }
@@ -60,6 +58,10 @@ struct BatchMachine<Item> {
   /// The buffered entries from `head` on, oldest first; the slots before `head` are spent.
   @usableFromInline var entries: [Entry] = []
   @usableFromInline var head = 0
+  /// What a `load` of an equal item joins each entry by (`nil`: it cannot be joined), at the
+  /// entry's index, once any entry has had a key (``storesKeys``); empty until then.
+  @usableFromInline var keys: [BatchKey?] = []
+  @usableFromInline var storesKeys = false
   /// The newest buffered entry of each key, for `load`s to join.
   @usableFromInline var newest: [BatchKey: UInt64] = [:]
   /// Whether entries are indexed by key in `newest`: from the first `load` on. Until then (a
@@ -128,9 +130,10 @@ struct BatchMachine<Item> {
   @usableFromInline
   mutating func indexKeys(_ keyOf: (Item) -> BatchKey?) {
     indexesKeys = true
+    storesKeys = true
+    keys = entries.indices.map { $0 < head ? nil : keyOf(entries[$0].item) }
     for index in head..<entries.count {
-      entries[index].key = keyOf(entries[index].item)
-      if let key = entries[index].key { newest[key] = entries[index].id }
+      if let key = keys[index] { newest[key] = entries[index].id }
     }
     for index in waiters.indices { waiters[index].key = keyOf(waiters[index].item) }
   }
@@ -157,18 +160,39 @@ struct BatchMachine<Item> {
   /// the clock. An oldest item whose `maxWait` has passed is sent by its timer.
   @inlinable
   mutating func bufferQuietly(_ item: Item, key: BatchKey?) -> Bool {
-    let count = bufferedCount
-    guard count > 0, count % maxCount != 0, overflow != .dropOldest else { return false }
-    if armed == nil {
-      // Nothing armed for items that wait: a batch is due, and no slot is free.
-      guard inFlight >= maxInFlight else { return false }
-    } else {
-      guard count &+ 1 < maxCount else { return false }
-    }
-    lastEntry &+= 1
-    entries.append(Entry(id: lastEntry, item: item, key: key, arrival: entries[head].arrival))
+    guard takesItemQuietly else { return false }
+    store(key)
+    appendQuietly(item)
     if let key { newest[key] = lastEntry }
     return true
+  }
+
+  /// ``bufferQuietly(_:key:)`` for an item without a key, as every item of a batcher that only
+  /// submits: no key is made, copied or destroyed on the way.
+  @inlinable
+  mutating func bufferQuietly(_ item: Item) -> Bool {
+    guard takesItemQuietly else { return false }
+    if storesKeys { keys.append(nil) }
+    appendQuietly(item)
+    return true
+  }
+
+  /// Whether a new item, with room for it, would change nothing but the buffer
+  /// (``bufferQuietly(_:key:)``).
+  @inlinable
+  var takesItemQuietly: Bool {
+    let count = bufferedCount
+    guard count > 0, count % maxCount != 0, overflow != .dropOldest else { return false }
+    // Nothing armed for items that wait: a batch is due, and no slot is free.
+    return armed == nil ? inFlight >= maxInFlight : count &+ 1 < maxCount
+  }
+
+  /// Appends a quiet item, which joins the wait of the oldest, as its arrival.
+  @inlinable
+  mutating func appendQuietly(_ item: Item) {
+    let arrival = entries[head].arrival
+    lastEntry &+= 1
+    entries.append(Entry(id: lastEntry, item: item, arrival: arrival))
   }
 
   /// The caller `caller`, waiting for room, is cancelled: it is refused. Nothing if it no longer
@@ -212,16 +236,29 @@ struct BatchMachine<Item> {
   /// Buffers `item` as a new entry; returns its id.
   @inlinable
   mutating func append(_ item: Item, key: BatchKey?, now: PaceInstant) -> UInt64 {
+    store(key)
     lastEntry &+= 1
-    entries.append(Entry(id: lastEntry, item: item, key: key, arrival: now))
+    entries.append(Entry(id: lastEntry, item: item, arrival: now))
     if let key { newest[key] = lastEntry }
     return lastEntry
+  }
+
+  /// Keeps the key of the entry about to be appended; from the first key on, every entry's.
+  @inlinable
+  mutating func store(_ key: BatchKey?) {
+    if !storesKeys {
+      guard key != nil else { return }
+      storesKeys = true
+      keys = Array(repeating: nil, count: entries.count)
+    }
+    keys.append(key)
   }
 
   /// The entry leaves the buffer: a `load` can no longer join it.
   @inlinable
   mutating func forget(at index: Int) {
-    if let key = entries[index].key, newest[key] == entries[index].id { newest[key] = nil }
+    guard storesKeys, let key = keys[index], newest[key] == entries[index].id else { return }
+    newest[key] = nil
   }
 
   /// Drops the oldest buffered entry; returns its id.
@@ -237,7 +274,7 @@ struct BatchMachine<Item> {
   @inlinable
   func isDue(now: PaceInstant) -> Bool {
     guard head < entries.count else { return false }
-    // Fields read in place: a copy of the entry would copy its item and key.
+    // Fields read in place: a copy of the entry would copy its item.
     return bufferedCount >= maxCount || entries[head].id <= flushedThrough
       || entries[head].arrival.advanced(byNanoseconds: maxWaitNanoseconds) <= now
   }
@@ -248,7 +285,7 @@ struct BatchMachine<Item> {
   mutating func sendDue(now: PaceInstant, into action: inout BatchAction<Item>) {
     while inFlight < maxInFlight, isDue(now: now) {
       let end = min(entries.count, head + maxCount)
-      // By index, in place: iterating the entries would copy each one, key and all.
+      // By index, in place: iterating the entries would copy each one, item and all.
       var ids: [UInt64] = []
       var items: [Item] = []
       ids.reserveCapacity(end - head)
@@ -266,6 +303,7 @@ struct BatchMachine<Item> {
     }
     if head > 64, head * 2 > entries.count {
       entries.removeFirst(head)
+      if storesKeys { keys.removeFirst(head) }
       head = 0
     }
     let deadline: PaceInstant? =

@@ -86,7 +86,8 @@ public final class Batcher<Item: Sendable, Output: Sendable>: Sendable {
   ///   the task is cancelled while it waits for room (the item is then not buffered).
   @inlinable
   public func submit(_ item: Item, isolation: isolated (any Actor)? = #isolation) async throws {
-    try await storage.submit(item, isolation: isolation)
+    if try storage.bufferIfRoom(item) { return }
+    try await storage.waitForRoom(item, isolation: isolation)
   }
 
   /// Makes every item buffered now due: they are sent at once, in batches of up to

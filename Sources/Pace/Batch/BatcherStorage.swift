@@ -200,29 +200,42 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
     )
   }
 
+  /// Buffers `item` where there is room and nobody waits for it before this item, and returns
+  /// `true`; returns `false`, changing nothing, where the caller must wait for room
+  /// (``waitForRoom(_:isolation:)``). Synchronous, so that the common case makes no hop to the
+  /// caller's executor, no continuation and no suspension; most often with nothing else to do,
+  /// no clock to read and no effects to make.
   @inlinable
-  func submit(_ item: Item, isolation: isolated (any Actor)?) async throws {
+  func bufferIfRoom(_ item: Item) throws -> Bool {
     try Task.checkCancellation()
-    let clock = self.clock
-    // Room in the buffer, and nobody waiting for it before this item: buffered at once, without
-    // a continuation or a suspension (the common case); most often with nothing else to do, no
-    // clock to read and no effects to make.
+    // The clock is read through `self` where needed: a copy of it would retain its closures.
     let buffered = state.withLock { state -> Buffered in
       guard state.machine.hasRoom else { return .noRoom }
       state.calls += 1
-      let key = state.machine.indexesKeys ? self.key(item) : nil
+      guard state.machine.indexesKeys else {
+        // A batcher that only submits (the common case): no key to make.
+        if state.watchers.isEmpty, state.machine.bufferQuietly(item) { return .quietly }
+        return .withEffects(state.apply(state.machine.buffer(item, key: nil, now: self.clock.now())))
+      }
+      let key = self.key(item)
       if state.watchers.isEmpty, state.machine.bufferQuietly(item, key: key) { return .quietly }
-      return .withEffects(state.apply(state.machine.buffer(item, key: key, now: clock.now())))
+      return .withEffects(state.apply(state.machine.buffer(item, key: key, now: self.clock.now())))
     }
     switch buffered {
     case .quietly:
-      return
+      return true
     case .withEffects(let effects):
       carryOut(effects)
-      return
+      return true
     case .noRoom:
-      break
+      return false
     }
+  }
+
+  /// Adds `item` for a `submit` that found no room (``bufferIfRoom(_:)``): the caller waits for
+  /// room in arrival order, cancellable, unless room appeared meanwhile.
+  @inlinable
+  func waitForRoom(_ item: Item, isolation: isolated (any Actor)?) async throws {
     let caller = nextCaller()
     try await withTaskCancellationHandler(
       operation: {

@@ -174,9 +174,10 @@ final class SharedWorkStorage<Key: Hashable & Sendable, Value: Sendable>: Sendab
 
   @inlinable
   func run(_ key: Key, isolation: isolated (any Actor)?, operation: @escaping Operation) async throws -> Value {
-    try Task.checkCancellation()
     let clock = self.clock
-    // A result still fresh is answered here, without suspending; otherwise the caller's id.
+    // A result still fresh is answered here, without suspending; otherwise the caller's id. A
+    // caller whose task is cancelled already is refused under the lock below, or here: one check
+    // of the task's cancellation a call (a 16-byte atomic read in the runtime).
     let (caller, reused, watchers) = state.withLock { state -> (UInt64, Value?, Watchers) in
       if let run = state.machine.reusableRun(for: key, now: clock.now()), let value = state.kept[run] {
         state.calls += 1
@@ -187,6 +188,7 @@ final class SharedWorkStorage<Key: Hashable & Sendable, Value: Sendable>: Sendab
     }
     if let reused {
       for watcher in watchers { watcher.resume(returning: true) }
+      try Task.checkCancellation()
       return reused
     }
     let tracked = clock.testScheduler != nil && followsCurrentTask()
