@@ -255,14 +255,16 @@ private struct SendFailed: Error, Equatable {}
           let joins = loads && Bool.random(using: &random)
           expected = model.add(item, caller: caller, joins: joins, now: now)
           // The driver's path: keys are made from the first `load` on (the items buffered before
-          // it are indexed then), and a submit that finds room is buffered quietly where it can.
+          // it are indexed then); a load that joins, and a call that finds room behind items that
+          // wait, are taken quietly where the machine can.
           if joins, !machine.indexesKeys { machine.indexKeys { BatchKey($0) } }
           let key = machine.indexesKeys ? BatchKey(item) : nil
-          let quietly =
-            !joins && machine.hasRoom
-            && (key == nil ? machine.bufferQuietly(item) : machine.bufferQuietly(item, key: key))
-          if quietly {
-            action = BatchAction(admitted: [.init(caller: caller, entry: machine.lastEntry)])
+          let quietEntry =
+            key == nil
+            ? (machine.hasRoom && machine.bufferQuietly(item) ? machine.lastEntry : nil)
+            : machine.addQuietly(item, key: key, joins: joins)
+          if let quietEntry {
+            action = BatchAction(admitted: [.init(caller: caller, entry: quietEntry)])
           } else {
             action = machine.add(item, key: key, caller: caller, joins: joins, now: ms(now))
           }

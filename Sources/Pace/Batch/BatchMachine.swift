@@ -177,6 +177,21 @@ struct BatchMachine<Item> {
     return true
   }
 
+  /// A call of `item` that joins a buffered entry (`joins`, by `key`), or is buffered quietly
+  /// (``bufferQuietly(_:key:)``, with room and nobody waiting before it): it changes nothing but
+  /// the buffer, needs no clock and makes no action. Returns the entry, or `nil`, changing
+  /// nothing, for any other call; ``add(_:key:caller:joins:now:)`` takes it.
+  ///
+  /// A join is quiet while the timer is armed or every slot is taken: then ``add(_:key:caller:joins:now:)``
+  /// would send nothing that the timer or a batch's end does not.
+  @inlinable
+  mutating func addQuietly(_ item: Item, key: BatchKey?, joins: Bool) -> UInt64? {
+    if joins, let key, let id = newest[key] {
+      return armed != nil || inFlight >= maxInFlight ? id : nil
+    }
+    return hasRoom && bufferQuietly(item, key: key) ? lastEntry : nil
+  }
+
   /// Whether a new item, with room for it, would change nothing but the buffer
   /// (``bufferQuietly(_:key:)``).
   @inlinable
