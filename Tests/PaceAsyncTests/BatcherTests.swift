@@ -494,6 +494,77 @@ final class BatchLog: Sendable {
     #expect(batch.at == ms(1000))
   }
 
+  @Test func trySubmitBuffersWhereSubmitWouldNotWait() async throws {
+    let log = BatchLog(scheduler: scheduler, holds: true)
+    let batcher = Batcher<Int, Int>(
+      maximumCount: 2, maximumWait: .seconds(1), bufferCapacity: 2, clock: scheduler, send: log.send)
+    #expect(batcher.trySubmit(1))  // buffered at 0: its maxWait starts
+    #expect(scheduler.pendingDeadlines == [ms(1000)])
+    #expect(batcher.trySubmit(2))  // the batch is full: sent at once
+    #expect(await log.sent.next().items == [1, 2])
+    #expect(batcher.trySubmit(3) && batcher.trySubmit(4))  // [3, 4] waits for the slot
+    #expect(batcher.trySubmit(5) == false)  // full: a submit would wait, so nothing is buffered
+    let waiting = Task { try await batcher.submit(6) }
+    _ = await batcher.waitUntilWaitingCount(1)
+    scheduler.advance(to: ms(200))
+    log.release.post(())  // [1, 2] ends: [3, 4] is sent, and 6, which waited, finds room first
+    #expect(await log.sent.next().items == [3, 4])
+    try await waiting.value
+    #expect(batcher.trySubmit(7))
+    log.release.post(())
+    batcher.flush()
+    #expect(await log.sent.next().items == [6, 7])
+    log.release.post(())
+  }
+
+  @MainActor @Test func aSubmitFromTheMainActorWaitsForRoomAndReturnsThere() async throws {
+    let log = BatchLog(scheduler: scheduler, holds: true)
+    let batcher = Batcher<Int, Int>(
+      maximumCount: 1, maximumWait: .seconds(1), bufferCapacity: 1, clock: scheduler, send: log.send)
+    try await batcher.submit(1)  // sent at once
+    try await batcher.submit(2)  // waits for the slot: the buffer is full
+    #expect(await log.sent.next().items == [1])
+    let waiting = Task { @MainActor in
+      try await batcher.submit(3)
+      MainActor.assertIsolated()  // resumed on the caller's executor
+    }
+    #expect(await batcher.waitUntilWaitingCount(1))
+    log.release.post(())  // [1] ends: [2] is sent, and 3 finds room
+    #expect(await log.sent.next().items == [2])
+    try await waiting.value
+    #expect(batcher.bufferedCount == 1)
+    log.release.post(())
+    #expect(await log.sent.next().items == [3])
+    log.release.post(())
+  }
+
+  @available(*, deprecated, message: "calls the deprecated spelling")
+  @Test func theSpellingWithAnIsolationStillSubmits() async throws {
+    let log = BatchLog(scheduler: scheduler)
+    let batcher = Batcher<Int, Int>(maximumCount: 2, maximumWait: .seconds(1), clock: scheduler, send: log.send)
+    try await batcher.submit(1, isolation: nil)
+    try await batcher.submit(2, isolation: nil)
+    #expect(await log.sent.next().items == [1, 2])
+  }
+
+  @Test func trySubmitRefusesAFullBufferUnderRejectAndDropsTheOldestUnderDropOldest() async throws {
+    let log = BatchLog(scheduler: scheduler)
+    let rejecting = Batcher<Int, Int>(
+      maximumCount: 10, maximumWait: .seconds(1), bufferCapacity: 1, overflow: .reject, clock: scheduler,
+      send: log.send)
+    #expect(rejecting.trySubmit(1) && !rejecting.trySubmit(2))
+    #expect(rejecting.bufferedCount == 1)
+    let dropping = Batcher<Int, Int>(
+      maximumCount: 10, maximumWait: .seconds(1), bufferCapacity: 2, overflow: .dropOldest, clock: scheduler,
+      send: log.send)
+    let oldest = Task { try await dropping.load(1) }
+    _ = await dropping.waitUntilLoaderCount(1)
+    #expect(dropping.trySubmit(2) && dropping.trySubmit(3))
+    await #expect(throws: BatcherError.dropped) { try await oldest.value }
+    dropping.flush()
+    #expect(await log.sent.next().items == [2, 3])
+  }
+
   @Test func aFullBufferSuspendsTheCallerUntilThereIsRoom() async throws {
     let log = BatchLog(scheduler: scheduler, holds: true)
     let batcher = Batcher<Int, Int>(
@@ -681,6 +752,11 @@ final class BatchLog: Sendable {
           if index % 5 == 0 { batcher.flush() }
           let call = Task { () throws -> Bool in
             if index % 2 == 0 { return try await batcher.load(index % 50) == index % 50 + 1 }
+            // A third of the submits from synchronous code, which may find the buffer full.
+            if index % 3 == 0 {
+              batcher.trySubmit(index)
+              return true
+            }
             try await batcher.submit(index)
             return true
           }

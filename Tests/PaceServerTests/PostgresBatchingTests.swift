@@ -290,15 +290,9 @@ struct PostgresBatchingTests {
       try await store.migrate()
       try await TestDatabase.running(store) {
         let limit = RateLimit(permits: 1_000_000, per: .seconds(1))
-        let connections: @Sendable () async throws -> Int = {
-          let rows = try await client.query(
-            "SELECT count(*)::int FROM pg_stat_activity WHERE application_name = \(application)")
-          var count = 0
-          for try await value in rows.decode(Int.self) { count = value }
-          return count
-        }
-        // What the store's connections left on the server are doing, for a failure's message.
-        let backends: @Sendable () async throws -> String = {
+        // The store's connections on the server, each with what it is doing (for a failure's
+        // message).
+        let backends: @Sendable () async throws -> [String] = {
           let rows = try await client.query(
             """
             SELECT format('%s for %s, started %s ago, waiting for %s: %s', state,
@@ -307,7 +301,7 @@ struct PostgresBatchingTests {
             """)
           var found: [String] = []
           for try await line in rows.decode(String.self) { found.append(line) }
-          return found.joined(separator: "; ")
+          return found
         }
         // Concurrent decisions open more than one lane.
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -319,19 +313,21 @@ struct PostgresBatchingTests {
           }
           try await group.waitForAll()
         }
-        let open = try await connections()
+        let open = try await backends().count
         #expect(open >= 1)
         await store.shutdown()
         // The server notices a closed connection a moment after the client closed it: on a loaded
         // machine (the whole suite beside it, in CI), more than 2 s at times. One that stays idle
         // was not closed (or a child process holds it: see `TestCluster.shell`).
-        var left = open
-        for _ in 0..<500 where left > 0 {
-          try await Task.sleep(for: .milliseconds(20))  // real-time: the server's own bookkeeping
-          left = try await connections()
+        var left = try await backends()
+        for _ in 0..<500 where !left.isEmpty {
+          // real-time: the server's own bookkeeping
+          try await Task.sleep(for: .milliseconds(20))
+          left = try await backends()
         }
-        let leftBehind = left == 0 ? "" : try await backends()
-        #expect(left == 0, "\(left) of \(open) connections still open after shutdown: \(leftBehind)")
+        #expect(
+          left.isEmpty,
+          "\(left.count) of \(open) connections still open after shutdown: \(left.joined(separator: "; "))")
         #expect(try await store.tryAcquire("k0", cost: 1, limit: limit) == .limited(retryAfter: .seconds(7)))
       }
     }

@@ -355,9 +355,10 @@ final class TestCluster: Sendable {
 
   /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later), which Swift's Glibc
   /// module leaves out (it is declared for `_GNU_SOURCE` only).
-  private static let closeFrom: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? =
+  private typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+  private static let closeFrom: CloseFrom? =
     dlsym(dlopen(nil, RTLD_NOW), "posix_spawn_file_actions_addclosefrom_np").map {
-      unsafeBitCast($0, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+      unsafeBitCast($0, to: CloseFrom.self)
     }
 
   /// Runs `command` with `/bin/sh` and waits for it with `waitpid` (Foundation's `Process` can

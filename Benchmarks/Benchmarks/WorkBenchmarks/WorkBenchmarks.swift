@@ -9,8 +9,9 @@
 //   so that the callers after the first join its run (how many join depends on the scheduling).
 // - "reuse hit": every call is answered from a result reused for an hour: no task at all.
 // - Batching, 100 items a batch, `maxWait` an hour (never reached): "submit" buffers items one
-//   after another (fire-and-forget); "load" makes 100 concurrent loads a batch and awaits each
-//   item's output. The `send` returns at once.
+//   after another (fire-and-forget); "trySubmit" does the same from synchronous code (no
+//   suspension point at all; the buffer never fills, so every item is buffered); "load" makes 100
+//   concurrent loads a batch and awaits each item's output. The `send` returns at once.
 // - "from the main actor": the same calls made by code on the main actor (an app's), where the
 //   snippets' actors are another actor to hop to and back from; each load is a task that hops to
 //   the main actor and calls from there, on both sides.
@@ -113,6 +114,14 @@ actor NaiveBatcher {
 @MainActor func submitOnMain(_ batcher: Batcher<Int, Int>, count: Int) async throws {
   for index in 0..<count { try await batcher.submit(index) }
   batcher.flush()
+}
+
+/// `trySubmit` from synchronous code on the main actor, as a tap's handler calls it: no task.
+@MainActor func trySubmitOnMain(_ batcher: Batcher<Int, Int>, count: Int) {
+  var buffered = 0
+  for index in 0..<count where batcher.trySubmit(index) { buffered += 1 }
+  batcher.flush()
+  blackHole(buffered)
 }
 
 @MainActor func loadOnMain(_ batcher: NaiveBatcher, _ item: Int) async throws -> Int {
@@ -220,6 +229,16 @@ let benchmarks: @Sendable () -> Void = {
     batcher.flush()
   }
 
+  // `async`, as the other rows are: the benchmark then runs in a task of its own, as they do,
+  // rather than on the runner's thread.
+  Benchmark("Batcher.trySubmit (batches of 100)") { (benchmark: Benchmark) async in
+    let batcher = Batcher<Int, Int>(maximumCount: 100, maximumWait: .seconds(3600), send: sendNothing)
+    var buffered = 0
+    for index in benchmark.scaledIterations where batcher.trySubmit(index) { buffered += 1 }
+    batcher.flush()
+    blackHole(buffered)
+  }
+
   Benchmark("Naive actor batcher: load (100 concurrent loads a batch)") { benchmark in
     let batcher = NaiveBatcher(maxCount: 100, maxWait: .seconds(3600), send: echo)
     for round in 0..<(benchmark.scaledIterations.count / 100) {
@@ -248,6 +267,11 @@ let benchmarks: @Sendable () -> Void = {
   Benchmark("Batcher.submit, from the main actor") { benchmark in
     let batcher = Batcher<Int, Int>(maximumCount: 100, maximumWait: .seconds(3600), send: sendNothing)
     try await submitOnMain(batcher, count: benchmark.scaledIterations.count)
+  }
+
+  Benchmark("Batcher.trySubmit, from the main actor") { benchmark in
+    let batcher = Batcher<Int, Int>(maximumCount: 100, maximumWait: .seconds(3600), send: sendNothing)
+    await trySubmitOnMain(batcher, count: benchmark.scaledIterations.count)
   }
 
   Benchmark("Naive actor batcher: load, from the main actor") { benchmark in

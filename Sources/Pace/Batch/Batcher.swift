@@ -35,14 +35,16 @@ public enum BatcherError: Error, Equatable, Sendable {
 ///   try await upload(events)
 /// }
 /// try await analytics.submit(event)    // returns once buffered; never waits for the batch
+/// analytics.trySubmit(event)            // from synchronous code: buffered if there is room
 /// ```
 ///
 /// - ``load(_:isolation:)`` waits for its item's output: the batch's `send` returns a dictionary,
 ///   and each loader gets its item's value, the batch's error, or ``BatcherError/noResult``. A
 ///   `load` of an item already buffered and not yet sent joins it: the item is sent once. Only a
 ///   batcher of `Hashable` items loads.
-/// - ``submit(_:isolation:)`` returns as soon as the item is buffered (fire-and-forget); every
-///   submitted item is sent, duplicates included. Items need not be `Hashable`. When a batch's
+/// - ``submit(_:)`` returns as soon as the item is buffered (fire-and-forget); every
+///   submitted item is sent, duplicates included. ``trySubmit(_:)`` does the same from
+///   synchronous code where that needs no wait, and says whether it did. Items need not be `Hashable`. When a batch's
 ///   `send` throws, the items nobody waits for (the submitted ones, and those whose loaders were
 ///   cancelled) go to `onFailure` with the error: retry them there, or keep them for later.
 /// - Batches are made in the order their items arrived and handed to `send` in that order, at most
@@ -79,15 +81,48 @@ public final class Batcher<Item: Sendable, Output: Sendable>: Sendable {
   /// Adds `item` to the next batch, and returns once it is buffered: at once, unless the buffer
   /// is full and the policy is ``BatchOverflow/suspend``.
   ///
-  /// - Parameters:
-  ///   - item: The item; sent even if an equal item is buffered.
-  ///   - isolation: The caller's actor; leave the default.
+  /// It runs on the caller's executor (`nonisolated(nonsending)`): with room in the buffer it
+  /// neither suspends nor hops, from the main actor as from any task.
+  ///
+  /// - Parameter item: The item; sent even if an equal item is buffered.
   /// - Throws: ``BatcherError/bufferFull`` under ``BatchOverflow/reject``; `CancellationError` if
-  ///   the task is cancelled while it waits for room (the item is then not buffered).
+  ///   the task is cancelled, before the item is buffered or while it waits for room (the item is
+  ///   then not buffered).
   @inlinable
-  public func submit(_ item: Item, isolation: isolated (any Actor)? = #isolation) async throws {
-    if try storage.bufferIfRoom(item) { return }
+  nonisolated(nonsending) public func submit(_ item: Item) async throws {
+    try Task.checkCancellation()
+    if storage.bufferIfRoom(item) { return }
+    try await storage.waitForRoom(item, isolation: #isolation)
+  }
+
+  /// ``submit(_:)``, which now runs on its caller's executor without being told it.
+  @available(
+    *, deprecated, renamed: "submit(_:)", message: "submit(_:) runs on the caller's executor; drop the argument"
+  )
+  @inlinable
+  public func submit(_ item: Item, isolation: isolated (any Actor)?) async throws {
+    try Task.checkCancellation()
+    if storage.bufferIfRoom(item) { return }
     try await storage.waitForRoom(item, isolation: isolation)
+  }
+
+  /// Adds `item` to the next batch if that needs no wait, from synchronous code (a tap's handler,
+  /// a delegate callback): never suspends, never throws.
+  ///
+  /// ```swift
+  /// func buttonTapped() {
+  ///   if !analytics.trySubmit(.tap("buy")) { droppedEvents += 1 }
+  /// }
+  /// ```
+  ///
+  /// - Parameter item: The item; sent even if an equal item is buffered.
+  /// - Returns: `true` if the item is buffered (under ``BatchOverflow/dropOldest``, in place of
+  ///   the oldest item when the buffer is full); `false` if the buffer is full, or callers wait
+  ///   for room before it, under ``BatchOverflow/suspend`` or ``BatchOverflow/reject``: the item
+  ///   is then not buffered.
+  @inlinable @discardableResult
+  public func trySubmit(_ item: Item) -> Bool {
+    storage.bufferIfRoom(item) || storage.bufferDroppingOldest(item)
   }
 
   /// Makes every item buffered now due: they are sent at once, in batches of up to

@@ -227,8 +227,7 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
   /// caller's executor, no continuation and no suspension; most often with nothing else to do,
   /// no clock to read and no effects to make.
   @inlinable
-  func bufferIfRoom(_ item: Item) throws -> Bool {
-    try Task.checkCancellation()
+  func bufferIfRoom(_ item: Item) -> Bool {
     // The clock is read through `self` where needed: a copy of it would retain its closures.
     let buffered = state.withLock { state -> Buffered in
       guard state.machine.hasRoom else { return .noRoom }
@@ -251,6 +250,26 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
     case .noRoom:
       return false
     }
+  }
+
+  /// A `trySubmit` of `item` that found no room (``bufferIfRoom(_:)``): under
+  /// ``BatchOverflow/dropOldest`` it is buffered in place of the oldest item, whose loaders are
+  /// told; under the other policies it is refused (`false`), and nothing changes.
+  @inlinable
+  func bufferDroppingOldest(_ item: Item) -> Bool {
+    let clock = self.clock
+    let effects = state.withLock { state -> Effects? in
+      // Nobody waits for room under `.dropOldest`: the item takes its turn at once.
+      guard state.machine.overflow == .dropOldest else { return nil }
+      state.calls += 1
+      state.lastCaller &+= 1
+      let key = state.machine.indexesKeys ? self.key(item) : nil
+      return state.apply(
+        state.machine.add(item, key: key, caller: state.lastCaller, joins: false, now: clock.now()))
+    }
+    guard let effects else { return false }
+    carryOut(effects)
+    return true
   }
 
   /// Adds `item` for a `submit` that found no room (``bufferIfRoom(_:)``): the caller waits for
