@@ -609,11 +609,6 @@ final class BatchLog: Sendable {
     #expect(first.items == [1, 2, 3] && first.at == ms(1000))
     try await fourth.value
     try await fifth.value
-    let cancelled = Task {
-      withUnsafeCurrentTask { $0?.cancel() }
-      try await batcher.submit(99)
-    }
-    await #expect(throws: CancellationError.self) { try await cancelled.value }
     try await batcher.submit(6)
     #expect(batcher.bufferedCount == 3)
     #expect(scheduler.pendingDeadlines == [ms(2000)])  // the fourth's, from when it found room
@@ -721,6 +716,32 @@ final class BatchLog: Sendable {
     try await batcher.submit(2)
     #expect(await log.sent.next().items == [1, 2])
     #expect(scheduler.pendingCount == 0)
+  }
+
+  @Test func aCancelledTasksSubmitBuffersWithRoomAndThrowsWhereItWouldWait() async throws {
+    let log = BatchLog(scheduler: scheduler, holds: true)
+    let batcher = Batcher<Int, Int>(
+      maximumCount: 2, maximumWait: .seconds(1), bufferCapacity: 2, clock: scheduler, send: log.send)
+    let withRoom = Task {
+      withUnsafeCurrentTask { $0?.cancel() }
+      try await batcher.submit(1)
+    }
+    try await withRoom.value
+    #expect(batcher.bufferedCount == 1)
+    try await batcher.submit(2)  // [1, 2] in flight, held
+    #expect(await log.sent.next().items == [1, 2])
+    try await batcher.submit(3)
+    try await batcher.submit(4)  // the buffer is full
+    let withoutRoom = Task {
+      withUnsafeCurrentTask { $0?.cancel() }
+      try await batcher.submit(5)
+    }
+    await #expect(throws: CancellationError.self) { try await withoutRoom.value }
+    #expect(batcher.bufferedCount == 2)
+    log.release.post(())
+    #expect(await log.sent.next().items == [3, 4])  // 5 is not among them, nor after them
+    #expect(batcher.bufferedCount == 0)
+    log.release.post(())
   }
 
   @Test func aCancelledTaskThrowsWithoutBufferingAnything() async {

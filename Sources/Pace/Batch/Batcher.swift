@@ -86,11 +86,11 @@ public final class Batcher<Item: Sendable, Output: Sendable>: Sendable {
   ///
   /// - Parameter item: The item; sent even if an equal item is buffered.
   /// - Throws: ``BatcherError/bufferFull`` under ``BatchOverflow/reject``; `CancellationError` if
-  ///   the task is cancelled, before the item is buffered or while it waits for room (the item is
-  ///   then not buffered).
+  ///   the task is cancelled where the call would wait for room, or while it waits (the item is
+  ///   then not buffered). With room, a cancelled task's item is buffered, as a call that does
+  ///   not wait has nothing to cancel.
   @inlinable
   nonisolated(nonsending) public func submit(_ item: Item) async throws {
-    try Task.checkCancellation()
     if storage.bufferIfRoom(item) { return }
     try await storage.waitForRoom(item, isolation: #isolation)
   }
@@ -101,7 +101,6 @@ public final class Batcher<Item: Sendable, Output: Sendable>: Sendable {
   )
   @inlinable
   public func submit(_ item: Item, isolation: isolated (any Actor)?) async throws {
-    try Task.checkCancellation()
     if storage.bufferIfRoom(item) { return }
     try await storage.waitForRoom(item, isolation: isolation)
   }
