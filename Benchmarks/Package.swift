@@ -22,8 +22,13 @@ let package = Package(
   ],
   targets: [
     // The lock the naive contenders and the floors use: Mutex on Linux, os_unfair_lock on Apple
-    // platforms (Mutex needs macOS 15).
-    .target(name: "BenchmarkSupport", path: "Benchmarks/BenchmarkSupport"),
+    // platforms (Mutex needs macOS 15),
+    // and the snippets that WorkBenchmarks and WorkRounds set beside KeyedSharedWork and Batcher.
+    .target(
+      name: "BenchmarkSupport",
+      dependencies: [.product(name: "Pace", package: pacePackage)],
+      path: "Benchmarks/BenchmarkSupport"
+    ),
     // Debouncer.call, Throttler.call, the naive DispatchWorkItem pattern and the floors.
     benchmark("CoreBenchmarks"),
     // How late a trailing invocation fires on a real DispatchQueue.
@@ -49,6 +54,12 @@ let package = Package(
       name: "KeyedMemory",
       dependencies: ["BenchmarkSupport", .product(name: "Pace", package: pacePackage)],
       path: "Benchmarks/KeyedMemory"
+    ),
+    // KeyedSharedWork and Batcher beside their snippets in a plain process (see its header).
+    .executableTarget(
+      name: "WorkRounds",
+      dependencies: ["BenchmarkSupport", .product(name: "Pace", package: pacePackage)],
+      path: "Benchmarks/WorkRounds"
     ),
   ],
   swiftLanguageModes: [.v6]

@@ -73,7 +73,9 @@ struct BatchMachine<Item> {
   @usableFromInline var flushedThrough: UInt64 = 0
   @usableFromInline var lastEntry: UInt64 = 0
   @usableFromInline var lastBatch: UInt64 = 0
-  /// The deadline the driver's timer is armed for.
+  /// The deadline the driver's timer is armed for. While the oldest item waits for its
+  /// `maxWait`, at or before that (an earlier timer is kept: ``sendDue(now:into:)``); `nil` once
+  /// it fired, until an item waits again.
   @usableFromInline var armed: PaceInstant?
   /// How many batches are in flight.
   @usableFromInline var inFlight = 0
@@ -198,8 +200,10 @@ struct BatchMachine<Item> {
   var takesItemQuietly: Bool {
     let count = bufferedCount
     guard count > 0, count % maxCount != 0, overflow != .dropOldest else { return false }
-    // Nothing armed for items that wait: a batch is due, and no slot is free.
-    return armed == nil ? inFlight >= maxInFlight : count &+ 1 < maxCount
+    // No slot: nothing is sent before a batch's end, whatever is due. A free slot: nothing waiting
+    // is due (it would have been sent), the timer is armed for the oldest's maxWait or before, and
+    // the item must not fill a batch.
+    return inFlight >= maxInFlight || (armed != nil && count &+ 1 < maxCount)
   }
 
   /// Appends a quiet item, which joins the wait of the oldest, as its arrival.
@@ -327,10 +331,13 @@ struct BatchMachine<Item> {
       } else {
         nil
       }
-    // Due but no slot: the end of a batch sends it, with no timer.
-    if deadline != armed {
+    // Due but no slot: the end of a batch sends it. A timer armed for an earlier deadline, or for
+    // items already sent, is kept rather than cancelled: it fires early, finds nothing due, and
+    // arms for the deadline of then. Batches that fill before `maxWait` so cost one timer a
+    // `maxWait`, not one a batch (each a task to start, and one to cancel).
+    if let deadline, armed.map({ deadline < $0 }) ?? true {
       armed = deadline
-      action.timer = deadline.map { .arm(at: $0) } ?? .disarm
+      action.arm = deadline
     }
   }
 
@@ -460,13 +467,6 @@ struct BatchAction<Item> {
     }
   }
 
-  /// A change to the driver's timer.
-  @usableFromInline
-  enum Timer: Equatable {
-    case arm(at: PaceInstant)
-    case disarm
-  }
-
   /// The callers whose items are buffered, in order.
   @usableFromInline var admitted: [Admission] = []
   /// The caller refused with ``BatcherError/bufferFull``.
@@ -477,19 +477,20 @@ struct BatchAction<Item> {
   @usableFromInline var dropped: [UInt64] = []
   /// The batches to send, in order.
   @usableFromInline var batches: [Batch] = []
-  /// The timer's new deadline, or `nil` if it stays as it is.
-  @usableFromInline var timer: Timer?
+  /// The deadline to arm the driver's timer for, in place of any armed; `nil`: the timer stays
+  /// as it is.
+  @usableFromInline var arm: PaceInstant?
 
   @inlinable init(
     admitted: [Admission] = [], rejected: UInt64? = nil, refused: UInt64? = nil, dropped: [UInt64] = [],
-    batches: [Batch] = [], timer: Timer? = nil
+    batches: [Batch] = [], arm: PaceInstant? = nil
   ) {
     self.admitted = admitted
     self.rejected = rejected
     self.refused = refused
     self.dropped = dropped
     self.batches = batches
-    self.timer = timer
+    self.arm = arm
   }
 }
 
@@ -501,4 +502,3 @@ extension BatchMachine.Waiter: Sendable where Item: Sendable {}
 extension BatchAction: Sendable where Item: Sendable {}
 extension BatchAction.Batch: Sendable where Item: Sendable {}
 extension BatchAction.Admission: Sendable {}
-extension BatchAction.Timer: Sendable {}

@@ -115,11 +115,7 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
         }
       }
       effects.batches = action.batches
-      switch action.timer {
-      case .arm(let deadline): (effects.arm, effects.superseded) = timer.reserve(at: deadline)
-      case .disarm: effects.superseded = timer.disarm()
-      case nil: break
-      }
+      if let deadline = action.arm { (effects.arm, effects.superseded) = timer.reserve(at: deadline) }
       if !watchers.isEmpty { effects.watchers = takeReadyWatchers() }
       return effects
     }
