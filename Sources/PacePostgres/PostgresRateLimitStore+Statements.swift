@@ -209,7 +209,7 @@ extension PostgresRateLimitStore {
         -- has only what is left of it, however much budget it was sent with.
         IF deadline IS NOT NULL AND deadline - started < budget THEN
           budget := deadline - started;
-        END IF;
+        END IF;\(single ? try singleFastPath(table: table, clock: clock) : "")
         FOR i IN 1 .. \(count) LOOP
           o_index := i;
           o_granted := NULL;
@@ -531,6 +531,68 @@ extension PostgresRateLimitStore {
         END IF;
       END
       $pace$
+      """
+  }
+
+  /// The lone decision's common case, ahead of the loop of ``decisionFunctionSQL(table:single:)``:
+  /// a token bucket's permits taken in time and allowed, from a row written under the same limit
+  /// (or under none recorded), or for a new key with no state under another policy. It decides
+  /// exactly as the loop does in those cases (no change of limit, so nothing carried over and
+  /// `changed` kept), with a third of its statements: PL/pgSQL prepares each expression it
+  /// evaluates once a transaction, and a lone decision is a transaction, so the loop's
+  /// preparations were most of a lone decision's time in the database. Any other case (another
+  /// limit, state under another policy, denied, late) goes on to the loop, which reads the row,
+  /// already locked, and the clock again.
+  private static func singleFastPath(table: TableName, clock: String) throws(PacePostgresError) -> String {
+    let sliding = try table.companion(StoredLimit.Algorithm.slidingWindow)
+    let fixed = try table.companion(StoredLimit.Algorithm.fixedWindow)
+    return """
+
+          IF one_policies = 0 AND one_takes AND one_units > 0 THEN
+            elapsed := \(clock) - started;
+            IF elapsed <= budget THEN
+              PERFORM set_config('lock_timeout', greatest(1, (budget - elapsed) / 1000)::text || 'ms', true);
+              SELECT r.tat, r.unit, r.tolerance INTO held, held_unit, held_tolerance
+              FROM \(table) AS r WHERE r.key = one_keys FOR UPDATE;
+              row_found := FOUND;
+              real_clock := \(clock);
+              clock := coalesce(nullif(one_nows, -9223372036854775808), real_clock);
+              IF real_clock - started <= budget THEN
+                IF row_found THEN
+                  -- The same limit, or none recorded (a row of a version before limits were): no
+                  -- change of limit for the loop to account for.
+                  IF ((held_unit = one_units AND held_tolerance = one_capacities) OR coalesce(held_unit, 0) <= 0)
+                    AND GREATEST(held, clock) <= 9223372036854775807 - one_amounts
+                    AND GREATEST(held, clock) - clock <= one_capacities - one_amounts THEN
+                    o_granted := GREATEST(held, clock) + one_amounts;
+                    UPDATE \(table) AS r SET tat = o_granted, unit = one_units, tolerance = one_capacities
+                    WHERE r.key = one_keys;
+                  END IF;
+                ELSIF one_amounts <= one_capacities AND clock <= 9223372036854775807 - one_amounts
+                  AND NOT EXISTS (SELECT FROM \(sliding) AS r WHERE r.key = one_keys)
+                  AND NOT EXISTS (SELECT FROM \(fixed) AS r WHERE r.key = one_keys) THEN
+                  -- A new key, with no state under another policy to carry over: a full bucket.
+                  o_granted := clock + one_amounts;
+                  INSERT INTO \(table) AS r (key, tat, unit, tolerance, changed)
+                  VALUES (one_keys, o_granted, one_units, one_capacities, NULL)
+                  ON CONFLICT (key) DO NOTHING;
+                  -- Inserted meanwhile by another decision: the loop decides on its row.
+                  IF NOT FOUND THEN o_granted := NULL; END IF;
+                END IF;
+                IF o_granted IS NOT NULL THEN
+                  IF \(clock) - started > budget THEN
+                    RAISE EXCEPTION 'pace: the batch ran past its budget of % microseconds', budget
+                      USING ERRCODE = 'query_canceled';
+                  END IF;
+                  o_index := 1;
+                  o_now := clock;
+                  o_late := false;
+                  RETURN NEXT;
+                  RETURN;
+                END IF;
+              END IF;
+            END IF;
+          END IF;
       """
   }
 

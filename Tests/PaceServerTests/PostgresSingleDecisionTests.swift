@@ -18,10 +18,17 @@ struct PostgresSingleDecisionTests {
   }
 
   /// The overload that decides a batch of one answers every decision as the batch function does,
-  /// on a chosen timeline, through every policy and a change of plan from each to each (the
-  /// state another policy left, carried over): one body decides both.
+  /// on a chosen timeline, from a row of a version before limits were recorded, through every
+  /// policy and a change of plan from each to each (the state another policy left, carried over):
+  /// one body decides both, and the overload's own path for a token bucket's common case (a new
+  /// key, the same limit, none recorded) decides as that body.
   @Test func aLoneDecisionIsDecidedAsInABatch() async throws {
     try await TestDatabase.withMigratedStore("rl") { client, store, table in
+      // Rows written before limits were recorded (no unit, no tolerance), with a permit owed.
+      var owing = PostgresBindings()
+      owing.append(Int64(1_800_000_030_000_000))
+      try await client.query(
+        PostgresQuery(unsafeSQL: "INSERT INTO \(table) (key, tat) VALUES ('key', $1), ('key-alone', $1)", binds: owing))
       let limits = [
         RateLimit(permits: 3, per: .seconds(60), burst: 4),
         .slidingWindow(permits: 3, per: .seconds(60)),
@@ -32,6 +39,22 @@ struct PostgresSingleDecisionTests {
       ]
       var instant: Int64 = 1_800_000_000_000_000
       var compared = 0
+      // New keys: a full bucket, taken in part, then whole; then the whole one again (refused).
+      for (cost, key) in [(1, "new-1"), (4, "new-4"), (1, "new-4")] {
+        let stored = try StoredLimit(cost: cost, limit: limits[0])
+        func request(_ key: String) -> DecisionRequest {
+          DecisionRequest(key: key, limit: stored, takes: true, deadline: .now, databaseNow: instant)
+        }
+        let batch = try await Self.answers(
+          client, PostgresRateLimitStore.batchSQL(table: table),
+          PostgresRateLimitStore.batchBindings([request(key)], budget: 30_000_000))
+        let single = try await Self.answers(
+          client, PostgresRateLimitStore.singleSQL(table: table),
+          PostgresRateLimitStore.singleBindings(request("\(key)-alone"), budget: 30_000_000))
+        #expect(batch.count == 1 && (batch[0].granted != nil) == (compared < 2))
+        #expect(single == batch, "\(key), cost \(cost)")
+        compared += 1
+      }
       for (step, limit) in (limits + limits.reversed() + limits).enumerated() {
         for cost in [1, 0, 2, 1] {
           instant += Int64(step % 3 + 1) * 7_000_000
@@ -50,7 +73,7 @@ struct PostgresSingleDecisionTests {
           compared += 1
         }
       }
-      #expect(compared == 72)
+      #expect(compared == 75)
     }
   }
 
