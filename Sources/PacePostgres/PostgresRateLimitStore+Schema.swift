@@ -158,10 +158,11 @@ extension PostgresRateLimitStore {
   /// one plans table's).
   static let migrationLockFamily: Int32 = 0x7072_6c01
 
-  /// The function that decides a batch, in the table's schema.
-  static func functionName(table: TableName) -> String {
+  /// The function that decides a batch, in the table's schema; with `suffix`, another function
+  /// beside it (tests only).
+  static func functionName(table: TableName, suffix: String = "") -> String {
     let parts = table.name.split(separator: ".")
-    let function = "\"\(parts.last!)_decide\""
+    let function = "\"\(parts.last!)_decide\(suffix)\""
     return parts.count == 2 ? "\"\(parts[0])\".\(function)" : function
   }
 }

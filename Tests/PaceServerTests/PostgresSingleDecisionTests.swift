@@ -1,5 +1,7 @@
 #if PostgreSQL && Hummingbird
+import Foundation
 import Pace
+import PaceTestSupport
 @testable import PacePostgres
 import PostgresNIO
 import Testing
@@ -17,18 +19,21 @@ struct PostgresSingleDecisionTests {
     var description: String { "\(granted as Any) \(current as Any) \(now) \(late) \(used as Any) \(wait as Any)" }
   }
 
-  /// The overload that decides a batch of one answers every decision as the batch function does,
-  /// on a chosen timeline, from a row of a version before limits were recorded, through every
-  /// policy and a change of plan from each to each (the state another policy left, carried over):
-  /// one body decides both, and the overload's own path for a token bucket's common case (a new
-  /// key, the same limit, none recorded) decides as that body.
+  /// The overload that decides a batch of one, and the batch function, answer every decision as
+  /// the general body alone does (the functions without their path for a token bucket's common
+  /// case), on a chosen timeline, from a row of a version before limits were recorded, through
+  /// every policy and a change of plan from each to each (the state another policy left, carried
+  /// over), and for new keys.
   @Test func aLoneDecisionIsDecidedAsInABatch() async throws {
     try await TestDatabase.withMigratedStore("rl") { client, store, table in
+      try await Self.installGeneralBody(client, table)
       // Rows written before limits were recorded (no unit, no tolerance), with a permit owed.
       var owing = PostgresBindings()
       owing.append(Int64(1_800_000_030_000_000))
       try await client.query(
-        PostgresQuery(unsafeSQL: "INSERT INTO \(table) (key, tat) VALUES ('key', $1), ('key-alone', $1)", binds: owing))
+        PostgresQuery(
+          unsafeSQL: "INSERT INTO \(table) (key, tat) VALUES ('key', $1), ('key-alone', $1), ('key-general', $1)",
+          binds: owing))
       let limits = [
         RateLimit(permits: 3, per: .seconds(60), burst: 4),
         .slidingWindow(permits: 3, per: .seconds(60)),
@@ -39,11 +44,12 @@ struct PostgresSingleDecisionTests {
       ]
       var instant: Int64 = 1_800_000_000_000_000
       var compared = 0
-      // New keys: a full bucket, taken in part, then whole; then the whole one again (refused).
-      for (cost, key) in [(1, "new-1"), (4, "new-4"), (1, "new-4")] {
-        let stored = try StoredLimit(cost: cost, limit: limits[0])
+      /// The three answers to one decision on `key` (each function on a key of its own).
+      func decide(_ key: String, _ stored: StoredLimit, takes: Bool) async throws -> (
+        batch: [Answer], single: [Answer], general: [Answer]
+      ) {
         func request(_ key: String) -> DecisionRequest {
-          DecisionRequest(key: key, limit: stored, takes: true, deadline: .now, databaseNow: instant)
+          DecisionRequest(key: key, limit: stored, takes: takes, deadline: .now, databaseNow: instant)
         }
         let batch = try await Self.answers(
           client, PostgresRateLimitStore.batchSQL(table: table),
@@ -51,30 +57,102 @@ struct PostgresSingleDecisionTests {
         let single = try await Self.answers(
           client, PostgresRateLimitStore.singleSQL(table: table),
           PostgresRateLimitStore.singleBindings(request("\(key)-alone"), budget: 30_000_000))
-        #expect(batch.count == 1 && (batch[0].granted != nil) == (compared < 2))
-        #expect(single == batch, "\(key), cost \(cost)")
+        let general = try await Self.answers(
+          client, Self.generalSQL(table),
+          PostgresRateLimitStore.batchBindings([request("\(key)-general")], budget: 30_000_000))
+        return (batch, single, general)
+      }
+      // New keys: a full bucket, taken in part, then whole; then the whole one again (refused).
+      for (cost, key) in [(1, "new-1"), (4, "new-4"), (1, "new-4")] {
+        let answers = try await decide(key, try StoredLimit(cost: cost, limit: limits[0]), takes: true)
+        #expect(answers.general.count == 1 && (answers.general[0].granted != nil) == (compared < 2))
+        #expect(answers.single == answers.general && answers.batch == answers.general, "\(key), cost \(cost)")
         compared += 1
       }
       for (step, limit) in (limits + limits.reversed() + limits).enumerated() {
         for cost in [1, 0, 2, 1] {
           instant += Int64(step % 3 + 1) * 7_000_000
-          let stored = try StoredLimit(cost: cost, limit: limit)
-          func request(_ key: String) -> DecisionRequest {
-            DecisionRequest(key: key, limit: stored, takes: cost > 0, deadline: .now, databaseNow: instant)
-          }
-          let batch = try await Self.answers(
-            client, PostgresRateLimitStore.batchSQL(table: table),
-            PostgresRateLimitStore.batchBindings([request("key")], budget: 30_000_000))
-          let single = try await Self.answers(
-            client, PostgresRateLimitStore.singleSQL(table: table),
-            PostgresRateLimitStore.singleBindings(request("key-alone"), budget: 30_000_000))
-          #expect(batch.count == 1)
-          #expect(single == batch, "step \(step), \(limit), cost \(cost)")
+          let answers = try await decide("key", try StoredLimit(cost: cost, limit: limit), takes: cost > 0)
+          #expect(answers.general.count == 1)
+          #expect(
+            answers.single == answers.general && answers.batch == answers.general,
+            "step \(step), \(limit), cost \(cost)")
           compared += 1
         }
       }
       #expect(compared == 75)
     }
+  }
+
+  /// Batches of several decisions, a key twice in one among them, on seeded random timelines over
+  /// a few keys whose limits change (each policy, two rates): the batch function answers each
+  /// batch as the general body alone does, row for row.
+  @Test(arguments: [11, 12, 13] as [UInt64])
+  func batchesAreDecidedAsByTheGeneralBody(seed: UInt64) async throws {
+    try await TestDatabase.withMigratedStore("rl") { client, store, table in
+      try await Self.installGeneralBody(client, table)
+      let limits = [
+        RateLimit(permits: 3, per: .seconds(60), burst: 4),
+        RateLimit(permits: 2, per: .seconds(30)),
+        .slidingWindow(permits: 3, per: .seconds(60)),
+        .fixedWindow(permits: 2, per: .seconds(60)),
+      ]
+      var random = SeededGenerator(seed: seed)
+      var instant: Int64 = 1_800_000_000_000_000
+      var limitOf: [String: RateLimit] = [:]
+      var granted = 0
+      for step in 0..<60 {
+        instant += Int64.random(in: 0...20_000_000, using: &random)
+        // A key's limit changes now and then; most decisions are under the limit it had.
+        for key in ["a", "b", "c"] where limitOf[key] == nil || Int.random(in: 0..<8, using: &random) == 0 {
+          limitOf[key] = Self.pick(limits, weights: [6, 2, 1, 1], using: &random)
+        }
+        let requests = try (0..<Int.random(in: 1...5, using: &random)).map { _ in
+          let key = ["a", "b", "c", "new-\(step)"].randomElement(using: &random)!
+          let cost = [1, 1, 1, 2, 0].randomElement(using: &random)!
+          return (key, try StoredLimit(cost: cost, limit: limitOf[key] ?? limits[0]), cost > 0)
+        }
+        func batch(_ prefix: String) -> PostgresBindings {
+          PostgresRateLimitStore.batchBindings(
+            requests.map {
+              DecisionRequest(key: prefix + $0.0, limit: $0.1, takes: $0.2, deadline: .now, databaseNow: instant)
+            },
+            budget: 30_000_000)
+        }
+        let answers = try await Self.answers(client, PostgresRateLimitStore.batchSQL(table: table), batch("c-"))
+        let general = try await Self.answers(client, Self.generalSQL(table), batch("g-"))
+        #expect(general.count == requests.count)
+        #expect(answers == general, "seed \(seed), step \(step): \(requests.map { "\($0.0) \($0.1)" })")
+        granted += general.filter { $0.granted != nil }.count
+      }
+      // The timeline grants and refuses both.
+      #expect(granted > 20 && granted < 150)
+    }
+  }
+
+  /// The batch function without its common case's path, beside it under another name.
+  static func installGeneralBody(_ client: PostgresClient, _ table: TableName) async throws {
+    try await client.query(
+      PostgresQuery(
+        unsafeSQL: try PostgresRateLimitStore.decisionFunctionSQL(
+          table: table, single: false, commonCase: false, suffix: "_general")))
+  }
+
+  /// The general body's batch statement (see ``installGeneralBody(_:_:)``).
+  static func generalSQL(_ table: TableName) -> String {
+    PostgresRateLimitStore.batchSQL(table: table).replacingOccurrences(
+      of: PostgresRateLimitStore.functionName(table: table),
+      with: PostgresRateLimitStore.functionName(table: table, suffix: "_general"))
+  }
+
+  /// One of `choices`, drawn with `weights`.
+  static func pick<T>(_ choices: [T], weights: [Int], using random: inout SeededGenerator) -> T {
+    var draw = Int.random(in: 0..<weights.reduce(0, +), using: &random)
+    for (choice, weight) in zip(choices, weights) {
+      if draw < weight { return choice }
+      draw -= weight
+    }
+    return choices[choices.count - 1]
   }
 
   /// A lone decision of the store on the database's clock (no instant chosen: `$8` NULL) is
