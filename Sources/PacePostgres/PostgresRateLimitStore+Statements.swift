@@ -165,6 +165,9 @@ extension PostgresRateLimitStore {
         started bigint := (extract(epoch FROM transaction_timestamp()) * 1000000)::bigint;
         elapsed bigint;
         timeout bigint := -1;
+        -- `set_config`'s answer, unused: an assignment is evaluated as a simple expression, where
+        -- `PERFORM` would run a query through the executor.
+        lock_setting text;
         held bigint;
         held_used bigint;
         held_grants bigint[];
@@ -227,7 +230,7 @@ extension PostgresRateLimitStore {
           ELSE
             IF greatest(1, (budget - elapsed) / 1000) <> timeout THEN
               timeout := greatest(1, (budget - elapsed) / 1000);
-              PERFORM set_config('lock_timeout', timeout::text || 'ms', true);
+              lock_setting := set_config('lock_timeout', timeout::text || 'ms', true);
             END IF;\(!single && commonCase ? try tokenBucketCommonCase(table: table, inputs: read, clock: clock) : "")
             IF o_granted IS NOT NULL THEN
               o_now := clock;
@@ -606,7 +609,7 @@ extension PostgresRateLimitStore {
         IF \(inputs[1]) = 0 AND \(inputs[5]) AND \(inputs[7]) > 0 THEN
           elapsed := \(clock) - started;
           IF elapsed <= budget THEN
-            PERFORM set_config('lock_timeout', greatest(1, (budget - elapsed) / 1000)::text || 'ms', true);\(
+            lock_setting := set_config('lock_timeout', greatest(1, (budget - elapsed) / 1000)::text || 'ms', true);\(
               try tokenBucketCommonCase(table: table, inputs: inputs, clock: clock))
             IF o_granted IS NOT NULL THEN
               IF \(clock) - started > budget THEN
