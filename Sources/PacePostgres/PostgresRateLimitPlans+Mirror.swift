@@ -34,6 +34,13 @@ struct MirrorState: Sendable {
   var outage = false
   /// The rows reported invalid, so that each is logged once until it changes.
   var invalidRows: [String: PlanRow] = [:]
+  /// This instance's own writes, counted, and the count at each key's last one, plans and blocks
+  /// apart: a read that began before a key's write may hold the row from before it, and must not
+  /// undo in the mirror what the write applied at once (see `mirror(plans:blocks:readBegan:)`).
+  /// A key's entry goes when a read that began after its write is applied.
+  var ownWrites: UInt64 = 0
+  var ownPlanWrites: [String: UInt64] = [:]
+  var ownBlockWrites: [String: UInt64] = [:]
 }
 
 /// The plans' metrics.
@@ -60,7 +67,8 @@ extension PostgresRateLimitPlans {
   /// listens for the changes every instance makes (on a connection of ``client``'s pool, held
   /// while it runs) and re-reads the row each names; re-reads everything when it starts, each time
   /// it listens again after losing its connection, and every ``refreshInterval``. The reads are
-  /// applied one at a time, in order, so the mirror never goes back to an older row.
+  /// applied one at a time, in order, so the mirror never goes back to an older row, and a read
+  /// that began before this instance's own write never undoes what the write applied at once.
   ///
   /// A plans mirror runs once: a second call returns at once.
   public func run() async throws {
@@ -163,53 +171,126 @@ extension PostgresRateLimitPlans {
   }
 
   private func load(_ request: MirrorReload) async throws {
+    let began = state.withLock { $0.ownWrites }
     switch request {
     case .everything:
       let planRows = try await planRows(key: nil)
       let blockRows = try await blockEnds(key: nil)
-      var limits: [String: RateLimit] = [:]
-      for (key, row) in planRows {
-        // Keys that differ in their bytes and not as Strings (canonically equivalent, written by
-        // hand): the last wins, never a trap.
-        if let limit = loaded(row, for: key) {
-          limits[key] = limit
-        } else if let previous = plans.ownLimit(for: key) {
-          limits[key] = previous
-        }
-      }
-      let keys = Set(planRows.map(\.key))
-      state.withLock { state in state.invalidRows = state.invalidRows.filter { keys.contains($0.key) } }
-      try plans.replaceLimits(with: limits)
-      var ends: [String: UnixTime] = [:]
-      for (key, end) in blockRows { ends[key] = end }
-      blocks.replaceBlocks(with: ends)
-      logger.debug(
-        "plans and blocks read", metadata: ["pace.plans": "\(limits.count)", "pace.blocks": "\(ends.count)"])
+      try mirror(plans: planRows, blocks: blockRows, readBegan: began)
     case .plan(let key):
-      if let row = try await planRows(key: key).first {
-        if let limit = loaded(row.row, for: key) {
-          try plans.setLimit(limit, for: key)
-          logger.debug("plan changed", metadata: ["pace.key": "\(key)", "pace.limit": "\(limit)"])
-        }
-      } else if plans.removeLimit(for: key) != nil {
-        state.withLock { _ = $0.invalidRows.removeValue(forKey: key) }
-        logger.debug("plan removed", metadata: ["pace.key": "\(key)"])
-      } else {
-        state.withLock { _ = $0.invalidRows.removeValue(forKey: key) }
-        logger.debug("a notification names a key with no plan: ignored", metadata: ["pace.key": "\(key)"])
-      }
+      try mirrorPlan(of: key, row: try await planRows(key: key).first?.row, readBegan: began)
     case .block(let key):
-      if let end = try await blockEnds(key: key).first?.end, end > unixTime() {
-        blocks.block(key, until: end)
-        logger.debug("key blocked", metadata: ["pace.key": "\(key)", "pace.until": "\(end)"])
-      } else if blocks.unblock(key) != nil {
-        logger.debug("key unblocked", metadata: ["pace.key": "\(key)"])
-      } else {
-        logger.debug("a notification names a key with no block: ignored", metadata: ["pace.key": "\(key)"])
-      }
+      mirrorBlock(of: key, end: try await blockEnds(key: key).first?.end, readBegan: began)
     }
     metrics.plans.record(plans.ownLimits.count)
     metrics.blocks.record(blocks.heldCount)
+  }
+
+  /// Applies this instance's own write of `key`'s plan to the mirror, under the lock that
+  /// ``mirror(plans:blocks:readBegan:)`` applies a read under, and remembers it.
+  func applyOwnPlanWrite<Failure: Error>(of key: String, _ apply: () throws(Failure) -> Void) throws(Failure) {
+    try state.withLock { state -> Result<Void, Failure> in
+      state.ownWrites &+= 1
+      state.ownPlanWrites[key] = state.ownWrites
+      return Result { () throws(Failure) in try apply() }
+    }.get()
+  }
+
+  /// Applies this instance's own write of `key`'s block to the mirror (see
+  /// ``applyOwnPlanWrite(of:_:)``).
+  func applyOwnBlockWrite(of key: String, _ apply: () -> Void) {
+    state.withLock { state in
+      state.ownWrites &+= 1
+      state.ownBlockWrites[key] = state.ownWrites
+      apply()
+    }
+  }
+
+  /// Mirrors both tables as a read found them, a read that began when this instance had made
+  /// `readBegan` writes of its own: a key this instance wrote since keeps what its write applied
+  /// (the read may hold the row from before the write; the write's notification brings the row
+  /// again).
+  func mirror(
+    plans planRows: [(key: String, row: PlanRow)], blocks blockRows: [(key: String, end: UnixTime)], readBegan: UInt64
+  ) throws {
+    var limits: [String: RateLimit] = [:]
+    for (key, row) in planRows {
+      // Keys that differ in their bytes and not as Strings (canonically equivalent, written by
+      // hand): the last wins, never a trap.
+      if let limit = loaded(row, for: key) {
+        limits[key] = limit
+      } else if let previous = plans.ownLimit(for: key) {
+        limits[key] = previous
+      }
+    }
+    var ends: [String: UnixTime] = [:]
+    for (key, end) in blockRows { ends[key] = end }
+    let keys = Set(planRows.map(\.key))
+    try state.withLock { state -> Result<Void, RateLimitError> in
+      state.invalidRows = state.invalidRows.filter { keys.contains($0.key) }
+      for (key, written) in state.ownPlanWrites where written > readBegan { limits[key] = plans.ownLimit(for: key) }
+      for (key, written) in state.ownBlockWrites where written > readBegan { ends[key] = blocks.blockedUntil(for: key) }
+      state.ownPlanWrites = state.ownPlanWrites.filter { $0.value > readBegan }
+      state.ownBlockWrites = state.ownBlockWrites.filter { $0.value > readBegan }
+      return Result { () throws(RateLimitError) in
+        try plans.replaceLimits(with: limits)
+        blocks.replaceBlocks(with: ends)
+      }
+    }.get()
+    logger.debug("plans and blocks read", metadata: ["pace.plans": "\(limits.count)", "pace.blocks": "\(ends.count)"])
+  }
+
+  /// Mirrors `key`'s plan as a read found its row (nil: none), unless this instance wrote it
+  /// since the read began (see ``mirror(plans:blocks:readBegan:)``).
+  func mirrorPlan(of key: String, row: PlanRow?, readBegan: UInt64) throws {
+    // An invalid row is logged and leaves the key's plan as it is.
+    let limit = row.flatMap { loaded($0, for: key) }
+    if row != nil, limit == nil { return }
+    enum Outcome { case set, removed, absent, superseded }
+    let outcome = try state.withLock { state -> Result<Outcome, RateLimitError> in
+      if let written = state.ownPlanWrites[key] {
+        if written > readBegan { return .success(.superseded) }
+        state.ownPlanWrites[key] = nil
+      }
+      if let limit { return Result { () throws(RateLimitError) in try plans.setLimit(limit, for: key) }.map { .set } }
+      state.invalidRows[key] = nil
+      return .success(plans.removeLimit(for: key) == nil ? .absent : .removed)
+    }.get()
+    switch outcome {
+    case .set: logger.debug("plan changed", metadata: ["pace.key": "\(key)", "pace.limit": "\(limit!)"])
+    case .removed: logger.debug("plan removed", metadata: ["pace.key": "\(key)"])
+    case .absent: logger.debug("a notification names a key with no plan: ignored", metadata: ["pace.key": "\(key)"])
+    case .superseded:
+      logger.debug("a plan read before this instance wrote it: not mirrored", metadata: ["pace.key": "\(key)"])
+    }
+  }
+
+  /// Mirrors `key`'s block as a read found its end (nil: no row), unless this instance wrote it
+  /// since the read began (see ``mirror(plans:blocks:readBegan:)``).
+  func mirrorBlock(of key: String, end: UnixTime?, readBegan: UInt64) {
+    enum Outcome {
+      case blocked(UnixTime)
+      case unblocked, absent, superseded
+    }
+    let now = unixTime()
+    let outcome = state.withLock { state -> Outcome in
+      if let written = state.ownBlockWrites[key] {
+        if written > readBegan { return .superseded }
+        state.ownBlockWrites[key] = nil
+      }
+      if let end, end > now {
+        blocks.block(key, until: end)
+        return .blocked(end)
+      }
+      return blocks.unblock(key) == nil ? .absent : .unblocked
+    }
+    switch outcome {
+    case .blocked(let end): logger.debug("key blocked", metadata: ["pace.key": "\(key)", "pace.until": "\(end)"])
+    case .unblocked: logger.debug("key unblocked", metadata: ["pace.key": "\(key)"])
+    case .absent: logger.debug("a notification names a key with no block: ignored", metadata: ["pace.key": "\(key)"])
+    case .superseded:
+      logger.debug("a block read before this instance wrote it: not mirrored", metadata: ["pace.key": "\(key)"])
+    }
   }
 
   /// The limit `row` stores; nil if it is invalid, which is logged and counted the first time.

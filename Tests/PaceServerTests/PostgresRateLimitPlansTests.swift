@@ -89,6 +89,44 @@ struct PostgresRateLimitPlansTests {
     _ = try await client.query(PostgresQuery(unsafeSQL: sql), logger: TestDatabase.quietLogger).collect()
   }
 
+  /// A read that began before this instance wrote a key (its snapshot taken before the write
+  /// committed) does not undo in the mirror what the write applied at once, whole or for one key,
+  /// plans and blocks alike; a read that began after the write is mirrored as it found the rows.
+  /// (Seen once in `aPlanSetOnOneInstanceIsInForceOnTheOther`: the writer's mirror lost the plan
+  /// it had just set to the full read its listener had started, until the notification came.)
+  @Test func aReadThatBeganBeforeThisInstancesWriteDoesNotUndoIt() async throws {
+    let table = TestDatabase.uniqueTable("plans")
+    try await TestDatabase.withClients(1) { clients in
+      let a = try Instance(client: clients[0], table: table)
+      try await a.plans.migrate()
+      let blockEnd = UnixTime.now + .seconds(3600)
+      let before = a.plans.state.withLock { $0.ownWrites }
+      try await a.plans.setLimit(Self.pro, for: "customer")
+      try await a.plans.block("abuser", until: blockEnd)
+      // Reads that began before the writes, which found neither row.
+      try a.plans.mirror(plans: [], blocks: [], readBegan: before)
+      try a.plans.mirrorPlan(of: "customer", row: nil, readBegan: before)
+      a.plans.mirrorBlock(of: "abuser", end: nil, readBegan: before)
+      #expect(a.plans.plans.limit(for: "customer") == Self.pro)
+      #expect(a.plans.blocks.blockedUntil(for: "abuser") != nil)
+      // A stale row of another plan, from before the write, is not mirrored either.
+      try a.plans.mirrorPlan(of: "customer", row: PlanRow(Self.bucket), readBegan: before)
+      #expect(a.plans.plans.limit(for: "customer") == Self.pro)
+      // Reads that began after the writes are the table as it is: here, both rows deleted by hand.
+      let after = a.plans.state.withLock { $0.ownWrites }
+      #expect(after == before + 2)
+      try a.plans.mirror(plans: [], blocks: [], readBegan: after)
+      #expect(a.plans.plans.ownLimit(for: "customer") == nil)
+      #expect(a.plans.blocks.blockedUntil(for: "abuser") == nil)
+      // Each write's mark went with the read that began after it.
+      #expect(a.plans.state.withLock { $0.ownPlanWrites.isEmpty && $0.ownBlockWrites.isEmpty })
+      try a.plans.mirrorPlan(of: "customer", row: PlanRow(Self.bucket), readBegan: after)
+      #expect(a.plans.plans.limit(for: "customer") == Self.bucket)
+      a.plans.mirrorBlock(of: "abuser", end: blockEnd, readBegan: after)
+      #expect(a.plans.blocks.blockedUntil(for: "abuser") != nil)
+    }
+  }
+
   /// A plan set on one instance is in force on the other within the notification's delivery: the
   /// poll is an hour away, so only the notification can bring it. Its removal too.
   @Test func aPlanSetOnOneInstanceIsInForceOnTheOther() async throws {
