@@ -186,24 +186,17 @@ extension PostgresRateLimitPlans {
     metrics.blocks.record(blocks.heldCount)
   }
 
-  /// Applies this instance's own write of `key`'s plan to the mirror, under the lock that
-  /// ``mirror(plans:blocks:readBegan:)`` applies a read under, and remembers it.
-  func applyOwnPlanWrite<Failure: Error>(of key: String, _ apply: () throws(Failure) -> Void) throws(Failure) {
+  /// Applies this instance's own write of `key` to the mirror, under the lock that
+  /// ``mirror(plans:blocks:readBegan:)`` applies a read under, and marks the key in `marks`
+  /// (`\.ownPlanWrites` or `\.ownBlockWrites`).
+  func applyOwnWrite<Failure: Error>(
+    of key: String, markedIn marks: WritableKeyPath<MirrorState, [String: UInt64]>, _ apply: () throws(Failure) -> Void
+  ) throws(Failure) {
     try state.withLock { state -> Result<Void, Failure> in
       state.ownWrites &+= 1
-      state.ownPlanWrites[key] = state.ownWrites
+      state[keyPath: marks][key] = state.ownWrites
       return Result { () throws(Failure) in try apply() }
     }.get()
-  }
-
-  /// Applies this instance's own write of `key`'s block to the mirror (see
-  /// ``applyOwnPlanWrite(of:_:)``).
-  func applyOwnBlockWrite(of key: String, _ apply: () -> Void) {
-    state.withLock { state in
-      state.ownWrites &+= 1
-      state.ownBlockWrites[key] = state.ownWrites
-      apply()
-    }
   }
 
   /// Mirrors both tables as a read found them, a read that began when this instance had made

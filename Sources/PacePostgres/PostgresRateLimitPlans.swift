@@ -132,7 +132,9 @@ public final class PostgresRateLimitPlans: Service, Sendable {
     var binds = PostgresBindings(key, row.algorithm, row.permits, row.intervalNanoseconds)
     if let burst = row.burst { binds.append(burst) } else { binds.appendNull() }
     try await write("setLimit", PostgresQuery(unsafeSQL: sql, binds: binds))
-    try applyOwnPlanWrite(of: key) { () throws(RateLimitError) in try plans.setLimit(limit, for: key) }
+    try applyOwnWrite(of: key, markedIn: \.ownPlanWrites) { () throws(RateLimitError) in
+      try plans.setLimit(limit, for: key)
+    }
     logger.info("plan set", metadata: ["pace.key": "\(key)", "pace.limit": "\(limit)"])
   }
 
@@ -147,7 +149,7 @@ public final class PostgresRateLimitPlans: Service, Sendable {
     let removed = try await write(
       "removeLimit",
       PostgresQuery(unsafeSQL: "DELETE FROM \(plansTable) WHERE key = $1 RETURNING key", binds: PostgresBindings(key)))
-    applyOwnPlanWrite(of: key) { _ = plans.removeLimit(for: key) }
+    applyOwnWrite(of: key, markedIn: \.ownPlanWrites) { _ = plans.removeLimit(for: key) }
     logger.info("plan removed", metadata: ["pace.key": "\(key)"])
     return removed > 0
   }
@@ -168,7 +170,7 @@ public final class PostgresRateLimitPlans: Service, Sendable {
       """
     try await write("block", PostgresQuery(unsafeSQL: sql, binds: PostgresBindings(key, microseconds)))
     let stored = UnixTime(nanosecondsSinceEpoch: Self.nanoseconds(microseconds: microseconds))
-    applyOwnBlockWrite(of: key) { blocks.block(key, until: stored) }
+    applyOwnWrite(of: key, markedIn: \.ownBlockWrites) { blocks.block(key, until: stored) }
     logger.info("key blocked", metadata: ["pace.key": "\(key)", "pace.until": "\(stored)"])
   }
 
@@ -190,7 +192,7 @@ public final class PostgresRateLimitPlans: Service, Sendable {
     let removed = try await write(
       "unblock",
       PostgresQuery(unsafeSQL: "DELETE FROM \(blocksTable) WHERE key = $1 RETURNING key", binds: PostgresBindings(key)))
-    applyOwnBlockWrite(of: key) { _ = blocks.unblock(key) }
+    applyOwnWrite(of: key, markedIn: \.ownBlockWrites) { _ = blocks.unblock(key) }
     logger.info("key unblocked", metadata: ["pace.key": "\(key)"])
     return removed > 0
   }
