@@ -1,4 +1,5 @@
 public import Foundation
+import Pace
 
 #if canImport(FoundationNetworking)
 public import FoundationNetworking
@@ -53,7 +54,7 @@ extension URLSession {
       key: key, idempotent: idempotent, deadline: deadline, attemptTimeout: attemptTimeout,
       isConnectionError: { Self.isConnectionError($0) || isConnectionError?($0) == true }, isolation: isolation
     ) {
-      let loaded = try await self.data(for: request)
+      let loaded = try await self.attempt(request)
       return (loaded, Self.head(of: loaded.1))
     }
     return loaded
@@ -104,11 +105,73 @@ extension URLSession {
     ) { credential in
       var authorized = request
       authorize(&authorized, credential)
-      let loaded = try await self.data(for: authorized)
+      let loaded = try await self.attempt(authorized)
       return (loaded, Self.head(of: loaded.1))
     }
     return loaded
   }
+
+  /// One attempt: `data(for:)`, except where FoundationNetworking's `data(for:)` can deadlock
+  /// when it is cancelled (see ``cancellableData(for:)``).
+  func attempt(_ request: URLRequest) async throws -> (Data, URLResponse) {
+    #if canImport(FoundationNetworking)
+    try await cancellableData(for: request)
+    #else
+    try await data(for: request)
+    #endif
+  }
+
+  #if canImport(FoundationNetworking)
+  /// `data(for:)` for FoundationNetworking (Linux), whose cancellation leaves the transfer to
+  /// finish instead of cancelling it.
+  ///
+  /// FoundationNetworking's own `data(for:)` cancels its `URLSessionTask` from the task's
+  /// cancellation handler, which the runtime runs holding the task's status lock, and
+  /// `URLSessionTask.cancel()` waits for the session's queue; when that queue is meanwhile
+  /// finishing the transfer, it resumes the task, which waits for the status lock: both wait for
+  /// good (swift-corelibs-foundation#5412; Swift 6.3.1 has it). A cancel that comes as the
+  /// transfer ends can also trap inside FoundationNetworking ("a task that is not in the
+  /// registry"). So a cancelled attempt throws `URLError(.cancelled)` at once, as `data(for:)`
+  /// does, and its transfer goes on to its end (or the session's timeout) unobserved: it is never
+  /// cancelled.
+  func cancellableData(for request: URLRequest) async throws -> (Data, URLResponse) {
+    // The caller's continuation, taken by whichever ends the wait first (the transfer or the
+    // caller's cancellation), and whether the caller was cancelled: under the lock.
+    let waiter = LockedState<(continuation: CheckedContinuation<(Data, URLResponse), any Error>?, cancelled: Bool)>(
+      (nil, false))
+    return try await withTaskCancellationHandler {
+      try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Data, URLResponse), any Error>) in
+        let cancelled = waiter.withLock { state in
+          if !state.cancelled { state.continuation = continuation }
+          return state.cancelled
+        }
+        if cancelled {
+          continuation.resume(throwing: URLError(.cancelled))
+          return
+        }
+        dataTask(with: request) { data, response, error in
+          let continuation = waiter.withLock { state in
+            defer { state.continuation = nil }
+            return state.continuation
+          }
+          if let response, error == nil {
+            continuation?.resume(returning: (data ?? Data(), response))
+          } else {
+            continuation?.resume(throwing: error ?? URLError(.badServerResponse))
+          }
+        }.resume()
+      }
+    } onCancel: {
+      let continuation = waiter.withLock { state in
+        state.cancelled = true
+        defer { state.continuation = nil }
+        return state.continuation
+      }
+      // Resumed from another thread, once the runtime has released the task's status lock.
+      if let continuation { DispatchQueue.global().async { continuation.resume(throwing: URLError(.cancelled)) } }
+    }
+  }
+  #endif
 
   /// Whether `error` is a connection failure that another attempt may mend: the host could not be
   /// found or reached, the connection was lost (or cut mid-answer: `cannotParseResponse`, and
