@@ -21,6 +21,12 @@ extension URLSession {
   /// `429` or `503` is returned, as `data(for:)` returns it. A request with a body sends the same
   /// `httpBody` again; one with an `httpBodyStream` (which can be read once) is never retried.
   ///
+  /// On Linux, where FoundationNetworking's `data(for:)` can deadlock when it is cancelled
+  /// (swift-corelibs-foundation#5412), each attempt is a data task with a completion handler
+  /// instead. A cancelled attempt (an `attemptTimeout` that passes, or a cancelled caller) throws
+  /// `URLError(.cancelled)` at once, as `data(for:)` does, but its transfer is not cancelled: it
+  /// runs on to its end or the session's own timeout, holding its connection until then.
+  ///
   /// - Parameters:
   ///   - request: The request.
   ///   - requests: The paced requests that hold and retry it; one for the app, or per API.
