@@ -134,7 +134,7 @@ extension PostgresRateLimitStore {
   /// body, whose loop runs once over the single decision's parameters where the batch's runs over
   /// its arrays, so that the two never decide differently. Without `commonCase` (tests only, under
   /// a name with `suffix`), every decision goes through the general body, which the common case's
-  /// path (``tokenBucketCommonCase(table:inputs:clock:)``) is checked against.
+  /// path (``tokenBucketCommonCase(table:inputs:clock:guarded:)``) is checked against.
   static func decisionFunctionSQL(
     table: TableName, single: Bool, commonCase: Bool = true, suffix: String = ""
   ) throws(PacePostgresError) -> String {
@@ -223,7 +223,8 @@ extension PostgresRateLimitStore {
           o_current := NULL;
           o_used := NULL;
           o_wait := NULL;
-          elapsed := \(clock) - started;
+          real_clock := \(clock);
+          elapsed := real_clock - started;
           IF elapsed > budget THEN
             o_now := started + elapsed;
             o_late := true;
@@ -548,69 +549,100 @@ extension PostgresRateLimitStore {
   /// A decision's common case, ahead of the general body in the loop of
   /// ``decisionFunctionSQL(table:single:commonCase:suffix:)``: a token bucket's permits taken in
   /// time and allowed, from a row written under the same limit (or under none recorded), or for a
-  /// new key with no state under another policy. It decides exactly as the body does in those
-  /// cases (no change of limit, so nothing carried over and `changed` kept), in a third of its
+  /// new key with no state under another policy. It decides as the body does in those cases (no
+  /// change of limit, so nothing carried over and `changed` kept), in a fraction of its
   /// statements: PL/pgSQL prepares each expression it evaluates once a transaction, and a batch is
   /// a transaction, so the body's preparations were most of a small batch's time in the database.
+  ///
+  /// An existing row is decided by one `UPDATE`, whose conditions are the grant's, at
+  /// `real_clock`: the instant the decision began, read by the caller after its budget check and
+  /// before any wait for the row's lock (the body reads the clock once it holds the lock). An
+  /// earlier instant never allows more: a bucket's TAT only moves forward, and the same TAT is
+  /// further ahead of an earlier instant. When that `UPDATE` changes nothing (no row, another
+  /// limit, or no permits at that instant), the row is locked and read, and the clock read again,
+  /// as the body does; a new key is inserted with a full bucket.
+  ///
   /// It sets `o_granted` when it decided; any other case (another limit, state under another
   /// policy, denied, late) goes on to the body, which reads the row, already locked, and the clock
-  /// again. `inputs` are the decision's values as the body reads them (see the caller).
+  /// again. `inputs` are the decision's values as the body reads them (see the caller); `guarded`
+  /// puts the check that the decision is a token bucket's that takes its permits around it (the
+  /// lone decision checks it first itself).
   private static func tokenBucketCommonCase(
-    table: TableName, inputs: [String], clock: String
+    table: TableName, inputs: [String], clock: String, guarded: Bool = true
   ) throws(PacePostgresError) -> String {
     let sliding = try table.companion(StoredLimit.Algorithm.slidingWindow)
     let fixed = try table.companion(StoredLimit.Algorithm.fixedWindow)
     let (keys, policies, amounts, capacities, takes, nows, units) = (
       inputs[0], inputs[1], inputs[2], inputs[3], inputs[5], inputs[6], inputs[7]
     )
+    let decision = """
+      clock := coalesce(nullif(\(nows), -9223372036854775808), real_clock);
+      UPDATE \(table) AS r SET tat = GREATEST(r.tat, clock) + \(amounts), unit = \(units), tolerance = \(capacities)
+      WHERE r.key = \(keys)
+        AND ((r.unit = \(units) AND r.tolerance = \(capacities)) OR coalesce(r.unit, 0) <= 0)
+        AND GREATEST(r.tat, clock) <= 9223372036854775807 - \(amounts)
+        AND GREATEST(r.tat, clock) - clock <= \(capacities) - \(amounts)
+      RETURNING r.tat INTO o_granted;
+      IF o_granted IS NULL THEN
+        SELECT r.tat, r.unit, r.tolerance INTO held, held_unit, held_tolerance
+        FROM \(table) AS r WHERE r.key = \(keys) FOR UPDATE;
+        row_found := FOUND;
+        real_clock := \(clock);
+        clock := coalesce(nullif(\(nows), -9223372036854775808), real_clock);
+        IF real_clock - started <= budget THEN
+          IF row_found THEN
+            -- The same limit, or none recorded (a row of a version before limits were), with the
+            -- permits in time now that the row is locked.
+            IF ((held_unit = \(units) AND held_tolerance = \(capacities)) OR coalesce(held_unit, 0) <= 0)
+              AND GREATEST(held, clock) <= 9223372036854775807 - \(amounts)
+              AND GREATEST(held, clock) - clock <= \(capacities) - \(amounts) THEN
+              o_granted := GREATEST(held, clock) + \(amounts);
+              UPDATE \(table) AS r SET tat = o_granted, unit = \(units), tolerance = \(capacities)
+              WHERE r.key = \(keys);
+            END IF;
+          ELSIF \(amounts) <= \(capacities) AND clock <= 9223372036854775807 - \(amounts)
+            AND NOT EXISTS (SELECT FROM \(sliding) AS r WHERE r.key = \(keys))
+            AND NOT EXISTS (SELECT FROM \(fixed) AS r WHERE r.key = \(keys)) THEN
+            -- A new key, with no state under another policy to carry over: a full bucket.
+            o_granted := clock + \(amounts);
+            INSERT INTO \(table) AS r (key, tat, unit, tolerance, changed)
+            VALUES (\(keys), o_granted, \(units), \(capacities), NULL)
+            ON CONFLICT (key) DO NOTHING;
+            -- Inserted meanwhile by another decision: the body decides on its row.
+            IF NOT FOUND THEN o_granted := NULL; END IF;
+          END IF;
+        END IF;
+      END IF;
+      """
+    guard guarded else { return indented(decision, by: 12) }
     return """
 
-                  IF \(policies) = 0 AND \(takes) AND \(units) > 0 THEN
-                    SELECT r.tat, r.unit, r.tolerance INTO held, held_unit, held_tolerance
-                    FROM \(table) AS r WHERE r.key = \(keys) FOR UPDATE;
-                    row_found := FOUND;
-                    real_clock := \(clock);
-                    clock := coalesce(nullif(\(nows), -9223372036854775808), real_clock);
-                    IF real_clock - started <= budget THEN
-                      IF row_found THEN
-                        -- The same limit, or none recorded (a row of a version before limits were):
-                        -- no change of limit for the body to account for.
-                        IF ((held_unit = \(units) AND held_tolerance = \(capacities)) OR coalesce(held_unit, 0) <= 0)
-                          AND GREATEST(held, clock) <= 9223372036854775807 - \(amounts)
-                          AND GREATEST(held, clock) - clock <= \(capacities) - \(amounts) THEN
-                          o_granted := GREATEST(held, clock) + \(amounts);
-                          UPDATE \(table) AS r SET tat = o_granted, unit = \(units), tolerance = \(capacities)
-                          WHERE r.key = \(keys);
-                        END IF;
-                      ELSIF \(amounts) <= \(capacities) AND clock <= 9223372036854775807 - \(amounts)
-                        AND NOT EXISTS (SELECT FROM \(sliding) AS r WHERE r.key = \(keys))
-                        AND NOT EXISTS (SELECT FROM \(fixed) AS r WHERE r.key = \(keys)) THEN
-                        -- A new key, with no state under another policy to carry over: a full bucket.
-                        o_granted := clock + \(amounts);
-                        INSERT INTO \(table) AS r (key, tat, unit, tolerance, changed)
-                        VALUES (\(keys), o_granted, \(units), \(capacities), NULL)
-                        ON CONFLICT (key) DO NOTHING;
-                        -- Inserted meanwhile by another decision: the body decides on its row.
-                        IF NOT FOUND THEN o_granted := NULL; END IF;
-                      END IF;
-                    END IF;
+                  IF \(policies) = 0 AND \(takes) AND \(units) > 0 THEN\(indented(decision, by: 20))
                   END IF;
       """
   }
 
-  /// The lone decision's common case (``tokenBucketCommonCase(table:inputs:clock:)``) ahead of
-  /// the loop, which a lone decision then never enters: the loop's own expressions (each prepared
-  /// afresh in a lone decision's transaction) cost a lone caller about 1.5 % of its decisions.
+  /// `text`'s lines, each on a new line indented by `spaces`.
+  private static func indented(_ text: String, by spaces: Int) -> String {
+    let indent = String(repeating: " ", count: spaces)
+    return text.split(separator: "\n", omittingEmptySubsequences: false).map { "\n\(indent)\($0)" }.joined()
+  }
+
+  /// The lone decision's common case (``tokenBucketCommonCase(table:inputs:clock:guarded:)``)
+  /// ahead of the loop, which a lone decision then never enters: the loop's own expressions (each
+  /// prepared afresh in a lone decision's transaction) cost a lone caller about 1.5 % of its
+  /// decisions.
   private static func loneCommonCase(
     table: TableName, inputs: [String], clock: String
   ) throws(PacePostgresError) -> String {
     """
 
         IF \(inputs[1]) = 0 AND \(inputs[5]) AND \(inputs[7]) > 0 THEN
-          elapsed := \(clock) - started;
+          real_clock := \(clock);
+          elapsed := real_clock - started;
           IF elapsed <= budget THEN
             lock_setting := set_config('lock_timeout', greatest(1, (budget - elapsed) / 1000)::text || 'ms', true);\(
-              try tokenBucketCommonCase(table: table, inputs: inputs, clock: clock))
+              try tokenBucketCommonCase(table: table, inputs: inputs, clock: clock, guarded: false))
             IF o_granted IS NOT NULL THEN
               IF \(clock) - started > budget THEN
                 RAISE EXCEPTION 'pace: the batch ran past its budget of % microseconds', budget

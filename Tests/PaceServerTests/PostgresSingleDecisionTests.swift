@@ -130,6 +130,71 @@ struct PostgresSingleDecisionTests {
     }
   }
 
+  /// A decision whose key is locked by another transaction waits for it, then decides on the row
+  /// that transaction wrote, never on the row it first found: the common case's one `UPDATE`
+  /// checks its conditions again on the row committed meanwhile. A write that leaves one permit
+  /// lets the decision take it after the committed TAT; a write that leaves none denies it. Through
+  /// the overload for a lone decision and through the batch function.
+  @Test(arguments: [(true, true), (true, false), (false, true), (false, false)])
+  func aDecisionThatWaitsForItsKeysLockDecidesOnTheRowWrittenMeanwhile(single: Bool, roomLeft: Bool) async throws {
+    try await TestDatabase.withClients(2) { clients in
+      let table = try TableName(TestDatabase.uniqueTable("rl"))
+      let store = try PostgresRateLimitStore(client: clients[0], table: table.name)
+      try await store.migrate()
+      // Two permits an hour, as a bucket of two: each permit moves the TAT by 1,800 s.
+      let stored = try StoredLimit(cost: 1, limit: RateLimit(permits: 2, per: .seconds(3600)))
+      let instant: Int64 = 1_800_000_000_000_000
+      var row = PostgresBindings()
+      row.append(instant)
+      row.append(stored.unit)
+      row.append(stored.capacity)
+      // A full bucket under this limit: the decision alone would be granted at `instant + amount`.
+      try await clients[0].query(
+        PostgresQuery(
+          unsafeSQL: "INSERT INTO \(table) (key, tat, unit, tolerance) VALUES ('k', $1, $2, $3)", binds: row))
+      let written = instant + (roomLeft ? 1 : 2) * stored.amount
+      let request = DecisionRequest(key: "k", limit: stored, takes: true, deadline: .now, databaseNow: instant)
+      let (sql, binds) =
+        single
+        ? (
+          PostgresRateLimitStore.singleSQL(table: table),
+          PostgresRateLimitStore.singleBindings(request, budget: 30_000_000)
+        )
+        : (
+          PostgresRateLimitStore.batchSQL(table: table),
+          PostgresRateLimitStore.batchBindings([request], budget: 30_000_000)
+        )
+      let answers = try await clients[1].withConnection { holder in
+        let logger = TestDatabase.quietLogger
+        try await holder.query("BEGIN", logger: logger)
+        try await holder.query(
+          PostgresQuery(unsafeSQL: "UPDATE \(table) SET tat = \(written) WHERE key = 'k'"), logger: logger)
+        async let decided = Self.answers(clients[0], sql, binds)
+        // The decision waits for the row's lock; then the write is committed.
+        var waiting = false
+        for _ in 0..<200 where !waiting {
+          let rows = try await clients[1].query(
+            PostgresQuery(
+              unsafeSQL: """
+                SELECT count(*)::int FROM pg_stat_activity
+                WHERE wait_event_type = 'Lock' AND query LIKE '%\(PostgresRateLimitStore.functionName(table: table))%'
+                """))
+          for try await count in rows.decode(Int.self) { waiting = count > 0 }
+          if !waiting { try await Task.sleep(for: .milliseconds(20)) }  // real-time: polls a real server
+        }
+        #expect(waiting)
+        try await holder.query("COMMIT", logger: logger)
+        return try await decided
+      }
+      #expect(answers.count == 1 && !(answers.first?.late ?? true))
+      if roomLeft {
+        #expect(answers.first?.granted == written + stored.amount, "the last permit, after the committed TAT")
+      } else {
+        #expect(answers.first?.granted == nil && answers.first?.current == written, "denied by the committed row")
+      }
+    }
+  }
+
   /// The batch function without its common case's path, beside it under another name.
   static func installGeneralBody(_ client: PostgresClient, _ table: TableName) async throws {
     try await client.query(
