@@ -282,7 +282,11 @@ extension DecisionBatcher {
             batchSize: batch.count, roundTrips: retried ? 2 : 1)
         }
         let received = ContinuousClock.now
-        let decided = zip(batch, answers).lazy.filter { $0.0.1.databaseNow == nil }.compactMap { $0.1?.now }.max()
+        // The latest instant the database decided at on its own clock (not at one a test chose).
+        var decided: Int64?
+        for (item, answer) in zip(batch, answers) where item.1.databaseNow == nil {
+          if let now = answer?.now, now > decided ?? .min { decided = now }
+        }
         let arrival = micros(received, roundingUp: true)
         // One lock for the whole batch; the callers are resumed after it.
         let answered = state.withLock { state in

@@ -38,7 +38,8 @@ extension PostgresRateLimitStore {
   /// The binds of ``singleSQL(table:)`` for `request`, with `budget` in microseconds and
   /// `deadline` on the database's clock (nil: none known).
   static func singleBindings(_ request: DecisionRequest, budget: Int64, deadline: Int64? = nil) -> PostgresBindings {
-    var binds = PostgresBindings()
+    // Room for the ten binds at once: grown one by one, their buffers were allocated eight times.
+    var binds = PostgresBindings(capacity: 10)
     binds.append(request.key)
     binds.append(request.limit.algorithm.rawValue)
     binds.append(request.limit.amount)
@@ -56,7 +57,7 @@ extension PostgresRateLimitStore {
   /// The binds of ``batchSQL(table:)`` for `requests`, in order, with `budget` in microseconds and
   /// `deadline` on the database's clock (nil: none known).
   static func batchBindings(_ requests: [DecisionRequest], budget: Int64, deadline: Int64? = nil) -> PostgresBindings {
-    var binds = PostgresBindings()
+    var binds = PostgresBindings(capacity: 10)
     binds.append(requests.map(\.key))
     binds.append(requests.map(\.limit.algorithm.rawValue))
     binds.append(requests.map(\.limit.amount))
