@@ -557,14 +557,14 @@ extension PostgresRateLimitStore {
   ///
   /// An existing row is decided by one `UPDATE`, whose conditions are the grant's, at
   /// `real_clock`: the instant the decision began, read by the caller after its budget check and
-  /// before any wait for the row's lock (the body reads the clock once it holds the lock). An
-  /// earlier instant never allows more: a bucket's TAT only moves forward, and the same TAT is
-  /// further ahead of an earlier instant. When that `UPDATE` changes nothing (no row, another
-  /// limit, or no permits at that instant), the row is locked and read, and the clock read again,
-  /// as the body does; a new key is inserted with a full bucket.
+  /// before any wait for the row's lock (the body reads the clock once it holds the lock). A
+  /// decision that waits for the lock checks the conditions again on the row committed meanwhile,
+  /// as an `UPDATE` does, and an earlier instant never grants what a later one would refuse: the
+  /// same TAT is further ahead of it. When that `UPDATE` changes nothing, a key with no row in any
+  /// policy's table is inserted with a full bucket, at the same instant.
   ///
   /// It sets `o_granted` when it decided; any other case (another limit, state under another
-  /// policy, denied, late) goes on to the body, which reads the row, already locked, and the clock
+  /// policy, denied, late) goes on to the body, which locks and reads the row and reads the clock
   /// again. `inputs` are the decision's values as the body reads them (see the caller); `guarded`
   /// puts the check that the decision is a token bucket's that takes its permits around it (the
   /// lone decision checks it first itself).
@@ -585,33 +585,18 @@ extension PostgresRateLimitStore {
         AND GREATEST(r.tat, clock) - clock <= \(capacities) - \(amounts)
       RETURNING r.tat INTO o_granted;
       IF o_granted IS NULL THEN
-        SELECT r.tat, r.unit, r.tolerance INTO held, held_unit, held_tolerance
-        FROM \(table) AS r WHERE r.key = \(keys) FOR UPDATE;
-        row_found := FOUND;
-        real_clock := \(clock);
-        clock := coalesce(nullif(\(nows), -9223372036854775808), real_clock);
-        IF real_clock - started <= budget THEN
-          IF row_found THEN
-            -- The same limit, or none recorded (a row of a version before limits were), with the
-            -- permits in time now that the row is locked.
-            IF ((held_unit = \(units) AND held_tolerance = \(capacities)) OR coalesce(held_unit, 0) <= 0)
-              AND GREATEST(held, clock) <= 9223372036854775807 - \(amounts)
-              AND GREATEST(held, clock) - clock <= \(capacities) - \(amounts) THEN
-              o_granted := GREATEST(held, clock) + \(amounts);
-              UPDATE \(table) AS r SET tat = o_granted, unit = \(units), tolerance = \(capacities)
-              WHERE r.key = \(keys);
-            END IF;
-          ELSIF \(amounts) <= \(capacities) AND clock <= 9223372036854775807 - \(amounts)
-            AND NOT EXISTS (SELECT FROM \(sliding) AS r WHERE r.key = \(keys))
-            AND NOT EXISTS (SELECT FROM \(fixed) AS r WHERE r.key = \(keys)) THEN
-            -- A new key, with no state under another policy to carry over: a full bucket.
-            o_granted := clock + \(amounts);
-            INSERT INTO \(table) AS r (key, tat, unit, tolerance, changed)
-            VALUES (\(keys), o_granted, \(units), \(capacities), NULL)
-            ON CONFLICT (key) DO NOTHING;
-            -- Inserted meanwhile by another decision: the body decides on its row.
-            IF NOT FOUND THEN o_granted := NULL; END IF;
-          END IF;
+        -- A new key, with no state under another policy to carry over: a full bucket. Any other
+        -- row (another limit, or no permits at that instant) goes on to the body.
+        IF \(amounts) <= \(capacities) AND clock <= 9223372036854775807 - \(amounts)
+          AND NOT EXISTS (SELECT FROM \(table) AS r WHERE r.key = \(keys))
+          AND NOT EXISTS (SELECT FROM \(sliding) AS r WHERE r.key = \(keys))
+          AND NOT EXISTS (SELECT FROM \(fixed) AS r WHERE r.key = \(keys)) THEN
+          o_granted := clock + \(amounts);
+          INSERT INTO \(table) AS r (key, tat, unit, tolerance, changed)
+          VALUES (\(keys), o_granted, \(units), \(capacities), NULL)
+          ON CONFLICT (key) DO NOTHING;
+          -- Inserted meanwhile by another decision: the body decides on its row.
+          IF NOT FOUND THEN o_granted := NULL; END IF;
         END IF;
       END IF;
       """
