@@ -381,6 +381,31 @@ final class BatchLog: Sendable {
     #expect(BatchKey(ifHashable: (1, 2)) == nil)
   }
 
+  /// An item whose every value hashes alike: keys compare their items, not only their hashes.
+  struct Colliding: Hashable, Sendable {
+    let id: Int
+    func hash(into hasher: inout Hasher) { hasher.combine(0) }
+  }
+
+  /// A key keeps its item's hash value, and two keys whose hash values are equal still compare
+  /// their items: loads of unequal items that hash alike do not join, and each is sent, while an
+  /// equal item joins the newest of them.
+  @Test func keysThatHashAlikeAreEqualOnlyForEqualItems() {
+    #expect(BatchKey(Colliding(id: 1)).hashValue == BatchKey(Colliding(id: 2)).hashValue)
+    #expect(BatchKey(Colliding(id: 1)) != BatchKey(Colliding(id: 2)))
+    #expect(BatchKey(Colliding(id: 1)) == BatchKey(ifHashable: Colliding(id: 1))!)
+    var machine = BatchMachine<Colliding>(
+      maxCount: 10, maxWaitNanoseconds: 100_000_000, maxInFlight: 1, capacity: 10, overflow: .suspend)
+    machine.indexKeys { BatchKey($0) }
+    #expect(machine.add(Colliding(id: 1), caller: 1, joins: true, now: ms(0)).admitted == [.init(caller: 1, entry: 1)])
+    #expect(machine.addQuietly(Colliding(id: 2), key: BatchKey(Colliding(id: 2)), joins: true) == 2)
+    #expect(machine.addQuietly(Colliding(id: 1), key: BatchKey(Colliding(id: 1)), joins: true) == 1)
+    #expect(machine.add(Colliding(id: 2), caller: 4, joins: true, now: ms(1)).admitted == [.init(caller: 4, entry: 2)])
+    #expect(machine.flush(now: ms(2)).batches == [.init(id: 1, entries: [1, 2], items: [.init(id: 1), .init(id: 2)])])
+    // Sent: the keys are forgotten, and a new load of either is a new entry.
+    #expect(machine.add(Colliding(id: 1), caller: 5, joins: true, now: ms(3)).admitted == [.init(caller: 5, entry: 3)])
+  }
+
   /// A batcher indexes its items by key only from its first `load` (a batcher that only submits
   /// makes and hashes no key): items submitted before it are indexed then, so the load joins an
   /// equal one, which is sent once; so are those submitted after, and a submit waiting for room.

@@ -188,10 +188,24 @@ struct BatchMachine<Item> {
   /// would send nothing that the timer or a batch's end does not.
   @inlinable
   mutating func addQuietly(_ item: Item, key: BatchKey?, joins: Bool) -> UInt64? {
-    if joins, let key, let id = newest[key] {
+    guard joins, let key else { return hasRoom && bufferQuietly(item, key: key) ? lastEntry : nil }
+    // One look-up of the key, to join it or to claim it for the new entry.
+    let claim = hasRoom && takesItemQuietly ? lastEntry &+ 1 : nil
+    if let id = Self.joinOrClaim(&newest[key], claim) {
       return armed != nil || inFlight >= maxInFlight ? id : nil
     }
-    return hasRoom && bufferQuietly(item, key: key) ? lastEntry : nil
+    guard claim != nil else { return nil }
+    store(key)
+    appendQuietly(item)
+    return lastEntry
+  }
+
+  /// The entry in `slot`, if any; otherwise `claim` takes the slot (`nil`: it stays empty).
+  @inlinable
+  static func joinOrClaim(_ slot: inout UInt64?, _ claim: UInt64?) -> UInt64? {
+    if let id = slot { return id }
+    slot = claim
+    return nil
   }
 
   /// Whether a new item, with room for it, would change nothing but the buffer
@@ -276,8 +290,14 @@ struct BatchMachine<Item> {
   /// The entry leaves the buffer: a `load` can no longer join it.
   @inlinable
   mutating func forget(at index: Int) {
-    guard storesKeys, let key = keys[index], newest[key] == entries[index].id else { return }
-    newest[key] = nil
+    guard storesKeys, let key = keys[index] else { return }
+    Self.empty(&newest[key], ifItHolds: entries[index].id)
+  }
+
+  /// Empties `slot` if it holds `id`: one look-up of the key, where a read and a removal are two.
+  @inlinable
+  static func empty(_ slot: inout UInt64?, ifItHolds id: UInt64) {
+    if slot == id { slot = nil }
   }
 
   /// Drops the oldest buffered entry; returns its id.
@@ -304,16 +324,13 @@ struct BatchMachine<Item> {
   mutating func sendDue(now: PaceInstant, into action: inout BatchAction<Item>) {
     while inFlight < maxInFlight, isDue(now: now) {
       let end = min(entries.count, head + maxCount)
-      // By index, in place: iterating the entries would copy each one, item and all.
-      var ids: [UInt64] = []
-      var items: [Item] = []
-      ids.reserveCapacity(end - head)
-      items.reserveCapacity(end - head)
-      for index in head..<end {
-        forget(at: index)
-        ids.append(entries[index].id)
-        items.append(entries[index].item)
+      // The driver's lock is held meanwhile, and the callers adding items wait for it: the items
+      // are copied in one pass, and the ids, consecutive, are a range.
+      if storesKeys {
+        for index in head..<end { forget(at: index) }
       }
+      let items = Array(entries[head..<end].lazy.map(\.item))
+      let ids = entries[head].id..<(entries[end - 1].id &+ 1)
       head = end
       lastBatch &+= 1
       inFlight += 1
@@ -362,52 +379,62 @@ struct BatchMachine<Item> {
 
 /// What a `load` joins a buffered item by: the item, where it is `Hashable`.
 ///
-/// It holds the item itself, `Sendable` as `Batcher`'s items are. A statically `Hashable` item
-/// hashes and compares as itself, through its own witnesses: an `AnyHashable` made per hash and
-/// per comparison cost a conformance look-up each time. An item found `Hashable` at run time
-/// only (`Batcher`'s initialiser for any item) goes through `AnyHashable`.
+/// It holds the item itself, `Sendable` as `Batcher`'s items are, and the item's hash value,
+/// computed once where the key is made: the machine looks a key up, stores it and removes it,
+/// each a hash, and a probe compares the keys it passes, each through the existential. So a key
+/// hashes as its stored hash value, and two keys whose hash values differ are unequal without a
+/// look at their items; equal items have equal hash values, whichever kind holds them.
+///
+/// A statically `Hashable` item compares as itself, through its own witnesses, and its key is
+/// made in the caller's module (`@inlinable`), where the holder's type is known: unspecialised,
+/// it was looked up at run time for every key. An item found `Hashable` at run time only
+/// (`Batcher`'s initialiser for any item) compares through `AnyHashable`.
 @usableFromInline
 struct BatchKey: Hashable, Sendable {
-  private let item: any HashableItem
+  @usableFromInline let item: any HashableItem
+  @usableFromInline let itemHash: Int
 
-  @usableFromInline init(_ item: some Hashable & Sendable) {
+  @inlinable init(_ item: some Hashable & Sendable) {
     self.item = StaticallyHashable(item: item)
+    itemHash = item.hashValue
   }
 
   /// The key of an item whose type is `Hashable` at run time only (`Batcher`'s initialiser for
   /// any item), or `nil` where it is not.
   @usableFromInline init?(ifHashable item: some Sendable) {
-    guard item is any Hashable else { return nil }
+    guard let hashable = item as? any Hashable else { return nil }
     self.item = DynamicallyHashable(item: item)
+    itemHash = hashable.hashValue
   }
 
-  @usableFromInline static func == (left: BatchKey, right: BatchKey) -> Bool {
-    left.item.isEqual(to: right.item)
+  @inlinable static func == (left: BatchKey, right: BatchKey) -> Bool {
+    left.itemHash == right.itemHash && left.item.isEqual(to: right.item)
   }
 
-  @usableFromInline func hash(into hasher: inout Hasher) {
-    item.hash(into: &hasher)
+  @inlinable func hash(into hasher: inout Hasher) {
+    hasher.combine(itemHash)
   }
 }
 
-/// A `Sendable` item seen as `Hashable`. Both kinds hash as the item itself, so that equal items
-/// hash alike whichever kind holds them (a `load`'s key is static, a `submit`'s to a batcher of any
-/// item is dynamic).
-private protocol HashableItem: Sendable {
+/// A `Sendable` item seen as `Hashable`.
+@usableFromInline
+protocol HashableItem: Sendable {
   var anyHashable: AnyHashable { get }
-  func hash(into hasher: inout Hasher)
   func isEqual(to other: any HashableItem) -> Bool
 }
 
 /// An item whose type is `Hashable`.
-private struct StaticallyHashable<Item: Hashable & Sendable>: HashableItem {
-  let item: Item
+@usableFromInline
+struct StaticallyHashable<Item: Hashable & Sendable>: HashableItem {
+  @usableFromInline let item: Item
 
-  var anyHashable: AnyHashable { AnyHashable(item) }
+  @inlinable init(item: Item) {
+    self.item = item
+  }
 
-  func hash(into hasher: inout Hasher) { item.hash(into: &hasher) }
+  @usableFromInline var anyHashable: AnyHashable { AnyHashable(item) }
 
-  func isEqual(to other: any HashableItem) -> Bool {
+  @inlinable func isEqual(to other: any HashableItem) -> Bool {
     if let other = other as? Self { return item == other.item }
     return anyHashable == other.anyHashable
   }
@@ -417,16 +444,12 @@ private struct StaticallyHashable<Item: Hashable & Sendable>: HashableItem {
 private struct DynamicallyHashable<Item: Sendable>: HashableItem {
   let item: Item
 
-  var hashable: any Hashable {
+  var anyHashable: AnyHashable {
     guard let hashable = item as? any Hashable else {
       preconditionFailure("BatchKey: made only from an item found Hashable")
     }
-    return hashable
+    return AnyHashable(hashable)
   }
-
-  var anyHashable: AnyHashable { AnyHashable(hashable) }
-
-  func hash(into hasher: inout Hasher) { hashable.hash(into: &hasher) }
 
   func isEqual(to other: any HashableItem) -> Bool { anyHashable == other.anyHashable }
 }
@@ -457,13 +480,22 @@ struct BatchAction<Item> {
   @usableFromInline
   struct Batch {
     @usableFromInline let id: UInt64
-    @usableFromInline let entries: [UInt64]
+    /// The entries' ids, consecutive: entries are numbered as they are buffered, leave the buffer
+    /// oldest first, and a batch takes the oldest.
+    @usableFromInline let entries: Range<UInt64>
     @usableFromInline let items: [Item]
 
-    @inlinable init(id: UInt64, entries: [UInt64], items: [Item]) {
+    @inlinable init(id: UInt64, entries: Range<UInt64>, items: [Item]) {
       self.id = id
       self.entries = entries
       self.items = items
+    }
+
+    /// A batch of the entries `entries`, which must be consecutive ids (a test's expectation).
+    init(id: UInt64, entries: [UInt64], items: [Item]) {
+      let range = (entries.first ?? 1)..<((entries.last ?? 0) &+ 1)
+      precondition(range.elementsEqual(entries), "BatchAction.Batch: entries must be consecutive (got \(entries))")
+      self.init(id: id, entries: range, items: items)
     }
   }
 

@@ -123,12 +123,14 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
     /// `loader`, of `caller`, waits for the output of `entry`.
     @inlinable
     mutating func admit(_ loader: Loader, of caller: UInt64, to entry: UInt64) {
-      if loaders[entry] == nil {
-        loaders[entry] = EntryLoaders(caller, loader)
-      } else {
-        loaders[entry]?.add(caller, loader)
-      }
+      Self.add(caller, loader, to: &loaders[entry])
       entryOf[caller] = entry
+    }
+
+    /// Adds the loader to an entry's loaders, made if it has none: one look-up of the entry.
+    @inlinable
+    static func add(_ caller: UInt64, _ loader: Loader, to loaders: inout EntryLoaders?) {
+      if loaders == nil { loaders = EntryLoaders(caller, loader) } else { loaders?.add(caller, loader) }
     }
 
     /// The continuation of `caller`, which leaves: the one arriving, or one that waits for room.
@@ -155,8 +157,6 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
     @usableFromInline var failed: [(Caller, any Error)] = []
     /// The batches to send.
     @usableFromInline var batches: [BatchAction<Item>.Batch] = []
-    /// The loaders of a batch that ended, each with its output.
-    @usableFromInline var outputs: [(Loader, Result<Output, any Error>)] = []
     @usableFromInline var arm: TimerSlot.Ticket?
     @usableFromInline var superseded: (any PaceCancellable)?
     @usableFromInline var watchers: Watchers = []
@@ -367,8 +367,11 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
   ) {
     let clock = self.clock
     var untold: [Item] = []
+    // The loaders of each loaded item, by its index in the batch: taken under the lock, told with
+    // it released, each item's output found there too (a look-up in what `send` returned), so
+    // that the lock, which the callers adding items wait for, is held only to take them.
+    var told: [(index: Int, loaders: EntryLoaders)] = []
     let effects = state.withLock { state -> Effects in
-      var outputs: [(Loader, Result<Output, any Error>)] = []
       // Nobody loads (a batcher that only submits): no entry to look up under the lock, which
       // the submitters wait for.
       let anyLoader = !state.loaders.isEmpty
@@ -378,18 +381,17 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
           untold.append(batch.items[index])
           continue
         }
-        let output: Result<Output, any Error> = result.flatMap { outputs in
-          outputs(index).map { .success($0) } ?? .failure(BatcherError.noResult)
-        }
-        group.forEach { caller, loader in
-          state.entryOf[caller] = nil
-          outputs.append((loader, output))
-        }
+        group.forEach { caller, _ in state.entryOf[caller] = nil }
+        told.append((index, group))
       }
       state.endedBatches += 1
-      var effects = state.apply(state.machine.batchEnded(now: clock.now()))
-      effects.outputs = outputs
-      return effects
+      return state.apply(state.machine.batchEnded(now: clock.now()))
+    }
+    for (index, group) in told {
+      let output: Result<Output, any Error> = result.flatMap { outputs in
+        outputs(index).map { .success($0) } ?? .failure(BatcherError.noResult)
+      }
+      group.forEach { _, loader in loader.resume(with: output) }
     }
     if case .failure(let error) = result, !untold.isEmpty { onFailure?(untold, error) }
     carryOut(effects)
@@ -400,7 +402,6 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
   func carryOut(_ effects: Effects) {
     effects.superseded?.cancel()
     if let ticket = effects.arm { arm(ticket) }
-    for (loader, output) in effects.outputs { loader.resume(with: output) }
     for batch in effects.batches { start(batch) }
     for submitter in effects.admitted { submitter.resume() }
     for (caller, error) in effects.failed {
