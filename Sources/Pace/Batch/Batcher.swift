@@ -57,7 +57,8 @@ public enum BatcherError: Error, Equatable, Sendable {
 ///
 /// Items still buffered when the batcher is released are not sent: call ``flush()`` first (an app
 /// going to the background does). Safe from any task; the lock is never held while `send` or
-/// `onFailure` runs or a caller is resumed.
+/// `onFailure` runs, a caller is resumed, or a loaded item's output is looked up in what `send`
+/// returned.
 public final class Batcher<Item: Sendable, Output: Sendable>: Sendable {
   @usableFromInline let storage: BatcherStorage<Item, Output>
 
