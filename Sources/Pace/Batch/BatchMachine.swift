@@ -163,8 +163,7 @@ struct BatchMachine<Item> {
   @inlinable
   mutating func bufferQuietly(_ item: Item, key: BatchKey?) -> Bool {
     guard takesItemQuietly else { return false }
-    store(key)
-    appendQuietly(item)
+    appendQuietly(item, key: key)
     if let key { newest[key] = lastEntry }
     return true
   }
@@ -195,8 +194,7 @@ struct BatchMachine<Item> {
       return armed != nil || inFlight >= maxInFlight ? id : nil
     }
     guard claim != nil else { return nil }
-    store(key)
-    appendQuietly(item)
+    appendQuietly(item, key: key)
     return lastEntry
   }
 
@@ -220,7 +218,16 @@ struct BatchMachine<Item> {
     return inFlight >= maxInFlight || (armed != nil && count &+ 1 < maxCount)
   }
 
-  /// Appends a quiet item, which joins the wait of the oldest, as its arrival.
+  /// ``appendQuietly(_:)`` for an item that may have a key, which it keeps (``store(_:)``).
+  @inlinable
+  mutating func appendQuietly(_ item: Item, key: BatchKey?) {
+    store(key)
+    appendQuietly(item)
+  }
+
+  /// Appends a quiet item, which joins the wait of the oldest, as its arrival. Its key, if any,
+  /// is the caller's to keep: an item without one (a batcher that only submits) then makes,
+  /// copies and destroys no `Optional` key on the way.
   @inlinable
   mutating func appendQuietly(_ item: Item) {
     let arrival = entries[head].arrival
