@@ -96,34 +96,34 @@ private struct SendFailed: Error, Equatable {}
 
   @Test func aSubmitBehindAWaitingItemIsBufferedQuietlyUnlessItFillsTheBatch() {
     var batcher = machine(maxCount: 4)
-    #expect(batcher.bufferQuietly("a", key: nil) == false)  // the first item reads the clock: its maxWait starts
-    #expect(batcher.buffer("a", key: nil, now: ms(0)) == Action(arm: ms(100)))
-    #expect(batcher.bufferQuietly("b", key: nil) == true)
-    #expect(batcher.bufferQuietly("c", key: nil) == true)
-    #expect(batcher.bufferQuietly("d", key: nil) == false)  // it fills the batch
+    #expect(batcher.bufferQuietly("a", hash: nil) == false)  // the first item reads the clock: its maxWait starts
+    #expect(batcher.buffer("a", hash: nil, now: ms(0)) == Action(arm: ms(100)))
+    #expect(batcher.bufferQuietly("b", hash: nil) == true)
+    #expect(batcher.bufferQuietly("c", hash: nil) == true)
+    #expect(batcher.bufferQuietly("d", hash: nil) == false)  // it fills the batch
     #expect(batcher.bufferedCount == 3)
     #expect(
-      batcher.buffer("d", key: nil, now: ms(50))
+      batcher.buffer("d", hash: nil, now: ms(50))
         == Action(batches: [.init(id: 1, entries: [1, 2, 3, 4], items: ["a", "b", "c", "d"])]))
     // The next batch's first item starts its own maxWait, and the timer armed for "a" is kept
     // until it fires.
-    #expect(batcher.bufferQuietly("e", key: nil) == false)
-    #expect(batcher.buffer("e", key: nil, now: ms(60)) == Action())
-    #expect(batcher.bufferQuietly("f", key: nil) == true)
+    #expect(batcher.bufferQuietly("e", hash: nil) == false)
+    #expect(batcher.buffer("e", hash: nil, now: ms(60)) == Action())
+    #expect(batcher.bufferQuietly("f", hash: nil) == true)
     #expect(batcher.timerFired(now: ms(100)) == Action(arm: ms(160)))
     #expect(batcher.timerFired(now: ms(160)) == Action())  // due, but the slot is taken
     // While a due batch waits for a slot, the items behind it wait too, quietly, except the one
     // that will be the next batch's first.
-    #expect(batcher.bufferQuietly("g", key: nil) == true)
-    #expect(batcher.bufferQuietly("h", key: nil) == true)
-    #expect(batcher.bufferQuietly("i", key: nil) == false)
-    #expect(batcher.buffer("i", key: nil, now: ms(165)) == Action())
-    #expect(batcher.bufferQuietly("j", key: nil) == true)
+    #expect(batcher.bufferQuietly("g", hash: nil) == true)
+    #expect(batcher.bufferQuietly("h", hash: nil) == true)
+    #expect(batcher.bufferQuietly("i", hash: nil) == false)
+    #expect(batcher.buffer("i", hash: nil, now: ms(165)) == Action())
+    #expect(batcher.bufferQuietly("j", hash: nil) == true)
     #expect(
       batcher.batchEnded(now: ms(170))
         == Action(
           batches: [.init(id: 2, entries: [5, 6, 7, 8], items: ["e", "f", "g", "h"])], arm: ms(265)))
-    #expect(batcher.bufferQuietly("k", key: nil) == true)
+    #expect(batcher.bufferQuietly("k", hash: nil) == true)
     #expect(batcher.timerFired(now: ms(265)) == Action())
     #expect(
       batcher.batchEnded(now: ms(270))
@@ -132,11 +132,11 @@ private struct SendFailed: Error, Equatable {}
 
   @Test func aDroppingBatcherAndABatchOfOneAlwaysReadTheClock() {
     var dropping = machine(maxCount: 4, capacity: 2, overflow: .dropOldest)
-    _ = dropping.buffer("a", key: nil, now: ms(0))
-    #expect(dropping.bufferQuietly("b", key: nil) == false)
+    _ = dropping.buffer("a", hash: nil, now: ms(0))
+    #expect(dropping.bufferQuietly("b", hash: nil) == false)
     var single = machine(maxCount: 1, maxInFlight: 1)
-    _ = single.buffer("a", key: nil, now: ms(0))
-    #expect(single.bufferQuietly("b", key: nil) == false)
+    _ = single.buffer("a", hash: nil, now: ms(0))
+    #expect(single.bufferQuietly("b", hash: nil) == false)
   }
 
   @Test func hostileDurationsSaturate() {
@@ -225,8 +225,11 @@ private struct SendFailed: Error, Equatable {}
       let maxWait = Int64.random(in: 0...200, using: &random)
       let maxInFlight = Int.random(in: 1...2, using: &random)
       let capacity = Int.random(in: 1...6, using: &random)
-      // A third of the runs only submit: their items never get a key.
+      // A third of the runs only submit: their items are never hashed. Half the runs hash items
+      // by their lowest bit, so that unequal items (0 and 2, 1 and 3) hash alike.
       let loads = seed % 3 != 0
+      let identity =
+        seed % 2 == 0 ? BatchIdentity<Int>(hash: { $0 & 1 }, areEqual: { $0 == $1 }) : BatchIdentity<Int>.hashable
       var machine = BatchMachine<Int>(
         maxCount: maxCount, maxWaitNanoseconds: maxWait * 1_000_000, maxInFlight: maxInFlight, capacity: capacity,
         overflow: overflow)
@@ -260,16 +263,16 @@ private struct SendFailed: Error, Equatable {}
           // The driver's path: keys are made from the first `load` on (the items buffered before
           // it are indexed then); a load that joins, and a call that finds room behind items that
           // wait, are taken quietly where the machine can.
-          if joins, !machine.indexesKeys { machine.indexKeys { BatchKey($0) } }
-          let key = machine.indexesKeys ? BatchKey(item) : nil
+          if joins, !machine.indexesKeys { machine.indexKeys(identity) }
+          let hash = machine.indexesKeys ? identity.hash(item) : nil
           let quietEntry =
-            key == nil
+            hash == nil
             ? (machine.hasRoom && machine.bufferQuietly(item) ? machine.lastEntry : nil)
-            : machine.addQuietly(item, key: key, joins: joins)
+            : machine.addQuietly(item, hash: hash, joins: joins)
           if let quietEntry {
             action = BatchAction(admitted: [.init(caller: caller, entry: quietEntry)])
           } else {
-            action = machine.add(item, key: key, caller: caller, joins: joins, now: ms(now))
+            action = machine.add(item, hash: hash, caller: caller, joins: joins, now: ms(now))
           }
         case 6:
           for index in model.buffer.indices { model.buffer[index].flushed = true }
@@ -369,41 +372,67 @@ final class BatchLog: Sendable {
     #expect(batch.at == ms(100))
   }
 
-  /// A key made from a statically `Hashable` item (a `load`'s) and one from an item found
-  /// `Hashable` at run time (a `submit`'s, to a batcher of any item) are equal, and hash alike,
-  /// when their items are.
-  @Test func keysOfBothKindsAreEqualAndHashAlikeForEqualItems() {
-    #expect(BatchKey("tap") == BatchKey(ifHashable: "tap")!)
-    #expect(BatchKey(ifHashable: "tap")! == BatchKey("tap"))
-    #expect(BatchKey("tap").hashValue == BatchKey(ifHashable: "tap")!.hashValue)
-    #expect(BatchKey(7) == BatchKey(7) && BatchKey(7) != BatchKey(8))
-    #expect(BatchKey("7") != BatchKey(7))
-    #expect(BatchKey(ifHashable: (1, 2)) == nil)
+  /// An item's hash value and equality are the same whether its type is `Hashable` (a `load`'s)
+  /// or it is found `Hashable` at run time (a `submit`'s, to a batcher of any item); an item that
+  /// is not `Hashable` has no hash value, and items of different types are unequal.
+  @Test func bothIdentitiesHashAndCompareEqualItemsAlike() {
+    let statically = BatchIdentity<String>.hashable
+    let dynamically = BatchIdentity<String>.ifHashable
+    #expect(statically.hash("tap") == "tap".hashValue && dynamically.hash("tap") == "tap".hashValue)
+    #expect(statically.areEqual("tap", "tap") && dynamically.areEqual("tap", "tap"))
+    #expect(!statically.areEqual("tap", "open") && !dynamically.areEqual("tap", "open"))
+    let anyItem = BatchIdentity<any Sendable>.ifHashable
+    #expect(anyItem.hash(7) == 7.hashValue)
+    #expect(!anyItem.areEqual("7", 7) && anyItem.areEqual(7, 7))
+    #expect(anyItem.hash((1, 2)) == nil && !anyItem.areEqual((1, 2), (1, 2)))
   }
 
-  /// An item whose every value hashes alike: keys compare their items, not only their hashes.
+  /// An item whose every value hashes alike: entries are found by hash value, then compared.
   struct Colliding: Hashable, Sendable {
     let id: Int
     func hash(into hasher: inout Hasher) { hasher.combine(0) }
   }
 
-  /// A key keeps its item's hash value, and two keys whose hash values are equal still compare
-  /// their items: loads of unequal items that hash alike do not join, and each is sent, while an
-  /// equal item joins the newest of them.
-  @Test func keysThatHashAlikeAreEqualOnlyForEqualItems() {
-    #expect(BatchKey(Colliding(id: 1)).hashValue == BatchKey(Colliding(id: 2)).hashValue)
-    #expect(BatchKey(Colliding(id: 1)) != BatchKey(Colliding(id: 2)))
-    #expect(BatchKey(Colliding(id: 1)) == BatchKey(ifHashable: Colliding(id: 1))!)
+  /// Two entries whose items hash alike are still told apart by their items: loads of unequal
+  /// items that hash alike do not join, and each is sent, while an equal item joins its own entry,
+  /// the newest of the hash value or an older one it links to.
+  @Test func itemsThatHashAlikeJoinOnlyEqualItems() {
+    #expect(Colliding(id: 1).hashValue == Colliding(id: 2).hashValue)
+    let hash = Colliding(id: 1).hashValue
     var machine = BatchMachine<Colliding>(
       maxCount: 10, maxWaitNanoseconds: 100_000_000, maxInFlight: 1, capacity: 10, overflow: .suspend)
-    machine.indexKeys { BatchKey($0) }
+    machine.indexKeys(.hashable)
     #expect(machine.add(Colliding(id: 1), caller: 1, joins: true, now: ms(0)).admitted == [.init(caller: 1, entry: 1)])
-    #expect(machine.addQuietly(Colliding(id: 2), key: BatchKey(Colliding(id: 2)), joins: true) == 2)
-    #expect(machine.addQuietly(Colliding(id: 1), key: BatchKey(Colliding(id: 1)), joins: true) == 1)
-    #expect(machine.add(Colliding(id: 2), caller: 4, joins: true, now: ms(1)).admitted == [.init(caller: 4, entry: 2)])
-    #expect(machine.flush(now: ms(2)).batches == [.init(id: 1, entries: [1, 2], items: [.init(id: 1), .init(id: 2)])])
-    // Sent: the keys are forgotten, and a new load of either is a new entry.
-    #expect(machine.add(Colliding(id: 1), caller: 5, joins: true, now: ms(3)).admitted == [.init(caller: 5, entry: 3)])
+    #expect(machine.addQuietly(Colliding(id: 2), hash: hash, joins: true) == 2)
+    #expect(machine.addQuietly(Colliding(id: 3), hash: hash, joins: true) == 3)
+    // The newest of the hash value is entry 3: entry 1 is found through the links.
+    #expect(machine.addQuietly(Colliding(id: 1), hash: hash, joins: true) == 1)
+    #expect(machine.add(Colliding(id: 2), caller: 5, joins: true, now: ms(1)).admitted == [.init(caller: 5, entry: 2)])
+    #expect(
+      machine.flush(now: ms(2)).batches == [
+        .init(id: 1, entries: [1, 2, 3], items: [.init(id: 1), .init(id: 2), .init(id: 3)])
+      ])
+    // Sent: the hash value is forgotten, and a new load of any of them is a new entry.
+    #expect(machine.add(Colliding(id: 1), caller: 6, joins: true, now: ms(3)).admitted == [.init(caller: 6, entry: 4)])
+  }
+
+  /// Entries leave the buffer oldest first: an entry sent while a newer one of its hash value
+  /// stays buffered is still linked from it, and a load of its item passes it over as sent.
+  @Test func anItemSentIsNotJoinedThroughANewerOneThatHashesAlike() {
+    var machine = BatchMachine<Colliding>(
+      maxCount: 1, maxWaitNanoseconds: 100_000_000, maxInFlight: 1, capacity: 10, overflow: .suspend)
+    func load(_ id: Int, caller: UInt64, at now: Int64) -> BatchAction<Colliding> {
+      machine.add(Colliding(id: id), caller: caller, joins: true, now: ms(now))
+    }
+    // Entry 1 takes the one slot; entries 2 (item 1) and 3 (item 2, linked to 2) wait for it.
+    #expect(load(9, caller: 1, at: 0).batches.map(\.entries) == [1..<2])
+    #expect(load(1, caller: 2, at: 0).admitted == [.init(caller: 2, entry: 2)])
+    #expect(load(2, caller: 3, at: 0).admitted == [.init(caller: 3, entry: 3)])
+    // The slot is free: entry 2 is sent, and entry 3, still buffered, links to it.
+    #expect(machine.batchEnded(now: ms(1)).batches.map(\.entries) == [2..<3])
+    #expect(load(1, caller: 4, at: 1).admitted == [.init(caller: 4, entry: 4)])
+    #expect(load(2, caller: 5, at: 1).admitted == [.init(caller: 5, entry: 3)])
+    #expect(load(1, caller: 6, at: 1).admitted == [.init(caller: 6, entry: 4)])
   }
 
   /// A batcher indexes its items by key only from its first `load` (a batcher that only submits

@@ -9,16 +9,17 @@
 ///   `maxWait`, or when the oldest was buffered before a `flush`. A due batch is sent as soon as
 ///   fewer than `maxInFlight` batches are in flight; it takes up to `maxCount` items, oldest first.
 /// - A `load` whose item is already buffered (not yet sent) joins that entry: the item is sent
-///   once. A `submit` always buffers an entry of its own. Entries are told apart for joining by
-///   their key, which the driver gives (the item itself, where items are `Hashable`); an item
-///   without a key can be neither joined nor join.
+///   once. A `submit` always buffers an entry of its own. An entry is found for joining by its
+///   item's hash value, which the driver gives, and then by the items' equality
+///   (``BatchIdentity``); an item without a hash value (not `Hashable`) can be neither joined nor
+///   join.
 /// - At most `capacity` items are buffered; beyond that, ``BatchOverflow`` decides.
 @usableFromInline
 struct BatchMachine<Item> {
   // The events are `@inlinable`, so that a batcher's calls are specialised for its `Item`.
 
-  /// One buffered item. Its key is kept apart, in `keys`: an entry without one is then as cheap
-  /// to copy as its item (a key holds an existential, copied through the runtime).
+  /// One buffered item. Its hash value is kept apart, in `links`: an entry of a batcher that only
+  /// submits is then as cheap to copy as its item.
   @usableFromInline
   struct Entry {
     @usableFromInline let id: UInt64
@@ -38,14 +39,27 @@ struct BatchMachine<Item> {
   struct Waiter {
     @usableFromInline let caller: UInt64
     @usableFromInline let item: Item
-    @usableFromInline var key: BatchKey?
+    @usableFromInline var hash: Int?
     @usableFromInline let joins: Bool
 
-    @inlinable init(caller: UInt64, item: Item, key: BatchKey?, joins: Bool) {
+    @inlinable init(caller: UInt64, item: Item, hash: Int?, joins: Bool) {
       self.caller = caller
       self.item = item
-      self.key = key
+      self.hash = hash
       self.joins = joins
+    }
+  }
+
+  /// What a `load` joins an entry by: its item's hash value, and the next older buffered entry
+  /// whose item has the same hash value (`0`: none), for unequal items that hash alike.
+  @usableFromInline
+  struct Link {
+    @usableFromInline let hash: Int
+    @usableFromInline let older: UInt64
+
+    @inlinable init(hash: Int, older: UInt64) {
+      self.hash = hash
+      self.older = older
     }
   }
 
@@ -59,13 +73,18 @@ struct BatchMachine<Item> {
   @usableFromInline var entries: [Entry] = []
   @usableFromInline var head = 0
   /// What a `load` of an equal item joins each entry by (`nil`: it cannot be joined), at the
-  /// entry's index, once any entry has had a key (``storesKeys``); empty until then.
-  @usableFromInline var keys: [BatchKey?] = []
+  /// entry's index, once any entry has had a hash value (``storesKeys``); empty until then.
+  @usableFromInline var links: [Link?] = []
   @usableFromInline var storesKeys = false
-  /// The newest buffered entry of each key, for `load`s to join.
-  @usableFromInline var newest: [BatchKey: UInt64] = [:]
-  /// Whether entries are indexed by key in `newest`: from the first `load` on. Until then (a
-  /// batcher that only submits) no key is made or hashed: the driver passes `nil`.
+  /// The newest buffered entry of each hash value, for `load`s to join; it links to the older
+  /// ones. The entries leave the buffer oldest first, so an entry that leaves is either the
+  /// newest of its hash value, and forgotten here, or linked only from entries still buffered,
+  /// and passed over as sent.
+  @usableFromInline var newest: [Int: UInt64] = [:]
+  /// Whether two items of one hash value are equal: the driver's, from the first `load` on.
+  @usableFromInline var areEqual: @Sendable (Item, Item) -> Bool = { _, _ in false }
+  /// Whether entries are indexed by hash value in `newest`: from the first `load` on. Until then
+  /// (a batcher that only submits) no item is hashed: the driver passes `nil`.
   @usableFromInline var indexesKeys = false
   /// The callers waiting for room, in arrival order.
   @usableFromInline var waiters: [Waiter] = []
@@ -100,17 +119,17 @@ struct BatchMachine<Item> {
     self.overflow = overflow
   }
 
-  /// The caller `caller` adds `item`, told apart by `key`, at `now`; `joins` for a `load`, which
-  /// joins a buffered entry of the same key.
+  /// The caller `caller` adds `item`, whose hash value is `hash`, at `now`; `joins` for a
+  /// `load`, which joins a buffered entry of an equal item.
   @inlinable
   mutating func add(
-    _ item: Item, key: BatchKey?, caller: UInt64, joins: Bool, now: PaceInstant
+    _ item: Item, hash: Int?, caller: UInt64, joins: Bool, now: PaceInstant
   ) -> BatchAction<Item> {
     var action = BatchAction<Item>()
-    if joins, let key, let id = newest[key] {
+    if joins, let hash, let id = bufferedEntry(equalTo: item, hash: hash) {
       action.admitted.append(.init(caller: caller, entry: id))
     } else if bufferedCount < capacity {
-      action.admitted.append(.init(caller: caller, entry: append(item, key: key, now: now)))
+      action.admitted.append(.init(caller: caller, entry: append(item, hash: hash, now: now)))
     } else {
       switch overflow {
       case .reject:
@@ -118,34 +137,64 @@ struct BatchMachine<Item> {
         return action
       case .dropOldest:
         action.dropped.append(dropFirst())
-        action.admitted.append(.init(caller: caller, entry: append(item, key: key, now: now)))
+        action.admitted.append(.init(caller: caller, entry: append(item, hash: hash, now: now)))
       case .suspend:
-        waiters.append(Waiter(caller: caller, item: item, key: key, joins: joins))
+        waiters.append(Waiter(caller: caller, item: item, hash: hash, joins: joins))
       }
     }
     sendDue(now: now, into: &action)
     return action
   }
 
-  /// Indexes the buffered entries and the waiting callers by key, with `keyOf`, before the first
-  /// `load` joins one; from then on the driver passes every item's key.
+  /// Indexes the buffered entries and the waiting callers by hash value, with `identity`,
+  /// before the first `load` joins one; from then on the driver passes every item's hash value.
   @usableFromInline
-  mutating func indexKeys(_ keyOf: (Item) -> BatchKey?) {
+  mutating func indexKeys(_ identity: BatchIdentity<Item>) {
     indexesKeys = true
     storesKeys = true
-    keys = entries.indices.map { $0 < head ? nil : keyOf(entries[$0].item) }
+    areEqual = identity.areEqual
+    links = Array(repeating: nil, count: head)
     for index in head..<entries.count {
-      if let key = keys[index] { newest[key] = entries[index].id }
+      guard let hash = identity.hash(entries[index].item) else {
+        links.append(nil)
+        continue
+      }
+      let older = newest.updateValue(entries[index].id, forKey: hash) ?? 0
+      links.append(Link(hash: hash, older: older))
     }
-    for index in waiters.indices { waiters[index].key = keyOf(waiters[index].item) }
+    for index in waiters.indices { waiters[index].hash = identity.hash(waiters[index].item) }
+  }
+
+  /// The buffered entry of an item equal to `item`, whose hash value is `hash`: the newest of
+  /// that hash value, or an older one it links to.
+  @inlinable
+  func bufferedEntry(equalTo item: Item, hash: Int) -> UInt64? {
+    guard let id = newest[hash] else { return nil }
+    return entry(equalTo: item, from: id)
+  }
+
+  /// The buffered entry `id`, the newest of its hash value, or the first of the older ones it
+  /// links to, whose item is equal to `item`; `nil` once the links reach an entry already sent.
+  @inlinable
+  func entry(equalTo item: Item, from id: UInt64) -> UInt64? {
+    // Ids are consecutive across `entries`: an id's index is its distance from the first.
+    let first = entries[0].id
+    let oldestBuffered = entries[head].id
+    var id = id
+    while id >= oldestBuffered {
+      let index = Int(truncatingIfNeeded: id &- first)
+      if areEqual(entries[index].item, item) { return id }
+      id = links[index]?.older ?? 0
+    }
+    return nil
   }
 
   /// A `submit` of `item` that finds room (``hasRoom``) at `now`: buffered at once, with no
   /// caller to admit, so that the driver needs no continuation for it.
   @inlinable
-  mutating func buffer(_ item: Item, key: BatchKey?, now: PaceInstant) -> BatchAction<Item> {
+  mutating func buffer(_ item: Item, hash: Int?, now: PaceInstant) -> BatchAction<Item> {
     var action = BatchAction<Item>()
-    _ = append(item, key: key, now: now)
+    _ = append(item, hash: hash, now: now)
     sendDue(now: now, into: &action)
     return action
   }
@@ -154,47 +203,53 @@ struct BatchMachine<Item> {
   /// joins items that wait, either for the oldest one's `maxWait` (the timer is armed) without
   /// filling a batch, or for a slot (a batch is due), and it is not a batch's first item. It is
   /// buffered without the clock, its arrival never read, and with no action. Returns `false`,
-  /// changing nothing, for any other item; ``buffer(_:key:now:)`` takes it.
+  /// changing nothing, for any other item; ``buffer(_:hash:now:)`` takes it.
   ///
   /// Only a batch's first item starts a `maxWait`, and the first items are those at multiples
   /// of `maxCount` from the oldest: a batch takes `maxCount` items, or every item buffered. A
   /// dropped oldest item would move them, which is why ``BatchOverflow/dropOldest`` always reads
   /// the clock. An oldest item whose `maxWait` has passed is sent by its timer.
   @inlinable
-  mutating func bufferQuietly(_ item: Item, key: BatchKey?) -> Bool {
+  mutating func bufferQuietly(_ item: Item, hash: Int?) -> Bool {
     guard takesItemQuietly else { return false }
-    appendQuietly(item, key: key)
-    if let key { newest[key] = lastEntry }
+    appendQuietly(item, hash: hash)
     return true
   }
 
-  /// ``bufferQuietly(_:key:)`` for an item without a key, as every item of a batcher that only
-  /// submits: no key is made, copied or destroyed on the way.
+  /// ``bufferQuietly(_:hash:)`` for an item without a hash value, as every item of a batcher
+  /// that only submits: no `Optional` is made or stored on the way.
   @inlinable
   mutating func bufferQuietly(_ item: Item) -> Bool {
     guard takesItemQuietly else { return false }
-    if storesKeys { keys.append(nil) }
+    if storesKeys { links.append(nil) }
     appendQuietly(item)
     return true
   }
 
-  /// A call of `item` that joins a buffered entry (`joins`, by `key`), or is buffered quietly
-  /// (``bufferQuietly(_:key:)``, with room and nobody waiting before it): it changes nothing but
-  /// the buffer, needs no clock and makes no action. Returns the entry, or `nil`, changing
-  /// nothing, for any other call; ``add(_:key:caller:joins:now:)`` takes it.
+  /// A call of `item` that joins a buffered entry (`joins`, of an equal item), or is buffered
+  /// quietly (``bufferQuietly(_:hash:)``, with room and nobody waiting before it): it changes
+  /// nothing but the buffer, needs no clock and makes no action. Returns the entry, or `nil`,
+  /// changing nothing, for any other call; ``add(_:hash:caller:joins:now:)`` takes it.
   ///
-  /// A join is quiet while the timer is armed or every slot is taken: then ``add(_:key:caller:joins:now:)``
-  /// would send nothing that the timer or a batch's end does not.
+  /// A join is quiet while the timer is armed or every slot is taken: then
+  /// ``add(_:hash:caller:joins:now:)`` would send nothing that the timer or a batch's end does not.
   @inlinable
-  mutating func addQuietly(_ item: Item, key: BatchKey?, joins: Bool) -> UInt64? {
-    guard joins, let key else { return hasRoom && bufferQuietly(item, key: key) ? lastEntry : nil }
-    // One look-up of the key, to join it or to claim it for the new entry.
+  mutating func addQuietly(_ item: Item, hash: Int?, joins: Bool) -> UInt64? {
+    guard joins, let hash else { return hasRoom && bufferQuietly(item, hash: hash) ? lastEntry : nil }
+    // One look-up of the hash value, to join its entry or to claim it for the new entry.
     let claim = hasRoom && takesItemQuietly ? lastEntry &+ 1 : nil
-    if let id = Self.joinOrClaim(&newest[key], claim) {
+    guard let newestOfHash = Self.joinOrClaim(&newest[hash], claim) else {
+      guard claim != nil else { return nil }
+      store(Link(hash: hash, older: 0))
+      appendQuietly(item)
+      return lastEntry
+    }
+    if let id = entry(equalTo: item, from: newestOfHash) {
       return armed != nil || inFlight >= maxInFlight ? id : nil
     }
+    // Only unequal items hash alike: a new entry, which links to them.
     guard claim != nil else { return nil }
-    appendQuietly(item, key: key)
+    appendQuietly(item, hash: hash)
     return lastEntry
   }
 
@@ -207,7 +262,7 @@ struct BatchMachine<Item> {
   }
 
   /// Whether a new item, with room for it, would change nothing but the buffer
-  /// (``bufferQuietly(_:key:)``).
+  /// (``bufferQuietly(_:hash:)``).
   @inlinable
   var takesItemQuietly: Bool {
     let count = bufferedCount
@@ -218,16 +273,17 @@ struct BatchMachine<Item> {
     return inFlight >= maxInFlight || (armed != nil && count &+ 1 < maxCount)
   }
 
-  /// ``appendQuietly(_:)`` for an item that may have a key, which it keeps (``store(_:)``).
+  /// ``appendQuietly(_:)`` for an item that may have a hash value, which it keeps
+  /// (``link(_:)``).
   @inlinable
-  mutating func appendQuietly(_ item: Item, key: BatchKey?) {
-    store(key)
+  mutating func appendQuietly(_ item: Item, hash: Int?) {
+    link(hash)
     appendQuietly(item)
   }
 
-  /// Appends a quiet item, which joins the wait of the oldest, as its arrival. Its key, if any,
-  /// is the caller's to keep: an item without one (a batcher that only submits) then makes,
-  /// copies and destroys no `Optional` key on the way.
+  /// Appends a quiet item, which joins the wait of the oldest, as its arrival. Its link, if any,
+  /// is the caller's to keep: an item without one (a batcher that only submits) then makes and
+  /// stores no `Optional` on the way.
   @inlinable
   mutating func appendQuietly(_ item: Item) {
     let arrival = entries[head].arrival
@@ -275,33 +331,42 @@ struct BatchMachine<Item> {
 
   /// Buffers `item` as a new entry; returns its id.
   @inlinable
-  mutating func append(_ item: Item, key: BatchKey?, now: PaceInstant) -> UInt64 {
-    store(key)
+  mutating func append(_ item: Item, hash: Int?, now: PaceInstant) -> UInt64 {
+    link(hash)
     lastEntry &+= 1
     entries.append(Entry(id: lastEntry, item: item, arrival: now))
-    if let key { newest[key] = lastEntry }
     return lastEntry
   }
 
-  /// Keeps the key of the entry about to be appended; from the first key on, every entry's.
+  /// Makes the entry about to be appended, whose item's hash value is `hash`, the newest of that
+  /// hash value, linked to the one that was (one look-up); keeps its link (``store(_:)``).
   @inlinable
-  mutating func store(_ key: BatchKey?) {
-    if !storesKeys {
-      guard key != nil else { return }
-      storesKeys = true
-      keys = Array(repeating: nil, count: entries.count)
-    }
-    keys.append(key)
+  mutating func link(_ hash: Int?) {
+    guard let hash else { return store(nil) }
+    store(Link(hash: hash, older: newest.updateValue(lastEntry &+ 1, forKey: hash) ?? 0))
   }
 
-  /// The entry leaves the buffer: a `load` can no longer join it.
+  /// Keeps the link of the entry about to be appended; from the first link on, every entry's.
+  @inlinable
+  mutating func store(_ link: Link?) {
+    if !storesKeys {
+      guard link != nil else { return }
+      storesKeys = true
+      links = Array(repeating: nil, count: entries.count)
+    }
+    links.append(link)
+  }
+
+  /// The entry leaves the buffer: a `load` can no longer join it. It is the oldest buffered, so
+  /// it is the newest of its hash value only if it is the last one.
   @inlinable
   mutating func forget(at index: Int) {
-    guard storesKeys, let key = keys[index] else { return }
-    Self.empty(&newest[key], ifItHolds: entries[index].id)
+    guard storesKeys, let link = links[index] else { return }
+    Self.empty(&newest[link.hash], ifItHolds: entries[index].id)
   }
 
-  /// Empties `slot` if it holds `id`: one look-up of the key, where a read and a removal are two.
+  /// Empties `slot` if it holds `id`: one look-up of the hash value, where a read and a removal
+  /// are two.
   @inlinable
   static func empty(_ slot: inout UInt64?, ifItHolds id: UInt64) {
     if slot == id { slot = nil }
@@ -346,7 +411,7 @@ struct BatchMachine<Item> {
     }
     if head > 64, head * 2 > entries.count {
       entries.removeFirst(head)
-      if storesKeys { keys.removeFirst(head) }
+      if storesKeys { links.removeFirst(head) }
       head = 0
     }
     let deadline: PaceInstant? =
@@ -371,10 +436,10 @@ struct BatchMachine<Item> {
     var admitted = 0
     while admitted < waiters.count {
       let waiter = waiters[admitted]
-      if waiter.joins, let key = waiter.key, let id = newest[key] {
+      if waiter.joins, let hash = waiter.hash, let id = bufferedEntry(equalTo: waiter.item, hash: hash) {
         action.admitted.append(.init(caller: waiter.caller, entry: id))
       } else if bufferedCount < capacity {
-        action.admitted.append(.init(caller: waiter.caller, entry: append(waiter.item, key: waiter.key, now: now)))
+        action.admitted.append(.init(caller: waiter.caller, entry: append(waiter.item, hash: waiter.hash, now: now)))
       } else {
         break
       }
@@ -384,87 +449,50 @@ struct BatchMachine<Item> {
   }
 }
 
-/// What a `load` joins a buffered item by: the item, where it is `Hashable`.
-///
-/// It holds the item itself, `Sendable` as `Batcher`'s items are, and the item's hash value,
-/// computed once where the key is made: the machine looks a key up, stores it and removes it,
-/// each a hash, and a probe compares the keys it passes, each through the existential. So a key
-/// hashes as its stored hash value, and two keys whose hash values differ are unequal without a
-/// look at their items; equal items have equal hash values, whichever kind holds them.
-///
-/// A statically `Hashable` item compares as itself, through its own witnesses, and its key is
-/// made in the caller's module (`@inlinable`), where the holder's type is known: unspecialised,
-/// it was looked up at run time for every key. An item found `Hashable` at run time only
-/// (`Batcher`'s initialiser for any item) compares through `AnyHashable`.
+/// How a `load` finds a buffered item equal to its own: by the item's hash value, then by the
+/// items' equality. The machine keeps only hash values (`Int`s, as cheap to hash, copy and compare
+/// as the dictionary's own keys) and compares items only where their hash values are equal, so no
+/// item is boxed or cast per call: equal items have equal hash values under `Hashable`'s contract.
 @usableFromInline
-struct BatchKey: Hashable, Sendable {
-  @usableFromInline let item: any HashableItem
-  @usableFromInline let itemHash: Int
+struct BatchIdentity<Item>: Sendable {
+  /// The item's hash value; `nil` for an item that cannot be joined (not `Hashable`).
+  @usableFromInline let hash: @Sendable (Item) -> Int?
+  /// Whether two items with equal hash values are equal.
+  @usableFromInline let areEqual: @Sendable (Item, Item) -> Bool
 
-  @inlinable init(_ item: some Hashable & Sendable) {
-    self.item = StaticallyHashable(item: item)
-    itemHash = item.hashValue
-  }
-
-  /// The key of an item whose type is `Hashable` at run time only (`Batcher`'s initialiser for
-  /// any item), or `nil` where it is not.
-  @usableFromInline init?(ifHashable item: some Sendable) {
-    guard let hashable = item as? any Hashable else { return nil }
-    self.item = DynamicallyHashable(item: item)
-    itemHash = hashable.hashValue
-  }
-
-  @inlinable static func == (left: BatchKey, right: BatchKey) -> Bool {
-    left.itemHash == right.itemHash && left.item.isEqual(to: right.item)
-  }
-
-  @inlinable func hash(into hasher: inout Hasher) {
-    hasher.combine(itemHash)
+  @inlinable init(hash: @escaping @Sendable (Item) -> Int?, areEqual: @escaping @Sendable (Item, Item) -> Bool) {
+    self.hash = hash
+    self.areEqual = areEqual
   }
 }
 
-/// A `Sendable` item seen as `Hashable`.
-@usableFromInline
-protocol HashableItem: Sendable {
-  var anyHashable: AnyHashable { get }
-  func isEqual(to other: any HashableItem) -> Bool
-}
-
-/// An item whose type is `Hashable`.
-@usableFromInline
-struct StaticallyHashable<Item: Hashable & Sendable>: HashableItem {
-  @usableFromInline let item: Item
-
-  @inlinable init(item: Item) {
-    self.item = item
-  }
-
-  @usableFromInline var anyHashable: AnyHashable { AnyHashable(item) }
-
-  @inlinable func isEqual(to other: any HashableItem) -> Bool {
-    if let other = other as? Self { return item == other.item }
-    return anyHashable == other.anyHashable
+extension BatchIdentity where Item: Sendable {
+  /// For an item that may be `Hashable` at run time only (`Batcher`'s initialiser for any
+  /// item): such an item is hashed and compared as an `AnyHashable`; any other has no hash value.
+  @usableFromInline static var ifHashable: Self {
+    Self(
+      hash: { ($0 as? any Hashable)?.hashValue },
+      areEqual: { left, right in
+        guard let left = left as? any Hashable, let right = right as? any Hashable else { return false }
+        return AnyHashable(left) == AnyHashable(right)
+      })
   }
 }
 
-/// An item found `Hashable` at run time, when its key was made.
-private struct DynamicallyHashable<Item: Sendable>: HashableItem {
-  let item: Item
-
-  var anyHashable: AnyHashable {
-    guard let hashable = item as? any Hashable else {
-      preconditionFailure("BatchKey: made only from an item found Hashable")
-    }
-    return AnyHashable(hashable)
+extension BatchIdentity where Item: Hashable & Sendable {
+  /// For a `Hashable` item: its own hash value and equality, specialised where the batcher is
+  /// made (`@inlinable`).
+  @inlinable static var hashable: Self {
+    Self(hash: { $0.hashValue }, areEqual: { $0 == $1 })
   }
-
-  func isEqual(to other: any HashableItem) -> Bool { anyHashable == other.anyHashable }
 }
 
 extension BatchMachine where Item: Hashable & Sendable {
-  /// ``add(_:key:caller:joins:now:)`` for an item that is its own key.
+  /// ``add(_:hash:caller:joins:now:)`` for a `Hashable` item, indexing entries by hash value
+  /// first if the machine does not yet.
   mutating func add(_ item: Item, caller: UInt64, joins: Bool, now: PaceInstant) -> BatchAction<Item> {
-    add(item, key: BatchKey(item), caller: caller, joins: joins, now: now)
+    if !indexesKeys { indexKeys(.hashable) }
+    return add(item, hash: item.hashValue, caller: caller, joins: joins, now: now)
   }
 }
 
@@ -538,6 +566,7 @@ extension BatchAction.Batch: Equatable where Item: Equatable {}
 extension BatchMachine: Sendable where Item: Sendable {}
 extension BatchMachine.Entry: Sendable where Item: Sendable {}
 extension BatchMachine.Waiter: Sendable where Item: Sendable {}
+extension BatchMachine.Link: Sendable {}
 extension BatchAction: Sendable where Item: Sendable {}
 extension BatchAction.Batch: Sendable where Item: Sendable {}
 extension BatchAction.Admission: Sendable {}

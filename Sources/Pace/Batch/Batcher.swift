@@ -65,7 +65,7 @@ public final class Batcher<Item: Sendable, Output: Sendable>: Sendable {
   @usableFromInline
   init(
     maximumCount: Int, maximumWait: Duration, maximumInFlight: Int, bufferCapacity: Int, overflow: BatchOverflow,
-    clock: AsyncClock, key: @escaping @Sendable (Item) -> BatchKey?,
+    clock: AsyncClock, identity: BatchIdentity<Item>,
     onFailure: (@Sendable ([Item], any Error) -> Void)?,
     send: @escaping @Sendable ([Item]) async throws -> @Sendable (Int) -> Output?
   ) {
@@ -76,7 +76,7 @@ public final class Batcher<Item: Sendable, Output: Sendable>: Sendable {
     let machine = BatchMachine<Item>(
       maxCount: maximumCount, maxWaitNanoseconds: maximumWait.paceNanoseconds, maxInFlight: maximumInFlight,
       capacity: bufferCapacity, overflow: overflow)
-    storage = BatcherStorage(machine: machine, clock: clock, key: key, onFailure: onFailure, send: send)
+    storage = BatcherStorage(machine: machine, clock: clock, identity: identity, onFailure: onFailure, send: send)
   }
 
   /// Adds `item` to the next batch, and returns once it is buffered: at once, unless the buffer
@@ -196,7 +196,7 @@ extension Batcher where Item: Hashable {
   ) where C.Duration == Duration {
     self.init(
       maximumCount: maximumCount, maximumWait: maximumWait, maximumInFlight: maximumInFlight,
-      bufferCapacity: bufferCapacity, overflow: overflow, clock: AsyncClock(clock), key: { BatchKey($0) },
+      bufferCapacity: bufferCapacity, overflow: overflow, clock: AsyncClock(clock), identity: .hashable,
       onFailure: onFailure
     ) { items in
       let outputs = try await send(items)
@@ -215,7 +215,7 @@ extension Batcher where Item: Hashable {
   ///   `CancellationError` at once if the task is cancelled (the item is still sent).
   @inlinable
   public func load(_ item: Item, isolation: isolated (any Actor)? = #isolation) async throws -> Output {
-    try await storage.load(item, key: BatchKey(item), isolation: isolation)
+    try await storage.load(item, hash: item.hashValue, isolation: isolation)
   }
 }
 
@@ -236,7 +236,7 @@ extension Batcher where Output == Void {
       maximumCount: maximumCount, maximumWait: maximumWait, maximumInFlight: maximumInFlight,
       bufferCapacity: bufferCapacity, overflow: overflow, clock: AsyncClock(clock),
       // A `Hashable` item (found at run time: this initialiser takes any) is joined by a `load`.
-      key: { BatchKey(ifHashable: $0) }, onFailure: onFailure
+      identity: .ifHashable, onFailure: onFailure
     ) { items in
       try await send(items)
       return { _ in () }

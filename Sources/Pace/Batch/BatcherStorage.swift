@@ -166,18 +166,18 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
 
   @usableFromInline let clock: AsyncClock
   @usableFromInline let send: Send
-  /// What a `load` of an item joins by: the item itself where it is `Hashable`, `nil` otherwise.
-  @usableFromInline let key: @Sendable (Item) -> BatchKey?
+  /// How a `load` of an item finds an equal one buffered, where items are `Hashable`.
+  @usableFromInline let identity: BatchIdentity<Item>
   @usableFromInline let onFailure: OnFailure?
   @usableFromInline let state: LockedState<State>
 
   init(
-    machine: BatchMachine<Item>, clock: AsyncClock, key: @escaping @Sendable (Item) -> BatchKey?,
+    machine: BatchMachine<Item>, clock: AsyncClock, identity: BatchIdentity<Item>,
     onFailure: OnFailure?, send: @escaping Send
   ) {
     self.clock = clock
     self.send = send
-    self.key = key
+    self.identity = identity
     self.onFailure = onFailure
     state = LockedState(State(machine: machine))
   }
@@ -187,16 +187,16 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
     state.withLock { $0.timer.disarm() }?.cancel()
   }
 
-  /// Adds `item`, joined by `key`, and waits for its output.
+  /// Adds `item`, whose hash value is `hash`, and waits for its output.
   @inlinable
-  func load(_ item: Item, key: BatchKey, isolation: isolated (any Actor)?) async throws -> Output {
+  func load(_ item: Item, hash: Int, isolation: isolated (any Actor)?) async throws -> Output {
     // A task cancelled already is refused in `add`, under the lock: one check of its
     // cancellation a call (a 16-byte atomic read in the runtime).
     let caller = nextCaller()
     return try await withTaskCancellationHandler(
       operation: {
         try await withUnsafeThrowingContinuation(isolation: isolation) { (loader: Loader) in
-          add(item, key: key, from: caller, .load(loader))
+          add(item, hash: hash, from: caller, .load(loader))
         }
       },
       onCancel: {
@@ -229,13 +229,13 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
       guard state.machine.hasRoom else { return .noRoom }
       state.calls += 1
       guard state.machine.indexesKeys else {
-        // A batcher that only submits (the common case): no key to make.
+        // A batcher that only submits (the common case): no item to hash.
         if state.watchers.isEmpty, state.machine.bufferQuietly(item) { return .quietly }
-        return .withEffects(state.apply(state.machine.buffer(item, key: nil, now: self.clock.now())))
+        return .withEffects(state.apply(state.machine.buffer(item, hash: nil, now: self.clock.now())))
       }
-      let key = self.key(item)
-      if state.watchers.isEmpty, state.machine.bufferQuietly(item, key: key) { return .quietly }
-      return .withEffects(state.apply(state.machine.buffer(item, key: key, now: self.clock.now())))
+      let hash = self.identity.hash(item)
+      if state.watchers.isEmpty, state.machine.bufferQuietly(item, hash: hash) { return .quietly }
+      return .withEffects(state.apply(state.machine.buffer(item, hash: hash, now: self.clock.now())))
     }
     switch buffered {
     case .quietly:
@@ -259,9 +259,9 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
       guard state.machine.overflow == .dropOldest else { return nil }
       state.calls += 1
       state.lastCaller &+= 1
-      let key = state.machine.indexesKeys ? self.key(item) : nil
+      let hash = state.machine.indexesKeys ? self.identity.hash(item) : nil
       return state.apply(
-        state.machine.add(item, key: key, caller: state.lastCaller, joins: false, now: clock.now()))
+        state.machine.add(item, hash: hash, caller: state.lastCaller, joins: false, now: clock.now()))
     }
     guard let effects else { return false }
     carryOut(effects)
@@ -276,7 +276,7 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
     try await withTaskCancellationHandler(
       operation: {
         try await withUnsafeThrowingContinuation(isolation: isolation) { (submitter: Submitter) in
-          add(item, key: nil, from: caller, .submit(submitter))
+          add(item, hash: nil, from: caller, .submit(submitter))
         }
       },
       onCancel: {
@@ -298,10 +298,11 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
   }
 
   /// Hands `item` to the machine for `caller`, whose continuation waits for room (a `load` joins
-  /// an equal item already buffered, by `key`); a caller whose task is cancelled already fails at
-  /// once. A submitted item's key is made here, once a `load` has made the machine index keys.
+  /// an equal item already buffered, found by its hash value `hash`); a caller whose task is
+  /// cancelled already fails at once. A submitted item is hashed here, once a `load` has made the
+  /// machine index hash values.
   @inlinable
-  func add(_ item: Item, key: BatchKey?, from caller: UInt64, _ continuation: Caller) {
+  func add(_ item: Item, hash: Int?, from caller: UInt64, _ continuation: Caller) {
     let joins = if case .load = continuation { true } else { false }
     let effects = state.withLock { state -> Effects in
       guard !Task.isCancelled else {
@@ -310,20 +311,20 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
         return effects
       }
       state.calls += 1
-      if joins, !state.machine.indexesKeys { state.machine.indexKeys(self.key) }
-      let key = joins ? key : state.machine.indexesKeys ? self.key(item) : nil
+      if joins, !state.machine.indexesKeys { state.machine.indexKeys(self.identity) }
+      let hash = joins ? hash : state.machine.indexesKeys ? self.identity.hash(item) : nil
       // A load that joins an entry, or is buffered behind items that wait, changes nothing else:
       // no clock to read, no action to make (the clock is read through `self` below: a copy of
       // it would retain its closures).
       if state.watchers.isEmpty, case .load(let loader) = continuation,
-        let entry = state.machine.addQuietly(item, key: key, joins: true)
+        let entry = state.machine.addQuietly(item, hash: hash, joins: true)
       {
         state.admit(loader, of: caller, to: entry)
         return Effects()
       }
       state.arriving = (caller, continuation)
       let effects = state.apply(
-        state.machine.add(item, key: key, caller: caller, joins: joins, now: self.clock.now()))
+        state.machine.add(item, hash: hash, caller: caller, joins: joins, now: self.clock.now()))
       if let arriving = state.arriving {
         // Not admitted: it waits for room.
         state.waiting[arriving.caller] = arriving.continuation
