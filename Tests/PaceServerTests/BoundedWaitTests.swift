@@ -9,7 +9,7 @@ import Testing
 /// Whatever PostgreSQL waits on (a table lock, a row lock, a slow trigger), a caller answered by
 /// the failure policy or a timeout is never charged later, and the database gives up within the
 /// caller's budget: issue 31's first point.
-@Suite("Every wait bounded by the caller's budget, on a real PostgreSQL server", .timeLimit(.minutes(3)))
+@Suite("Every wait bounded by the caller's budget, on a real PostgreSQL server", .databaseTestTimeLimit)
 struct BoundedWaitTests {
   /// One permit back every 10,000 s: no refill during a test.
   let slow = RateLimit(permits: 3, per: .seconds(30_000))

@@ -8,7 +8,7 @@ import Testing
 
 /// A server's first start on an empty database, as the article's example runs it: the store and
 /// the debouncer run as services while the server's `beforeServerStarts` migrates their tables.
-@Suite("A clean first start, on a real PostgreSQL server", .timeLimit(.minutes(3)))
+@Suite("A clean first start, on a real PostgreSQL server", .databaseTestTimeLimit)
 struct CleanStartTests {
   /// Their heartbeat and claims start before the migration has made their tables: waiting for it
   /// is normal, so nothing is logged above info (no warning, no PostgreSQL error to read).

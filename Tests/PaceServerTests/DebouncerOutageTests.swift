@@ -8,7 +8,7 @@ import Testing
 
 /// The debouncer's failure policy: a breaker like the store's, and the calls made during an
 /// outage kept in a bounded local outbox, or rejected at once, as chosen.
-@Suite("PostgresDebouncer during an outage", .timeLimit(.minutes(3)))
+@Suite("PostgresDebouncer during an outage", .databaseTestTimeLimit)
 struct DebouncerOutageTests {
   let start = ContinuousClock().now
 

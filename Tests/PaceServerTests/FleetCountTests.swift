@@ -107,7 +107,7 @@ struct FleetCountTests {
 }
 
 /// The learned count on a real PostgreSQL server: three stores that heartbeat in turn.
-@Suite("Fleet count on a real PostgreSQL server", .timeLimit(.minutes(1)))
+@Suite("Fleet count on a real PostgreSQL server", .databaseTestTimeLimit)
 struct FleetCountOnPostgresTests {
   @Test func storesStartedTogetherKeepTheAssumedCountUntilTheFleetSettles() async throws {
     try await TestDatabase.withClients { clients in

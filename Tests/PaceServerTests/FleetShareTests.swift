@@ -245,7 +245,7 @@ struct FleetShareStateTests {
 
 /// The share policy on a real PostgreSQL: the heartbeat table, the learned count, and three
 /// instances through a stopped server.
-@Suite("Fleet share on a real PostgreSQL server", .timeLimit(.minutes(3)))
+@Suite("Fleet share on a real PostgreSQL server", .databaseTestTimeLimit)
 struct FleetShareTests {
   static func store(
     _ client: PostgresClient, table: String, _ size: PostgresRateLimitStore.FleetSize

@@ -129,7 +129,7 @@ struct HotKeyLeaseStateTests {
 /// Three instances leasing one hot key on one database, on a timeline the test chooses
 /// (``PostgresRateLimitStore/tryAcquire(_:cost:limit:databaseNow:)``): the fleet grants no more
 /// than the limit, over the run and over every span.
-@Suite("PostgresRateLimitStore leases hot keys", .timeLimit(.minutes(5)))
+@Suite("PostgresRateLimitStore leases hot keys", .databaseTestTimeLimit)
 struct HotKeyLeaseTests {
   /// An instant, in microseconds since the Unix epoch, that every window of these tests divides.
   static let base: Int64 = 1_800_000_000_000_000

@@ -5,7 +5,7 @@ import Pace
 import PostgresNIO
 import Testing
 
-@Suite("PostgresRateLimitStore's batches and denial cache, on a real PostgreSQL server", .timeLimit(.minutes(2)))
+@Suite("PostgresRateLimitStore's batches and denial cache, on a real PostgreSQL server", .databaseTestTimeLimit)
 struct PostgresBatchingTests {
   /// 100 permits per 100 hours: one permit comes back every hour, far longer than a test takes.
   let slow = RateLimit(permits: 100, per: .seconds(360_000))

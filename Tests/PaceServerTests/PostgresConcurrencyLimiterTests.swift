@@ -39,7 +39,7 @@ struct LeaseBookStateTests {
 
 /// The shared concurrency limit on a real PostgreSQL server: exact across instances, leases that
 /// expire, and each instance's share while the database is away.
-@Suite("PostgresConcurrencyLimiter, on a real PostgreSQL server", .timeLimit(.minutes(3)))
+@Suite("PostgresConcurrencyLimiter, on a real PostgreSQL server", .databaseTestTimeLimit)
 struct PostgresConcurrencyLimiterTests {
   /// The most calls in flight at once, as the calls themselves count them.
   final class InFlight: Sendable {

@@ -67,7 +67,7 @@ struct Observed: Sendable {
   }
 }
 
-@Suite("PostgresDebouncer's faults, on a real PostgreSQL server", .timeLimit(.minutes(2)))
+@Suite("PostgresDebouncer's faults, on a real PostgreSQL server", .databaseTestTimeLimit)
 struct PostgresDebouncerFaultTests {
   func debouncer(
     _ client: PostgresClient,

@@ -36,7 +36,7 @@ func eventually(within timeout: Duration = .seconds(10), _ condition: () async -
   return await condition()
 }
 
-@Suite("PostgresDebouncer, on a real PostgreSQL server", .timeLimit(.minutes(2)))
+@Suite("PostgresDebouncer, on a real PostgreSQL server", .databaseTestTimeLimit)
 struct PostgresDebouncerTests {
   func debouncers(
     _ clients: [PostgresClient],

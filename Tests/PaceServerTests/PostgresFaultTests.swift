@@ -10,7 +10,7 @@ import Testing
 
 /// The rate-limit store under the faults a deployment meets: hostile input, locks, a read-only or
 /// restarted database, an outage. Each test is one of the failures issue 19 lists.
-@Suite("PostgresRateLimitStore under faults, on a real PostgreSQL server", .timeLimit(.minutes(3)))
+@Suite("PostgresRateLimitStore under faults, on a real PostgreSQL server", .databaseTestTimeLimit)
 struct PostgresFaultTests {
   /// One permit back every 10,000 s: no refill during a test.
   let slow = RateLimit(permits: 3, per: .seconds(30_000))

@@ -13,7 +13,7 @@ import Testing
 ///
 /// Left out: a slower token bucket with a larger burst, which assumes the key owed at most its
 /// whole new burst at the change (the bound the store shares with memory).
-@Suite("PostgresRateLimitStore's plan changes on random timelines", .timeLimit(.minutes(5)))
+@Suite("PostgresRateLimitStore's plan changes on random timelines", .databaseTestTimeLimit)
 struct PostgresPlanChangePropertyTests {
   static func randomLimit(
     _ algorithm: RateLimit.Algorithm, _ random: inout SeededGenerator, permits: ClosedRange<Int> = 1...5,

@@ -9,7 +9,7 @@ import Testing
 /// A key's limit changed between two of the store's decisions, as `StoreBackedRateLimiter` passes
 /// a plan's new limit: every permit granted is one the old limit or the new one, each applied to
 /// the key's whole history, would have allowed.
-@Suite("PostgresRateLimitStore carries a key's use over a change of its limit", .timeLimit(.minutes(5)))
+@Suite("PostgresRateLimitStore carries a key's use over a change of its limit", .databaseTestTimeLimit)
 struct PostgresPlanChangeTests {
   /// An instant, in microseconds since the Unix epoch, that every window of these tests divides.
   static let base: Int64 = 1_763_996_400_000_000

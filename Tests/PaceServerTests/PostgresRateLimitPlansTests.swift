@@ -10,7 +10,7 @@ import Testing
 
 /// `PostgresRateLimitPlans`: plans and blocks stored beside the counters, set through the API or
 /// by hand, mirrored on every instance through notifications, checked when set and when read.
-@Suite("Plans and blocks stored in PostgreSQL", .timeLimit(.minutes(3)))
+@Suite("Plans and blocks stored in PostgreSQL", .databaseTestTimeLimit)
 struct PostgresRateLimitPlansTests {
   static let free = RateLimit.fixedWindow(permits: 20, per: .seconds(60))
   static let pro = RateLimit.fixedWindow(permits: 200, per: .seconds(60))

@@ -7,7 +7,7 @@ import Pace
 import PostgresNIO
 import Testing
 
-@Suite("PostgresRateLimitStore, on a real PostgreSQL server", .timeLimit(.minutes(2)))
+@Suite("PostgresRateLimitStore, on a real PostgreSQL server", .databaseTestTimeLimit)
 struct PostgresRateLimitStoreTests {
   let hour = RateLimit(permits: 100, per: .seconds(3600))
 

@@ -8,7 +8,7 @@ import Testing
 /// Conflicts with other transactions, induced for real: a trigger on the limiter's table raises
 /// 40001 or 40P01 for the first `n` statements that write to it (a sequence counts them, since a
 /// sequence's `nextval` survives the rollback the error causes).
-@Suite("PostgresRateLimitStore retries conflicts once, on a real PostgreSQL server", .timeLimit(.minutes(2)))
+@Suite("PostgresRateLimitStore retries conflicts once, on a real PostgreSQL server", .databaseTestTimeLimit)
 struct PostgresRetryTests {
   let slow = RateLimit(permits: 3, per: .seconds(30_000))
 

@@ -6,7 +6,7 @@ import PaceTestSupport
 import PostgresNIO
 import Testing
 
-@Suite("PostgresRateLimitStore's overload for a lone decision, on a real PostgreSQL server", .timeLimit(.minutes(2)))
+@Suite("PostgresRateLimitStore's overload for a lone decision, on a real PostgreSQL server", .databaseTestTimeLimit)
 struct PostgresSingleDecisionTests {
   /// One decision's row: granted, current, now, late, used, wait.
   struct Answer: Equatable, CustomStringConvertible {

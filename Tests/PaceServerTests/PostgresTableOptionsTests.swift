@@ -15,7 +15,7 @@ extension PostgresRateLimitStore.TableOptions {
 
 /// The store's table options: what `migrate()` makes, what it switches, and that a grant on a key
 /// that has a row is a HOT update whatever the options.
-@Suite("PostgresRateLimitStore's table options, on a real PostgreSQL server", .timeLimit(.minutes(5)))
+@Suite("PostgresRateLimitStore's table options, on a real PostgreSQL server", .databaseTestTimeLimit)
 struct PostgresTableOptionsTests {
   typealias TableOptions = PostgresRateLimitStore.TableOptions
 

@@ -8,7 +8,7 @@ import Testing
 
 /// The store's window policies, per-key limits and cost rule, each decided at instants the test
 /// chooses (``PostgresRateLimitStore/tryAcquire(_:cost:limit:databaseNow:)``), with exact answers.
-@Suite("PostgresRateLimitStore's policies, on a real PostgreSQL server", .timeLimit(.minutes(5)))
+@Suite("PostgresRateLimitStore's policies, on a real PostgreSQL server", .databaseTestTimeLimit)
 struct PostgresWindowPolicyTests {
   /// An instant, in microseconds since the Unix epoch, that every window of these tests divides:
   /// fixed windows start on it. (2025-11-24 15:00 UTC.)
@@ -485,7 +485,7 @@ struct PostgresWindowPolicyTests {
 /// microseconds, and every limit's emission interval (a window, or a token bucket's
 /// `interval / permits`) is a whole number of microseconds, where the store's rounding (the
 /// increment up, the tolerance down, a window up) is exact: then both compute the same integers.
-@Suite("PostgresRateLimitStore against memory, on a real PostgreSQL server", .timeLimit(.minutes(5)))
+@Suite("PostgresRateLimitStore against memory, on a real PostgreSQL server", .databaseTestTimeLimit)
 struct PostgresDifferentialTests {
   /// Limits whose arithmetic is whole microseconds, one per key.
   static let limits: [RateLimit] = [

@@ -12,7 +12,7 @@ import PacePostgres
 import PostgresNIO
 import Testing
 
-@Suite("RateLimitMiddleware, over real HTTP on loopback", .timeLimit(.minutes(2)))
+@Suite("RateLimitMiddleware, over real HTTP on loopback", .databaseTestTimeLimit)
 struct RateLimitMiddlewareTests {
   static let apiKey = HTTPField.Name("X-API-Key")!
 

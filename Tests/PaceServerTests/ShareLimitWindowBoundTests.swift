@@ -9,7 +9,7 @@ import Testing
 /// The bound the article states for a window around an outage under `.shareLimit`: the database
 /// never learns what the instances granted while it was away, so a window that spans the outage
 /// gets the database's `N` and the shares' `n × max(1, ⌊N / n⌋)`, and no more.
-@Suite("A window around an outage, on a real PostgreSQL server", .timeLimit(.minutes(2)))
+@Suite("A window around an outage, on a real PostgreSQL server", .databaseTestTimeLimit)
 struct ShareLimitWindowBoundTests {
   @Test func aWindowSpanningAnOutageGrantsTheLimitPlusTheSharesAndNoMore() async throws {
     let cluster = try await TestCluster.make()

@@ -7,7 +7,7 @@ import Testing
 
 /// `pace_rate_limit_decisions_total` counts requests: a cost of 0 (a question, which stacked
 /// policies ask before they charge) is counted as `question`, never as `allowed` or `denied`.
-@Suite("The store's decision counters count requests, not questions", .timeLimit(.minutes(2)))
+@Suite("The store's decision counters count requests, not questions", .databaseTestTimeLimit)
 struct StoreDecisionCountersTests {
   @Test func aQuestionIsCountedApart() async throws {
     try await TestDatabase.withClients { clients in

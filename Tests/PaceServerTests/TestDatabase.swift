@@ -388,6 +388,14 @@ final class TestCluster: Sendable {
     guard status == 0 else { throw ShellFailure(description: "failed (wait status \(status)): \(command)") }
   }
 }
+/// The time limit of a suite whose tests take a slot of ``TestDatabase/gate``. Swift Testing counts
+/// a test's time from its start, the wait for a slot included, and it starts every test at once:
+/// a test may wait behind most of the database tests (100 s on a busy 2-core host) before it runs
+/// a statement. The limit is there to end a hang, not to time a slow run.
+extension SuiteTrait where Self == TimeLimitTrait {
+  static var databaseTestTimeLimit: Self { .timeLimit(.minutes(5)) }
+}
+
 /// A counting semaphore for tasks: ``enter()`` waits while every slot is taken, ``leave()`` hands
 /// the slot to the longest waiter.
 actor TestGate {

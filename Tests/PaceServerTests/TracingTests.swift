@@ -17,7 +17,7 @@ import Tracing
 /// The spans Pace records when a tracer is at hand (here an in-memory one, bound to each test's
 /// task with `withTracer`): a middleware's decision, the store's decision within it, a debounced
 /// execution and its steps, each attempt of a paced send; the keys only hashed.
-@Suite("Traces", .timeLimit(.minutes(2)))
+@Suite("Traces", .databaseTestTimeLimit)
 struct TracingTests {
   /// The first 16 hexadecimal digits of `key`'s SHA-256, as the spans write a key.
   static func hashed(_ key: String) -> SpanAttribute { .string(String(SHA256.hex(key).prefix(16))) }

@@ -26,7 +26,7 @@ private struct MemoryStore: RateLimitStore {
   }
 }
 
-@Suite("PaceVapor: the middleware, the client address, and services under Vapor's lifecycle", .timeLimit(.minutes(2)))
+@Suite("PaceVapor: the middleware, the client address, and services under Vapor's lifecycle", .databaseTestTimeLimit)
 struct VaporTests {
   /// On a group of routes, on one route, and not on a third; each middleware its own limiter.
   @Test func limitsAGroupAndOneRouteInMemory() async throws {
