@@ -221,6 +221,7 @@ extension DecisionBatcher {
   /// Sends one batch and answers its callers; false if the connection is no longer usable. True
   /// means the lane ``DecisionBatchMachine/finished()`` the batch: it asks for the next at once.
   func send(_ ids: [UInt64], on connection: PostgresConnection) async -> Bool {
+    await learnClockIfUnknown(on: connection)
     var retried = false
     while true {
       let now = ContinuousClock.now

@@ -271,7 +271,8 @@ final class DecisionBatcher: Sendable {
       do {
         var answer = try await withTimeout(left) {
           try await client.withConnection { connection in
-            try await self.decideAlone(request, statement: statement, on: connection, logger: logger)
+            await self.learnClockIfUnknown(on: connection)
+            return try await self.decideAlone(request, statement: statement, on: connection, logger: logger)
           }
         }
         answer.roundTrips = retried ? 2 : 1
@@ -323,6 +324,29 @@ final class DecisionBatcher: Sendable {
     _ deadline: ContinuousClock.Instant, now: ContinuousClock.Instant, bound: DatabaseClockBound
   ) -> Int64? {
     bound.databaseInstant(of: micros(deadline - margin, roundingUp: false), now: micros(now, roundingUp: false))
+  }
+
+  /// Reads the database's clock on `connection` while no answer has given this batcher a bound
+  /// on it. Without the bound a statement carries no deadline, only its budget, which the
+  /// database measures from the statement's arrival: a store's first statements, delayed on the
+  /// way (their preparation, a process starved of CPU), could then still take after their callers
+  /// were answered by the failure policy. The read names no table, so it never waits for a lock;
+  /// the round-trip counter counts decisions' statements, not it. When it fails the bound stays
+  /// unknown: the statement that follows meets the same fault and reports it.
+  func learnClockIfUnknown(on connection: PostgresConnection) async {
+    guard state.withLock({ $0.clockBound.sample == nil }) else { return }
+    do {
+      let rows = try await connection.query(
+        "SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint", logger: logger)
+      var decided: Int64?
+      for try await value in rows.decode(Int64.self) { decided = value }
+      let arrival = micros(.now, roundingUp: true)
+      if let decided { state.withLock { $0.clockBound.note(decided: decided, received: arrival) } }
+    } catch {
+      logger.debug(
+        "reading the database's clock failed: the next statement carries its budget alone",
+        metadata: errorMetadata(error))
+    }
   }
 
   /// Learns the database's clock from `answered`, which arrived at `received`: from the answers

@@ -63,7 +63,7 @@ import Testing
 
 /// A batch's deadline on the database's clock, on a real PostgreSQL server: a statement that
 /// arrives after it takes nothing, whatever budget it was sent with.
-@Suite("Each batch's deadline on the database's clock, on a real PostgreSQL server", .timeLimit(.minutes(2)))
+@Suite("Each batch's deadline on the database's clock, on a real PostgreSQL server", .databaseTestTimeLimit)
 struct DatabaseDeadlineTests {
   static let hourly = RateLimit(permits: 1, per: .seconds(3600))
 
@@ -160,6 +160,38 @@ struct DatabaseDeadlineTests {
       #expect(bound <= databaseNow - before)
       // real-time: a bound (the round trips on a loaded machine), never reached when it holds.
       #expect(bound > databaseNow - after - 5_000_000)
+    }
+  }
+
+  /// A store's first statement carries its callers' deadline too: before it, the store reads the
+  /// database's clock, which no answer has taught it yet. Here that statement waits for a table
+  /// locked past the timeout and is answered by the policy, so no answer arrives; the bound is
+  /// known all the same, and nothing is taken when the lock goes. Without the read, the first
+  /// statements went with their budget alone, counted from their arrival, and one that reached
+  /// the database late (its preparation on a loaded machine) could take after its caller was
+  /// answered. Alone (the store never run) and through the lanes.
+  @Test(arguments: [false, true])
+  func aStoresFirstStatementKnowsTheDatabasesClock(run: Bool) async throws {
+    try await TestDatabase.withClients(2) { clients in
+      let table = TestDatabase.uniqueTable("dl")
+      let store = try PostgresRateLimitStore(
+        client: clients[0], table: table, whenUnavailable: .allow, timeout: .milliseconds(400),
+        circuitBreaker: CircuitBreaker(failureThreshold: 1000))
+      let checker = try PostgresRateLimitStore(client: clients[1], table: table, timeout: .seconds(30))
+      try await store.migrate()
+      #expect(store.batcher.state.withLock { $0.clockBound.sample } == nil)
+      try await clients[1].withTransaction(logger: TestDatabase.quietLogger) { locker in
+        try await locker.query(
+          "LOCK TABLE \(unescaped: table) IN ACCESS EXCLUSIVE MODE", logger: TestDatabase.quietLogger)
+        let decide: @Sendable () async throws -> RateLimitDecision = {
+          try await store.tryAcquire("k", cost: 1, limit: Self.hourly)
+        }
+        let answer = run ? try await TestDatabase.running(store, decide) : try await decide()
+        #expect(answer == .allowed(remaining: 0), "the policy's answer")
+        #expect(store.batcher.state.withLock { $0.clockBound.sample } != nil)
+      }
+      try await PostgresFaultTests.waitUntilIdle(clients[1], table: table)
+      #expect(try await checker.tryAcquire("k", cost: 0, limit: Self.hourly) == .allowed(remaining: 1))
     }
   }
 
