@@ -151,8 +151,13 @@ import Testing
   @Test func raisingTheLimitAdmitsWaitingCallsAtOnce() async throws {
     let limiter = ConcurrencyLimiter(maximumInFlight: 1, clock: scheduler)
     let held = try #require(limiter.tryAcquire())
-    let calls = (0..<3).map { _ in Task { try await limiter.acquire() } }
-    await scheduler.waitForSuspendedCallers(3)
+    // Each call queues before the next starts: tasks started together may reach the queue in any
+    // order, and the awaits below name which calls are admitted.
+    var calls: [Task<ConcurrencyPermit, any Error>] = []
+    for index in 0..<3 {
+      calls.append(Task { try await limiter.acquire() })
+      await scheduler.waitForSuspendedCallers(index + 1)
+    }
     limiter.maximumInFlight = 3
     #expect(limiter.inFlightCount == 3)
     #expect(limiter.waitingCount == 1)
