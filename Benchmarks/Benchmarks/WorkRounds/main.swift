@@ -7,17 +7,31 @@
 //   cd Benchmarks && swift run -c release WorkRounds [rounds] [calls] [filter]
 //
 // 7 rounds of 100,000 calls by default; `filter` keeps the pairs whose Pace row's name contains it.
+// `WORK_ROUNDS_SIDE=snippet` (or `pace`) runs that side of each pair alone, for a profiler.
 //
 // The calls and the snippets are `WorkCalls`' (BenchmarkSupport/WorkSnippets.swift), the ones the
 // WorkBenchmarks rows make.
 
 import BenchmarkSupport
+import Foundation
 import Pace
 
 let arguments = CommandLine.arguments.dropFirst().compactMap { Int($0) }
 let rounds = max(1, arguments.first ?? 7)
 let calls = max(100, (arguments.dropFirst().first ?? 100_000) / 100 * 100)
 let filter = CommandLine.arguments.dropFirst(3).first
+/// `WORK_ROUNDS_SIDE=snippet` or `pace` runs that side alone, for a profiler (no ratio then).
+let only: Int? =
+  switch ProcessInfo.processInfo.environment["WORK_ROUNDS_SIDE"] {
+  case nil: nil
+  case "snippet": 0
+  case "pace": 1
+  case let other?:
+    {
+      FileHandle.standardError.write(Data("WORK_ROUNDS_SIDE is snippet or pace, not \(other)\n".utf8))
+      exit(2)
+    }()
+  }
 
 /// A row: its name, and one measurement of `calls` calls (the result keeps the work alive).
 struct Row {
@@ -107,7 +121,7 @@ let clock = ContinuousClock()
 var kept = 0
 for _ in 0..<rounds {
   for (index, pair) in pairs.enumerated() {
-    for (side, row) in [pair.snippet, pair.pace].enumerated() {
+    for (side, row) in [pair.snippet, pair.pace].enumerated() where only == nil || only == side {
       var result = 0
       let elapsed = try await clock.measure { result = try await row.measure() }
       kept &+= result
@@ -128,8 +142,15 @@ func format(_ value: Double) -> String {
   value >= 1000 ? String(Int(value.rounded())) : String(Double(Int((value * 10).rounded())) / 10)
 }
 
-print("\(rounds) rounds of \(calls) calls; ns per call, median (range); Pace / snippet by medians")
+let ratios = only == nil ? "; Pace / snippet by medians" : ""
+print("\(rounds) rounds of \(calls) calls; ns per call, median (range)\(ratios)")
 for (index, pair) in pairs.enumerated() {
+  if let only {
+    let side = samples[2 * index + only]
+    let name = only == 1 ? pair.pace.name : pair.snippet.name
+    print("\(name): \(format(median(side))) (\(format(side.min()!))-\(format(side.max()!)))")
+    continue
+  }
   let snippet = samples[2 * index]
   let pace = samples[2 * index + 1]
   let ratio = median(pace) / median(snippet)
