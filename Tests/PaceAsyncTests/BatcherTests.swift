@@ -489,6 +489,33 @@ final class BatchLog: Sendable {
     #expect(outputs == [70, 70, 80, 70])
   }
 
+  /// A load runs its bookkeeping on its caller's actor: loads the main actor starts one after
+  /// another are batched in that order, which `isolation: nil` gives up.
+  @MainActor @Test func loadsFromTheMainActorAreBatchedInTheOrderItStartsThem() async throws {
+    let log = BatchLog(scheduler: scheduler)
+    let batcher = Batcher<Int, Int>(maximumCount: 10, maximumWait: .milliseconds(100), clock: scheduler, send: log.send)
+    let loads = [5, 3, 9, 1, 7].map { item in Task { @MainActor in try await batcher.load(item) } }
+    _ = await batcher.waitUntilLoaderCount(5)
+    scheduler.advance(to: ms(100))
+    #expect(await log.sent.next().items == [5, 3, 9, 1, 7])
+    for load in loads { _ = try await load.value }
+  }
+
+  /// `isolation: nil` runs a load's bookkeeping off its caller's actor: loads made so from the main
+  /// actor are still batched, joined and answered, each with its own item's output.
+  @MainActor @Test func loadsMadeOffTheMainActorAreBatchedJoinedAndAnswered() async throws {
+    let log = BatchLog(scheduler: scheduler)
+    let batcher = Batcher<Int, Int>(maximumCount: 10, maximumWait: .milliseconds(100), clock: scheduler, send: log.send)
+    let loads = [7, 7, 8].map { item in Task { @MainActor in try await batcher.load(item, isolation: nil) } }
+    _ = await batcher.waitUntilLoaderCount(3)
+    #expect(batcher.bufferedCount == 2)
+    scheduler.advance(to: ms(100))
+    #expect(await log.sent.next().items.sorted() == [7, 8])
+    var outputs: [Int] = []
+    for load in loads { outputs.append(try await load.value) }
+    #expect(outputs == [70, 70, 80])
+  }
+
   @Test func aFailedBatchGivesEachItemItsErrorAndAMissingOutputIsReported() async throws {
     let failing = Batcher<Int, Int>(maximumCount: 2, maximumWait: .seconds(1), clock: scheduler) { _ in
       throw SendFailed()

@@ -179,4 +179,9 @@ public enum WorkCalls {
   public static func loadOnMain(_ batcher: Batcher<Int, Int>, count: Int) async throws -> Int {
     try await loadInRounds(count) { item in try await onMain { try await batcher.load(item) } }
   }
+
+  /// ``loadOnMain(_:count:)`` with `isolation: nil`: each load's bookkeeping off the main actor.
+  public static func loadOnMainOffIt(_ batcher: Batcher<Int, Int>, count: Int) async throws -> Int {
+    try await loadInRounds(count) { item in try await onMain { try await batcher.load(item, isolation: nil) } }
+  }
 }

@@ -111,6 +111,14 @@ let allPairs: [(snippet: Row, pace: Row)] = [
       try await WorkCalls.loadOnMain(WorkCalls.batcher(loading: true), count: calls)
     }
   ),
+  (
+    Row(name: "actor + continuation load, 100 concurrent, from the main actor, beside isolation: nil") {
+      try await WorkCalls.loadOnMain(WorkCalls.naiveBatcher(loading: true), count: calls)
+    },
+    Row(name: "Batcher.load(_:isolation: nil), 100 concurrent, from the main actor") {
+      try await WorkCalls.loadOnMainOffIt(WorkCalls.batcher(loading: true), count: calls)
+    }
+  ),
 ]
 
 let pairs = allPairs.filter { filter == nil || $0.pace.name.contains(filter!) }

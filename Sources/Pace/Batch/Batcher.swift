@@ -206,9 +206,15 @@ extension Batcher where Item: Hashable {
 
   /// Adds `item` to the next batch and waits for its output.
   ///
+  /// The load's bookkeeping (the lock, the batch's state, its continuation) runs on the caller's
+  /// executor: from an actor, with no hop, and the loads an actor starts arrive in the order it
+  /// runs them. Where many loads from one actor keep it busy (an app's main actor loading a list's
+  /// rows), pass `isolation: nil`: the bookkeeping then runs on the global executor, as a snippet's
+  /// own actor would, for two hops a load, and those loads arrive in no set order.
+  ///
   /// - Parameters:
   ///   - item: The item; an equal item buffered and not yet sent is joined, not sent twice.
-  ///   - isolation: The caller's actor; leave the default.
+  ///   - isolation: The caller's actor by default; `nil` to keep the load's bookkeeping off it.
   /// - Returns: The output `send` returned for the item.
   /// - Throws: The batch's error; ``BatcherError/noResult`` if `send` returned no output for the
   ///   item; ``BatcherError/bufferFull`` or ``BatcherError/dropped`` by the overflow policy;
