@@ -181,7 +181,7 @@ public enum WorkCalls {
   }
 
   /// ``loadOnMain(_:count:)`` with `isolation: nil`: each load's bookkeeping off the main actor.
-  public static func loadOnMainOffIt(_ batcher: Batcher<Int, Int>, count: Int) async throws -> Int {
+  public static func loadOnMainWithNilIsolation(_ batcher: Batcher<Int, Int>, count: Int) async throws -> Int {
     try await loadInRounds(count) { item in try await onMain { try await batcher.load(item, isolation: nil) } }
   }
 }

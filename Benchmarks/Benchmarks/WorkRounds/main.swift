@@ -116,7 +116,7 @@ let allPairs: [(snippet: Row, pace: Row)] = [
       try await WorkCalls.loadOnMain(WorkCalls.naiveBatcher(loading: true), count: calls)
     },
     Row(name: "Batcher.load(_:isolation: nil), 100 concurrent, from the main actor") {
-      try await WorkCalls.loadOnMainOffIt(WorkCalls.batcher(loading: true), count: calls)
+      try await WorkCalls.loadOnMainWithNilIsolation(WorkCalls.batcher(loading: true), count: calls)
     }
   ),
 ]
