@@ -476,10 +476,26 @@ final class BatchLog: Sendable {
     #expect(scheduler.pendingDeadlines == [ms(60_000)])  // armed for 1, kept: it will find nothing due
   }
 
-  @Test func duplicateLoadsInOneBatchAreSentOnce() async throws {
+  /// Where a load's bookkeeping runs: on a plain task's executor, or off the main actor that
+  /// called it with `isolation: nil`.
+  enum LoadCaller: CaseIterable, Sendable {
+    case plainTask, mainActorWithoutIsolation
+
+    func load(_ item: Int, from batcher: Batcher<Int, Int>) -> Task<Int, any Error> {
+      switch self {
+      case .plainTask: Task { try await batcher.load(item) }
+      case .mainActorWithoutIsolation: Task { @MainActor in try await batcher.load(item, isolation: nil) }
+      }
+    }
+  }
+
+  /// Equal items loaded before their batch goes are sent once, and each loader gets the output,
+  /// wherever the loads' bookkeeping runs.
+  @Test(arguments: LoadCaller.allCases)
+  func duplicateLoadsInOneBatchAreSentOnce(from caller: LoadCaller) async throws {
     let log = BatchLog(scheduler: scheduler)
     let batcher = Batcher<Int, Int>(maximumCount: 10, maximumWait: .milliseconds(100), clock: scheduler, send: log.send)
-    let loads = [7, 7, 8, 7].map { item in Task { try await batcher.load(item) } }
+    let loads = [7, 7, 8, 7].map { caller.load($0, from: batcher) }
     _ = await batcher.waitUntilLoaderCount(4)
     #expect(batcher.bufferedCount == 2)
     scheduler.advance(to: ms(100))
@@ -499,21 +515,6 @@ final class BatchLog: Sendable {
     scheduler.advance(to: ms(100))
     #expect(await log.sent.next().items == [5, 3, 9, 1, 7])
     for load in loads { _ = try await load.value }
-  }
-
-  /// `isolation: nil` runs a load's bookkeeping off its caller's actor: loads made so from the main
-  /// actor are still batched, joined and answered, each with its own item's output.
-  @MainActor @Test func loadsMadeOffTheMainActorAreBatchedJoinedAndAnswered() async throws {
-    let log = BatchLog(scheduler: scheduler)
-    let batcher = Batcher<Int, Int>(maximumCount: 10, maximumWait: .milliseconds(100), clock: scheduler, send: log.send)
-    let loads = [7, 7, 8].map { item in Task { @MainActor in try await batcher.load(item, isolation: nil) } }
-    _ = await batcher.waitUntilLoaderCount(3)
-    #expect(batcher.bufferedCount == 2)
-    scheduler.advance(to: ms(100))
-    #expect(await log.sent.next().items.sorted() == [7, 8])
-    var outputs: [Int] = []
-    for load in loads { outputs.append(try await load.value) }
-    #expect(outputs == [70, 70, 80])
   }
 
   @Test func aFailedBatchGivesEachItemItsErrorAndAMissingOutputIsReported() async throws {
