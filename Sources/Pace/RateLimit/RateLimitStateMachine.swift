@@ -64,20 +64,31 @@ struct RateLimitMachine<Counter: RateLimitCounting> {
     cost: Int, now: PaceInstant, counter: inout Counter, queue: RateLimitQueue?
   ) -> RateLimitDecision {
     counter.refill(now: now)
-    let burst = counter.burst
-    // 1 through the burst, in one comparison: the common case. The queue is copied only when
-    // someone waits.
-    if UInt(bitPattern: cost &- 1) < UInt(bitPattern: burst) {
-      if queue?.isEmpty == false {
-        return .limited(retryAfter: wait(from: now, until: counter.readyTime(for: cost, behind: queue!)))
-      }
-      guard counter.canTake(cost) else {
-        return .limited(retryAfter: wait(from: now, until: counter.readyTime(for: cost)))
-      }
+    // The common case, kept small so that it inlines: nobody waits, a cost from 1 through the
+    // burst (in one comparison), and the permits are there. Given `queue: nil`, a caller's
+    // decision is then a few instructions on its counter, with no queue built or destroyed; a
+    // keyed decision makes it between the key's cache miss and the lock's release.
+    if queue?.isEmpty ?? true, UInt(bitPattern: cost &- 1) < UInt(bitPattern: counter.burst), counter.canTake(cost) {
       counter.take(cost)
       return .allowed(remaining: counter.availablePermits)
     }
-    if cost > burst { return .limited(retryAfter: RateLimitDecision.never) }
+    return decideWithoutTaking(cost: cost, now: now, counter: counter, queue: queue)
+  }
+
+  /// The rest of ``tryAcquire(cost:now:counter:queue:)``, on a counter refilled to `now`: a
+  /// request refused (behind waiting requests, or for want of permits), or a query (cost 0).
+  /// None of them takes permits.
+  @inlinable @inline(never)
+  static func decideWithoutTaking(
+    cost: Int, now: PaceInstant, counter: Counter, queue: RateLimitQueue?
+  ) -> RateLimitDecision {
+    if UInt(bitPattern: cost &- 1) < UInt(bitPattern: counter.burst) {
+      if queue?.isEmpty == false {
+        return .limited(retryAfter: wait(from: now, until: counter.readyTime(for: cost, behind: queue!)))
+      }
+      return .limited(retryAfter: wait(from: now, until: counter.readyTime(for: cost)))
+    }
+    if cost > counter.burst { return .limited(retryAfter: RateLimitDecision.never) }
     // Cost 0: cost 1's answer, taking nothing.
     if queue?.isEmpty == false {
       return .limited(retryAfter: wait(from: now, until: counter.readyTime(for: 1, behind: queue!)))
