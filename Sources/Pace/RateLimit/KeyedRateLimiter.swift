@@ -659,21 +659,7 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
       // Noted once decided: the key's state was stored under a limit seen before.
       defer { if detectsLimitChanges { newLimit = shard.seenLimits.note(limit.rate) } }
       guard let slot = shard.buckets.index(of: key, hash: hash) else {
-        // Under a default that changed recently, it may owe: the general path knows what.
-        if limit.isDefault, shard.defaultChange != nil { return nil }
-        // A key with no state has a full bucket and nobody waiting: any request fits, and a
-        // query leaves it full, so unstored.
-        var tokens = TokenBucket(rate: rate, level: rate.full(at: now))
-        let decision = RateLimitStateMachine.tryAcquire(cost: cost, now: now, counter: &tokens, queue: nil)
-        guard !tokens.isFull else { return decision }
-        // A bucket that fills again only beyond the end of the timeline is never checked.
-        let checkAt = tokens.fullTime
-        _ = shard.buckets.indexInserting(
-          key, hash: hash, (level: storedLevel(tokens.level, rate: rate), checkAt: checkAt ?? .max))
-        if storesFullInstants { shard.bucketRates[key] = rate }
-        if let checkAt { shard.timer.add(checkAt, for: key) }
-        arming = shard.timer.reserveIfNeeded()
-        return decision
+        return decideNew(key, hash: hash, cost: cost, limit: limit, rate: rate, now: now, in: &shard, arming: &arming)
       }
       let bucket = shard.buckets.unsafeValuePointer(at: slot)
       // A key stored under another limit is converted on the general path.
@@ -695,6 +681,34 @@ public final class KeyedRateLimiter<Key: Hashable & Sendable>: Sendable {
     guard let decision else {
       return decideInWindow(key, hash: hash, shard: index, cost: cost, limit: limit, now: now)
     }
+    return decision
+  }
+
+  /// ``decideLocally(_:cost:limit:)`` under the shard's lock for a key the shard holds no state
+  /// for, under a token bucket; `nil` for the general path.
+  ///
+  /// Out of line: the first call on a key is rarer than the calls after it, whose path stays
+  /// short, and the stored value is made here, where no autoclosure captures (and retains) the
+  /// limiter for it.
+  @inlinable @inline(never)
+  func decideNew(
+    _ key: Key, hash: Int, cost: Int, limit: KeyLimit, rate: TokenBucketRate, now: PaceInstant, in shard: inout Shard,
+    arming: inout ShardTimer<Key>.Arming?
+  ) -> RateLimitDecision? {
+    // Under a default that changed recently, it may owe: the general path knows what.
+    if limit.isDefault, shard.defaultChange != nil { return nil }
+    // A key with no state has a full bucket and nobody waiting: any request fits, and a query
+    // leaves it full, so unstored.
+    var tokens = TokenBucket(rate: rate, level: rate.full(at: now))
+    let decision = RateLimitStateMachine.tryAcquire(cost: cost, now: now, counter: &tokens, queue: nil)
+    guard !tokens.isFull else { return decision }
+    // A bucket that fills again only beyond the end of the timeline is never checked.
+    let checkAt = tokens.fullTime
+    let stored = (level: storedLevel(tokens.level, rate: rate), checkAt: checkAt ?? PaceInstant.max)
+    _ = shard.buckets.indexInserting(key, hash: hash, stored)
+    if storesFullInstants { shard.bucketRates[key] = rate }
+    if let checkAt { shard.timer.add(checkAt, for: key) }
+    arming = shard.timer.reserveIfNeeded()
     return decision
   }
 
