@@ -85,6 +85,31 @@ import Testing
 
   #if compiler(>=6.2)  // Task.immediate
   @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
+  @Test func aKeyBesideAnotherKeysWaiterInItsShardIsDecidedByItsOwnBucket() async throws {
+    // A decision looks the queues up only in a shard that holds one: `neighbour` shares key 1's
+    // shard, so its decisions take that branch while key 1 waits, and find no queue of their own.
+    let shard = KeyedRateLimiter<Int>.shardIndex(hash: 1.hashValue)
+    let neighbour = (2...).first { KeyedRateLimiter<Int>.shardIndex(hash: $0.hashValue) == shard }!
+    let limiter = KeyedRateLimiter<Int>(permits: 10, per: .seconds(1), clock: scheduler)
+    #expect(limiter.tryAcquire(1, cost: 10) == .allowed(remaining: 0))
+    let waiter = Task.immediate { try await limiter.acquire(1) }
+    #expect(limiter.waitingCount(for: 1) == 1)
+    #expect(limiter.tryAcquire(neighbour, cost: 9) == .allowed(remaining: 1))  // a new key
+    #expect(limiter.tryAcquire(neighbour) == .allowed(remaining: 0))  // an existing one
+    #expect(limiter.tryAcquire(neighbour) == .limited(retryAfter: .milliseconds(100)))
+    #expect(limiter.tryAcquire(neighbour, cost: 0) == .limited(retryAfter: .milliseconds(100)))
+    // Key 1's own decisions wait behind its request: its permit at 100 ms, theirs at 200.
+    #expect(limiter.tryAcquire(1) == .limited(retryAfter: .milliseconds(200)))
+    scheduler.advance(to: ms(100))
+    try await waiter.value
+    #expect(limiter.waitingCount == 0)
+    #expect(limiter.tryAcquire(neighbour) == .allowed(remaining: 0))
+    #expect(limiter.tryAcquire(1) == .limited(retryAfter: .milliseconds(100)))
+  }
+  #endif
+
+  #if compiler(>=6.2)  // Task.immediate
+  @available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *)  // Task.immediate
   @Test func aCancelledAcquireThrowsAndTakesNothing() async throws {
     let limiter = KeyedRateLimiter<Int>(permits: 10, per: .seconds(1), clock: scheduler)
     #expect(try await limiter.decide(1, cost: 10).isAllowed)

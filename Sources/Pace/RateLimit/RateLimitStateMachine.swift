@@ -76,8 +76,8 @@ struct RateLimitMachine<Counter: RateLimitCounting> {
   }
 
   /// The rest of ``tryAcquire(cost:now:counter:queue:)``, on a counter refilled to `now`: a
-  /// request refused (behind waiting requests, or for want of permits), or a query (cost 0).
-  /// None of them takes permits.
+  /// request refused (behind waiting requests, for want of permits, or for a cost above the
+  /// burst), or a query (cost 0). None of them takes permits.
   @inlinable @inline(never)
   static func decideWithoutTaking(
     cost: Int, now: PaceInstant, counter: Counter, queue: RateLimitQueue?
