@@ -78,8 +78,8 @@ extension PostgresRateLimitStore {
   /// The token bucket's table: one row per key, its TAT in microseconds of the database's clock.
   /// No index on `tat`, nor on any column a decision writes, so that every grant can be a HOT
   /// update (the purge scans instead; see the article). The same table as in 0.2.0, so an
-  /// upgraded store keeps its keys' state, with the limit each row is written under (see
-  /// ``limitColumnsSQL(table:)``).
+  /// upgraded store keeps its keys' state, with the limit each row is written under and the
+  /// instant its last grant was decided at (see ``limitColumnsSQL(table:)``).
   static func migrationSQL(table: TableName, options: TableOptions) -> String {
     """
     \(options.createPrefix) TABLE IF NOT EXISTS \(table) (
@@ -87,7 +87,8 @@ extension PostgresRateLimitStore {
       tat bigint NOT NULL,
       unit bigint,
       tolerance bigint,
-      changed bigint
+      changed bigint,
+      decided bigint
     ) WITH (fillfactor = \(options.fillfactor))
     """
   }
@@ -129,7 +130,9 @@ extension PostgresRateLimitStore {
   /// earlier version (NULL in their rows: nothing is carried over or assumed for them): a token
   /// bucket's emission interval per permit (`unit`), so that a change of rate keeps the permits
   /// owed, and its tolerance; a window's permits and length, so that a new limit that looks
-  /// further back and allows more assumes the use the row no longer records. Only a table that
+  /// further back and allows more assumes the use the row no longer records. And a token bucket's
+  /// `decided`, the instant its last grant was decided at, which a decision that began earlier
+  /// (and waited behind that grant for the row) decides at instead of its own. Only a table that
   /// lacks one is altered: `ALTER TABLE` takes an exclusive lock even when it would do nothing.
   static func limitColumnsSQL(table: TableName) throws(PacePostgresError) -> String {
     let columns: [(TableName, String)] = [
@@ -137,7 +140,7 @@ extension PostgresRateLimitStore {
       (try table.companion(.slidingWindow), "permits"), (try table.companion(.slidingWindow), "span"),
       (try table.companion(.fixedWindow), "permits"), (try table.companion(.fixedWindow), "span"),
       (table, "changed"), (try table.companion(.slidingWindow), "changed"),
-      (try table.companion(.fixedWindow), "changed"),
+      (try table.companion(.fixedWindow), "changed"), (table, "decided"),
     ]
     let additions = columns.map { table, column in
       """

@@ -209,6 +209,10 @@ extension PostgresRateLimitStore {
         rate_unit bigint;
         real_clock bigint;
         clock bigint;
+        -- A token bucket's row: the latest instant a grant on it was decided at (NULL in a row
+        -- written before it was recorded). A decision never goes back before it: one whose
+        -- instant is earlier (it began before a grant it then waited behind) decides at it.
+        held_decided bigint;
         window_ends bigint;
         counted bigint;
         charged boolean := false;
@@ -248,7 +252,8 @@ extension PostgresRateLimitStore {
               -- earlier version), and then nothing is carried over from another bucket's rate.
               rate_unit := nullif(\(units), 0);
               IF \(policies) = 0 THEN
-                SELECT r.tat, r.unit, r.tolerance, r.changed INTO held, held_unit, held_tolerance, held_changed
+                SELECT r.tat, r.unit, r.tolerance, r.changed, r.decided
+                INTO held, held_unit, held_tolerance, held_changed, held_decided
                 FROM \(table) AS r WHERE r.key = \(keys) FOR UPDATE;
               ELSIF \(policies) = 1 THEN
                 SELECT r.grants, r.permits, r.span, r.changed INTO held_grants, held_permits, held_span, held_changed
@@ -282,6 +287,7 @@ extension PostgresRateLimitStore {
               END IF;
               real_clock := \(clock);
               clock := coalesce(nullif(\(nows), -9223372036854775808), real_clock);
+              IF \(policies) = 0 AND row_found THEN clock := GREATEST(clock, held_decided); END IF;
               o_now := clock;
               o_late := real_clock - started > budget;
               EXIT WHEN o_late;
@@ -383,11 +389,12 @@ extension PostgresRateLimitStore {
                 o_granted := GREATEST(held, clock) + CASE WHEN \(takes) THEN \(amounts) ELSE 0 END;
                 EXIT WHEN NOT \(takes);
                 IF row_found THEN
-                  UPDATE \(table) AS r SET tat = o_granted, unit = rate_unit, tolerance = \(capacities), changed = change_written
+                  UPDATE \(table) AS r
+                  SET tat = o_granted, unit = rate_unit, tolerance = \(capacities), changed = change_written, decided = clock
                   WHERE r.key = \(keys);
                 ELSE
-                  INSERT INTO \(table) AS r (key, tat, unit, tolerance, changed)
-                  VALUES (\(keys), o_granted, rate_unit, \(capacities), change_written)
+                  INSERT INTO \(table) AS r (key, tat, unit, tolerance, changed, decided)
+                  VALUES (\(keys), o_granted, rate_unit, \(capacities), change_written, clock)
                   ON CONFLICT (key) DO NOTHING;
                   CONTINUE WHEN NOT FOUND;
                 END IF;
@@ -578,12 +585,17 @@ extension PostgresRateLimitStore {
     )
     let decision = """
       clock := coalesce(nullif(\(nows), -9223372036854775808), real_clock);
-      UPDATE \(table) AS r SET tat = GREATEST(r.tat, clock) + \(amounts), unit = \(units), tolerance = \(capacities)
+      -- At the row's latest grant's instant if this decision's is earlier (`GREATEST` skips a
+      -- NULL `decided`): the grant then leaves what it would in memory, and says so.
+      UPDATE \(table) AS r
+      SET tat = GREATEST(r.tat, clock, r.decided) + \(amounts), unit = \(units), tolerance = \(capacities),
+        decided = GREATEST(clock, r.decided)
       WHERE r.key = \(keys)
         AND ((r.unit = \(units) AND r.tolerance = \(capacities)) OR coalesce(r.unit, 0) <= 0)
-        AND GREATEST(r.tat, clock) <= 9223372036854775807 - \(amounts)
-        AND GREATEST(r.tat, clock) - clock <= \(capacities) - \(amounts)
-      RETURNING r.tat INTO o_granted;
+        AND GREATEST(r.tat, clock, r.decided) <= 9223372036854775807 - \(amounts)
+        AND GREATEST(r.tat, clock, r.decided) - GREATEST(clock, r.decided) <= \(capacities) - \(amounts)
+      RETURNING r.tat, r.decided INTO o_granted, held_decided;
+      IF o_granted IS NOT NULL THEN clock := held_decided; END IF;
       IF o_granted IS NULL THEN
         -- A new key, with no state under another policy to carry over: a full bucket. Any other
         -- row (another limit, or no permits at that instant) goes on to the body.
@@ -592,8 +604,8 @@ extension PostgresRateLimitStore {
           AND NOT EXISTS (SELECT FROM \(sliding) AS r WHERE r.key = \(keys))
           AND NOT EXISTS (SELECT FROM \(fixed) AS r WHERE r.key = \(keys)) THEN
           o_granted := clock + \(amounts);
-          INSERT INTO \(table) AS r (key, tat, unit, tolerance, changed)
-          VALUES (\(keys), o_granted, \(units), \(capacities), NULL)
+          INSERT INTO \(table) AS r (key, tat, unit, tolerance, changed, decided)
+          VALUES (\(keys), o_granted, \(units), \(capacities), NULL, clock)
           ON CONFLICT (key) DO NOTHING;
           -- Inserted meanwhile by another decision: the body decides on its row.
           IF NOT FOUND THEN o_granted := NULL; END IF;

@@ -54,9 +54,9 @@ struct PostgresRateLimitStoreTests {
   let slow = RateLimit(permits: 100, per: .seconds(360_000))
 
   /// Four instances, each with its own pool, ask 300 times at once for a key allowed 100: exactly
-  /// 100 are granted, and they report 99, 98, … 0 remaining, once each. (The clock that decides
-  /// is read once the row is locked, so grants in lock order see non-decreasing clocks; with one
-  /// permit back per hour, each grant leaves exactly one permit fewer.)
+  /// 100 are granted, and they report 99, 98, … 0 remaining, once each. (A decision never decides
+  /// at an instant earlier than the key's last grant, so grants in lock order decide at
+  /// non-decreasing instants; with one permit back per hour, each leaves exactly one permit fewer.)
   @Test func fourInstancesNeverShareOutMoreThanTheLimit() async throws {
     try await TestDatabase.withClients(4, connections: 10) { clients in
       let table = TestDatabase.uniqueTable("rl")
@@ -76,6 +76,28 @@ struct PostgresRateLimitStoreTests {
         return nil
       }
       #expect(remaining.sorted() == Array(0..<100))
+    }
+  }
+
+  /// A decision whose instant is earlier than the key's last grant (it began before that grant,
+  /// then waited behind it for the row) decides at the grant's instant, as `KeyedRateLimiter`
+  /// does with a `now` older than a bucket's: it never takes back the refill the row already
+  /// counted. Decided at its own instant, its grant reported one permit fewer than it left
+  /// whenever the bucket had been full (99, then 97: the four-process test below saw it).
+  @Test func aDecisionAtAnEarlierInstantThanTheLastGrantDecidesAtTheGrants() async throws {
+    try await TestDatabase.withClients { clients in
+      let store = try PostgresRateLimitStore(client: clients[0], table: TestDatabase.uniqueTable("rl"))
+      try await store.migrate()
+      let base: Int64 = 1_763_996_400_000_000
+      // Both paths: the common case's one `UPDATE` (no limit change), and the general path (a
+      // cost of 0 asks without taking, which the common case leaves to it).
+      #expect(try await store.tryAcquire("k", cost: 1, limit: slow, databaseNow: base + 2_000) == .allowed(remaining: 99))
+      #expect(try await store.tryAcquire("k", cost: 1, limit: slow, databaseNow: base + 1_000) == .allowed(remaining: 98))
+      #expect(try await store.tryAcquire("k", cost: 0, limit: slow, databaseNow: base) == .allowed(remaining: 98))
+      #expect(try await store.tryAcquire("k", cost: 1, limit: slow, databaseNow: base + 3_000) == .allowed(remaining: 97))
+      // A new key's first grant records its instant too.
+      #expect(try await store.tryAcquire("n", cost: 1, limit: slow, databaseNow: base + 5_000) == .allowed(remaining: 99))
+      #expect(try await store.tryAcquire("n", cost: 1, limit: slow, databaseNow: base) == .allowed(remaining: 98))
     }
   }
 

@@ -342,8 +342,9 @@ struct PostgresWindowPolicyTests {
       #expect(
         try await store.tryAcquire("newer", cost: 1, limit: .fixedWindow(permits: 1, per: .seconds(1_000_000)))
           .isAllowed)
-      // The old table's columns are as they were, with the limit each row is written under and
-      // when it changed beside them (NULL in the rows written before).
+      // The old table's columns are as they were, with the limit each row is written under, when
+      // it changed and when its last grant was decided beside them (NULL in the rows written
+      // before).
       let columns = try await client.query(
         PostgresQuery(
           unsafeSQL: """
@@ -351,7 +352,7 @@ struct PostgresWindowPolicyTests {
             FROM information_schema.columns WHERE table_name = '\(table.name)'
             """))
       for try await text in columns.decode(String.self) {
-        #expect(text == "key text, tat bigint, unit bigint, tolerance bigint, changed bigint")
+        #expect(text == "key text, tat bigint, unit bigint, tolerance bigint, changed bigint, decided bigint")
       }
     }
   }
