@@ -88,16 +88,20 @@ struct PostgresRateLimitStoreTests {
     try await TestDatabase.withClients { clients in
       let store = try PostgresRateLimitStore(client: clients[0], table: TestDatabase.uniqueTable("rl"))
       try await store.migrate()
-      let base: Int64 = 1_763_996_400_000_000
+      let limit = slow
+      // `microseconds` after an instant of the database's clock.
+      func decide(_ key: String, cost: Int = 1, at microseconds: Int64) async throws -> RateLimitDecision {
+        try await store.tryAcquire(key, cost: cost, limit: limit, databaseNow: 1_763_996_400_000_000 + microseconds)
+      }
       // Both paths: the common case's one `UPDATE` (no limit change), and the general path (a
       // cost of 0 asks without taking, which the common case leaves to it).
-      #expect(try await store.tryAcquire("k", cost: 1, limit: slow, databaseNow: base + 2_000) == .allowed(remaining: 99))
-      #expect(try await store.tryAcquire("k", cost: 1, limit: slow, databaseNow: base + 1_000) == .allowed(remaining: 98))
-      #expect(try await store.tryAcquire("k", cost: 0, limit: slow, databaseNow: base) == .allowed(remaining: 98))
-      #expect(try await store.tryAcquire("k", cost: 1, limit: slow, databaseNow: base + 3_000) == .allowed(remaining: 97))
+      #expect(try await decide("k", at: 2_000) == .allowed(remaining: 99))
+      #expect(try await decide("k", at: 1_000) == .allowed(remaining: 98))
+      #expect(try await decide("k", cost: 0, at: 0) == .allowed(remaining: 98))
+      #expect(try await decide("k", at: 3_000) == .allowed(remaining: 97))
       // A new key's first grant records its instant too.
-      #expect(try await store.tryAcquire("n", cost: 1, limit: slow, databaseNow: base + 5_000) == .allowed(remaining: 99))
-      #expect(try await store.tryAcquire("n", cost: 1, limit: slow, databaseNow: base) == .allowed(remaining: 98))
+      #expect(try await decide("n", at: 5_000) == .allowed(remaining: 99))
+      #expect(try await decide("n", at: 0) == .allowed(remaining: 98))
     }
   }
 
