@@ -116,13 +116,13 @@ struct PostgresPlanChangePropertyTests {
       var instants: [Int64] = []
       var time = Double(Int.random(in: closeTogether ? 5...50 : 100...300, using: &random)) / 10
       for _ in 0..<changes {
-        instants.append(PostgresPlanChangeTests.seconds(time))
+        instants.append(TestDatabase.microseconds(time))
         time +=
           closeTogether
           ? Double(Int.random(in: 1...max(1, Int(longest * 10)), using: &random)) / 10
           : longest + 1 + Double(Int.random(in: 0...50, using: &random)) / 10
       }
-      let end = PostgresPlanChangeTests.seconds(time + (closeTogether ? longest + 10 : 0))
+      let end = TestDatabase.microseconds(time + (closeTogether ? longest + 10 : 0))
       var grants: [Int64] = []
       var t: Int64 = 0
       var bursts = 0
@@ -145,7 +145,7 @@ struct PostgresPlanChangePropertyTests {
         }
         let inForce = instants.filter { $0 <= t }
         let decision = try await store.tryAcquire(
-          "k", cost: 1, limit: limits[inForce.count], databaseNow: PostgresPlanChangeTests.base + t)
+          "k", cost: 1, limit: limits[inForce.count], databaseNow: TestDatabase.chosenInstant + t)
         guard decision.isAllowed else { continue }
         if !inForce.isEmpty {
           let allowed = limits[0...inForce.count].contains { limit in

@@ -11,12 +11,7 @@ import Testing
 /// the key's whole history, would have allowed.
 @Suite("PostgresRateLimitStore carries a key's use over a change of its limit", .databaseTestTimeLimit)
 struct PostgresPlanChangeTests {
-  /// An instant, in microseconds since the Unix epoch, that every window of these tests divides.
-  static let base: Int64 = 1_763_996_400_000_000
-
-  static func seconds(_ value: Double) -> Int64 { Int64((value * 1_000_000).rounded()) }
-
-  /// Whether `limit`, applied to the key's whole history `grants` (microseconds from ``base``),
+  /// Whether `limit`, applied to the key's whole history `grants` (microseconds from ``TestDatabase/chosenInstant``),
   /// lets one more permit through at `t`.
   static func allows(_ limit: RateLimit, _ grants: [Int64], at t: Int64) -> Bool {
     RateLimitHistoryOracle.allows(limit, grants, at: t, unit: .microseconds(1))
@@ -33,15 +28,17 @@ struct PostgresPlanChangeTests {
     var grants: [Int64] = []
 
     init(store: PostgresRateLimitStore, key: String = "k", old: RateLimit, new: RateLimit, change: Double) {
-      (self.store, self.key, self.old, self.new, self.change) = (store, key, old, new, seconds(change))
+      (self.store, self.key, self.old, self.new, self.change) = (
+        store, key, old, new, TestDatabase.microseconds(change)
+      )
     }
 
     /// The store's decision for one permit at `time` seconds, checked against the oracle.
     @discardableResult
     func request(at time: Double, sourceLocation: SourceLocation = #_sourceLocation) async throws -> Bool {
-      let t = seconds(time)
+      let t = TestDatabase.microseconds(time)
       let limit = t < change ? old : new
-      let decision = try await store.tryAcquire(key, cost: 1, limit: limit, databaseNow: base + t)
+      let decision = try await store.tryAcquire(key, cost: 1, limit: limit, databaseNow: TestDatabase.chosenInstant + t)
       guard decision.isAllowed else { return false }
       #expect(
         allows(old, grants, at: t) || allows(new, grants, at: t),
@@ -267,8 +264,10 @@ struct PostgresPlanChangeTests {
       var time = 0.0
       while time < 120 {
         let inForce = limits.filter { $0.from <= time }
-        let t = Self.seconds(time)
-        if try await store.tryAcquire("k", cost: 1, limit: inForce.last!.limit, databaseNow: Self.base + t).isAllowed {
+        let t = TestDatabase.microseconds(time)
+        if try await store.tryAcquire(
+          "k", cost: 1, limit: inForce.last!.limit, databaseNow: TestDatabase.chosenInstant + t
+        ).isAllowed {
           #expect(
             inForce.contains { Self.allows($0.limit, grants, at: t) },
             "granted at \(time) s, which no limit in force allows over \(grants.map { Double($0) / 1e6 })")
@@ -278,9 +277,10 @@ struct PostgresPlanChangeTests {
         time = ((time + (time < 1 ? 0.1 : 0.5)) * 10).rounded() / 10
       }
       let changed = try #require(firstUnderTheSecond)
-      #expect(grants.prefix(10).allSatisfy { $0 < Self.seconds(1) })
-      #expect(grants.filter { $0 >= Self.seconds(20) && $0 < Self.seconds(changed + 60) }.isEmpty)
-      #expect(grants.contains { $0 >= Self.seconds(changed + 60) })
+      #expect(grants.prefix(10).allSatisfy { $0 < TestDatabase.microseconds(1) })
+      #expect(
+        grants.filter { $0 >= TestDatabase.microseconds(20) && $0 < TestDatabase.microseconds(changed + 60) }.isEmpty)
+      #expect(grants.contains { $0 >= TestDatabase.microseconds(changed + 60) })
     }
   }
 }

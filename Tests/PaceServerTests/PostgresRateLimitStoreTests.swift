@@ -91,7 +91,8 @@ struct PostgresRateLimitStoreTests {
       let limit = slow
       // `microseconds` after an instant of the database's clock.
       func decide(_ key: String, cost: Int = 1, at microseconds: Int64) async throws -> RateLimitDecision {
-        try await store.tryAcquire(key, cost: cost, limit: limit, databaseNow: 1_763_996_400_000_000 + microseconds)
+        try await store.tryAcquire(
+          key, cost: cost, limit: limit, databaseNow: TestDatabase.chosenInstant + microseconds)
       }
       // Both paths: the common case's one `UPDATE` (no limit change), and the general path (a
       // cost of 0 asks without taking, which the common case leaves to it).

@@ -126,7 +126,7 @@ struct PostgresTableOptionsTests {
       let client = clients[0]
       let table = TestDatabase.uniqueTable("rl")
       let tables = try Self.tables(table)
-      let base = PostgresWindowPolicyTests.base
+      let base = TestDatabase.chosenInstant
       let limits: [RateLimit] = [
         RateLimit(permits: 2, per: .seconds(3600)), .slidingWindow(permits: 2, per: .seconds(3600)),
         .fixedWindow(permits: 2, per: .seconds(3600)),
@@ -233,7 +233,7 @@ struct PostgresTableOptionsTests {
       try await store.migrate()
       let tables = try Self.tables(table)
       // 1970 (long over) and a century ahead, many pages of each, interleaved.
-      let (past, future) = (Int64(1_000_000), PostgresWindowPolicyTests.base + 3_153_600_000_000_000)
+      let (past, future) = (Int64(1_000_000), TestDatabase.chosenInstant + 3_153_600_000_000_000)
       let rows = [
         "(key, tat) SELECT 'k' || i, CASE WHEN i % 3 = 0 THEN \(future) ELSE \(past) END",
         "(key, expires, grants) SELECT 'k' || i, CASE WHEN i % 3 = 0 THEN \(future) ELSE \(past) END, '{1}'",

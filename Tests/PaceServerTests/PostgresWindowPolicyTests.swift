@@ -10,12 +10,6 @@ import Testing
 /// chooses (``PostgresRateLimitStore/tryAcquire(_:cost:limit:databaseNow:)``), with exact answers.
 @Suite("PostgresRateLimitStore's policies, on a real PostgreSQL server", .databaseTestTimeLimit)
 struct PostgresWindowPolicyTests {
-  /// An instant, in microseconds since the Unix epoch, that every window of these tests divides:
-  /// fixed windows start on it. (2025-11-24 15:00 UTC.)
-  static let base: Int64 = 1_763_996_400_000_000
-
-  static func seconds(_ value: Double) -> Int64 { Int64((value * 1_000_000).rounded()) }
-
   /// Runs `body` with a migrated store on a table of its own, made with `options`.
   func withStore(
     timeout: Duration = .seconds(30), options: PostgresRateLimitStore.TableOptions = .logged,
@@ -36,7 +30,8 @@ struct PostgresWindowPolicyTests {
     try await withStore(options: options) { store, _ async throws in
       let limit = RateLimit.slidingWindow(permits: 3, per: .seconds(10))
       func at(_ seconds: Double, _ cost: Int) async throws -> RateLimitDecision {
-        try await store.tryAcquire("k", cost: cost, limit: limit, databaseNow: Self.base + Self.seconds(seconds))
+        try await store.tryAcquire(
+          "k", cost: cost, limit: limit, databaseNow: TestDatabase.chosenInstant + TestDatabase.microseconds(seconds))
       }
       #expect(try await at(0, 1) == .allowed(remaining: 2))
       #expect(try await at(2, 2) == .allowed(remaining: 0))
@@ -62,15 +57,15 @@ struct PostgresWindowPolicyTests {
       func at(_ instant: Int64, _ cost: Int, key: String = "k") async throws -> RateLimitDecision {
         try await store.tryAcquire(key, cost: cost, limit: limit, databaseNow: instant)
       }
-      let base = Self.base
-      #expect(try await at(base + Self.seconds(9.5), 2) == .allowed(remaining: 1))
-      #expect(try await at(base + Self.seconds(9.5), 2) == .limited(retryAfter: .milliseconds(500)))
-      #expect(try await at(base + Self.seconds(9.999_999), 1) == .allowed(remaining: 0))
-      #expect(try await at(base + Self.seconds(9.999_999), 0) == .limited(retryAfter: .microseconds(1)))
-      #expect(try await at(base + Self.seconds(10), 0) == .allowed(remaining: 3))
-      #expect(try await at(base + Self.seconds(10), 2) == .allowed(remaining: 1))
-      #expect(try await at(base + Self.seconds(19.75), 2) == .limited(retryAfter: .milliseconds(250)))
-      #expect(try await at(base + Self.seconds(20), 3) == .allowed(remaining: 0))
+      let base = TestDatabase.chosenInstant
+      #expect(try await at(base + TestDatabase.microseconds(9.5), 2) == .allowed(remaining: 1))
+      #expect(try await at(base + TestDatabase.microseconds(9.5), 2) == .limited(retryAfter: .milliseconds(500)))
+      #expect(try await at(base + TestDatabase.microseconds(9.999_999), 1) == .allowed(remaining: 0))
+      #expect(try await at(base + TestDatabase.microseconds(9.999_999), 0) == .limited(retryAfter: .microseconds(1)))
+      #expect(try await at(base + TestDatabase.microseconds(10), 0) == .allowed(remaining: 3))
+      #expect(try await at(base + TestDatabase.microseconds(10), 2) == .allowed(remaining: 1))
+      #expect(try await at(base + TestDatabase.microseconds(19.75), 2) == .limited(retryAfter: .milliseconds(250)))
+      #expect(try await at(base + TestDatabase.microseconds(20), 3) == .allowed(remaining: 0))
       // The window [-10 s, 0) of the epoch ends 1 µs after -1 µs.
       #expect(try await at(-1, 3, key: "early") == .allowed(remaining: 0))
       #expect(try await at(-1, 1, key: "early") == .limited(retryAfter: .microseconds(1)))
@@ -87,7 +82,7 @@ struct PostgresWindowPolicyTests {
   ])
   func theCostRuleHoldsForEveryPolicy(limit: RateLimit) async throws {
     try await withStore { store, _ async throws in
-      let start = Self.base
+      let start = TestDatabase.chosenInstant
       await #expect(throws: InvalidInput.costAboveBurst(cost: 3, burst: 2)) {
         try await store.tryAcquire("k", cost: 3, limit: limit, databaseNow: start)
       }
@@ -103,7 +98,7 @@ struct PostgresWindowPolicyTests {
       }
       #expect(try await store.tryAcquire("k", cost: 0, limit: limit, databaseNow: start) == .allowed(remaining: 2))
       #expect(try await store.tryAcquire("k", cost: 2, limit: limit, databaseNow: start) == .allowed(remaining: 0))
-      let later = start + Self.seconds(1)
+      let later = start + TestDatabase.microseconds(1)
       let costOne = try await store.tryAcquire("k", cost: 1, limit: limit, databaseNow: later)
       // The token bucket gives a permit back every 1800 s; the windows free both at 3600 s.
       let wait: Duration = limit.algorithm == .tokenBucket ? .seconds(1799) : .seconds(3599)
@@ -136,13 +131,15 @@ struct PostgresWindowPolicyTests {
           try await store.tryAcquire("k", cost: cost, limit: limit, databaseNow: end)
             == .limited(retryAfter: RateLimitDecision.never))
       }
-      // Nothing was taken: the key is fresh at the base.
-      #expect(try await store.tryAcquire("k", cost: 0, limit: limit, databaseNow: Self.base) == .allowed(remaining: 1))
+      // Nothing was taken: the key is fresh at the chosen instant.
+      #expect(
+        try await store.tryAcquire("k", cost: 0, limit: limit, databaseNow: TestDatabase.chosenInstant)
+          == .allowed(remaining: 1))
       guard limit.algorithm == .tokenBucket else { return }
       try await client.query(
         PostgresQuery(unsafeSQL: "INSERT INTO \(store.tableName) (key, tat) VALUES ('far', \(Int64.max - 5))"))
       #expect(
-        try await store.tryAcquire("far", cost: 1, limit: limit, databaseNow: Self.base)
+        try await store.tryAcquire("far", cost: 1, limit: limit, databaseNow: TestDatabase.chosenInstant)
           == .limited(retryAfter: RateLimitDecision.never))
       #expect(try await store.tryAcquire("far", cost: 1, limit: limit) == .limited(retryAfter: RateLimitDecision.never))
     }
@@ -190,7 +187,7 @@ struct PostgresWindowPolicyTests {
         try plans.map { key, limit in
           DecisionRequest(
             key: key, limit: try StoredLimit(cost: 1, limit: limit), takes: true, deadline: .now,
-            databaseNow: Self.base)
+            databaseNow: TestDatabase.chosenInstant)
         }
       }
       let rows = try await client.query(
@@ -213,7 +210,10 @@ struct PostgresWindowPolicyTests {
         for _ in 0..<6 {
           for (key, limit) in plans {
             group.addTask {
-              (key, try await store.tryAcquire("2-" + key, cost: 1, limit: limit, databaseNow: Self.base))
+              (
+                key,
+                try await store.tryAcquire("2-" + key, cost: 1, limit: limit, databaseNow: TestDatabase.chosenInstant)
+              )
             }
           }
         }
@@ -266,7 +266,7 @@ struct PostgresWindowPolicyTests {
       try await store.migrate()
       let stored = try StoredLimit(cost: 1, limit: limit)
       let windows = try table.companion(stored.algorithm)
-      let now = Self.base
+      let now = TestDatabase.chosenInstant
       let row =
         limit.algorithm == .slidingWindow
         ? "(key, expires, grants) VALUES ('x', \(now + stored.window), '{\(now),\(now)}')"
@@ -329,13 +329,13 @@ struct PostgresWindowPolicyTests {
             """))
       // A key charged by the old version: one permit per hour, its TAT an hour ahead.
       let hourly = RateLimit(permits: 1, per: .seconds(3600))
-      let charged = Self.base + Self.seconds(3600)
+      let charged = TestDatabase.chosenInstant + TestDatabase.microseconds(3600)
       try await client.query(PostgresQuery(unsafeSQL: "INSERT INTO \(table) (key, tat) VALUES ('old', \(charged))"))
       let store = try PostgresRateLimitStore(client: client, table: table.name, tableOptions: options)
       try await store.migrate()
       try await store.migrate()
       #expect(
-        try await store.tryAcquire("old", cost: 1, limit: hourly, databaseNow: Self.base)
+        try await store.tryAcquire("old", cost: 1, limit: hourly, databaseNow: TestDatabase.chosenInstant)
           == .limited(retryAfter: .seconds(3600)))
       #expect(try await store.tryAcquire("old", cost: 1, limit: hourly, databaseNow: charged) == .allowed(remaining: 0))
       #expect(try await store.tryAcquire("new", cost: 1, limit: .slidingWindow(permits: 1, per: .seconds(1))).isAllowed)
@@ -422,8 +422,9 @@ struct PostgresWindowPolicyTests {
   @Test(arguments: PostgresRateLimitStore.TableOptions.underTest)
   func thePurgeDeletesRowsOfEveryPolicyThatCountNothing(options: PostgresRateLimitStore.TableOptions) async throws {
     try await withStore(options: options) { store, _ async throws in
-      let past = Self.seconds(1000)  // 1970: long over on the database's clock
-      let future = Self.base + Self.seconds(100 * 365 * 86_400)  // a century after the base
+      let past = TestDatabase.microseconds(1000)  // 1970: long over on the database's clock
+      // A century after the tests' chosen instant.
+      let future = TestDatabase.chosenInstant + TestDatabase.microseconds(100 * 365 * 86_400)
       let limits: [RateLimit] = [
         RateLimit(permits: 1, per: .seconds(60)), .slidingWindow(permits: 1, per: .seconds(60)),
         .fixedWindow(permits: 1, per: .seconds(60)),
@@ -511,7 +512,7 @@ struct PostgresDifferentialTests {
       let keys = (0..<Self.limits.count).map { "key-\($0)" }
       let limitOf = Dictionary(uniqueKeysWithValues: zip(keys, Self.limits.shuffled(using: &random)))
       var memory = MemoryLimits(limitOf: limitOf)
-      var now = PostgresWindowPolicyTests.base + Int64.random(in: 0..<1_000_000, using: &random)
+      var now = TestDatabase.chosenInstant + Int64.random(in: 0..<1_000_000, using: &random)
       // Allowed, limited and refused answers, by policy: the timeline must reach all of them.
       var seen: [RateLimit.Algorithm: [String: Int]] = [:]
       for step in 0..<fuzzRuns(400) {
@@ -576,7 +577,7 @@ extension PostgresDifferentialTests {
         let keys = (0..<Self.limits.count).map { "key-\($0)" }
         let limitOf = Dictionary(uniqueKeysWithValues: zip(keys, Self.limits.shuffled(using: &random)))
         var memory = MemoryLimits(limitOf: limitOf)
-        var now = PostgresWindowPolicyTests.base + Int64.random(in: 0..<1_000_000, using: &random)
+        var now = TestDatabase.chosenInstant + Int64.random(in: 0..<1_000_000, using: &random)
         let batchesBefore = store.batcher.batchesSent
         var decisions = 0
         for round in 0..<fuzzRuns(120) {

@@ -185,6 +185,14 @@ enum TestDatabase {
   }
 
   /// A fresh table name per test, so that tests share the database without sharing state.
+  /// An instant, in microseconds since the Unix epoch, for tests that choose the database's clock
+  /// (``PostgresRateLimitStore/tryAcquire(_:cost:limit:databaseNow:)``): every window of those
+  /// tests divides it, so fixed windows start on it. (2025-11-24 15:00 UTC.)
+  static let chosenInstant: Int64 = 1_763_996_400_000_000
+
+  /// `seconds` in microseconds, the unit of the store's instants.
+  static func microseconds(_ seconds: Double) -> Int64 { Int64((seconds * 1_000_000).rounded()) }
+
   static func uniqueTable(_ prefix: String) -> String {
     "\(prefix)_\(UInt32.random(in: 0...UInt32.max))"
   }
