@@ -80,7 +80,8 @@ struct BatchMachine<Item> {
   /// ones. The entries leave the buffer oldest first, so an entry that leaves is either the
   /// newest of its hash value, and forgotten here, or linked only from entries still buffered,
   /// and passed over as sent.
-  @usableFromInline var newest: [Int: UInt64] = [:]
+  /// Keyed by hash value without hashing it again (``IntegerKeyTable``).
+  @usableFromInline var newest = IntegerKeyTable<Int, UInt64>()
   /// Whether two items of one hash value are equal: the driver's, from the first `load` on.
   @usableFromInline var areEqual: @Sendable (Item, Item) -> Bool = { _, _ in false }
   /// Whether entries are indexed by hash value in `newest`: from the first `load` on. Until then

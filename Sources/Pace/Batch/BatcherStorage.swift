@@ -28,7 +28,7 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
   @usableFromInline
   struct EntryLoaders {
     @usableFromInline var first: (caller: UInt64, loader: Loader)?
-    @usableFromInline var others: [UInt64: Loader] = [:]
+    @usableFromInline var others = IntegerKeyTable<UInt64, Loader>()
 
     @inlinable init(_ caller: UInt64, _ loader: Loader) {
       first = (caller, loader)
@@ -50,7 +50,7 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
 
     @inlinable func forEach(_ body: (UInt64, Loader) -> Void) {
       if let first { body(first.caller, first.loader) }
-      for (caller, loader) in others { body(caller, loader) }
+      others.forEach(body)
     }
   }
 
@@ -58,15 +58,16 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
   struct State {
     @usableFromInline var machine: BatchMachine<Item>
     /// The callers waiting for room, by caller id.
-    @usableFromInline var waiting: [UInt64: Caller] = [:]
+    @usableFromInline var waiting = IntegerKeyTable<UInt64, Caller>()
     /// The caller being added, under the lock, until the machine's action has taken it; it goes
     /// to `waiting` only if it must wait for room (most are buffered at once: no entry in
     /// `waiting` to make and remove).
     @usableFromInline var arriving: (caller: UInt64, continuation: Caller)?
-    /// The loaders of each buffered or sent entry, by entry id.
-    @usableFromInline var loaders: [UInt64: EntryLoaders] = [:]
+    /// The loaders of each buffered or sent entry, by entry id. Ids, like the callers' below,
+    /// come from counters: ``IntegerKeyTable`` places them without hashing them.
+    @usableFromInline var loaders = IntegerKeyTable<UInt64, EntryLoaders>()
     /// The entry each loader waits for, to find it when its task is cancelled.
-    @usableFromInline var entryOf: [UInt64: UInt64] = [:]
+    @usableFromInline var entryOf = IntegerKeyTable<UInt64, UInt64>()
     @usableFromInline var lastCaller: UInt64 = 0
     /// How many calls have reached the machine, and how many batches have ended; for tests.
     @usableFromInline var calls = 0

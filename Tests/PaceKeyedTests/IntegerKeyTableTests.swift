@@ -1,0 +1,156 @@
+import PaceTestSupport
+import Testing
+
+@testable import Pace
+
+/// The table a batcher keeps its ids and items' hash values in: seeded random operations against
+/// a `Dictionary` (through every way of writing: the subscript, a change in place, `updateValue`,
+/// `removeValue`), keys whose homes are all alike and runs of slots that wrap past the table's
+/// end, the extremes of its key types, and the lifetimes of its values.
+@Suite(.offThePool) struct IntegerKeyTableTests {
+  typealias LiveInstances = KeyTableTests.LiveInstances
+  typealias LifetimeProbe = KeyTableTests.LifetimeProbe
+
+  /// A key of one of three kinds: from a small range (so that runs of slots form, collide and
+  /// wrap), the next id of a counter, or any 64-bit value.
+  static func key(_ generator: inout SeededGenerator, next: inout UInt64) -> UInt64 {
+    switch Int.random(in: 0..<3, using: &generator) {
+    case 0: return UInt64.random(in: 0..<48, using: &generator)
+    case 1:
+      next &+= 1
+      return next
+    default:
+      let extremes: [UInt64] = [0, 1, 1 << 63, .max - 1, .max]
+      guard Bool.random(using: &generator) else { return UInt64.random(in: .min ... .max, using: &generator) }
+      return extremes[Int.random(in: 0..<extremes.count, using: &generator)]
+    }
+  }
+
+  @Test(arguments: 0..<40)
+  func matchesADictionaryOnRandomOperations(seed: UInt64) {
+    var generator = SeededGenerator(seed: seed)
+    var table = IntegerKeyTable<UInt64, Int>()
+    var model: [UInt64: Int] = [:]
+    var next: UInt64 = 1_000
+    for step in 0..<3_000 {
+      // Writes a little more often than removals, in runs, so that the table fills and grows.
+      let key = Self.key(&generator, next: &next)
+      let value = Int.random(in: 0..<1_000, using: &generator)
+      switch Int.random(in: 0..<7, using: &generator) {
+      case 0, 1:
+        table[key] = value
+        model[key] = value
+      case 2:
+        #expect(
+          table.updateValue(value, forKey: key) == model.updateValue(value, forKey: key), "seed \(seed), step \(step)")
+      case 3:
+        #expect(table.removeValue(forKey: key) == model.removeValue(forKey: key), "seed \(seed), step \(step)")
+      case 4:
+        table[key] = nil
+        model[key] = nil
+      case 5:
+        // A change in place: only a key present changes.
+        table[key]? += 1
+        model[key]? += 1
+      default:
+        // One read-and-write that removes a present key or inserts an absent one.
+        Self.toggle(&table[key], value)
+        Self.toggle(&model[key], value)
+      }
+      #expect(table[key] == model[key], "seed \(seed), step \(step)")
+      #expect(table.count == model.count && table.isEmpty == model.isEmpty, "seed \(seed), step \(step)")
+      if step % 100 == 99 { #expect(Self.contents(of: table) == model, "seed \(seed), step \(step)") }
+    }
+    #expect(Self.contents(of: table) == model, "seed \(seed)")
+    for key in model.keys { #expect(table.removeValue(forKey: key) == model[key], "seed \(seed)") }
+    #expect(table.isEmpty && table.count == 0, "seed \(seed)")
+  }
+
+  static func toggle(_ slot: inout Int?, _ value: Int) {
+    slot = slot == nil ? value : nil
+  }
+
+  /// The keys and values `forEach` reports, each key once.
+  static func contents<Key: FixedWidthInteger>(of table: IntegerKeyTable<Key, Int>) -> [Key: Int] {
+    var contents: [Key: Int] = [:]
+    var repeated = 0
+    table.forEach { key, value in
+      if contents.updateValue(value, forKey: key) != nil { repeated += 1 }
+    }
+    #expect(repeated == 0)
+    return contents
+  }
+
+  /// Keys whose homes are all `home` in a table of `capacity` slots, found by trying.
+  static func keys(withHome home: Int, count: Int, capacity: Int) -> [Int] {
+    var table = IntegerKeyTable<Int, Int>()
+    while table.capacity < capacity { table.grow() }
+    return Array((0...).lazy.filter { table.home(of: $0) == home }.prefix(count))
+  }
+
+  @Test func aRunThatWrapsPastTheEndKeepsEveryKeyAfterARemovalAnywhereInIt() {
+    // Six keys whose home is the last of 16 slots: their run fills slots 15, 0, 1, 2, 3 and 4.
+    let colliding = Self.keys(withHome: 15, count: 6, capacity: 16)
+    // And a key at home in slot 1, which the run has taken: it goes after the run.
+    let other = Self.keys(withHome: 1, count: 1, capacity: 16)[0]
+    for removed in colliding + [other] {
+      var table = IntegerKeyTable<Int, Int>()
+      for key in colliding + [other] { table[key] = key }
+      #expect(table.capacity == 16)
+      #expect(table.removeValue(forKey: removed) == removed)
+      for key in colliding + [other] where key != removed {
+        #expect(table[key] == key, "after removing \(removed)")
+      }
+      #expect(table[removed] == nil && table.count == 6)
+      // The slots the run no longer needs are empty: a probe for an absent key ends.
+      #expect(table[-1] == nil)
+    }
+  }
+
+  @Test func theExtremesOfTheKeyTypesAreKeysLikeAnyOther() {
+    var signed = IntegerKeyTable<Int, Int>()
+    let signedKeys = [Int.min, Int.min + 1, -1, 0, 1, Int.max - 1, Int.max]
+    for (index, key) in signedKeys.enumerated() { signed[key] = index }
+    for (index, key) in signedKeys.enumerated() { #expect(signed[key] == index) }
+    var unsigned = IntegerKeyTable<UInt64, Int>()
+    let unsignedKeys: [UInt64] = [0, 1, 1 << 63, .max - 1, .max]
+    for (index, key) in unsignedKeys.enumerated() { unsigned[key] = index }
+    for (index, key) in unsignedKeys.enumerated() { #expect(unsigned.removeValue(forKey: key) == index) }
+    #expect(unsigned.isEmpty)
+  }
+
+  @Test func anEmptyTableHoldsNoSlotsUntilAKeyIsStored() {
+    var table = IntegerKeyTable<UInt64, Int>()
+    #expect(table[7] == nil && table.removeValue(forKey: 7) == nil)
+    // A read-and-write that stores nothing allocates nothing.
+    table[7]? += 1
+    table[7] = nil
+    #expect(table.capacity == 0)
+    table[7] = 1
+    #expect(table.capacity == 16 && table.count == 1)
+    // Growth keeps 3/4 at most: the 13th key doubles the slots.
+    for key in 100..<111 as Range<UInt64> { table[key] = 0 }
+    #expect(table.count == 12 && table.capacity == 16)
+    table[111] = 0
+    #expect(table.count == 13 && table.capacity == 32)
+  }
+
+  @Test func valuesLiveWhileTheTableHoldsThem() {
+    let instances = LiveInstances()
+    do {
+      var table = IntegerKeyTable<UInt64, LifetimeProbe>()
+      for id in 0..<40 { table[UInt64(id)] = LifetimeProbe(id, instances, hashModulus: .max) }
+      #expect(instances.live == 40)
+      // Replaced, removed, removed in place, and kept across growth.
+      table[0] = LifetimeProbe(100, instances, hashModulus: .max)
+      #expect(table.removeValue(forKey: 1)?.id == 1)
+      table[2] = nil
+      let copy = table
+      table[3] = nil
+      #expect(copy[3]?.id == 3, "a copy keeps its own values")
+      #expect(instances.live == 38)
+      _ = copy
+    }
+    #expect(instances.live == 0 && instances.deinitialisedTwice == 0)
+  }
+}
