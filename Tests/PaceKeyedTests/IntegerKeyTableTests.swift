@@ -81,30 +81,30 @@ import Testing
     return contents
   }
 
-  /// Keys whose homes are all `home` in a table of `capacity` slots, found by trying.
-  static func keys(withHome home: Int, count: Int, capacity: Int) -> [Int] {
-    var table = IntegerKeyTable<Int, Int>()
-    while table.capacity < capacity { table.grow() }
-    return Array((0...).lazy.filter { table.home(of: $0) == home }.prefix(count))
+  /// Keys whose homes in `table`, which has slots, are all `home`, found by trying (a table's
+  /// homes depend on its seed).
+  static func keys(withHome home: Int, count: Int, in table: IntegerKeyTable<Int, Int>) -> [Int] {
+    Array((0...).lazy.filter { table.home(of: $0) == home }.prefix(count))
   }
 
-  @Test func aRunThatWrapsPastTheEndKeepsEveryKeyAfterARemovalAnywhereInIt() {
+  @Test(arguments: 0..<7)
+  func aRunThatWrapsPastTheEndKeepsEveryKeyAfterARemovalAnywhereInIt(removed: Int) {
+    var table = IntegerKeyTable<Int, Int>()
+    table.grow()
+    #expect(table.capacity == 16)
     // Six keys whose home is the last of 16 slots: their run fills slots 15, 0, 1, 2, 3 and 4.
-    let colliding = Self.keys(withHome: 15, count: 6, capacity: 16)
+    let colliding = Self.keys(withHome: 15, count: 6, in: table)
     // And a key at home in slot 1, which the run has taken: it goes after the run.
-    let other = Self.keys(withHome: 1, count: 1, capacity: 16)[0]
-    for removed in colliding + [other] {
-      var table = IntegerKeyTable<Int, Int>()
-      for key in colliding + [other] { table[key] = key }
-      #expect(table.capacity == 16)
-      #expect(table.removeValue(forKey: removed) == removed)
-      for key in colliding + [other] where key != removed {
-        #expect(table[key] == key, "after removing \(removed)")
-      }
-      #expect(table[removed] == nil && table.count == 6)
-      // The slots the run no longer needs are empty: a probe for an absent key ends.
-      #expect(table[-1] == nil)
+    let other = Self.keys(withHome: 1, count: 1, in: table)[0]
+    let keys = colliding + [other]
+    for key in keys { table[key] = key }
+    #expect(table.capacity == 16, "no growth: the homes stay those the keys were chosen for")
+    let removedKey = keys[removed]
+    #expect(table.removeValue(forKey: removedKey) == removedKey)
+    for key in keys where key != removedKey {
+      #expect(table[key] == key, "after removing \(removedKey)")
     }
+    #expect(table[removedKey] == nil && table.count == 6)
   }
 
   @Test func theExtremesOfTheKeyTypesAreKeysLikeAnyOther() {

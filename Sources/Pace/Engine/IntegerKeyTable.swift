@@ -6,7 +6,10 @@
 /// chosen from outside, and an item's hash value went through `Hasher` already. `Batcher.load`
 /// looks up an entry id, a caller id and an item's hash value several times a load, and with
 /// `Dictionary` those hashes cost more than the rest of its bookkeeping. Fibonacci hashing (the
-/// key times 2⁶⁴/φ, its top bits) spreads consecutive ids evenly over the slots.
+/// key times 2⁶⁴/φ, its top bits) spreads consecutive ids evenly over the slots. Each key is
+/// mixed with a seed taken from the slots' address, as ``KeyTable`` does, so that where a key
+/// lands is not known from outside even for a type that implements the deprecated `hashValue`
+/// itself, whose hash values skip `Hasher`.
 ///
 /// Open addressing with linear probing, at most 3/4 full; a removal shifts the following slots
 /// back instead of leaving tombstones. Like `Dictionary`, it keeps its capacity when keys are
@@ -30,6 +33,8 @@ struct IntegerKeyTable<Key: FixedWidthInteger, Value> {
   @usableFromInline var slots: ContiguousArray<Slot> = []
   /// `64 - log2(capacity)`: a key's home is its product's top bits.
   @usableFromInline var shift: UInt64 = 64
+  /// Mixed into every key: from the slots' address, made again with them at each growth.
+  @usableFromInline var seed: UInt64 = 0
   /// How many keys the table holds.
   @usableFromInline private(set) var count = 0
 
@@ -42,7 +47,7 @@ struct IntegerKeyTable<Key: FixedWidthInteger, Value> {
 
   @inlinable @inline(__always)
   func home(of key: Key) -> Int {
-    Int(truncatingIfNeeded: (UInt64(truncatingIfNeeded: key) &* 0x9E37_79B9_7F4A_7C15) >> shift)
+    Int(truncatingIfNeeded: ((UInt64(truncatingIfNeeded: key) ^ seed) &* 0x9E37_79B9_7F4A_7C15) >> shift)
   }
 
   /// The slot holding `key`, or the empty slot that ends its probe run, where it would go. The
@@ -161,6 +166,7 @@ struct IntegerKeyTable<Key: FixedWidthInteger, Value> {
     var old = ContiguousArray(repeating: Slot(key: .zero, value: nil), count: capacity)
     swap(&old, &slots)
     shift = UInt64(64 - capacity.trailingZeroBitCount)
+    seed = slots.withUnsafeBufferPointer { UInt64(UInt(bitPattern: $0.baseAddress)) } &* 0xBF58_476D_1CE4_E5B9
     let mask = capacity - 1
     for slot in old where slot.value != nil {
       var index = home(of: slot.key)
