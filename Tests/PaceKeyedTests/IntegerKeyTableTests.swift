@@ -33,7 +33,7 @@ import Testing
     var model: [UInt64: Int] = [:]
     var next: UInt64 = 1_000
     for step in 0..<3_000 {
-      // Writes a little more often than removals, in runs, so that the table fills and grows.
+      // Writes more often than removals, so that the table fills and grows.
       let key = Self.key(&generator, next: &next)
       let value = Int.random(in: 0..<1_000, using: &generator)
       switch Int.random(in: 0..<7, using: &generator) {
