@@ -57,17 +57,44 @@ import Testing
         Self.toggle(&table[key], value)
         Self.toggle(&model[key], value)
       }
-      #expect(table[key] == model[key], "seed \(seed), step \(step)")
-      #expect(table.count == model.count && table.isEmpty == model.isEmpty, "seed \(seed), step \(step)")
-      if step % 100 == 99 { #expect(Self.contents(of: table) == model, "seed \(seed), step \(step)") }
+      // The first step that goes wrong is reported, and the seed's run ends there.
+      let differences = step % 100 == 99 ? Self.differences(table, model) : []
+      guard table[key] == model[key], table.count == model.count, table.isEmpty == model.isEmpty, differences.isEmpty
+      else {
+        Issue.record(
+          """
+          seed \(seed), step \(step): key \(key) holds \(String(describing: table[key])), expected \
+          \(String(describing: model[key])); \(table.count) keys, expected \(model.count); \(differences)
+          """)
+        return
+      }
     }
-    #expect(Self.contents(of: table) == model, "seed \(seed)")
-    for key in model.keys { #expect(table.removeValue(forKey: key) == model[key], "seed \(seed)") }
+    #expect(Self.differences(table, model) == [], "seed \(seed)")
+    for key in model.keys {
+      let removed = table.removeValue(forKey: key)
+      guard removed == model[key] else {
+        Issue.record(
+          "seed \(seed): removing \(key) gave \(String(describing: removed)), expected \(String(describing: model[key]))"
+        )
+        return
+      }
+    }
     #expect(table.isEmpty && table.count == 0, "seed \(seed)")
   }
 
   static func toggle(_ slot: inout Int?, _ value: Int) {
     slot = slot == nil ? value : nil
+  }
+
+  /// The first few keys whose values differ between what `forEach` reports and `model` (`nil`
+  /// where one has none), so that a failure names them rather than two tables of thousands.
+  static func differences(_ table: IntegerKeyTable<UInt64, Int>, _ model: [UInt64: Int]) -> [String] {
+    let contents = contents(of: table)
+    let keys = Set(contents.keys).union(model.keys)
+    let differing = keys.filter { contents[$0] != model[$0] }.sorted().prefix(5)
+    return differing.map {
+      "\($0): \(contents[$0].map(String.init) ?? "nil") in the table, \(model[$0].map(String.init) ?? "nil") expected"
+    }
   }
 
   /// The keys and values `forEach` reports, each key once.
