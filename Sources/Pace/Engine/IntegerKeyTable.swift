@@ -47,7 +47,7 @@ struct IntegerKeyTable<Key: FixedWidthInteger, Value> {
 
   @inlinable @inline(__always)
   func home(of key: Key) -> Int {
-    Int(truncatingIfNeeded: ((UInt64(truncatingIfNeeded: key) ^ seed) &* 0x9E37_79B9_7F4A_7C15) >> shift)
+    Int(truncatingIfNeeded: LinearProbing.mix(UInt64(truncatingIfNeeded: key), seed: seed) >> shift)
   }
 
   /// The slot holding `key`, or the empty slot that ends its probe run, where it would go. The
@@ -152,8 +152,7 @@ struct IntegerKeyTable<Key: FixedWidthInteger, Value> {
     while true {
       next = (next &+ 1) & mask
       if slots[next].value == nil { return }
-      // The slot at `next` may move to the hole unless its home lies after the hole.
-      if (next &- home(of: slots[next].key)) & mask >= (next &- hole) & mask {
+      if LinearProbing.movesBack(from: next, home: home(of: slots[next].key), into: hole, mask: mask) {
         slots.swapAt(hole, next)
         hole = next
       }
@@ -166,7 +165,7 @@ struct IntegerKeyTable<Key: FixedWidthInteger, Value> {
     var old = ContiguousArray(repeating: Slot(key: .zero, value: nil), count: capacity)
     swap(&old, &slots)
     shift = UInt64(64 - capacity.trailingZeroBitCount)
-    seed = slots.withUnsafeBufferPointer { UInt64(UInt(bitPattern: $0.baseAddress)) } &* 0xBF58_476D_1CE4_E5B9
+    seed = LinearProbing.seed(fromAddress: slots.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) })
     let mask = capacity - 1
     for slot in old where slot.value != nil {
       var index = home(of: slot.key)

@@ -64,7 +64,7 @@ struct KeyTable<Key: Hashable, Value>: ~Copyable {
     unsafePrefetchHint.initialize(repeating: 0, count: 3)
     // Different for each table (the allocation's address); Swift's per-process hash seed
     // already keeps the placement unpredictable from outside.
-    seed = UInt64(UInt(bitPattern: unsafePrefetchHint)) &* 0xBF58_476D_1CE4_E5B9
+    seed = LinearProbing.seed(fromAddress: UInt(bitPattern: unsafePrefetchHint))
   }
 
   @inlinable
@@ -100,7 +100,7 @@ struct KeyTable<Key: Hashable, Value>: ~Copyable {
 
   @inlinable @inline(__always)
   static func mix(_ hash: Int, seed: UInt64) -> UInt64 {
-    (UInt64(UInt(bitPattern: hash)) ^ seed) &* 0x9E37_79B9_7F4A_7C15 | 1
+    LinearProbing.mix(UInt64(UInt(bitPattern: hash)), seed: seed) | 1
   }
 
   @inlinable @inline(__always)
@@ -202,8 +202,7 @@ struct KeyTable<Key: Hashable, Value>: ~Copyable {
       next = (next &+ 1) & mask
       let tag = Self.unsafeSlot(slots, next).pointee.tag
       if tag == 0 { break }
-      // The slot at `next` may move to the hole unless its home lies after the hole.
-      if (next &- home(of: tag)) & mask >= (next &- hole) & mask {
+      if LinearProbing.movesBack(from: next, home: home(of: tag), into: hole, mask: mask) {
         Self.unsafeSlot(slots, hole).moveInitialize(from: Self.unsafeSlot(slots, next), count: 1)
         hole = next
       }
