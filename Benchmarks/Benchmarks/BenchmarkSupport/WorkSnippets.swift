@@ -180,8 +180,38 @@ public enum WorkCalls {
     try await loadInRounds(count) { item in try await onMain { try await batcher.load(item) } }
   }
 
+  /// ``loadOnMain(_:count:)`` where the main actor's code reads and writes its own state before
+  /// and after each load, as an app's view model does (`isLoading`, then the result).
+  public static func loadOnMainAroundState(_ batcher: NaiveBatcher, count: Int) async throws -> Int {
+    let model = MainActorModel()
+    return try await loadInRounds(count) { item in try await model.show { try await batcher.load(item) } }
+  }
+
+  /// ``loadOnMain(_:count:)`` where the main actor's code reads and writes its own state before
+  /// and after each load, as an app's view model does (`isLoading`, then the result).
+  public static func loadOnMainAroundState(_ batcher: Batcher<Int, Int>, count: Int) async throws -> Int {
+    let model = MainActorModel()
+    return try await loadInRounds(count) { item in try await model.show { try await batcher.load(item) } }
+  }
+
   /// ``loadOnMain(_:count:)`` with `isolation: nil`: each load's bookkeeping off the main actor.
   public static func loadOnMainWithNilIsolation(_ batcher: Batcher<Int, Int>, count: Int) async throws -> Int {
     try await loadInRounds(count) { item in try await onMain { try await batcher.load(item, isolation: nil) } }
+  }
+}
+
+/// The main actor's state around a load: what an app's view model touches before it awaits a
+/// result and after.
+@MainActor final class MainActorModel {
+  var loading = 0
+  var shown = 0
+
+  /// Counts a load in flight, awaits `load`, and shows its output.
+  func show(_ load: () async throws -> Int) async throws -> Int {
+    loading += 1
+    let output = try await load()
+    loading -= 1
+    shown &+= output
+    return output
   }
 }

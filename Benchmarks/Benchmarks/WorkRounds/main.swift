@@ -119,6 +119,14 @@ let allPairs: [(snippet: Row, pace: Row)] = [
       try await WorkCalls.loadOnMainWithNilIsolation(WorkCalls.batcher(loading: true), count: calls)
     }
   ),
+  (
+    Row(name: "actor + continuation load, 100 concurrent, from the main actor's state") {
+      try await WorkCalls.loadOnMainAroundState(WorkCalls.naiveBatcher(loading: true), count: calls)
+    },
+    Row(name: "Batcher.load, 100 concurrent, from the main actor's state") {
+      try await WorkCalls.loadOnMainAroundState(WorkCalls.batcher(loading: true), count: calls)
+    }
+  ),
 ]
 
 let pairs = allPairs.filter { filter == nil || $0.pace.name.contains(filter!) }
