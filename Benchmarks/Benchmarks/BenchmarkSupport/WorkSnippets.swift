@@ -184,14 +184,14 @@ public enum WorkCalls {
   /// and after each load, as an app's view model does (`isLoading`, then the result).
   public static func loadOnMainAroundState(_ batcher: NaiveBatcher, count: Int) async throws -> Int {
     let model = MainActorModel()
-    return try await loadInRounds(count) { item in try await model.show { try await batcher.load(item) } }
+    return try await loadInRounds(count) { item in try await model.show(item, from: batcher) }
   }
 
   /// ``loadOnMain(_:count:)`` where the main actor's code reads and writes its own state before
   /// and after each load, as an app's view model does (`isLoading`, then the result).
   public static func loadOnMainAroundState(_ batcher: Batcher<Int, Int>, count: Int) async throws -> Int {
     let model = MainActorModel()
-    return try await loadInRounds(count) { item in try await model.show { try await batcher.load(item) } }
+    return try await loadInRounds(count) { item in try await model.show(item, from: batcher) }
   }
 
   /// ``loadOnMain(_:count:)`` with `isolation: nil`: each load's bookkeeping off the main actor.
@@ -206,10 +206,20 @@ public enum WorkCalls {
   var loading = 0
   var shown = 0
 
-  /// Counts a load in flight, awaits `load`, and shows its output.
-  func show(_ load: () async throws -> Int) async throws -> Int {
+  /// Counts a load in flight, loads `item` from the snippet, and shows its output.
+  func show(_ item: Int, from batcher: NaiveBatcher) async throws -> Int {
     loading += 1
-    let output = try await load()
+    let output = try await batcher.load(item)
+    loading -= 1
+    shown &+= output
+    return output
+  }
+
+  /// Counts a load in flight, loads `item` from the batcher (its bookkeeping on the main actor,
+  /// the default `isolation`), and shows its output.
+  func show(_ item: Int, from batcher: Batcher<Int, Int>) async throws -> Int {
+    loading += 1
+    let output = try await batcher.load(item)
     loading -= 1
     shown &+= output
     return output
