@@ -4,8 +4,8 @@
 /// `Dictionary` hashes every key through `Hasher` (SipHash, seeded per process), which guards a
 /// table against keys chosen to collide. These keys need no such guard: a counter's ids are never
 /// chosen from outside, and an item's hash value went through `Hasher` already. `Batcher.load`
-/// looks up an entry id, a caller id and an item's hash value several times a load, and with
-/// `Dictionary` those hashes cost more than the rest of its bookkeeping. Fibonacci hashing (the
+/// looks up an entry id, a caller id and an item's hash value several times a load, each a SipHash
+/// with `Dictionary`, on a path the caller's actor waits for. Fibonacci hashing (the
 /// key times 2⁶⁴/φ, its top bits) spreads consecutive ids evenly over the slots. Each key is
 /// mixed with a seed taken from the slots' address, as ``KeyTable`` does, so that where a key
 /// lands is not known from outside even for a type that implements the deprecated `hashValue`
