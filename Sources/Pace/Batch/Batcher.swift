@@ -208,9 +208,11 @@ extension Batcher where Item: Hashable {
   ///
   /// The load's bookkeeping (the lock, the batch's state, its continuation) runs on the caller's
   /// executor: from an actor, with no hop, and the loads an actor starts arrive in the order it
-  /// runs them. Where many loads from one actor keep it busy (an app's main actor loading a list's
-  /// rows), pass `isolation: nil`: the bookkeeping then runs on the global executor, as a snippet's
-  /// own actor would, for two hops a load, and those loads arrive in no set order.
+  /// runs them. Where one actor starts many loads at once and their order does not matter (an
+  /// app's main actor loading a list's rows), pass `isolation: nil`: the bookkeeping then runs on
+  /// the global executor, as a snippet's own actor's would, so that the pool's threads stay busy
+  /// through the burst rather than waiting for the actor, for two hops a load; those loads arrive
+  /// in no set order.
   ///
   /// - Parameters:
   ///   - item: The item; an equal item buffered and not yet sent is joined, not sent twice.
