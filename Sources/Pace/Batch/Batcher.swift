@@ -210,9 +210,8 @@ extension Batcher where Item: Hashable {
   /// executor: from an actor, with no hop, and the loads an actor starts arrive in the order it
   /// runs them. Where one actor starts many loads at once and their order does not matter (an
   /// app's main actor loading a list's rows), pass `isolation: nil`: the bookkeeping then runs on
-  /// the global executor, as a snippet's own actor's would, so that the pool's threads stay busy
-  /// through the burst rather than waiting for the actor, for two hops a load; those loads arrive
-  /// in no set order.
+  /// the global executor, as a snippet's own actor's would, which keeps the pool's threads working
+  /// through the burst; each load makes two hops, and those loads arrive in no set order.
   ///
   /// - Parameters:
   ///   - item: The item; an equal item buffered and not yet sent is joined, not sent twice.
