@@ -553,6 +553,26 @@ final class BatchLog: Sendable {
     log.release.post(())
   }
 
+  @Test func batchesThatWaitedForTheSlotAreSentInOrderByTheTaskThatFreedIt() async throws {
+    let log = BatchLog(scheduler: scheduler, holds: true)
+    let senders = LockedState<[Int]>([])
+    let batcher = Batcher<Int, Int>(maximumCount: 2, maximumWait: .seconds(1), clock: scheduler) { items in
+      senders.withLock { $0.append(withUnsafeCurrentTask { $0?.hashValue } ?? 0) }
+      return try await log.send(items)
+    }
+    for item in 1...6 { try await batcher.submit(item) }
+    #expect(await log.sent.next().items == [1, 2])
+    #expect(batcher.bufferedCount == 4)  // [3, 4] and [5, 6] wait for the slot
+    log.release.post(())
+    #expect(await log.sent.next().items == [3, 4])
+    log.release.post(())
+    #expect(await log.sent.next().items == [5, 6])
+    log.release.post(())
+    let tasks = senders.withLock { $0 }
+    #expect(tasks.count == 3)
+    #expect(Set(tasks).count == 1)  // one task sent all three: no new task, no thread woken, a batch
+  }
+
   @Test func aFullBufferRejects() async throws {
     let log = BatchLog(scheduler: scheduler)
     let batcher = Batcher<Int, Int>(

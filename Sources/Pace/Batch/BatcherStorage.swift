@@ -225,28 +225,39 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
   /// no clock to read and no effects to make.
   @inlinable
   func bufferIfRoom(_ item: Item) -> Bool {
-    // The clock is read through `self` where needed: a copy of it would retain its closures.
-    let buffered = state.withLock { state -> Buffered in
-      guard state.machine.hasRoom else { return .noRoom }
+    // Only a flag comes out of the lock: an item with effects to make (a batch's first, which
+    // arms the timer; its last, which cuts it; any while someone watches) changes nothing here
+    // and takes the whole path in `bufferMakingEffects`.
+    let buffered = state.withLock { state -> Bool? in
+      guard state.machine.hasRoom else { return false }
+      guard state.watchers.isEmpty else { return nil }
+      // A batcher that only submits (the common case) has no item to hash.
+      let quietly =
+        state.machine.indexesKeys
+        ? state.machine.bufferQuietly(item, hash: self.identity.hash(item))
+        : state.machine.bufferQuietly(item)
+      guard quietly else { return nil }
       state.calls += 1
-      guard state.machine.indexesKeys else {
-        // A batcher that only submits (the common case): no item to hash.
-        if state.watchers.isEmpty, state.machine.bufferQuietly(item) { return .quietly }
-        return .withEffects(state.apply(state.machine.buffer(item, hash: nil, now: self.clock.now())))
-      }
-      let hash = self.identity.hash(item)
-      if state.watchers.isEmpty, state.machine.bufferQuietly(item, hash: hash) { return .quietly }
-      return .withEffects(state.apply(state.machine.buffer(item, hash: hash, now: self.clock.now())))
-    }
-    switch buffered {
-    case .quietly:
       return true
-    case .withEffects(let effects):
-      carryOut(effects)
-      return true
-    case .noRoom:
-      return false
     }
+    return buffered ?? bufferMakingEffects(item)
+  }
+
+  /// ``bufferIfRoom(_:)`` for an item that has effects to make, in a lock of its own: the item
+  /// is buffered as if it came a moment later, or, if the room has gone meanwhile, not at all
+  /// (`false`).
+  @inlinable @inline(never)
+  func bufferMakingEffects(_ item: Item) -> Bool {
+    // The clock is read through `self`: a copy of it would retain its closures.
+    let effects = state.withLock { state -> Effects? in
+      guard state.machine.hasRoom else { return nil }
+      state.calls += 1
+      let hash = state.machine.indexesKeys ? self.identity.hash(item) : nil
+      return state.apply(state.machine.buffer(item, hash: hash, now: self.clock.now()))
+    }
+    guard let effects else { return false }
+    carryOut(effects)
+    return true
   }
 
   /// A `trySubmit` of `item` that found no room (``bufferIfRoom(_:)``): under
@@ -285,17 +296,6 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
       },
       isolation: isolation
     )
-  }
-
-  /// What a `submit` that finds room did under the lock.
-  @usableFromInline
-  enum Buffered {
-    /// Buffered, with nothing else to do.
-    case quietly
-    /// Buffered; these effects follow.
-    case withEffects(Effects)
-    /// No room: the caller waits for it.
-    case noRoom
   }
 
   /// Hands `item` to the machine for `caller`, whose continuation waits for room (a `load` joins
@@ -362,18 +362,19 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
 
   /// The batch ended with `result`: its loaders (those not cancelled) get their outputs, and its
   /// slot is free. A failure nobody was told about (a submitted item's, a cancelled loader's) goes
-  /// to `onFailure`, with the lock released.
+  /// to `onFailure`, with the lock released. Returns a batch that the free slot made due, for the
+  /// ended batch's task to send next; any other is started in a task of its own.
   @inlinable
   func batchEnded(
     _ batch: BatchAction<Item>.Batch, result: Result<@Sendable (Int) -> Output?, any Error>
-  ) {
+  ) -> BatchAction<Item>.Batch? {
     let clock = self.clock
     var untold: [Item] = []
     // The loaders of each loaded item, by its index in the batch: taken under the lock, told with
     // it released, each item's output found there too (a look-up in what `send` returned), so
     // that the lock, which the callers adding items wait for, is held only to take them.
     var told: [(index: Int, loaders: EntryLoaders)] = []
-    let effects = state.withLock { state -> Effects in
+    var effects = state.withLock { state -> Effects in
       // Nobody loads (a batcher that only submits): no entry to look up under the lock, which
       // the submitters wait for.
       let anyLoader = !state.loaders.isEmpty
@@ -396,7 +397,9 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
       group.forEach { _, loader in loader.resume(with: output) }
     }
     if case .failure(let error) = result, !untold.isEmpty { onFailure?(untold, error) }
+    let next = effects.batches.isEmpty ? nil : effects.batches.removeFirst()
     carryOut(effects)
+    return next
   }
 
   /// Performs the effects with the lock released.
@@ -424,18 +427,23 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
   }
 
   /// Sends one batch in a task of its own, which holds the batcher weakly (a batch of submitted
-  /// items may outlive it).
+  /// items may outlive it). The task then sends each batch that waited for the slot its batch
+  /// freed: batches that queue behind a busy `send` go without a new task each, and without
+  /// waking another thread for it.
   @inlinable
   func start(_ batch: BatchAction<Item>.Batch) {
     let send = self.send
     Task { [weak self] in
-      let result: Result<@Sendable (Int) -> Output?, any Error>
-      do {
-        result = .success(try await send(batch.items))
-      } catch {
-        result = .failure(error)
+      var next: BatchAction<Item>.Batch? = batch
+      while let batch = next {
+        let result: Result<@Sendable (Int) -> Output?, any Error>
+        do {
+          result = .success(try await send(batch.items))
+        } catch {
+          result = .failure(error)
+        }
+        next = self?.batchEnded(batch, result: result)
       }
-      self?.batchEnded(batch, result: result)
     }
   }
 
