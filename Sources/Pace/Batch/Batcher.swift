@@ -186,7 +186,9 @@ extension Batcher where Item: Hashable {
   ///   - onFailure: Called with the items of a batch whose `send` threw that no caller waits for
   ///     (submitted items; loaded items whose loaders were cancelled), and the error; `nil` by
   ///     default, which drops them. Runs in the batch's task, without the batcher's lock.
-  ///   - send: Sends one batch, and returns each item's output. Runs in a task of its own.
+  ///   - send: Sends one batch, and returns each item's output. Runs in a task the batcher starts,
+  ///     never a caller's; a batch that waited for a slot is sent by the task whose batch freed
+  ///     it, after that batch's loaders are resumed.
   @inlinable
   public convenience init<C: Clock>(
     maximumCount: Int, maximumWait: Duration, maximumInFlight: Int = 1, bufferCapacity: Int = 10_000,
