@@ -570,7 +570,7 @@ final class BatchLog: Sendable {
     log.release.post(())
     let tasks = senders.withLock { $0 }
     #expect(tasks.count == 3)
-    #expect(Set(tasks).count == 1)  // one task sent all three: no new task, no thread woken, a batch
+    #expect(Set(tasks).count == 1)  // one task sent all three: no task started, nor thread woken, per batch
   }
 
   @Test func aFullBufferRejects() async throws {

@@ -428,8 +428,8 @@ final class BatcherStorage<Item: Sendable, Output: Sendable>: Sendable {
 
   /// Sends one batch in a task of its own, which holds the batcher weakly (a batch of submitted
   /// items may outlive it). The task then sends each batch that waited for the slot its batch
-  /// freed: batches that queue behind a busy `send` go without a new task each, and without
-  /// waking another thread for it.
+  /// freed: batches that queue behind a busy `send` go without a task started, or a thread woken
+  /// to run it, for each.
   @inlinable
   func start(_ batch: BatchAction<Item>.Batch) {
     let send = self.send
