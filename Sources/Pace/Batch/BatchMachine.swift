@@ -3,7 +3,8 @@
 ///
 /// The machine holds no task, continuation, lock or clock: entries, callers and batches are ids,
 /// `now` comes in and a ``BatchAction`` comes out. The driver keeps the callers' continuations by
-/// those ids, starts a task per batch and arms its timer for ``BatchAction/timer``.
+/// those ids, sends each batch (in a task of its own, or in the task of the batch whose end made
+/// it due) and arms its timer for ``BatchAction/arm``.
 ///
 /// - A batch is due when `maxCount` items are buffered, when the oldest buffered item has waited
 ///   `maxWait`, or when the oldest was buffered before a `flush`. A due batch is sent as soon as
