@@ -194,6 +194,53 @@ public enum WorkCalls {
     return try await loadInRounds(count) { item in try await model.show(item, from: batcher) }
   }
 
+  /// ``load(_:count:)`` from tasks the main actor starts, as an app's `Task {}` in a view model
+  /// or SwiftUI's `.task` do: rounds of 100 `Task`s made on the main actor, each running there
+  /// from its start and loading one item; the main actor then awaits their values.
+  @MainActor public static func loadFromMainActorTasks(_ batcher: NaiveBatcher, count: Int) async throws -> Int {
+    try await loadInMainActorTasks(count) { try await batcher.load($0) }
+  }
+
+  /// ``load(_:count:)`` from tasks the main actor starts, as an app's `Task {}` in a view model
+  /// or SwiftUI's `.task` do: rounds of 100 `Task`s made on the main actor, each running there
+  /// from its start and loading one item; the main actor then awaits their values.
+  @MainActor public static func loadFromMainActorTasks(_ batcher: Batcher<Int, Int>, count: Int) async throws -> Int {
+    try await loadInMainActorTasks(count) { try await batcher.load($0) }
+  }
+
+  /// ``loadFromMainActorTasks(_:count:)`` where each task counts its load in flight and shows its
+  /// output in a main-actor model, as a view model's task does.
+  @MainActor public static func loadFromMainActorTasksAroundState(
+    _ batcher: NaiveBatcher, count: Int
+  ) async throws -> Int {
+    let model = MainActorModel()
+    return try await loadInMainActorTasks(count) { try await model.show($0, from: batcher) }
+  }
+
+  /// ``loadFromMainActorTasks(_:count:)`` where each task counts its load in flight and shows its
+  /// output in a main-actor model, as a view model's task does.
+  @MainActor public static func loadFromMainActorTasksAroundState(
+    _ batcher: Batcher<Int, Int>, count: Int
+  ) async throws -> Int {
+    let model = MainActorModel()
+    return try await loadInMainActorTasks(count) { try await model.show($0, from: batcher) }
+  }
+
+  /// Rounds of 100 tasks started on the main actor, each making one `load`; the sum of the outputs.
+  @MainActor static func loadInMainActorTasks(
+    _ count: Int, _ load: @escaping @MainActor (Int) async throws -> Int
+  ) async throws -> Int {
+    var sum = 0
+    var tasks: [Task<Int, any Error>] = []
+    tasks.reserveCapacity(100)
+    for round in 0..<(count / 100) {
+      for item in 0..<100 { tasks.append(Task { try await load(round * 100 + item) }) }
+      for task in tasks { sum &+= try await task.value }
+      tasks.removeAll(keepingCapacity: true)
+    }
+    return sum
+  }
+
   /// ``loadOnMain(_:count:)`` with `isolation: nil`: each load's bookkeeping off the main actor.
   public static func loadOnMainWithNilIsolation(_ batcher: Batcher<Int, Int>, count: Int) async throws -> Int {
     try await loadInRounds(count) { item in try await onMain { try await batcher.load(item, isolation: nil) } }

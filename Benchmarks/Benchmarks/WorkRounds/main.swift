@@ -120,6 +120,22 @@ let allPairs: [(snippet: Row, pace: Row)] = [
     }
   ),
   (
+    Row(name: "actor + continuation load, 100 concurrent, from tasks on the main actor") {
+      try await WorkCalls.loadFromMainActorTasks(WorkCalls.naiveBatcher(loading: true), count: calls)
+    },
+    Row(name: "Batcher.load, 100 concurrent, from tasks on the main actor") {
+      try await WorkCalls.loadFromMainActorTasks(WorkCalls.batcher(loading: true), count: calls)
+    }
+  ),
+  (
+    Row(name: "actor + continuation load, 100 concurrent, from tasks on the main actor, around its state") {
+      try await WorkCalls.loadFromMainActorTasksAroundState(WorkCalls.naiveBatcher(loading: true), count: calls)
+    },
+    Row(name: "Batcher.load, 100 concurrent, from tasks on the main actor, around its state") {
+      try await WorkCalls.loadFromMainActorTasksAroundState(WorkCalls.batcher(loading: true), count: calls)
+    }
+  ),
+  (
     Row(name: "actor + continuation load, 100 concurrent, from the main actor's state") {
       try await WorkCalls.loadOnMainAroundState(WorkCalls.naiveBatcher(loading: true), count: calls)
     },
