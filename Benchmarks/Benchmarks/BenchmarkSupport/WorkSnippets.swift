@@ -241,6 +241,38 @@ public enum WorkCalls {
     return sum
   }
 
+  /// ``load(_:count:)`` from a task group that the main actor makes and awaits, as main-actor
+  /// code that loads 100 items at once writes it: the group's tasks are not isolated to the main
+  /// actor (their closures do not inherit it), so each load runs on the global executor, and the
+  /// main actor adds the outputs up.
+  @MainActor public static func loadFromMainActorGroup(_ batcher: NaiveBatcher, count: Int) async throws -> Int {
+    try await loadInMainActorGroups(count) { try await batcher.load($0) }
+  }
+
+  /// ``load(_:count:)`` from a task group that the main actor makes and awaits, as main-actor
+  /// code that loads 100 items at once writes it: the group's tasks are not isolated to the main
+  /// actor (their closures do not inherit it), so each load runs on the global executor, and the
+  /// main actor adds the outputs up.
+  @MainActor public static func loadFromMainActorGroup(_ batcher: Batcher<Int, Int>, count: Int) async throws -> Int {
+    try await loadInMainActorGroups(count) { try await batcher.load($0) }
+  }
+
+  /// ``loadInRounds(_:_:)`` with each round's group made and awaited on the main actor.
+  @MainActor static func loadInMainActorGroups(
+    _ count: Int, _ load: @escaping @Sendable (Int) async throws -> Int
+  ) async throws -> Int {
+    var sum = 0
+    for round in 0..<(count / 100) {
+      sum &+= try await withThrowingTaskGroup(of: Int.self) { group in
+        for item in 0..<100 { group.addTask { try await load(round * 100 + item) } }
+        var outputs = 0
+        while let output = try await group.next() { outputs &+= output }
+        return outputs
+      }
+    }
+    return sum
+  }
+
   /// ``loadOnMain(_:count:)`` with `isolation: nil`: each load's bookkeeping off the main actor.
   public static func loadOnMainWithNilIsolation(_ batcher: Batcher<Int, Int>, count: Int) async throws -> Int {
     try await loadInRounds(count) { item in try await onMain { try await batcher.load(item, isolation: nil) } }

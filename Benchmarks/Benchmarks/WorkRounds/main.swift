@@ -120,6 +120,14 @@ let allPairs: [(snippet: Row, pace: Row)] = [
     }
   ),
   (
+    Row(name: "actor + continuation load, 100 concurrent, from a task group on the main actor") {
+      try await WorkCalls.loadFromMainActorGroup(WorkCalls.naiveBatcher(loading: true), count: calls)
+    },
+    Row(name: "Batcher.load, 100 concurrent, from a task group on the main actor") {
+      try await WorkCalls.loadFromMainActorGroup(WorkCalls.batcher(loading: true), count: calls)
+    }
+  ),
+  (
     Row(name: "actor + continuation load, 100 concurrent, from tasks on the main actor") {
       try await WorkCalls.loadFromMainActorTasks(WorkCalls.naiveBatcher(loading: true), count: calls)
     },
