@@ -150,12 +150,20 @@ public enum WorkCalls {
     try await loadInRounds(count) { try await batcher.load($0) }
   }
 
-  static func loadInRounds(_ count: Int, _ load: @escaping @Sendable (Int) async throws -> Int) async throws -> Int {
+  /// Rounds of 100 concurrent loads, each in a task of a group; the sum of the outputs. The
+  /// groups are made and awaited on the caller's executor (the tasks themselves on the global
+  /// one).
+  nonisolated(nonsending) static func loadInRounds(
+    _ count: Int, _ load: @escaping @Sendable (Int) async throws -> Int
+  ) async throws -> Int {
     var sum = 0
     for round in 0..<(count / 100) {
       sum &+= try await withThrowingTaskGroup(of: Int.self) { group in
         for item in 0..<100 { group.addTask { try await load(round * 100 + item) } }
-        return try await group.reduce(0, &+)
+        // `next()` keeps the caller's isolation; `reduce` would send the group off the main actor.
+        var outputs = 0
+        while let output = try await group.next() { outputs &+= output }
+        return outputs
       }
     }
     return sum
@@ -246,7 +254,7 @@ public enum WorkCalls {
   /// actor (their closures do not inherit it), so each load runs on the global executor, and the
   /// main actor adds the outputs up.
   @MainActor public static func loadFromMainActorGroup(_ batcher: NaiveBatcher, count: Int) async throws -> Int {
-    try await loadInMainActorGroups(count) { try await batcher.load($0) }
+    try await loadInRounds(count) { try await batcher.load($0) }
   }
 
   /// ``load(_:count:)`` from a task group that the main actor makes and awaits, as main-actor
@@ -254,23 +262,7 @@ public enum WorkCalls {
   /// actor (their closures do not inherit it), so each load runs on the global executor, and the
   /// main actor adds the outputs up.
   @MainActor public static func loadFromMainActorGroup(_ batcher: Batcher<Int, Int>, count: Int) async throws -> Int {
-    try await loadInMainActorGroups(count) { try await batcher.load($0) }
-  }
-
-  /// ``loadInRounds(_:_:)`` with each round's group made and awaited on the main actor.
-  @MainActor static func loadInMainActorGroups(
-    _ count: Int, _ load: @escaping @Sendable (Int) async throws -> Int
-  ) async throws -> Int {
-    var sum = 0
-    for round in 0..<(count / 100) {
-      sum &+= try await withThrowingTaskGroup(of: Int.self) { group in
-        for item in 0..<100 { group.addTask { try await load(round * 100 + item) } }
-        var outputs = 0
-        while let output = try await group.next() { outputs &+= output }
-        return outputs
-      }
-    }
-    return sum
+    try await loadInRounds(count) { try await batcher.load($0) }
   }
 
   /// ``loadOnMain(_:count:)`` with `isolation: nil`: each load's bookkeeping off the main actor.
